@@ -1,0 +1,33 @@
+# fleetmon: the two commands of the README.
+#   make demo   set up and run the app on a built-in simulated fleet
+#   make test   set up and run the whole test suite
+# Each creates .venv, installs what it needs and is safe to run again.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: demo test bench venv clean
+
+$(STAMP): pyproject.toml
+	@PYTHON=$(PYTHON) sh packaging/system-deps.sh test
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@$(BIN)/python -m pip install -q --upgrade pip
+	@$(BIN)/python -m pip install -q -e '.[app,test]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	@PYTHON=$(PYTHON) sh packaging/system-deps.sh demo
+	$(BIN)/fleetmon demo
+
+test: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+
+bench: $(STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

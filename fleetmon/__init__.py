@@ -1,0 +1,3 @@
+"""fleetmon: GPU fleet inventory and health monitor."""
+
+__version__ = "0.1.0"

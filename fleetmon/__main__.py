@@ -1,0 +1,3 @@
+from fleetmon.cli import main
+
+raise SystemExit(main())

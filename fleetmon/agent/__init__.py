@@ -1,0 +1,1 @@
+"""The fleetmon agent: samples NVML on a GPU node and serves the results."""

@@ -1,0 +1,1 @@
+"""The workstation side: polling agents and handing results to storage."""

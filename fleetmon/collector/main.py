@@ -1,0 +1,53 @@
+"""`fleetmon collect`: poll a fleet into a database, headless."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from typing import Any
+
+from fleetmon.errors import KnownError
+
+
+def run_collect(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from fleetmon.collector.lock import WriterLock
+    from fleetmon.collector.poller import Collector
+    from fleetmon.fleetfile import load_fleet
+    from storage.db import open_database
+
+    if args.interval is not None and not 0.5 <= args.interval <= 86400:
+        raise KnownError("--interval must be between 0.5 and 86400 seconds")
+    fleet = load_fleet(args.fleet)
+    lock = WriterLock(args.db)
+    if not lock.acquire():
+        raise KnownError(f"another collector writes {args.db} ({lock.holder()}); stop it first")
+    try:
+        db = open_database(args.db)
+        collector = Collector(fleet, db, interval_s=args.interval)
+        if args.once:
+            polls = collector.run_cycle()
+            bad = [p for p in polls if not p.ok]
+            print(f"polled {len(polls)} nodes: {len(polls) - len(bad)} ok, {len(bad)} unreachable")
+            for p in bad:
+                print(f"  {p.node}: {p.error}", file=sys.stderr)
+            return 0
+        stop = threading.Event()
+
+        def _stop(signum: int, frame: Any) -> None:
+            stop.set()
+
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
+        collector.start()
+        print(f"fleetmon collect: polling {len(fleet.nodes)} nodes every {collector.interval_s:g} s into {args.db}",
+              file=sys.stderr, flush=True)
+        stop.wait()
+        collector.stop()
+        return 0
+    finally:
+        lock.release()

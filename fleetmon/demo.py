@@ -1,0 +1,167 @@
+"""`fleetmon demo`: simulated agents + collector + GUI on a throw-away database.
+
+The agents are real `fleetmon agent --simulate …` subprocesses on 127.0.0.1
+(free ports). Each is started with a parent-death signal, so none outlives
+the demo even if the demo itself is killed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fleetmon.errors import KnownError
+
+# (node name, scenario): RTX 3090/4090, V100, A100, H100 and T4 on drivers 535 and 550.
+DEMO_NODES: tuple[tuple[str, str], ...] = (
+    ("dgx-a100-01", "demo-dgx-a100"),
+    ("rig-4090-02", "demo-rig-4090"),
+    ("h100-node-12", "demo-h100"),
+    ("rig-3090-01", "demo-geforce-3090"),
+    ("v100-legacy-01", "v100*4+retired_pages@0+derate@3;driver=535.161.08"),
+    ("t4-infer-01", "t4*4;driver=550.54.15"),
+    ("rig-3090-02", "rtx3090*4;driver=550.54.15;persistence=0"),
+    ("a100-pcie-03", "a100pcie*2;driver=535.161.08"),
+)
+
+
+@dataclass
+class AgentProcess:
+    name: str
+    scenario: str
+    proc: subprocess.Popen[bytes]
+    port: int
+    url: str
+
+
+def _pdeathsig() -> None:
+    """In the child: get SIGTERM when the parent dies (Linux prctl PR_SET_PDEATHSIG)."""
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(1, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def start_agents(folder: Path, nodes: list[tuple[str, str]], *, interval_s: float = 2.0,
+                 timeout_s: float = 30.0, extra_args: list[str] | None = None) -> list[AgentProcess]:
+    """Start one simulated agent subprocess per (name, scenario); wait until all listen.
+
+    Raises:
+        KnownError: an agent exited or did not start listening in time (the
+            others are stopped).
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    started: list[tuple[str, str, subprocess.Popen[bytes], Path, Path]] = []
+    for name, scenario in nodes:
+        port_file = folder / f"{name}.port"
+        port_file.unlink(missing_ok=True)
+        log_file = folder / f"{name}.log"
+        cmd = [sys.executable, "-m", "fleetmon", "agent", "--simulate", scenario, "--port", "0",
+               "--port-file", str(port_file), "--buffer", str(folder / f"{name}.agent.db"),
+               "--node-name", name, "--interval", str(interval_s), *(extra_args or [])]
+        with open(log_file, "wb") as log:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                    preexec_fn=_pdeathsig if sys.platform.startswith("linux") else None)
+        started.append((name, scenario, proc, port_file, log_file))
+    agents: list[AgentProcess] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        for name, scenario, proc, port_file, log_file in started:
+            while not port_file.exists():
+                if proc.poll() is not None:
+                    raise KnownError(f"simulated agent {name} exited with status {proc.returncode}: "
+                                     f"{log_file.read_text(errors='replace').strip()[-400:]}")
+                if time.monotonic() > deadline:
+                    raise KnownError(f"simulated agent {name} did not start within {timeout_s:g} s")
+                time.sleep(0.05)
+            port = int(port_file.read_text())
+            agents.append(AgentProcess(name, scenario, proc, port, f"http://127.0.0.1:{port}"))
+    except BaseException:
+        stop_agents([AgentProcess(n, s, p, 0, "") for n, s, p, _, _ in started])
+        raise
+    return agents
+
+
+def stop_agents(agents: list[AgentProcess], timeout_s: float = 5.0) -> None:
+    """Terminate agents, then kill those that do not exit in time."""
+    for a in agents:
+        if a.proc.poll() is None:
+            a.proc.terminate()
+    deadline = time.monotonic() + timeout_s
+    for a in agents:
+        try:
+            a.proc.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            a.proc.kill()
+            a.proc.wait()
+
+
+def write_fleet(path: Path, agents: list[AgentProcess], *, interval_s: float) -> None:
+    lines = ["# fleet of simulated agents written by `fleetmon demo`", "[fleet]", 'name = "demo"',
+             f"poll_interval_s = {max(2, int(round(interval_s)))}", ""]
+    for a in agents:
+        lines += ["[[node]]", f'name = "{a.name}"', f'url = "{a.url}"', ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    if not 1 <= args.nodes <= 64:
+        raise KnownError("--nodes must be between 1 and 64")
+    folder = Path(tempfile.mkdtemp(prefix="fleetmon-demo-"))
+    nodes = [(DEMO_NODES[i % len(DEMO_NODES)][0] + ("" if i < len(DEMO_NODES) else f"-{i}"),
+              DEMO_NODES[i % len(DEMO_NODES)][1]) for i in range(args.nodes)]
+    agents: list[AgentProcess] = []
+    try:
+        print(f"fleetmon demo: starting {len(nodes)} simulated agents in {folder}", file=sys.stderr, flush=True)
+        agents = start_agents(folder, nodes, interval_s=min(args.interval, 5.0))
+        fleet = folder / "fleet.toml"
+        write_fleet(fleet, agents, interval_s=args.interval)
+        db = folder / "fleet.db"
+        if args.no_gui:
+            return _run_headless(fleet, db, args)
+        from ui.app import run_gui
+
+        gui_args = argparse.Namespace(db=str(db), fleet=str(fleet), interval=args.interval, refresh=1.0)
+        return run_gui(gui_args, max_seconds=args.duration)
+    finally:
+        stop_agents(agents)
+        if args.keep:
+            print(f"fleetmon demo: kept {folder}", file=sys.stderr)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _run_headless(fleet: Path, db: Path, args: argparse.Namespace) -> int:
+    from fleetmon.collector.poller import Collector
+    from fleetmon.fleetfile import load_fleet
+    from storage.db import open_database
+
+    collector = Collector(load_fleet(fleet), open_database(db), interval_s=args.interval)
+    stop = threading.Event()
+
+    def _stop(*_: Any) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    collector.start()
+    print(f"fleetmon demo: collecting into {db} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    stop.wait(args.duration or None)
+    collector.stop()
+    collector.db.close()
+    return 0

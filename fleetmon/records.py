@@ -1,0 +1,193 @@
+"""Record types shared by the agent, the collector, storage, rules and the UI.
+
+Every record is a frozen dataclass with ``to_dict``/``from_dict`` for the wire
+(JSON, schema version :data:`WIRE_SCHEMA`). Timestamps are Unix seconds taken by
+the *agent's* clock; the collector records the skew separately.
+
+A value that could not be read is ``None`` in ``values`` and the reason is in
+``status`` (field name -> :class:`Status` value). A field missing from
+``status`` was read fine.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+WIRE_SCHEMA = 1
+
+
+class Status(str, enum.Enum):
+    """How one reading turned out."""
+
+    OK = "ok"
+    UNSUPPORTED = "unsupported"  # NVML_ERROR_NOT_SUPPORTED / FUNCTION_NOT_FOUND: permanent, never an alarm
+    FAILED = "failed"  # transient: UNKNOWN, TIMEOUT, NO_PERMISSION, a hung call
+    GPU_LOST = "gpu_lost"  # NVML_ERROR_GPU_IS_LOST or gone from enumeration
+
+
+Values = dict[str, Any]
+Statuses = dict[str, str]
+
+
+def _from_dict(cls: type, data: dict[str, Any]) -> Any:
+    """Build a dataclass from a dict, ignoring unknown keys (forward compatible)."""
+    names = {f.name for f in fields(cls)}
+    return cls(**{k: v for k, v in data.items() if k in names})
+
+
+class _Wire:
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)  # type: ignore[call-overload]
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Any:
+        return _from_dict(cls, data)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo(_Wire):
+    """A GPU node as its agent describes itself.
+
+    Attributes:
+        hostname: the node's host name.
+        agent_version: fleetmon version of the agent.
+        values: driver_version, nvml_version, cuda_driver_version, kernel,
+            os_release, gpu_count (see fleetmon.fields.NODE_FIELDS).
+        status: non-OK reading statuses by field.
+        xid_source: where Xid events come from ("nvml+kmsg", "nvml", "none: why").
+        started_at: agent start time, Unix seconds.
+    """
+
+    hostname: str
+    agent_version: str
+    values: Values = field(default_factory=dict)
+    status: Statuses = field(default_factory=dict)
+    xid_source: str = ""
+    started_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class GpuInventory(_Wire):
+    """Static facts about one GPU (fleetmon.fields.INVENTORY_FIELDS in ``values``).
+
+    ``state`` is "ok" or "lost". ``uuid`` and ``index`` duplicate the values for
+    convenience.
+    """
+
+    uuid: str
+    index: int
+    name: str
+    values: Values = field(default_factory=dict)
+    status: Statuses = field(default_factory=dict)
+    state: str = "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuSample(_Wire):
+    """One instantaneous reading of one GPU (the agent's latest sample).
+
+    ``values`` holds every gauge, counter and state of fleetmon.fields by name.
+    """
+
+    ts: float
+    uuid: str
+    index: int
+    values: Values = field(default_factory=dict)
+    status: Statuses = field(default_factory=dict)
+    state: str = "ok"
+
+
+def minute_key(gauge: str, stat: str) -> str:
+    """Key of a per-minute gauge statistic, e.g. ``minute_key("power_w", "max")``."""
+    return f"{gauge}_{stat}"
+
+
+def throttle_key(reason: str) -> str:
+    """Key of the per-minute count of samples in which a throttle reason was active."""
+    return f"thr_{reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuMinute(_Wire):
+    """One GPU's aggregated minute, as the agent buffers and serves it.
+
+    Attributes:
+        seq: the agent's sequence number (strictly increasing, survives restarts).
+        ts: start of the minute, Unix seconds (agent clock), a multiple of 60.
+        uuid, index: the GPU.
+        n: number of samples aggregated.
+        values: for each gauge G: ``G_min``, ``G_mean``, ``G_max``; for each
+            counter and state: the last value; for each throttle reason R:
+            ``thr_R`` = samples in which it was active; ``busy_n`` = samples
+            with the GPU busy; ``pcie_gen_busy_min`` / ``pcie_width_busy_min`` =
+            lowest link seen while busy (None if never busy).
+        status: per field, the worst non-OK status seen during the minute.
+        state: "ok" or "lost" (lost if the GPU was lost at the minute's end).
+    """
+
+    seq: int
+    ts: int
+    uuid: str
+    index: int
+    n: int
+    values: Values = field(default_factory=dict)
+    status: Statuses = field(default_factory=dict)
+    state: str = "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class Event(_Wire):
+    """Something that happened on a node at one instant.
+
+    kinds: "xid", "gpu_lost", "gpu_back", "gpu_appeared", "agent_start",
+    "energy_reset" (driver reload or GPU reset), "xid_source" (log unreadable).
+    """
+
+    seq: int
+    ts: float
+    kind: str
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    code: int | None = None
+    message: str = ""
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class NodePoll:
+    """The result of one poll of one node's agent, as the collector hands it to storage.
+
+    Attributes:
+        node: the node's name in the fleet file.
+        url: the agent URL polled.
+        group: the node's group (partition) or None.
+        ts: workstation time of the poll, Unix seconds.
+        ok: whether the agent answered usable data.
+        error: why not, when ``ok`` is False (one line).
+        duration_ms: wall time of the poll.
+        info, gpus, latest: node description, inventory, latest samples.
+        minutes, events: buffered records newer than the stored cursors.
+        minutes_cursor, events_cursor: the cursors after this poll (the last
+            sequence numbers now held), or None to keep the stored ones.
+        skew_s: agent clock minus workstation clock (None if unknown).
+        gap: True when the agent had pruned records the collector never got.
+    """
+
+    node: str
+    url: str
+    ts: float
+    ok: bool
+    group: str | None = None
+    error: str | None = None
+    duration_ms: float = 0.0
+    info: NodeInfo | None = None
+    gpus: list[GpuInventory] = field(default_factory=list)
+    latest: list[GpuSample] = field(default_factory=list)
+    minutes: list[GpuMinute] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+    minutes_cursor: int | None = None
+    events_cursor: int | None = None
+    skew_s: float | None = None
+    gap: bool = False

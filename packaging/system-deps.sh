@@ -1,0 +1,41 @@
+#!/bin/sh
+# Install (as root) or name (otherwise) the Debian/Ubuntu packages fleetmon needs.
+#   packaging/system-deps.sh test   libraries Qt needs to run offscreen (the test suite)
+#   packaging/system-deps.sh demo   the above plus Qt's xcb platform plugin (a real window)
+# Safe to run again: installs only what is missing. Does nothing on non-Debian systems.
+set -eu
+what="${1:-test}"
+command -v dpkg-query >/dev/null 2>&1 || exit 0
+
+pkgs="libegl1 libgl1 libfontconfig1 libxkbcommon0 libglib2.0-0 libdbus-1-3"
+if [ "$what" = demo ]; then
+  pkgs="$pkgs libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
+libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0 libxcb-randr0"
+fi
+py="${PYTHON:-python3}"
+if ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
+  ver=$("$py" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+  pkgs="$pkgs python${ver}-venv"
+fi
+
+missing=""
+for p in $pkgs; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing="$missing $p"
+  fi
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" = 0 ]; then
+  echo "fleetmon: installing system packages:$missing" >&2
+  apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+  echo "fleetmon: installing system packages with sudo:$missing" >&2
+  sudo apt-get update -qq >/dev/null
+  sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+else
+  echo "fleetmon: missing system packages:$missing" >&2
+  echo "fleetmon: install them with: sudo apt-get install$missing" >&2
+  exit 1
+fi

@@ -1,0 +1,95 @@
+"""Opening the fleetmon database: WAL, pragmas, migrations, error mapping.
+
+One writer (the collector's writer thread) owns a read-write :class:`Store`;
+readers (the GUI, reports) open their own read-only connections, which WAL
+lets run while the writer commits.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from sqlite_utils import Database
+
+from fleetmon.errors import SchemaVersionError, StorageError
+from storage.schema import MIGRATION_SET, known_migration_names, migrations
+
+
+def map_sqlite_error(exc: sqlite3.Error, path: str) -> StorageError:
+    """Turn an sqlite3 error into a clear StorageError (disk full, read-only, locked, corrupt)."""
+    text = str(exc)
+    low = text.lower()
+    if "full" in low:
+        why = "the disk is full"
+    elif "readonly" in low or "read-only" in low:
+        why = "the database is read-only"
+    elif "locked" in low or "busy" in low:
+        why = "the database is locked by another process"
+    elif "malformed" in low or "not a database" in low:
+        why = "the file is corrupt or not a fleetmon database"
+    elif "unable to open" in low:
+        why = "the file cannot be opened (missing folder or no permission)"
+    else:
+        why = text
+    return StorageError(f"database {path}: {why} ({text})")
+
+
+def _connect(path: str, readonly: bool) -> sqlite3.Connection:
+    if readonly:
+        uri = f"file:{Path(path).resolve()}?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=10)
+    else:
+        conn = sqlite3.connect(path, check_same_thread=False, timeout=10, isolation_level=None)
+    return conn
+
+
+def open_database(path: str | Path, *, readonly: bool = False) -> Database:
+    """Open (creating and migrating if needed) the database at ``path``.
+
+    Raises:
+        SchemaVersionError: the database comes from a newer fleetmon.
+        StorageError: the file cannot be opened, written or read.
+    """
+    path = str(path)
+    try:
+        if not readonly:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        conn = _connect(path, readonly)
+        db = Database(conn)
+        if not readonly:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA busy_timeout=10000")
+        check_schema(db, path)
+        if not readonly:
+            migrations.apply(db)
+        elif migrations.pending(db):
+            raise StorageError(f"database {path} needs an upgrade: open it once with `fleetmon collect` or the GUI")
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc, path) from exc
+    return db
+
+
+def check_schema(db: Database, path: str) -> None:
+    """Refuse a database written by a newer fleetmon."""
+    if not db[migrations.migrations_table].exists():
+        return
+    applied = [m.name for m in migrations.applied(db)]
+    unknown = [name for name in applied if name not in known_migration_names()]
+    if unknown:
+        raise SchemaVersionError(
+            f"database {path} was written by a newer fleetmon (schema step {unknown[-1]!r} in set "
+            f"{MIGRATION_SET!r} is unknown to this version); upgrade fleetmon to open it")
+
+
+def schema_version(db: Database) -> int:
+    return len(migrations.applied(db))
+
+
+def query(db: Database, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+    """Run a read query and return rows as dicts."""
+    cur = db.execute(sql, params)
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, row)) for row in cur.fetchall()]

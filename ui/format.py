@@ -1,0 +1,68 @@
+"""Display strings for the UI: pure functions, testable without Qt."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+DASH = "—"
+
+
+def number(value: Any, unit: str = "", digits: int = 0) -> str:
+    """Format a number with a unit; None becomes a dash."""
+    if value is None:
+        return DASH
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        return DASH
+    text = f"{v:.{digits}f}"
+    return f"{text} {unit}".strip() if unit not in ("%", "°C") else f"{text}{unit if unit == '%' else ' °C'}"
+
+
+def power(draw: Any, limit: Any) -> str:
+    """"245 / 350 W"; dashes for what is missing."""
+    if draw is None and limit is None:
+        return DASH
+    d = DASH if draw is None else f"{float(draw):.0f}"
+    lim = DASH if limit is None else f"{float(limit):.0f}"
+    return f"{d} / {lim} W"
+
+
+def age(ts: Any, now: float | None = None) -> str:
+    """How long ago a Unix time was: "4 s", "3 min", "2 h", "5 d"; dash for None."""
+    if ts is None:
+        return DASH
+    now = time.time() if now is None else now
+    s = max(0.0, now - float(ts))
+    if s < 90:
+        return f"{s:.0f} s ago"
+    if s < 90 * 60:
+        return f"{s / 60:.0f} min ago"
+    if s < 36 * 3600:
+        return f"{s / 3600:.0f} h ago"
+    return f"{s / 86400:.0f} d ago"
+
+
+def gpu_status(node_status: str | None, gpu_state: str | None, latest_ts: Any, now: float | None = None,
+               stale_after_s: float = 120.0) -> str:
+    """One word for the status column: ok, lost, unreachable, stale, unknown."""
+    now = time.time() if now is None else now
+    if node_status == "unreachable":
+        return "unreachable"
+    if gpu_state == "lost":
+        return "lost"
+    if latest_ts is None:
+        return "unknown"
+    if now - float(latest_ts) > stale_after_s:
+        return "stale"
+    return "ok"
+
+
+STATUS_COLORS = {
+    "ok": "#2e7d32",
+    "lost": "#c62828",
+    "unreachable": "#c62828",
+    "stale": "#ef6c00",
+    "unknown": "#757575",
+}

@@ -1,0 +1,78 @@
+"""The main window: the fleet table and a status bar. Layout and wiring only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QThread, QTimer, Signal
+from PySide6.QtWidgets import QHeaderView, QLabel, QMainWindow, QTableView
+
+from ui.models.fleet_table import FleetTableModel
+from ui.reader import DbReader
+
+
+class MainWindow(QMainWindow):
+    """Shows every GPU of the fleet; re-reads the database on a timer and after each poll."""
+
+    load_requested = Signal()
+    rows_shown = Signal(int)
+
+    def __init__(self, db_path: str, *, refresh_s: float = 2.0, collector_note: str = "") -> None:
+        super().__init__()
+        self.setWindowTitle(f"fleetmon — {db_path}")
+        self.resize(1100, 560)
+        self.model = FleetTableModel(self)
+        self.table = QTableView(self)
+        self.table.setModel(self.model)
+        self.table.setAlternatingRowColors(True)
+        self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.verticalHeader().setVisible(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setStretchLastSection(True)
+        self.setCentralWidget(self.table)
+        self.status_label = QLabel("reading database…")
+        self.collector_label = QLabel(collector_note)
+        self.statusBar().addWidget(self.status_label, 1)
+        self.statusBar().addPermanentWidget(self.collector_label)
+
+        self._thread = QThread(self)
+        self._thread.setObjectName("db-reader")
+        self.reader = DbReader(db_path)
+        self.reader.moveToThread(self._thread)
+        self.load_requested.connect(self.reader.load)
+        self.reader.loaded.connect(self._on_loaded)
+        self.reader.failed.connect(self._on_failed)
+        self._thread.start()
+
+        self._timer = QTimer(self)
+        self._timer.setInterval(int(refresh_s * 1000))
+        self._timer.timeout.connect(self.request_load)
+        self._timer.start()
+        QTimer.singleShot(0, self.request_load)
+
+    def request_load(self) -> None:
+        self.load_requested.emit()
+
+    def _on_loaded(self, rows: list[dict[str, Any]], info: dict[str, Any]) -> None:
+        self.model.set_rows(rows)
+        nodes = len({r["node"] for r in rows})
+        bad = len({r["node"] for r in rows if r.get("node_status") == "unreachable"})
+        self.status_label.setText(
+            f"{len(rows)} GPUs on {nodes} nodes ({bad} unreachable) · {info.get('samples', 0)} minute records · "
+            f"{info.get('events', 0)} events")
+        self.rows_shown.emit(len(rows))
+
+    def _on_failed(self, message: str) -> None:
+        self.status_label.setText(f"cannot read the database: {message}")
+
+    def on_cycle_finished(self, polled: int, unreachable: int) -> None:
+        self.collector_label.setText(f"last poll: {polled} nodes, {unreachable} unreachable")
+        self.request_load()
+
+    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        self._timer.stop()
+        self._thread.quit()
+        self._thread.wait(5000)
+        self.reader.close()
+        super().closeEvent(event)

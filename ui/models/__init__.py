@@ -1,0 +1,1 @@
+"""Qt item models over plain rows from storage queries."""

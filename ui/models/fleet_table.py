@@ -1,0 +1,90 @@
+"""FleetTableModel: one row per GPU of the fleet, from storage.queries.fleet_latest rows."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtGui import QBrush, QColor
+
+from ui import format as fmt
+
+COLUMNS = ("Node", "GPU", "Model", "Driver", "Temp", "Power / limit", "Util", "Last seen", "Status")
+
+Index = QModelIndex | QPersistentModelIndex
+
+
+class FleetTableModel(QAbstractTableModel):
+    """Rows are dicts as returned by storage.queries.fleet_latest."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self._rows: list[dict[str, Any]] = []
+        self._now = time.time()
+
+    def set_rows(self, rows: list[dict[str, Any]], now: float | None = None) -> None:
+        """Replace the rows (keeps the view's selection when the shape is unchanged)."""
+        self._now = time.time() if now is None else now
+        same_shape = [(r["node"], r["uuid"]) for r in rows] == [(r["node"], r["uuid"]) for r in self._rows]
+        if same_shape and rows:
+            self._rows = rows
+            self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
+            return
+        self.beginResetModel()
+        self._rows = rows
+        self.endResetModel()
+
+    def row(self, r: int) -> dict[str, Any]:
+        return self._rows[r]
+
+    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802 - Qt API
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def _status(self, r: dict[str, Any]) -> str:
+        return fmt.gpu_status(r.get("node_status"), r.get("state"), r.get("latest_ts"), self._now)
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._rows):
+            return None
+        r = self._rows[index.row()]
+        col = index.column()
+        v = r.get("values") or {}
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == 0:
+                return r["node"]
+            if col == 1:
+                return str(r.get("idx")) if r.get("idx") is not None else fmt.DASH
+            if col == 2:
+                return r.get("name") or fmt.DASH
+            if col == 3:
+                return r.get("driver_version") or fmt.DASH
+            if col == 4:
+                return fmt.number(v.get("temp_c"), "°C")
+            if col == 5:
+                return fmt.power(v.get("power_w"), v.get("power_limit_w") or r.get("power_enforced_w"))
+            if col == 6:
+                return fmt.number(v.get("util_gpu_pct"), "%")
+            if col == 7:
+                return fmt.age(r.get("latest_ts"), self._now)
+            if col == 8:
+                status = self._status(r)
+                if status == "unreachable" and r.get("last_error"):
+                    return f"unreachable: {r['last_error']}"
+                return status
+        if role == Qt.ItemDataRole.ForegroundRole and col == 8:
+            return QBrush(QColor(fmt.STATUS_COLORS.get(self._status(r), "#000000")))
+        if role == Qt.ItemDataRole.TextAlignmentRole and col in (1, 4, 5, 6):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{r['node']} GPU {r.get('idx')}: {r.get('name')}\nUUID {r.get('uuid')}"
+        return None

@@ -1,0 +1,46 @@
+"""Database reads for the window, on a worker thread (the GUI thread never touches SQLite)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from PySide6.QtCore import QObject, Signal, Slot
+
+log = logging.getLogger("fleetmon.ui")
+
+
+class DbReader(QObject):
+    """Lives on a QThread; each ``load`` reads the fleet's latest state and emits it."""
+
+    loaded = Signal(list, dict)
+    failed = Signal(str)
+
+    def __init__(self, db_path: str) -> None:
+        super().__init__()
+        self.db_path = db_path
+        self._db: Any = None
+
+    @Slot()
+    def load(self) -> None:
+        from storage.db import open_database
+        from storage.queries import counts, fleet_latest
+
+        try:
+            if self._db is None:
+                self._db = open_database(self.db_path, readonly=True)
+            rows = fleet_latest(self._db)
+            info = counts(self._db)
+            info["read_at"] = time.time()
+        except Exception as exc:  # shown in the status bar; the next tick retries
+            self._db = None
+            self.failed.emit(str(exc))
+            return
+        self.loaded.emit(rows, info)
+
+    @Slot()
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
