@@ -173,6 +173,8 @@ class NodePoll:
             sequence numbers now held), or None to keep the stored ones.
         skew_s: agent clock minus workstation clock (None if unknown).
         gap: True when the agent had pruned records the collector never got.
+        buffer_id: the agent buffer's identity; a new one means the agent's
+            sequence numbers restarted and stored cursors no longer apply.
     """
 
     node: str
@@ -191,3 +193,4 @@ class NodePoll:
     events_cursor: int | None = None
     skew_s: float | None = None
     gap: bool = False
+    buffer_id: str | None = None
