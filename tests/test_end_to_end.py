@@ -142,3 +142,38 @@ def test_agent_without_gpu_exits_2_with_one_line(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("fleetmon agent: "), proc.stderr
     assert "NVML" in lines[0] or "pynvml" in lines[0]
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.gui
+def test_selecting_a_gpu_plots_its_history(collected, qtbot, tmp_path):
+    import shutil
+
+    from fleetmon.records import GpuMinute, NodePoll
+    from storage.ingest import ingest_polls
+    from ui.main_window import MainWindow
+
+    db_path, _, _, _ = collected
+    copy = tmp_path / "hist.db"
+    shutil.copy(db_path, copy)
+    db = open_database(copy)
+    uuid = fleet_latest(db)[0]["uuid"]
+    now = int(time.time()) // 60 * 60
+    minutes = [GpuMinute(seq=i + 1, ts=now - 60 * (90 - i), uuid=uuid, index=0, n=12,
+                         values={"temp_c_mean": 50.0 + i % 7, "temp_c_max": 60.0, "power_w_mean": 250.0,
+                                 "power_w_max": 300.0, "sm_clock_mhz_mean": 1400.0, "util_gpu_pct_mean": 90.0})
+               for i in range(90)]
+    ingest_polls(db, [NodePoll(node="node-a", url="http://x", ts=time.time(), ok=True, minutes=minutes,
+                               minutes_cursor=90)])
+    db.close()
+    window = MainWindow(str(copy), refresh_s=60)
+    qtbot.addWidget(window)
+    with qtbot.waitSignal(window.rows_shown, timeout=10000):
+        window.request_load()
+    row = next(r for r in range(window.model.rowCount()) if window.model.row(r)["uuid"] == uuid)
+    with qtbot.waitSignal(window.history_shown, timeout=10000) as blocker:
+        window.select_gpu(row)
+    assert blocker.args == [uuid, 90]
+    x, y = window.detail.plot.mean_curves["temp_c"].getData()
+    assert len(x) == 90 and float(y[0]) == 50.0
+    assert "node-a GPU 0" in window.detail.title.text()
+    window.close()

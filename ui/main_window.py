@@ -4,23 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QThread, QTimer, Signal
-from PySide6.QtWidgets import QHeaderView, QLabel, QMainWindow, QTableView
+from PySide6.QtCore import QItemSelection, Qt, QThread, QTimer, Signal
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QHeaderView, QLabel, QMainWindow, QSplitter, QTableView
 
 from ui.models.fleet_table import FleetTableModel
 from ui.reader import DbReader
+from ui.widgets.gpu_detail import GpuDetailWidget
 
 
 class MainWindow(QMainWindow):
     """Shows every GPU of the fleet; re-reads the database on a timer and after each poll."""
 
     load_requested = Signal()
+    history_requested = Signal(str, int)
     rows_shown = Signal(int)
+    history_shown = Signal(str, int)
 
     def __init__(self, db_path: str, *, refresh_s: float = 2.0, collector_note: str = "") -> None:
         super().__init__()
         self.setWindowTitle(f"fleetmon — {db_path}")
-        self.resize(1100, 560)
+        self.resize(1240, 760)
         self.model = FleetTableModel(self)
         self.table = QTableView(self)
         self.table.setModel(self.model)
@@ -30,7 +34,16 @@ class MainWindow(QMainWindow):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        self.setCentralWidget(self.table)
+        self.detail = GpuDetailWidget(self)
+        splitter = QSplitter(Qt.Orientation.Vertical, self)
+        splitter.addWidget(self.table)
+        splitter.addWidget(self.detail)
+        splitter.setSizes([430, 400])
+        self.setCentralWidget(splitter)
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        self.menuBar().addMenu("&File").addAction(quit_action)
         self.status_label = QLabel("reading database…")
         self.collector_label = QLabel(collector_note)
         self.statusBar().addWidget(self.status_label, 1)
@@ -42,6 +55,10 @@ class MainWindow(QMainWindow):
         self.reader.moveToThread(self._thread)
         self.load_requested.connect(self.reader.load)
         self.reader.loaded.connect(self._on_loaded)
+        self.history_requested.connect(self.reader.load_history)
+        self.reader.history_loaded.connect(self._on_history_loaded)
+        self.detail.history_requested.connect(self.history_requested)
+        self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
         self.reader.failed.connect(self._on_failed)
         self._thread.start()
 
@@ -62,6 +79,18 @@ class MainWindow(QMainWindow):
             f"{len(rows)} GPUs on {nodes} nodes ({bad} unreachable) · {info.get('samples', 0)} minute records · "
             f"{info.get('events', 0)} events")
         self.rows_shown.emit(len(rows))
+
+    def _on_selection_changed(self, selected: QItemSelection, deselected: QItemSelection) -> None:
+        rows = self.table.selectionModel().selectedRows()
+        if rows:
+            self.detail.show_gpu(self.model.row(rows[0].row()))
+
+    def select_gpu(self, row: int) -> None:
+        self.table.selectRow(row)
+
+    def _on_history_loaded(self, uuid: str, history: dict[str, Any]) -> None:
+        self.detail.set_history(uuid, history)
+        self.history_shown.emit(uuid, len(history.get("rows", [])))
 
     def _on_failed(self, message: str) -> None:
         self.status_label.setText(f"cannot read the database: {message}")

@@ -15,6 +15,7 @@ class DbReader(QObject):
     """Lives on a QThread; each ``load`` reads the fleet's latest state and emits it."""
 
     loaded = Signal(list, dict)
+    history_loaded = Signal(str, dict)
     failed = Signal(str)
 
     def __init__(self, db_path: str) -> None:
@@ -38,6 +39,25 @@ class DbReader(QObject):
             self.failed.emit(str(exc))
             return
         self.loaded.emit(rows, info)
+
+    @Slot(str, int)
+    def load_history(self, uuid: str, window_s: int) -> None:
+        """Read one GPU's history over the last ``window_s`` seconds (resolution chosen by storage)."""
+        from storage.db import open_database
+        from storage.queries import gpu_history
+
+        try:
+            if self._db is None:
+                self._db = open_database(self.db_path, readonly=True)
+            until = int(time.time()) + 60
+            result: Any = gpu_history(self._db, uuid, until - window_s, until)
+        except Exception as exc:
+            self._db = None
+            self.failed.emit(str(exc))
+            return
+        if isinstance(result, list):  # older query API: raw minutes only
+            result = {"resolution": "minute", "rows": result}
+        self.history_loaded.emit(uuid, result)
 
     @Slot()
     def close(self) -> None:

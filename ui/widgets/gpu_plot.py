@@ -1,0 +1,74 @@
+"""GpuHistoryPlot: stacked pyqtgraph plots of one GPU's history.
+
+Curves are created once and only ``setData`` is called afterwards (pyqtgraph's
+scrolling-plot idiom); missing minutes are NaN with ``connect="finite"`` so
+they show as gaps; long windows are downsampled by peak.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pyqtgraph as pg
+
+# (key in history rows, title, unit, pen colour, optional reference key in `refs`)
+PANELS: tuple[tuple[str, str, str], ...] = (
+    ("temp_c", "Temperature", "°C"),
+    ("power_w", "Power", "W"),
+    ("sm_clock_mhz", "SM clock", "MHz"),
+    ("util_gpu_pct", "Utilization", "%"),
+)
+
+
+def _column(rows: list[dict[str, Any]], key: str) -> np.ndarray:
+    out = np.empty(len(rows), dtype=float)
+    for i, r in enumerate(rows):
+        v = r.get(key)
+        out[i] = math.nan if v is None else float(v)
+    return out
+
+
+class GpuHistoryPlot(pg.GraphicsLayoutWidget):
+    """Four plots (2×2) sharing a time axis: the per-minute mean, with the maximum in grey."""
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.setBackground("w")
+        self.plots: dict[str, pg.PlotItem] = {}
+        self.mean_curves: dict[str, pg.PlotDataItem] = {}
+        self.max_curves: dict[str, pg.PlotDataItem] = {}
+        self.ref_lines: dict[str, pg.InfiniteLine] = {}
+        first: pg.PlotItem | None = None
+        for row, (key, title, unit) in enumerate(PANELS):
+            plot = self.addPlot(row=row // 2, col=row % 2, axisItems={"bottom": pg.DateAxisItem()})
+            plot.setTitle(f"{title} ({unit})", size="9pt")
+            plot.showGrid(x=True, y=True, alpha=0.2)
+            plot.setDownsampling(auto=True, mode="peak")
+            plot.setClipToView(True)
+            if first is None:
+                first = plot
+            else:
+                plot.setXLink(first)
+            self.max_curves[key] = plot.plot(pen=pg.mkPen("#bbbbbb", width=1), connect="finite", name="max")
+            self.mean_curves[key] = plot.plot(pen=pg.mkPen("#1565c0", width=2), connect="finite", name="mean")
+            line = pg.InfiniteLine(angle=0, pen=pg.mkPen("#c62828", style=pg.QtCore.Qt.PenStyle.DashLine))
+            line.setVisible(False)
+            plot.addItem(line)
+            self.ref_lines[key] = line
+            self.plots[key] = plot
+
+    def set_history(self, rows: list[dict[str, Any]], refs: dict[str, float | None] | None = None) -> None:
+        """Show rows (each: ts plus ``<gauge>_mean`` / ``<gauge>_max``); refs draw dashed limits."""
+        x = _column(rows, "ts")
+        for key, _, _ in PANELS:
+            self.mean_curves[key].setData(x, _column(rows, f"{key}_mean"), connect="finite")
+            self.max_curves[key].setData(x, _column(rows, f"{key}_max"), connect="finite")
+            ref = (refs or {}).get(key)
+            line = self.ref_lines[key]
+            line.setVisible(ref is not None)
+            if ref is not None:
+                line.setValue(ref)
+        if len(x):
+            self.plots[PANELS[0][0]].setXRange(float(np.nanmin(x)), float(np.nanmax(x)), padding=0.02)
