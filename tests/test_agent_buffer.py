@@ -102,3 +102,71 @@ def test_disk_cap_prunes_oldest_first(tmp_path):
     assert last == 2000 and first > 1
     assert buf.size_bytes() <= 200_000
     buf.close()
+
+
+def test_buffer_id_is_created_once_and_kept(tmp_path):
+    buf = Buffer(tmp_path / "id.db")
+    first = buf.buffer_id
+    assert len(first) == 32 and int(first, 16) >= 0
+    buf.close()
+    buf = Buffer(tmp_path / "id.db")
+    assert buf.buffer_id == first
+    buf.close()
+    assert Buffer(tmp_path / "other.db").buffer_id != first
+
+
+def test_inventory_is_remembered(tmp_path):
+    buf = Buffer(tmp_path / "inv.db")
+    assert buf.load_inventory() == []
+    rows = [{"uuid": "GPU-1", "index": 0, "name": "A100", "values": {"pci_bus_id": "0000:07:00.0"}}]
+    buf.save_inventory(rows)
+    buf.close()
+    buf = Buffer(tmp_path / "inv.db")
+    assert buf.load_inventory() == rows
+    buf.set_meta("inventory", "{not json")
+    assert buf.load_inventory() == []
+    buf.close()
+
+
+def test_bounds_after_everything_was_pruned(tmp_path):
+    buf = Buffer(tmp_path / "b.db", keep_days=7)
+    assert buf.bounds("minutes") == (0, 0)
+    buf.append_minutes([_minute(60 * i) for i in range(4)])
+    buf.prune(now=30 * 86400)
+    assert buf.count("minutes") == 0
+    assert buf.bounds("minutes") == (5, 4)  # nothing held; the next record will be 5
+    assert buf.append_minutes([_minute(30 * 86400)]) == [5]
+    buf.close()
+
+
+def test_splice_records_is_the_same_json(tmp_path):
+    import json
+
+    from fleetmon.agent.buffer import splice_records
+
+    buf = Buffer(tmp_path / "s.db")
+    buf.append_minutes([_minute(60 * i) for i in range(3)])
+    buf.append_event(Event(seq=0, ts=1.5, kind="xid", code=79, message='quote " and \\ backslash'))
+    for table, parsed in (("minutes", buf.minutes_after(0)), ("events", buf.events_after(0))):
+        assert json.loads(splice_records(buf.raw_after(table, 0))) == parsed
+    assert splice_records([]) == "[]" and json.loads(splice_records([(7, "{}")])) == [{"seq": 7}]
+    buf.close()
+
+
+def test_seven_days_of_eight_gpus_fit_the_default_cap(tmp_path):
+    from fleetmon.agent.buffer import DEFAULT_MAX_BYTES, MIN_KEEP_DAYS
+    from fleetmon.fields import GAUGE_NAMES, THROTTLE_NAMES
+
+    buf = Buffer(tmp_path / "cap.db")
+    values = {f"{g}_{s}": 123.456 for g in GAUGE_NAMES for s in ("min", "mean", "max")}
+    values.update({f"thr_{r}": 12 for r in THROTTLE_NAMES})
+    values.update({"energy_mj": 12345678901, "busy_n": 12, "pcie_gen_busy_min": 4, "pcie_width_busy_min": 16})
+    status = {"fan_pct": "unsupported", "retired_sbe": "unsupported", "retired_dbe": "unsupported"}
+    uuid = "GPU-636e8b67-e803-65e7-8e2a-2f5e18f31cc9"
+    buf.append_minutes([GpuMinute(seq=0, ts=60 * i, uuid=uuid, index=0, n=12, values=values, status=status)
+                        for i in range(2000)])
+    per_record = buf.size_bytes() / 2000
+    week = per_record * 8 * 1440 * MIN_KEEP_DAYS
+    assert week < DEFAULT_MAX_BYTES, f"7 days of 8 GPUs need {week / 2**20:.0f} MiB"
+    assert buf.days_capacity(8) > MIN_KEEP_DAYS
+    buf.close()

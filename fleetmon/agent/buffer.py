@@ -7,15 +7,24 @@ restarts. A client asks for everything after the last sequence number it holds
 and gets it in order, with no gap and no duplicate; when old records were
 pruned the answer says which is the first one still held.
 
-Retention: at least ``keep_days`` (default 8) unless the file would exceed
-``max_bytes`` (default 256 MiB, ≈ 40 days of 8 GPUs), whichever prunes less
-data first — the disk cap is documented in docs/agent-api.md.
+Identity: a random ``buffer_id`` is written to the ``meta`` table when the file
+is created. A client that sees another id than before knows the buffer was
+wiped or replaced (sequence numbers restarted) and resets its cursors.
+
+Retention: records are kept ``keep_days`` (default 8) and the file is held
+under ``max_bytes`` (default 256 MiB) by dropping the oldest minutes first.
+One minute record of one GPU takes about 2.2 KiB on disk (measured: JSON with
+~70 keys), so 8 GPUs need about 25 MiB a day and the default cap holds about
+10 days: more than the 7 days the agent promises for up to 10 GPUs. Bigger
+nodes raise ``--max-buffer-mb``; /v1/health reports how many days the cap
+holds at the current rate (documented in docs/agent-api.md).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -26,6 +35,10 @@ from fleetmon.records import Event, GpuMinute
 
 DEFAULT_KEEP_DAYS = 8
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+TYPICAL_RECORD_BYTES = 2300
+"""Disk bytes of one GPU's minute record (measured with 8 simulated A100s)."""
+MIN_KEEP_DAYS = 7
+"""What the agent promises to keep; the default cap holds well over this for 8 GPUs."""
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS minutes (
@@ -40,11 +53,20 @@ CREATE TABLE IF NOT EXISTS events (
     body TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE INDEX IF NOT EXISTS minutes_ts ON minutes (ts);
+CREATE INDEX IF NOT EXISTS events_ts ON events (ts);
 """
+_TABLES = ("minutes", "events")
 
 
 class Buffer:
-    """Thread-safe store of minute records and events with sequence numbers."""
+    """Thread-safe store of minute records and events with sequence numbers.
+
+    Args:
+        path: the SQLite file (created with its folder), or None for memory.
+        keep_days: drop records older than this.
+        max_bytes: disk cap; the oldest minutes go first when it is exceeded.
+    """
 
     def __init__(self, path: str | os.PathLike[str] | None, *, keep_days: float = DEFAULT_KEEP_DAYS,
                  max_bytes: int = DEFAULT_MAX_BYTES) -> None:
@@ -55,15 +77,24 @@ class Buffer:
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
+        # Must precede the first table: lets prune() hand freed pages back to the file system.
+        self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
+        if self.path != ":memory:":
+            self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._last_prune = 0.0
+        row = self._db.execute("SELECT value FROM meta WHERE key = 'buffer_id'").fetchone()
+        if row is None:
+            self._db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('buffer_id', ?)",
+                             (secrets.token_hex(16),))
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'buffer_id'").fetchone()
+        self.buffer_id: str = row[0]
 
     # -- writing ----------------------------------------------------------------
 
     def append_minutes(self, minutes: Iterable[GpuMinute]) -> list[int]:
-        """Store completed minutes; returns their sequence numbers."""
+        """Store completed minutes in one transaction; returns their sequence numbers."""
         seqs = []
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
@@ -73,7 +104,7 @@ class Buffer:
                     body.pop("seq", None)
                     cur = self._db.execute(
                         "INSERT INTO minutes (ts, uuid, body) VALUES (?, ?, ?)",
-                        (m.ts, m.uuid, json.dumps(body, separators=(",", ":"))),
+                        (m.ts, m.uuid, json.dumps(body, separators=(",", ":"), allow_nan=False)),
                     )
                     seqs.append(int(cur.lastrowid or 0))
                 self._db.execute("COMMIT")
@@ -83,38 +114,71 @@ class Buffer:
         return seqs
 
     def append_event(self, event: Event) -> int:
+        """Store one event; returns its sequence number."""
         body = event.to_dict()
         body.pop("seq", None)
+        text = json.dumps(body, separators=(",", ":"), default=str)
         with self._lock:
-            cur = self._db.execute("INSERT INTO events (ts, body) VALUES (?, ?)",
-                                   (event.ts, json.dumps(body, separators=(",", ":"))))
+            cur = self._db.execute("INSERT INTO events (ts, body) VALUES (?, ?)", (event.ts, text))
             return int(cur.lastrowid or 0)
 
     # -- reading ----------------------------------------------------------------
 
     def minutes_after(self, after: int, limit: int = 1000) -> list[dict[str, Any]]:
         """Minute records with seq > after, oldest first, at most ``limit``."""
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, body FROM minutes WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)
-            ).fetchall()
-        return [_with_seq(seq, body) for seq, body in rows]
+        return [_with_seq(seq, body) for seq, body in self.raw_after("minutes", after, limit)]
 
     def events_after(self, after: int, limit: int = 1000) -> list[dict[str, Any]]:
+        """Events with seq > after, oldest first, at most ``limit``."""
+        return [_with_seq(seq, body) for seq, body in self.raw_after("events", after, limit)]
+
+    def raw_after(self, table: str, after: int, limit: int = 1000) -> list[tuple[int, str]]:
+        """(seq, JSON body without seq) pairs after ``after``: the server splices them unparsed."""
+        assert table in _TABLES
         with self._lock:
-            rows = self._db.execute(
-                "SELECT seq, body FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)
+            return self._db.execute(
+                f"SELECT seq, body FROM {table} WHERE seq > ? ORDER BY seq LIMIT ?", (after, limit)
             ).fetchall()
-        return [_with_seq(seq, body) for seq, body in rows]
 
     def bounds(self, table: str) -> tuple[int, int]:
-        """(first, last) sequence numbers held; (0, 0) when empty."""
-        assert table in ("minutes", "events")
+        """(first held, last assigned) sequence numbers; (0, 0) before the first record.
+
+        ``last`` survives pruning (it comes from SQLite's sequence table), so a
+        buffer whose records were all pruned answers (last + 1, last).
+        """
+        assert table in _TABLES
         with self._lock:
-            row = self._db.execute(f"SELECT min(seq), max(seq) FROM {table}").fetchone()
-        return (row[0] or 0, row[1] or 0)
+            first = self._db.execute(f"SELECT min(seq) FROM {table}").fetchone()[0]
+            row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = ?", (table,)).fetchone()
+        last = int(row[0]) if row else 0
+        if first is None:
+            return (last + 1, last) if last else (0, 0)
+        return int(first), last
+
+    def days_capacity(self, gpus: int) -> float | None:
+        """Days of minute records for ``gpus`` GPUs the disk cap holds at the measured record size."""
+        if not gpus or not self.max_bytes:
+            return None
+        n = self.count("minutes")
+        # Few records: the file's fixed part would dominate; use the typical size.
+        per_record = self.size_bytes() / n if n >= 1000 else TYPICAL_RECORD_BYTES
+        return round(self.max_bytes / (per_record * gpus * 1440), 1)
+
+    def count(self, table: str) -> int:
+        assert table in _TABLES
+        with self._lock:
+            return int(self._db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
 
     def size_bytes(self) -> int:
+        """Bytes the records occupy (pages in use), the quantity the disk cap limits."""
+        with self._lock:
+            pages = self._db.execute("PRAGMA page_count").fetchone()[0]
+            free = self._db.execute("PRAGMA freelist_count").fetchone()[0]
+            size = self._db.execute("PRAGMA page_size").fetchone()[0]
+        return int((pages - free) * size)
+
+    def file_bytes(self) -> int:
+        """Bytes on disk (database file plus write-ahead log)."""
         if self.path == ":memory:":
             return 0
         total = 0
@@ -125,10 +189,36 @@ class Buffer:
                 pass
         return total
 
+    # -- meta -------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+    def save_inventory(self, rows: list[dict[str, Any]]) -> None:
+        """Remember the last inventory (names lost GPUs after a restart)."""
+        self.set_meta("inventory", json.dumps(rows, separators=(",", ":"), default=str))
+
+    def load_inventory(self) -> list[dict[str, Any]]:
+        """The inventory saved by the previous run, or [] if none or unreadable."""
+        text = self.get_meta("inventory")
+        if not text:
+            return []
+        try:
+            rows = json.loads(text)
+        except ValueError:
+            return []
+        return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+
     # -- retention --------------------------------------------------------------
 
     def prune(self, now: float | None = None) -> int:
-        """Drop records older than keep_days, then oldest ones while over max_bytes."""
+        """Drop records older than keep_days, then the oldest minutes while over max_bytes."""
         now = time.time() if now is None else now
         cutoff = now - self.keep_days * 86400
         removed = 0
@@ -138,19 +228,23 @@ class Buffer:
         while self.max_bytes and self.size_bytes() > self.max_bytes:
             with self._lock:
                 total = self._db.execute("SELECT count(*) FROM minutes").fetchone()[0]
-                chunk = max(100, total // 10)  # a tenth at a time: keep as much as the cap allows
+                chunk = max(100, total // 20)  # a twentieth at a time: keep as much as the cap allows
                 n = self._db.execute(
                     "DELETE FROM minutes WHERE seq IN (SELECT seq FROM minutes ORDER BY seq LIMIT ?)", (chunk,)
                 ).rowcount
-                self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                self._db.execute("VACUUM")
             removed += n
             if n == 0:
                 break
+        if removed:
+            with self._lock:
+                self._db.execute("PRAGMA incremental_vacuum")
+                if self.path != ":memory:":
+                    self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         self._last_prune = now
         return removed
 
     def maybe_prune(self, now: float, every_s: float = 3600) -> None:
+        """Prune at most once per ``every_s`` (called by the sampler every round)."""
         if now - self._last_prune >= every_s:
             self.prune(now)
 
@@ -163,3 +257,23 @@ def _with_seq(seq: int, body: str) -> dict[str, Any]:
     record: dict[str, Any] = json.loads(body)
     record["seq"] = seq
     return record
+
+
+def splice_chunks(rows: list[tuple[int, str]]) -> list[bytes]:
+    """A JSON array of records, in pieces, from (seq, body) pairs without parsing the bodies.
+
+    Bodies are JSON objects stored without ``seq``; ``seq`` is put first. The
+    server writes the pieces one by one, so a page is never copied whole.
+    """
+    chunks = [b"["]
+    for n, (seq, body) in enumerate(rows):
+        inner = body[1:-1].strip() if body.startswith("{") else ""
+        record = f'{{"seq":{int(seq)},{inner}}}' if inner else f'{{"seq":{int(seq)}}}'
+        chunks.append((record if n == 0 else "," + record).encode())
+    chunks.append(b"]")
+    return chunks
+
+
+def splice_records(rows: list[tuple[int, str]]) -> str:
+    """:func:`splice_chunks` as one string."""
+    return b"".join(splice_chunks(rows)).decode()

@@ -1,4 +1,12 @@
-"""`fleetmon agent`: sample the node's GPUs and serve them over HTTP."""
+"""`fleetmon agent`: sample the node's GPUs and serve them over HTTP.
+
+Runs without root. NVML answers an unprivileged user for everything the agent
+reads (the device nodes /dev/nvidia* are world-readable by default, or group
+``video``/``render`` on hardened hosts). The kernel log needs read access to
+/dev/kmsg (group ``adm`` or ``systemd-journal`` for journald); without it the
+agent runs on NVML's Xid events alone and says so in ``xid_source``. See
+packaging/fleetmon-agent.service.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +14,13 @@ import argparse
 import logging
 import os
 import signal
+import ssl
 import stat
 import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from fleetmon.errors import KnownError, NvmlUnavailable
 
@@ -32,19 +41,27 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--interval", type=float, default=5.0, metavar="SECONDS",
                    help="sampling interval (default 5)")
     p.add_argument("--buffer", metavar="FILE",
-                   help="local record buffer (default $STATE_DIRECTORY or ~/.local/state/fleetmon/agent.db)")
-    p.add_argument("--keep-days", type=float, default=8.0, help="keep buffered records this long (default 8)")
-    p.add_argument("--max-buffer-mb", type=float, default=256.0, help="disk cap of the buffer (default 256 MB)")
+                   help="local record buffer (default $STATE_DIRECTORY/agent.db or ~/.local/state/fleetmon/agent.db)")
+    p.add_argument("--keep-days", type=float, default=8.0,
+                   help="keep buffered records this long (default 8, at least 7)")
+    p.add_argument("--max-buffer-mb", type=float, default=256.0,
+                   help="disk cap of the buffer in MiB (default 256: about 19 days of 8 GPUs)")
     p.add_argument("--token-file", help="file holding the bearer token clients must send (mode 0600)")
     p.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
     p.add_argument("--tls-key", help="private key for --tls-cert (PEM)")
+    p.add_argument("--http-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="drop a client that sends nothing for this long (default 10)")
     p.add_argument("--node-name", help="report this host name instead of the real one (simulations)")
     p.add_argument("--port-file", help="write the bound port to this file once listening (for tests and demo)")
     p.add_argument("-v", "--verbose", action="store_true", help="log more")
 
 
 def read_token_file(path: str) -> str:
-    """Read a bearer token; refuse a file readable by group or others."""
+    """Read a bearer token; refuse a file readable by group or others.
+
+    Raises:
+        KnownError: unreadable, too permissive, or a token under 16 characters.
+    """
     try:
         st = os.stat(path)
     except OSError as exc:
@@ -52,9 +69,14 @@ def read_token_file(path: str) -> str:
     if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise KnownError(f"token file {path} is readable by group or others (mode {stat.S_IMODE(st.st_mode):04o});"
                          f" run: chmod 600 {path}")
-    token = Path(path).read_text(encoding="utf-8").strip()
+    try:
+        token = Path(path).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KnownError(f"cannot read token file {path}: {exc}") from exc
     if len(token) < 16:
         raise KnownError(f"token file {path} holds a token shorter than 16 characters")
+    if any(c.isspace() for c in token):
+        raise KnownError(f"token file {path} holds whitespace inside the token")
     return token
 
 
@@ -66,16 +88,16 @@ def default_buffer_path() -> Path:
     return Path(base) / "fleetmon" / "agent.db"
 
 
-def run(args: argparse.Namespace) -> int:
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
-                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    if args.list_scenarios:
-        from fleetmon.agent import simnvml
-        for name in simnvml.scenario_names():
-            print(f"{name:24} {simnvml.describe(name)}")
-        return 0
+def _check_args(args: argparse.Namespace) -> str | None:
+    """Validate options before anything starts; returns the token (or None)."""
     if args.interval < 0.2 or args.interval > 3600:
         raise KnownError("--interval must be between 0.2 and 3600 seconds")
+    if args.keep_days < 7:
+        raise KnownError("--keep-days must be at least 7")
+    if args.max_buffer_mb < 16:
+        raise KnownError("--max-buffer-mb must be at least 16")
+    if not 0.5 <= args.http_timeout <= 600:
+        raise KnownError("--http-timeout must be between 0.5 and 600 seconds")
     token = None
     if args.token_file:
         token = read_token_file(args.token_file)
@@ -84,12 +106,153 @@ def run(args: argparse.Namespace) -> int:
                          "pass --token-file FILE (mode 0600), or bind 127.0.0.1")
     if bool(args.tls_cert) != bool(args.tls_key):
         raise KnownError("--tls-cert and --tls-key go together")
+    return token
 
+
+class RunningAgent:
+    """An agent assembled in this process: session, buffer, sampler, Xid watcher, HTTP server.
+
+    Built by :func:`start_agent`; ``fleetmon agent`` is one of these, and
+    tests and the collector's simulations run many in one process.
+
+    Attributes:
+        url: base URL of the HTTP server (``http://127.0.0.1:PORT``).
+        stop: set it (or call :meth:`close`) to end the sampling loop.
+    """
+
+    def __init__(self, *, session: Any, buffer: Any, sampler: Any, watcher: Any, server: Any, state: Any,
+                 scheme: str) -> None:
+        self.session = session
+        self.buffer = buffer
+        self.sampler = sampler
+        self.watcher = watcher
+        self.server = server
+        self.state = state
+        self.stop = threading.Event()
+        host, port = server.server_address[:2]
+        self.port = int(port)
+        self.url = f"{scheme}://{'[' + host + ']' if ':' in host else host}:{self.port}"
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    def start_loop(self) -> None:
+        """Sample at the interval in a background thread until :meth:`close`."""
+        t = threading.Thread(target=self.sampler.run, args=(self.stop,), name="sampler", daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def close(self) -> None:
+        """Stop sampling and serving; close the buffer and NVML. Safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        self.stop.set()
+        self.server.shutdown()
+        self.server.server_close()
+        for t in self._threads:
+            t.join(timeout=5)
+        self._threads = []
+        self.watcher.close()
+        self.buffer.close()
+        self.session.close()
+
+
+def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, port: int = 0,
+                interval_s: float = 5.0, read_timeout_s: float | None = None,
+                clock: Callable[[], float] = time.time, token: str | None = None,
+                tls_cert: str | None = None, tls_key: str | None = None, request_timeout_s: float = 10.0,
+                node_name: str | None = None, simulate: bool = False, kernel_log: Any = None,
+                keep_days: float = 8.0, max_bytes: int = 256 * 1024 * 1024, loop: bool = True,
+                watch_xid: bool = True, inventory_wait_s: float = 2.0,
+                poll_interval_s: float = 0.5) -> RunningAgent:
+    """Open NVML and the buffer, take a first sample and start serving.
+
+    Args:
+        module: a pynvml-compatible module (None: the real pynvml).
+        buffer: a Buffer, or a path for one (created with ``keep_days``/``max_bytes``).
+        bind, port: where to listen (port 0: any free port).
+        interval_s, read_timeout_s, clock: passed to the Sampler.
+        token, tls_cert, tls_key, request_timeout_s: passed to make_server.
+        node_name: host name to report instead of the real one.
+        simulate: the node is simulated (the host's kernel log is not read).
+        kernel_log: a KernelLog to read Xids from instead of /dev/kmsg/journald.
+        loop: start the sampling thread (False: call ``sampler.sample_once()`` yourself).
+        watch_xid: start the Xid watcher threads.
+        inventory_wait_s: how long startup waits for the GPUs' inventory.
+        poll_interval_s: how often the HTTP server checks for shutdown.
+
+    Raises:
+        NvmlUnavailable: NVML cannot start.
+        KnownError: the buffer cannot be opened, the address not bound, TLS files not loaded.
+    """
+    from fleetmon import __version__
     from fleetmon.agent.buffer import Buffer
     from fleetmon.agent.nvml import open_nvml
     from fleetmon.agent.sampler import Sampler
     from fleetmon.agent.server import AgentState, make_server, serve_in_thread
+    from fleetmon.agent.xidwatch import XidWatcher
+    from fleetmon.records import Event, NodeInfo
 
+    if not isinstance(buffer, Buffer):
+        try:
+            buffer = Buffer(buffer, keep_days=keep_days, max_bytes=max_bytes)
+        except Exception as exc:
+            raise KnownError(f"cannot open the buffer {buffer}: {exc}") from exc
+    try:
+        session = open_nvml(module, known_inventory=buffer.load_inventory(), inventory_wait_s=inventory_wait_s)
+    except BaseException:
+        buffer.close()
+        raise
+    sampler = Sampler(session, buffer, interval_s=interval_s, read_timeout_s=read_timeout_s, clock=clock)
+    started = clock()
+    watcher = XidWatcher(session, sampler.record_event, simulate=simulate, kernel_log=kernel_log, clock=clock)
+
+    def node() -> NodeInfo:
+        info = session.node_info()
+        values = dict(info.values)
+        hostname = node_name or info.hostname
+        values["hostname"] = hostname
+        return NodeInfo(hostname=hostname, agent_version=info.agent_version, values=values, status=info.status,
+                        xid_source=watcher.source, started_at=started)
+
+    def inventory() -> list[Any]:
+        return [session.inventory(i) for i in session.indices()]
+
+    state = AgentState(node=node, inventory=inventory, sampler=sampler, buffer=buffer, started_at=started,
+                       extra_health=lambda: {"xid_source": watcher.source, "xid": watcher.status_dict()})
+    try:
+        server = make_server(state, bind, port, token=token, tls_cert=tls_cert, tls_key=tls_key,
+                             request_timeout_s=request_timeout_s)
+    except (ssl.SSLError, OSError) as exc:
+        watcher.close()
+        buffer.close()
+        session.close()
+        if isinstance(exc, ssl.SSLError):
+            raise KnownError(f"cannot load --tls-cert/--tls-key: {exc}") from exc
+        raise KnownError(f"cannot listen on {bind}:{port}: {exc.strerror or exc}") from exc
+    agent = RunningAgent(session=session, buffer=buffer, sampler=sampler, watcher=watcher, server=server,
+                         state=state, scheme="https" if tls_cert else "http")
+    buffer.append_event(Event(seq=0, ts=started, kind="agent_start", message=f"fleetmon agent {__version__} started",
+                              data={"version": __version__, "buffer_id": buffer.buffer_id,
+                                    "gpus": len(session.indices()), "xid_source": watcher.source}))
+    sampler.sample_once()  # serve real data from the first request on (hung GPUs do not delay it)
+    if loop:
+        agent.start_loop()
+    if watch_xid:
+        watcher.start(agent.stop)
+    serve_in_thread(server, poll_interval_s=poll_interval_s)
+    return agent
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    if args.list_scenarios:
+        from fleetmon.agent import simnvml
+        for name in simnvml.scenario_names():
+            print(f"{name:24} {simnvml.describe(name)}")
+        return 0
+    token = _check_args(args)
     module: Any = None
     if args.simulate:
         from fleetmon.agent import simnvml
@@ -98,57 +261,26 @@ def run(args: argparse.Namespace) -> int:
         except (KeyError, ValueError, OSError) as exc:
             raise KnownError(f"unknown or invalid scenario {args.simulate!r}: {exc}") from exc
         module = simnvml
-    session = open_nvml(module)
-    buffer_path = Path(args.buffer) if args.buffer else default_buffer_path()
-    try:
-        buffer = Buffer(buffer_path, keep_days=args.keep_days, max_bytes=int(args.max_buffer_mb * 1024 * 1024))
-    except Exception as exc:
-        raise KnownError(f"cannot open the buffer {buffer_path}: {exc}") from exc
-    sampler = Sampler(session, buffer, interval_s=args.interval)
-    started = time.time()
-    node = session.node_info()
-    if args.node_name:
-        node = type(node)(**{**node.to_dict(), "hostname": args.node_name})
-
-    from fleetmon.agent.xidwatch import XidWatcher
-    watcher = XidWatcher(session, sampler.record_event, simulate=bool(args.simulate))
-    node = type(node)(**{**node.to_dict(), "xid_source": watcher.source, "started_at": started})
-
-    def inventory() -> list[Any]:
-        return [session.inventory(i) for i in session.indices()]
-
-    state = AgentState(node=lambda: node, inventory=inventory, sampler=sampler, buffer=buffer,
-                       started_at=started, extra_health=lambda: {"xid_source": watcher.source})
-    try:
-        server = make_server(state, args.bind, args.port, token=token, tls_cert=args.tls_cert,
-                             tls_key=args.tls_key)
-    except OSError as exc:
-        raise KnownError(f"cannot listen on {args.bind}:{args.port}: {exc.strerror or exc}") from exc
-    port = server.server_address[1]
-    stop = threading.Event()
+    agent = start_agent(module, buffer=Path(args.buffer) if args.buffer else default_buffer_path(),
+                        bind=args.bind, port=args.port, interval_s=args.interval, token=token,
+                        tls_cert=args.tls_cert, tls_key=args.tls_key, request_timeout_s=args.http_timeout,
+                        node_name=args.node_name, simulate=bool(args.simulate), keep_days=args.keep_days,
+                        max_bytes=int(args.max_buffer_mb * 1024 * 1024))
 
     def _stop(signum: int, frame: Any) -> None:
-        stop.set()
+        agent.stop.set()
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
-    sampler.sample_once()  # serve real data from the first request on
-    sampler_thread = threading.Thread(target=sampler.run, args=(stop,), name="sampler", daemon=True)
-    sampler_thread.start()
-    watcher.start(stop)
-    serve_in_thread(server)
-    scheme = "https" if args.tls_cert else "http"
-    print(f"fleetmon agent: serving {len(session.indices())} GPU(s) of {node.hostname} on "
-          f"{scheme}://{args.bind}:{port}", file=sys.stderr, flush=True)
+    print(f"fleetmon agent: serving {len(agent.session.indices())} GPU(s) of {agent.state.node().hostname} on "
+          f"{agent.url}; "
+          f"Xid source: {agent.watcher.source}", file=sys.stderr, flush=True)
     if args.port_file:
         tmp = Path(args.port_file + ".tmp")
-        tmp.write_text(str(port))
+        tmp.write_text(str(agent.port))
         tmp.replace(args.port_file)
-    stop.wait()
-    server.shutdown()
-    sampler_thread.join(timeout=5)
-    buffer.close()
-    session.close()
+    agent.stop.wait()
+    agent.close()
     return 0
 
 

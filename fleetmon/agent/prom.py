@@ -1,26 +1,93 @@
-"""Prometheus text exposition of the agent's latest samples.
+"""Prometheus text exposition (format 0.0.4) of the agent's latest samples.
 
 Metric names and labels follow dcgm-exporter wherever a DCGM field carries the
 same value (``DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-…",device="nvidia0",
 modelName="…",Hostname="…",DCGM_FI_DRIVER_VERSION="…"}``), so an existing
-Prometheus and Grafana dashboards keep working. Values dcgm-exporter does not
-have are exported as ``fleetmon_*``. Units follow dcgm-exporter (W, °C, MHz,
-MiB) for its names.
+Prometheus, its alert rules and Grafana dashboards keep working. Units are
+dcgm-exporter's (W, °C, MHz, MiB, mJ). Values DCGM has no field for are
+exported as ``fleetmon_*`` in Prometheus style (snake_case, base units).
+
+``promtool check metrics`` accepts the page; its only lint findings are those
+dcgm-exporter's own names cause: the camelCase ``modelName`` label and DCGM
+counters named without a ``_total`` suffix.
 """
 
 from __future__ import annotations
 
 from typing import Any, Iterable
 
-from fleetmon.fields import ALL_FIELDS, THROTTLE_REASONS
-from fleetmon.records import GpuInventory, GpuSample, NodeInfo
+from fleetmon.fields import FIELDS, THROTTLE_REASONS
+from fleetmon.records import GpuInventory, GpuSample, NodeInfo, Status
 
-# dcgm-exporter exposes these as counters; everything else of ours as gauges.
-_DCGM_COUNTERS = {
-    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER",
-    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS",
-    "DCGM_FI_DEV_RETIRED_SBE", "DCGM_FI_DEV_RETIRED_DBE",
+# Telemetry field -> (metric, type, help). DCGM names and help texts are those of
+# dcgm-exporter's default-counters.csv where it lists the field, else of
+# dcgm_fields.h (DCGM_FI_DEV_ENFORCED_POWER_LIMIT 164, PCIE_TX/RX_THROUGHPUT
+# 200/201, PCIE_LINK_GEN/WIDTH 237/238, ROW_REMAP_PENDING 396).
+SAMPLE_METRICS: dict[str, tuple[str, str, str]] = {
+    "temp_c": ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
+    "mem_temp_c": ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
+    "fan_pct": ("DCGM_FI_DEV_FAN_SPEED", "gauge", "Fan speed, mean over the board's fans (in %)."),
+    "power_w": ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+    "power_limit_w": ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge",
+                      "Effective power limit the driver enforces (in W)."),
+    "energy_mj": ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+                  "Total energy consumption since the driver was loaded (in mJ)."),
+    "sm_clock_mhz": ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
+    "mem_clock_mhz": ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
+    "gr_clock_mhz": ("fleetmon_gpu_graphics_clock_mhz", "gauge", "Graphics clock frequency (in MHz)."),
+    "util_gpu_pct": ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
+    "util_mem_pct": ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
+    "mem_used_mib": ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
+    "mem_free_mib": ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
+    "pcie_tx_kbs": ("DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge", "PCIe transmit throughput (in KB/s)."),
+    "pcie_rx_kbs": ("DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge", "PCIe receive throughput (in KB/s)."),
+    "pstate": ("DCGM_FI_DEV_PSTATE", "gauge", "Performance state (P-State) 0-15, 0 is the highest."),
+    "throttle_mask": ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
+                      "Current clock event (throttle) reasons, NVML bit mask."),
+    "ecc_corr_vol": ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter",
+                     "Total number of single-bit (corrected) volatile ECC errors."),
+    "ecc_unc_vol": ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
+                    "Total number of double-bit (uncorrected) volatile ECC errors."),
+    "ecc_corr_agg": ("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter",
+                     "Total number of single-bit (corrected) persistent ECC errors."),
+    "ecc_unc_agg": ("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter",
+                    "Total number of double-bit (uncorrected) persistent ECC errors."),
+    "retired_sbe": ("DCGM_FI_DEV_RETIRED_SBE", "counter",
+                    "Total number of retired pages due to single-bit errors."),
+    "retired_dbe": ("DCGM_FI_DEV_RETIRED_DBE", "counter",
+                    "Total number of retired pages due to double-bit errors."),
+    "retired_pending": ("DCGM_FI_DEV_RETIRED_PENDING", "gauge",
+                        "Whether a page retirement waits for a GPU reset (1) or not (0)."),
+    "remap_corr": ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+                   "Number of remapped rows for correctable errors"),
+    "remap_unc": ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+                  "Number of remapped rows for uncorrectable errors"),
+    "remap_pending": ("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether remapping of rows is pending"),
+    "remap_failure": ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed"),
+    "pcie_gen": ("DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe current link generation."),
+    "pcie_width": ("DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe current link width (in lanes)."),
+    "pcie_replay": ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
 }
+
+# Static inventory field -> (metric, help): exported as gauges.
+INVENTORY_METRICS: dict[str, tuple[str, str]] = {
+    "memory_total_mib": ("DCGM_FI_DEV_FB_TOTAL", "Framebuffer memory total (in MiB)."),
+    "temp_slowdown_c": ("DCGM_FI_DEV_SLOWDOWN_TEMP", "Slowdown temperature (in C)."),
+    "temp_shutdown_c": ("DCGM_FI_DEV_SHUTDOWN_TEMP", "Shutdown temperature (in C)."),
+    "power_default_w": ("DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF", "Default power management limit (in W)."),
+    "power_min_w": ("DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN", "Minimum power management limit (in W)."),
+    "power_max_w": ("DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX", "Maximum power management limit (in W)."),
+    "max_sm_clock_mhz": ("DCGM_FI_DEV_MAX_SM_CLOCK", "Maximum supported SM clock (in MHz)."),
+    "max_mem_clock_mhz": ("DCGM_FI_DEV_MAX_MEM_CLOCK", "Maximum supported memory clock (in MHz)."),
+    "pcie_max_gen": ("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "PCIe maximum link generation of GPU and slot."),
+    "pcie_max_width": ("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "PCIe maximum link width of GPU and slot (in lanes)."),
+    "pcie_gpu_max_gen": ("fleetmon_gpu_pcie_gpu_max_link_generation",
+                         "PCIe maximum link generation of the GPU itself."),
+}
+
+_INFO_LABELS = ("serial", "board_part_number", "vbios", "inforom_image", "pci_device_id", "pci_subsystem_id",
+                "architecture", "compute_capability")
+_OK_STATES = {Status.UNSUPPORTED.value}
 
 
 def _escape(value: str) -> str:
@@ -28,7 +95,7 @@ def _escape(value: str) -> str:
 
 
 def _labels(pairs: Iterable[tuple[str, Any]]) -> str:
-    return "{" + ",".join(f'{k}="{_escape(str(v))}"' for k, v in pairs) + "}"
+    return "{" + ",".join(f'{k}="{_escape("" if v is None else str(v))}"' for k, v in pairs) + "}"
 
 
 def _fmt(value: Any) -> str:
@@ -39,85 +106,133 @@ def _fmt(value: Any) -> str:
     return repr(float(value))
 
 
+class _Page:
+    """Collects families so that each has one HELP and one TYPE line before its samples."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def family(self, name: str, mtype: str, help_text: str, rows: list[tuple[str, Any]]) -> None:
+        rows = [(labels, v) for labels, v in rows if v is not None]
+        if not rows:
+            return
+        self.lines.append(f"# HELP {name} {_escape_help(help_text)}")
+        self.lines.append(f"# TYPE {name} {mtype}")
+        self.lines.extend(f"{name}{labels} {_fmt(v)}" for labels, v in rows)
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _escape_help(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\n", "\\n")
+
+
 def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[GpuSample],
-                   agent: dict[str, Any]) -> str:
+                   agent: dict[str, Any], last_xid: dict[str, int] | None = None) -> str:
     """Render the whole /metrics page.
 
     Args:
         node: the node description (hostname, driver version).
         inventory: GPUs by index.
         samples: the latest sample of each GPU.
-        agent: agent self-metrics: uptime_s, sample_lag_s, cycles, buffer_bytes.
+        agent: agent self-metrics: uptime_seconds, sample_lag_seconds,
+            buffer_bytes, cycle_seconds, and ``gpus`` (per-GPU read health).
+        last_xid: uuid -> code of the last Xid seen (DCGM_FI_DEV_XID_ERRORS).
     """
     inv_by_index = {g.index: g for g in inventory}
     driver = node.values.get("driver_version") or ""
-    lines: list[str] = []
+    page = _Page()
 
-    def gpu_labels(s: GpuSample) -> str:
-        inv = inv_by_index.get(s.index)
-        return _labels((
-            ("gpu", s.index), ("UUID", s.uuid), ("device", f"nvidia{s.index}"),
-            ("modelName", inv.name if inv else ""), ("Hostname", node.hostname),
-            ("pci_bus_id", (inv.values.get("pci_bus_id") if inv else "") or ""),
-            ("DCGM_FI_DRIVER_VERSION", driver),
-        ))
+    def base(index: int, uuid: str) -> list[tuple[str, Any]]:
+        inv = inv_by_index.get(index)
+        return [("gpu", index), ("UUID", uuid), ("device", f"nvidia{index}"),
+                ("modelName", inv.name if inv else ""), ("Hostname", node.hostname),
+                ("pci_bus_id", (inv.values.get("pci_bus_id") if inv else "") or ""),
+                ("DCGM_FI_DRIVER_VERSION", driver)]
 
-    labels = {s.index: gpu_labels(s) for s in samples}
-    for f in ALL_FIELDS:
-        if f.dcgm:
-            name = f.dcgm
-            mtype = "counter" if name in _DCGM_COUNTERS else "gauge"
-        else:
-            name = f"fleetmon_gpu_{f.name}"
-            mtype = "gauge"  # our counters can reset on driver reload; expose as gauges
-        rows = [(s, s.values.get(f.name)) for s in samples]
-        rows = [(s, v) for s, v in rows if v is not None]
-        if not rows:
-            continue
-        unit = f" (in {f.unit})" if f.unit and f.unit not in ("bool", "bits", "") else ""
-        lines.append(f"# HELP {name} {f.help}{unit}.")
-        lines.append(f"# TYPE {name} {mtype}")
-        for s, v in rows:
-            lines.append(f"{name}{labels[s.index]} {_fmt(v)}")
+    gpu_labels = {s.index: base(s.index, s.uuid) for s in samples}
+    for g in inventory:
+        gpu_labels.setdefault(g.index, base(g.index, g.uuid))
+    lbl = {i: _labels(pairs) for i, pairs in gpu_labels.items()}
 
-    # One 0/1 series per throttle reason: easier to alert on than the bit mask.
-    lines.append("# HELP fleetmon_gpu_clocks_event_active Whether a clocks-event (throttle) reason is active.")
-    lines.append("# TYPE fleetmon_gpu_clocks_event_active gauge")
+    for fname, (metric, mtype, help_text) in SAMPLE_METRICS.items():
+        page.family(metric, mtype, help_text, [(lbl[s.index], s.values.get(fname)) for s in samples])
+
+    xids = last_xid or {}
+    page.family("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
+                [(lbl[s.index], xids.get(s.uuid, 0)) for s in samples])
+
+    rows = []
     for s in samples:
         mask = s.values.get("throttle_mask")
         if mask is None:
             continue
-        base = labels[s.index][:-1]
         for r in THROTTLE_REASONS:
-            lines.append(f'fleetmon_gpu_clocks_event_active{base},reason="{r.name}"}} {1 if mask & r.bit else 0}')
+            rows.append((_labels(gpu_labels[s.index] + [("reason", r.name)]), 1 if int(mask) & r.bit else 0))
+    page.family("fleetmon_gpu_clocks_event_active", "gauge",
+                "Whether a clocks-event (throttle) reason is active (1) or not (0).", rows)
 
-    lines.append("# HELP fleetmon_gpu_lost Whether NVML reports the GPU as lost (fell off the bus).")
-    lines.append("# TYPE fleetmon_gpu_lost gauge")
-    for s in samples:
-        lines.append(f"fleetmon_gpu_lost{labels[s.index]} {1 if s.state == 'lost' else 0}")
+    for fname, (metric, help_text) in INVENTORY_METRICS.items():
+        page.family(metric, "gauge", help_text, [(lbl[g.index], g.values.get(fname)) for g in inventory])
 
-    lines.append("# HELP fleetmon_gpu_reading_ok Whether the last read of a field succeeded (0: failed or lost).")
-    lines.append("# TYPE fleetmon_gpu_reading_ok gauge")
+    page.family("fleetmon_gpu_info", "gauge", "Static facts about a GPU as labels; the value is 1.",
+                [(_labels(gpu_labels[g.index] + [(k, g.values.get(k)) for k in _INFO_LABELS]), 1)
+                 for g in inventory])
+    page.family("fleetmon_gpu_lost", "gauge",
+                "Whether the GPU is lost (1: fell off the bus or left enumeration) or not (0).",
+                [(lbl[i], 1 if (s_state == "lost") else 0) for i, s_state in _states(inventory, samples)])
+
+    rows = []
     for s in samples:
-        base = labels[s.index][:-1]
-        for fname, st in sorted(s.status.items()):
-            if st == "unsupported":
+        for fname in SAMPLE_METRICS:
+            st = s.status.get(fname)
+            if st in _OK_STATES:
                 continue
-            lines.append(f'fleetmon_gpu_reading_ok{base},field="{fname}",status="{st}"}} 0')
+            rows.append((_labels(gpu_labels[s.index] + [("field", fname)]), 0 if st else 1))
+    page.family("fleetmon_gpu_reading_ok", "gauge",
+                "Whether the last reading of a field succeeded (1) or failed or the GPU is lost (0); "
+                "fields this GPU does not support are left out.", rows)
 
-    info = _labels((("Hostname", node.hostname), ("driver_version", driver),
-                    ("cuda_driver_version", node.values.get("cuda_driver_version") or ""),
-                    ("agent_version", node.agent_version)))
-    lines.append("# HELP fleetmon_agent_info Agent and driver versions of this node.")
-    lines.append("# TYPE fleetmon_agent_info gauge")
-    lines.append(f"fleetmon_agent_info{info} 1")
+    health = {g.get("index"): g for g in agent.get("gpus", []) if isinstance(g, dict)}
+    page.family("fleetmon_gpu_read_duration_seconds", "gauge",
+                "How long the last read of all of a GPU's fields through NVML took.",
+                [(lbl[i], None if h.get("last_read_ms") is None else h["last_read_ms"] / 1000.0)
+                 for i, h in health.items() if i in lbl])
+    page.family("fleetmon_gpu_read_hung", "gauge",
+                "Whether NVML reads of the GPU do not return in time (1) or do (0).",
+                [(lbl[i], 1 if h.get("hung_since") is not None else 0) for i, h in health.items() if i in lbl])
+
+    host = [("Hostname", node.hostname)]
+    info = _labels(host + [("driver_version", driver),
+                           ("cuda_driver_version", node.values.get("cuda_driver_version") or ""),
+                           ("nvml_version", node.values.get("nvml_version") or ""),
+                           ("agent_version", node.agent_version), ("xid_source", node.xid_source)])
+    page.family("fleetmon_agent_info", "gauge", "Agent, driver and Xid source of this node; the value is 1.",
+                [(info, 1)])
+    page.family("fleetmon_node_gpus", "gauge", "GPUs NVML enumerates on this node.",
+                [(_labels(host), node.values.get("gpu_count"))])
     for key, help_text in (("uptime_seconds", "Seconds since the agent started."),
                            ("sample_lag_seconds", "Age of the latest sample."),
-                           ("buffer_bytes", "Size of the local record buffer on disk.")):
-        value = agent.get(key)
-        if value is None:
-            continue
-        lines.append(f"# HELP fleetmon_agent_{key} {help_text}")
-        lines.append(f"# TYPE fleetmon_agent_{key} gauge")
-        lines.append(f"fleetmon_agent_{key}{_labels([('Hostname', node.hostname)])} {_fmt(value)}")
-    return "\n".join(lines) + "\n"
+                           ("cycle_seconds", "Duration of the last sampling round."),
+                           ("buffer_bytes", "Bytes the local record buffer occupies.")):
+        page.family(f"fleetmon_agent_{key}", "gauge", help_text, [(_labels(host), agent.get(key))])
+    return page.text()
+
+
+def _states(inventory: list[GpuInventory], samples: list[GpuSample]) -> list[tuple[int, str]]:
+    """(index, "ok"/"lost") per GPU: the latest sample's state, else the inventory's."""
+    by_index = {g.index: g.state for g in inventory}
+    for s in samples:
+        by_index[s.index] = s.state
+    return sorted(by_index.items())
+
+
+def metric_names() -> dict[str, str]:
+    """fleetmon field name -> metric name (for documentation and tests)."""
+    names = {f: m for f, (m, _, _) in SAMPLE_METRICS.items()}
+    names.update({f: m for f, (m, _) in INVENTORY_METRICS.items()})
+    return names
+
+
+assert set(SAMPLE_METRICS) <= set(FIELDS), "SAMPLE_METRICS names a field fleetmon.fields lacks"

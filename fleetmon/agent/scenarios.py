@@ -217,8 +217,9 @@ FAULT_KINDS: dict[str, tuple[dict[str, Any], str]] = {
     ),
     "fan_stuck": ({}, "fans report 0 % and the GPU runs hot (fanned cards only report fans)"),
     "derate": (
-        {"frac": 0.62},
-        "SM clock under load at `frac` of nominal boost with no throttle reason set",
+        {"frac": 0.62, "sw_power_cap": False},
+        "SM clock under load at `frac` of nominal boost with no throttle reason set "
+        "(or only SwPowerCap with `sw_power_cap`) although power stays well below the limit",
     ),
     "old_driver": ({}, "nvmlDeviceGetCurrentClocksEventReasons is missing (FunctionNotFound)"),
 }

@@ -257,7 +257,7 @@ class NVMLError(Exception):
         NVML_ERROR_UNKNOWN: "Unknown Error",
     }
 
-    def __new__(typ, value):  # noqa: N804 - pynvml's signature
+    def __new__(typ, value: int) -> NVMLError:  # type: ignore[misc]  # noqa: N804 - pynvml's signature
         if typ == NVMLError:
             typ = NVMLError._valClassMapping.get(value, typ)
         obj = Exception.__new__(typ)
@@ -274,7 +274,7 @@ class NVMLError(Exception):
 
 
 def _make_error_class(class_name: str, code: int) -> type:
-    def new(typ, *args):  # noqa: ANN001 - mirrors pynvml
+    def new(typ: type, *args: _Any) -> NVMLError:  # mirrors pynvml
         return NVMLError.__new__(typ, code)
 
     cls = type(class_name, (NVMLError,), {"__new__": new, "__module__": __name__})
@@ -309,14 +309,14 @@ NVMLError_ArgumentVersionMismatch = _make_error_class("NVMLError_ArgumentVersion
 NVMLError_Unknown = _make_error_class("NVMLError_Unknown", NVML_ERROR_UNKNOWN)
 
 
-def nvmlExceptionClass(nvmlErrorCode):  # noqa: N802,N803 - pynvml name
+def nvmlExceptionClass(nvmlErrorCode: _Any) -> _Any:  # noqa: N802,N803 - pynvml name
     """The NVMLError subclass for an NVML_ERROR_* code; ValueError if unknown."""
     if nvmlErrorCode not in NVMLError._valClassMapping:
         raise ValueError("nvmlErrorCode %s is not valid" % nvmlErrorCode)
     return NVMLError._valClassMapping[nvmlErrorCode]
 
 
-def nvmlErrorString(result):  # noqa: N802
+def nvmlErrorString(result: _Any) -> _Any:  # noqa: N802
     """NVML's text for an error code (str)."""
     if result == NVML_SUCCESS:
         return "Success"
@@ -583,6 +583,8 @@ class _Gpu:
                 power = limit * (0.95 + 0.04 * u("pw"))
             if "derate" in f:
                 reasons &= ~nvmlClocksEventReasonSwPowerCap
+                if f["derate"].params.get("sw_power_cap"):
+                    reasons |= nvmlClocksEventReasonSwPowerCap
                 sm = p.boost_mhz * float(f["derate"].params["frac"]) * (0.99 + 0.02 * u("sm"))
                 power = limit * (0.62 + 0.06 * u("pw"))
             mem_mhz = p.max_mem_mhz
@@ -887,7 +889,7 @@ def node_spec() -> _sc.NodeSpec:
 # ---------------------------------------------------------------------------
 
 
-def nvmlInitWithFlags(flags):  # noqa: N802
+def nvmlInitWithFlags(flags: _Any) -> _Any:  # noqa: N802
     global _init_count
     node = _current()
     with _lock:
@@ -897,12 +899,12 @@ def nvmlInitWithFlags(flags):  # noqa: N802
     return None
 
 
-def nvmlInit():  # noqa: N802
+def nvmlInit() -> _Any:  # noqa: N802
     nvmlInitWithFlags(0)
     return None
 
 
-def nvmlShutdown():  # noqa: N802
+def nvmlShutdown() -> _Any:  # noqa: N802
     global _init_count
     with _cond:
         _require_init()
@@ -911,20 +913,20 @@ def nvmlShutdown():  # noqa: N802
     return None
 
 
-def nvmlSystemGetDriverVersion():  # noqa: N802
+def nvmlSystemGetDriverVersion() -> _Any:  # noqa: N802
     return _require_init().spec.driver
 
 
-def nvmlSystemGetNVMLVersion():  # noqa: N802
+def nvmlSystemGetNVMLVersion() -> _Any:  # noqa: N802
     node = _require_init()
     return f"{_sc.cuda_version(node.spec.driver) // 1000}.{node.spec.driver}"
 
 
-def nvmlSystemGetCudaDriverVersion():  # noqa: N802
+def nvmlSystemGetCudaDriverVersion() -> _Any:  # noqa: N802
     return _sc.cuda_version(_require_init().spec.driver)
 
 
-def nvmlSystemGetCudaDriverVersion_v2():  # noqa: N802
+def nvmlSystemGetCudaDriverVersion_v2() -> _Any:  # noqa: N802
     return _sc.cuda_version(_require_init().spec.driver)
 
 
@@ -933,13 +935,13 @@ def nvmlSystemGetCudaDriverVersion_v2():  # noqa: N802
 # ---------------------------------------------------------------------------
 
 
-def nvmlDeviceGetCount():  # noqa: N802
+def nvmlDeviceGetCount() -> _Any:  # noqa: N802
     with _lock:
         node = _require_init()
         return len(node.visible(node.now()))
 
 
-def nvmlDeviceGetHandleByIndex(index):  # noqa: N802
+def nvmlDeviceGetHandleByIndex(index: _Any) -> _Any:  # noqa: N802
     with _lock:
         node = _require_init()
         t = node.now()
@@ -953,7 +955,7 @@ def nvmlDeviceGetHandleByIndex(index):  # noqa: N802
         return gpu.handle
 
 
-def nvmlDeviceGetHandleByUUID(uuid):  # noqa: N802
+def nvmlDeviceGetHandleByUUID(uuid: _Any) -> _Any:  # noqa: N802
     if isinstance(uuid, bytes):
         uuid = uuid.decode()
     with _lock:
@@ -967,7 +969,7 @@ def nvmlDeviceGetHandleByUUID(uuid):  # noqa: N802
         _raise(NVML_ERROR_NOT_FOUND)
 
 
-def nvmlDeviceGetHandleByPciBusId(pciBusId):  # noqa: N802,N803
+def nvmlDeviceGetHandleByPciBusId(pciBusId: _Any) -> _Any:  # noqa: N802,N803
     if isinstance(pciBusId, bytes):
         pciBusId = pciBusId.decode()
     with _lock:
@@ -982,57 +984,57 @@ def nvmlDeviceGetHandleByPciBusId(pciBusId):  # noqa: N802,N803
         _raise(NVML_ERROR_NOT_FOUND)
 
 
-def nvmlDeviceGetIndex(handle):  # noqa: N802
+def nvmlDeviceGetIndex(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     with _lock:
         return gpu.node.visible(t).index(gpu)
 
 
-def nvmlDeviceGetMinorNumber(handle):  # noqa: N802
+def nvmlDeviceGetMinorNumber(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return gpu.phys
 
 
-def nvmlDeviceGetName(handle):  # noqa: N802
+def nvmlDeviceGetName(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return gpu.p.name
 
 
-def nvmlDeviceGetBrand(handle):  # noqa: N802
+def nvmlDeviceGetBrand(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return gpu.p.brand
 
 
-def nvmlDeviceGetUUID(handle):  # noqa: N802
+def nvmlDeviceGetUUID(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return gpu.uuid
 
 
-def nvmlDeviceGetSerial(handle):  # noqa: N802
+def nvmlDeviceGetSerial(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     if not gpu.p.datacenter:
         _raise(NVML_ERROR_NOT_SUPPORTED)
     return gpu.serial
 
 
-def nvmlDeviceGetBoardPartNumber(handle):  # noqa: N802
+def nvmlDeviceGetBoardPartNumber(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     if not gpu.p.board_part:
         _raise(NVML_ERROR_NOT_SUPPORTED)
     return gpu.p.board_part
 
 
-def nvmlDeviceGetVbiosVersion(handle):  # noqa: N802
+def nvmlDeviceGetVbiosVersion(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return gpu.p.vbios
 
 
-def nvmlDeviceGetInforomImageVersion(handle):  # noqa: N802
+def nvmlDeviceGetInforomImageVersion(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return gpu.p.inforom_image
 
 
-def nvmlDeviceGetInforomVersion(handle, infoRomObject):  # noqa: N802,N803
+def nvmlDeviceGetInforomVersion(handle: _Any, infoRomObject: _Any) -> _Any:  # noqa: N802,N803
     gpu, _ = _gpu(handle)
     if infoRomObject == NVML_INFOROM_OEM:
         return gpu.p.inforom_oem
@@ -1043,7 +1045,7 @@ def nvmlDeviceGetInforomVersion(handle, infoRomObject):  # noqa: N802,N803
     _raise(NVML_ERROR_INVALID_ARGUMENT)
 
 
-def nvmlDeviceGetPciInfo_v3(handle):  # noqa: N802
+def nvmlDeviceGetPciInfo_v3(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     info = nvmlPciInfo_t()
     info.busIdLegacy = NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT % (0, gpu.bus, 0)
@@ -1056,26 +1058,26 @@ def nvmlDeviceGetPciInfo_v3(handle):  # noqa: N802
     return info
 
 
-def nvmlDeviceGetPciInfo(handle):  # noqa: N802
+def nvmlDeviceGetPciInfo(handle: _Any) -> _Any:  # noqa: N802
     return nvmlDeviceGetPciInfo_v3(handle)
 
 
-def nvmlDeviceGetArchitecture(device):  # noqa: N802
+def nvmlDeviceGetArchitecture(device: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(device)
     return _ARCH.get(gpu.p.arch, NVML_DEVICE_ARCH_UNKNOWN)
 
 
-def nvmlDeviceGetCudaComputeCapability(handle):  # noqa: N802
+def nvmlDeviceGetCudaComputeCapability(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return tuple(gpu.p.compute_capability)
 
 
-def nvmlDeviceGetPersistenceMode(handle):  # noqa: N802
+def nvmlDeviceGetPersistenceMode(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return gpu.node.spec.persistence
 
 
-def nvmlDeviceGetMigMode(device):  # noqa: N802
+def nvmlDeviceGetMigMode(device: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(device)
     if not gpu.p.mig:
         _raise(NVML_ERROR_NOT_SUPPORTED)
@@ -1087,7 +1089,7 @@ def nvmlDeviceGetMigMode(device):  # noqa: N802
 # ---------------------------------------------------------------------------
 
 
-def nvmlDeviceGetMemoryInfo(handle, version=None):  # noqa: N802
+def nvmlDeviceGetMemoryInfo(handle: _Any, version: _Any = None) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     total = gpu.p.memory_mib * 1024 * 1024
     reserved = int(total * 0.0075) // (1024 * 1024) * 1024 * 1024
@@ -1105,40 +1107,40 @@ def nvmlDeviceGetMemoryInfo(handle, version=None):  # noqa: N802
     return mem2
 
 
-def nvmlDeviceGetPowerManagementDefaultLimit(handle):  # noqa: N802
+def nvmlDeviceGetPowerManagementDefaultLimit(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return int(gpu.p.tdp_w * 1000)
 
 
-def nvmlDeviceGetPowerManagementLimit(handle):  # noqa: N802
+def nvmlDeviceGetPowerManagementLimit(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return int(gpu.p.tdp_w * 1000)
 
 
-def nvmlDeviceGetPowerManagementLimitConstraints(handle):  # noqa: N802
+def nvmlDeviceGetPowerManagementLimitConstraints(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return [int(gpu.p.power_min_w * 1000), int(gpu.p.power_max_w * 1000)]
 
 
-def nvmlDeviceGetEnforcedPowerLimit(handle):  # noqa: N802
+def nvmlDeviceGetEnforcedPowerLimit(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     return int(gpu.enforced_limit_w(t) * 1000)
 
 
-def nvmlDeviceGetPowerUsage(handle):  # noqa: N802
+def nvmlDeviceGetPowerUsage(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     if "power_read_fail" in gpu.faults(t):
         _raise(NVML_ERROR_UNKNOWN)
     return int(gpu.sample(t).power_w * 1000)
 
 
-def nvmlDeviceGetTotalEnergyConsumption(handle):  # noqa: N802
+def nvmlDeviceGetTotalEnergyConsumption(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     with _lock:
         return gpu.energy_mj(t)
 
 
-def nvmlDeviceGetMaxClockInfo(handle, type):  # noqa: N802,A002
+def nvmlDeviceGetMaxClockInfo(handle: _Any, type: _Any) -> _Any:  # noqa: N802,A002
     gpu, _ = _gpu(handle)
     if type in (NVML_CLOCK_GRAPHICS, NVML_CLOCK_SM):
         return gpu.p.max_sm_mhz
@@ -1149,7 +1151,7 @@ def nvmlDeviceGetMaxClockInfo(handle, type):  # noqa: N802,A002
     _raise(NVML_ERROR_INVALID_ARGUMENT)
 
 
-def nvmlDeviceGetClockInfo(handle, type):  # noqa: N802,A002
+def nvmlDeviceGetClockInfo(handle: _Any, type: _Any) -> _Any:  # noqa: N802,A002
     gpu, t = _gpu(handle)
     s = gpu.sample(t)
     if type in (NVML_CLOCK_GRAPHICS, NVML_CLOCK_SM):
@@ -1161,7 +1163,7 @@ def nvmlDeviceGetClockInfo(handle, type):  # noqa: N802,A002
     _raise(NVML_ERROR_INVALID_ARGUMENT)
 
 
-def nvmlDeviceGetUtilizationRates(handle):  # noqa: N802
+def nvmlDeviceGetUtilizationRates(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     s = gpu.sample(t)
     util = c_nvmlUtilization_t()
@@ -1169,26 +1171,26 @@ def nvmlDeviceGetUtilizationRates(handle):  # noqa: N802
     return util
 
 
-def nvmlDeviceGetPerformanceState(handle):  # noqa: N802
+def nvmlDeviceGetPerformanceState(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     return gpu.sample(t).pstate
 
 
-def nvmlDeviceGetSupportedClocksEventReasons(handle):  # noqa: N802
+def nvmlDeviceGetSupportedClocksEventReasons(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     if gpu.old_driver(t):
         _raise(NVML_ERROR_FUNCTION_NOT_FOUND)
     return 0x1FF
 
 
-def nvmlDeviceGetCurrentClocksEventReasons(handle):  # noqa: N802
+def nvmlDeviceGetCurrentClocksEventReasons(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     if gpu.old_driver(t):
         _raise(NVML_ERROR_FUNCTION_NOT_FOUND)
     return gpu.sample(t).reasons
 
 
-def nvmlDeviceGetCurrentClocksThrottleReasons(handle):  # noqa: N802
+def nvmlDeviceGetCurrentClocksThrottleReasons(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     return gpu.sample(t).reasons
 
@@ -1198,14 +1200,14 @@ def nvmlDeviceGetCurrentClocksThrottleReasons(handle):  # noqa: N802
 # ---------------------------------------------------------------------------
 
 
-def nvmlDeviceGetTemperature(handle, sensor):  # noqa: N802
+def nvmlDeviceGetTemperature(handle: _Any, sensor: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     if sensor != NVML_TEMPERATURE_GPU:
         _raise(NVML_ERROR_INVALID_ARGUMENT)
     return int(round(gpu.sample(t).temp_c))
 
 
-def nvmlDeviceGetTemperatureThreshold(handle, threshold):  # noqa: N802
+def nvmlDeviceGetTemperatureThreshold(handle: _Any, threshold: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     p = gpu.p
     values = {NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: p.temp_shutdown_c,
@@ -1220,18 +1222,18 @@ def nvmlDeviceGetTemperatureThreshold(handle, threshold):  # noqa: N802
     return value
 
 
-def nvmlDeviceGetNumFans(device):  # noqa: N802
+def nvmlDeviceGetNumFans(device: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(device)
     if not gpu.p.num_fans:
         _raise(NVML_ERROR_NOT_SUPPORTED)
     return gpu.p.num_fans
 
 
-def nvmlDeviceGetFanSpeed(handle):  # noqa: N802
+def nvmlDeviceGetFanSpeed(handle: _Any) -> _Any:  # noqa: N802
     return nvmlDeviceGetFanSpeed_v2(handle, 0)
 
 
-def nvmlDeviceGetFanSpeed_v2(handle, fan):  # noqa: N802
+def nvmlDeviceGetFanSpeed_v2(handle: _Any, fan: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     if not gpu.p.num_fans:
         _raise(NVML_ERROR_NOT_SUPPORTED)
@@ -1240,7 +1242,7 @@ def nvmlDeviceGetFanSpeed_v2(handle, fan):  # noqa: N802
     return gpu.sample(t).fan_pct
 
 
-def nvmlDeviceGetFieldValues(handle, fieldIds):  # noqa: N802,N803
+def nvmlDeviceGetFieldValues(handle: _Any, fieldIds: _Any) -> _Any:  # noqa: N802,N803
     """Field values; unsupported fields come back with ``nvmlReturn`` != 0, not raised."""
     gpu, t = _gpu(handle)
     values = (c_nvmlFieldValue_t * len(fieldIds))()
@@ -1298,37 +1300,37 @@ def nvmlDeviceGetFieldValues(handle, fieldIds):  # noqa: N802,N803
 # ---------------------------------------------------------------------------
 
 
-def nvmlDeviceGetMaxPcieLinkGeneration(handle):  # noqa: N802
+def nvmlDeviceGetMaxPcieLinkGeneration(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return gpu.link_max()[0]
 
 
-def nvmlDeviceGetMaxPcieLinkWidth(handle):  # noqa: N802
+def nvmlDeviceGetMaxPcieLinkWidth(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return gpu.link_max()[1]
 
 
-def nvmlDeviceGetGpuMaxPcieLinkGeneration(handle):  # noqa: N802
+def nvmlDeviceGetGpuMaxPcieLinkGeneration(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return gpu.p.pcie_gen
 
 
-def nvmlDeviceGetCurrPcieLinkGeneration(handle):  # noqa: N802
+def nvmlDeviceGetCurrPcieLinkGeneration(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     return gpu.sample(t).pcie_gen
 
 
-def nvmlDeviceGetCurrPcieLinkWidth(handle):  # noqa: N802
+def nvmlDeviceGetCurrPcieLinkWidth(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     return gpu.sample(t).pcie_width
 
 
-def nvmlDeviceGetPcieReplayCounter(handle):  # noqa: N802
+def nvmlDeviceGetPcieReplayCounter(handle: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(handle)
     return gpu.replays(t)
 
 
-def nvmlDeviceGetPcieThroughput(device, counter):  # noqa: N802
+def nvmlDeviceGetPcieThroughput(device: _Any, counter: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(device)
     s = gpu.sample(t)
     if counter == NVML_PCIE_UTIL_TX_BYTES:
@@ -1343,7 +1345,7 @@ def nvmlDeviceGetPcieThroughput(device, counter):  # noqa: N802
 # ---------------------------------------------------------------------------
 
 
-def nvmlDeviceGetEccMode(handle):  # noqa: N802
+def nvmlDeviceGetEccMode(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     if gpu.p.ecc == "none":
         _raise(NVML_ERROR_NOT_SUPPORTED)
@@ -1351,7 +1353,7 @@ def nvmlDeviceGetEccMode(handle):  # noqa: N802
     return [mode, mode]
 
 
-def nvmlDeviceGetTotalEccErrors(handle, errorType, counterType):  # noqa: N802,N803
+def nvmlDeviceGetTotalEccErrors(handle: _Any, errorType: _Any, counterType: _Any) -> _Any:  # noqa: N802,N803
     gpu, t = _gpu(handle)
     if not gpu.ecc_enabled:
         _raise(NVML_ERROR_NOT_SUPPORTED)
@@ -1362,7 +1364,7 @@ def nvmlDeviceGetTotalEccErrors(handle, errorType, counterType):  # noqa: N802,N
     return counts[key]
 
 
-def nvmlDeviceGetRetiredPages(device, sourceFilter):  # noqa: N802,N803
+def nvmlDeviceGetRetiredPages(device: _Any, sourceFilter: _Any) -> _Any:  # noqa: N802,N803
     gpu, t = _gpu(device)
     if gpu.p.repair != "retire" or not gpu.ecc_enabled:
         _raise(NVML_ERROR_NOT_SUPPORTED)
@@ -1374,20 +1376,20 @@ def nvmlDeviceGetRetiredPages(device, sourceFilter):  # noqa: N802,N803
     _raise(NVML_ERROR_INVALID_ARGUMENT)
 
 
-def nvmlDeviceGetRetiredPages_v2(device, sourceFilter):  # noqa: N802,N803
+def nvmlDeviceGetRetiredPages_v2(device: _Any, sourceFilter: _Any) -> _Any:  # noqa: N802,N803
     pages = nvmlDeviceGetRetiredPages(device, sourceFilter)
     stamp = int(device._gpu.node.start)
     return [{"address": a, "timestamp": stamp} for a in pages]
 
 
-def nvmlDeviceGetRetiredPagesPendingStatus(device):  # noqa: N802
+def nvmlDeviceGetRetiredPagesPendingStatus(device: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(device)
     if gpu.p.repair != "retire" or not gpu.ecc_enabled:
         _raise(NVML_ERROR_NOT_SUPPORTED)
     return int(gpu.retired_pages(t)[2])
 
 
-def nvmlDeviceGetRemappedRows(device):  # noqa: N802
+def nvmlDeviceGetRemappedRows(device: _Any) -> _Any:  # noqa: N802
     gpu, t = _gpu(device)
     if gpu.p.repair == "quirk":  # gpud: the RTX 4090 answers SUCCESS with zeros
         return (0, 0, 0, 0)
@@ -1401,12 +1403,12 @@ def nvmlDeviceGetRemappedRows(device):  # noqa: N802
 # ---------------------------------------------------------------------------
 
 
-def nvmlEventSetCreate():  # noqa: N802
+def nvmlEventSetCreate() -> _Any:  # noqa: N802
     with _lock:
         return _SimEventSet(_require_init())
 
 
-def nvmlDeviceGetSupportedEventTypes(handle):  # noqa: N802
+def nvmlDeviceGetSupportedEventTypes(handle: _Any) -> _Any:  # noqa: N802
     gpu, _ = _gpu(handle)
     return _supported_events(gpu)
 
@@ -1418,7 +1420,7 @@ def _supported_events(gpu: _Gpu) -> int:
     return mask
 
 
-def nvmlDeviceRegisterEvents(handle, eventTypes, eventSet):  # noqa: N802,N803
+def nvmlDeviceRegisterEvents(handle: _Any, eventTypes: _Any, eventSet: _Any) -> _Any:  # noqa: N802,N803
     gpu, t = _gpu(handle)
     with _lock:
         if not isinstance(eventSet, _SimEventSet) or eventSet.freed or eventSet.node is not gpu.node:
@@ -1457,7 +1459,7 @@ def _next_event(es: _SimEventSet, node: _Node, t: float) -> c_nvmlEventData_t | 
     return c_nvmlEventData_t(gpu.handle, etype, data)
 
 
-def nvmlEventSetWait_v2(eventSet, timeoutms):  # noqa: N802,N803
+def nvmlEventSetWait_v2(eventSet: _Any, timeoutms: _Any) -> _Any:  # noqa: N802,N803
     """Wait up to ``timeoutms`` ms for an event; NVMLError_Timeout when none arrives."""
     deadline = _time.monotonic() + max(0, int(timeoutms)) / 1000.0
     with _cond:
@@ -1480,11 +1482,11 @@ def nvmlEventSetWait_v2(eventSet, timeoutms):  # noqa: N802,N803
             _cond.wait(min(remaining, 0.05))  # re-check: a fake clock may have moved on
 
 
-def nvmlEventSetWait(eventSet, timeoutms):  # noqa: N802,N803
+def nvmlEventSetWait(eventSet: _Any, timeoutms: _Any) -> _Any:  # noqa: N802,N803
     return nvmlEventSetWait_v2(eventSet, timeoutms)
 
 
-def nvmlEventSetFree(eventSet):  # noqa: N802,N803
+def nvmlEventSetFree(eventSet: _Any) -> _Any:  # noqa: N802,N803
     with _cond:
         _require_init()
         if not isinstance(eventSet, _SimEventSet) or eventSet.freed:

@@ -1,13 +1,20 @@
 """Xid events for the agent: NVML's event API plus the kernel log.
 
 NVML delivers critical Xid events (``nvmlEventTypeXidCriticalError``) with the
-code but no message. The kernel log (``/dev/kmsg`` or journald) has every Xid
-with its text, PCI address and process. Both feed the same event buffer; the
-node's status says which sources work (``xid_source``).
+code but no message. The kernel log (``/dev/kmsg`` or journald, whichever is
+readable) has every Xid with its text, PCI address and process; it is parsed
+as a stream by :class:`fleetmon.xid.XidParser`, so a message continued over
+several lines (GSP tables, stack traces) is one event even when its lines
+arrive in different reads. Both sources feed the same event buffer; the
+node's ``xid_source`` says which work, and names the reason when neither does.
+
+NVML calls that touch one GPU (event registration) run on that GPU's worker
+with a deadline, so a hung GPU delays neither the agent's start nor the others.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import logging
 import threading
 import time
@@ -17,21 +24,49 @@ from fleetmon.records import Event
 
 log = logging.getLogger("fleetmon.xid")
 
+REGISTER_TIMEOUT_S = 2.0
+REGISTER_RETRY_S = 60.0
+KERNEL_POLL_S = 0.5
+"""How often an idle kernel log is polled (new lines are read at once while they keep coming)."""
+QUIET_FLUSH_S = 1.0
+"""A held-back kernel-log event is complete once the log has been quiet this long."""
+
 
 class XidWatcher:
-    """Watches NVML events and the kernel log in background threads."""
+    """Watches NVML events and the kernel log in background threads.
+
+    Args:
+        session: the NvmlSession (handles, inventory, per-GPU workers).
+        emit: called with each Event (thread-safe sink, e.g. Sampler.record_event).
+        simulate: a simulated node: the host's kernel log is not its own.
+        kernel_log: a ``fleetmon.agent.kernlog.KernelLog`` to read instead of
+            opening /dev/kmsg or journald (tests).
+        clock: timestamps of emitted events.
+        quiet_flush_s: a held-back kernel-log event is emitted after this much quiet.
+        kernel_poll_s: how often an idle kernel log is polled.
+    """
 
     def __init__(self, session: Any, emit: Callable[[Event], None], *, simulate: bool = False,
-                 kernel_log: Any = None) -> None:
+                 kernel_log: Any = None, clock: Callable[[], float] = time.time,
+                 quiet_flush_s: float = QUIET_FLUSH_S, kernel_poll_s: float = KERNEL_POLL_S) -> None:
         self.session = session
         self.emit = emit
         self.simulate = simulate
-        self._nvml_ok = False
-        self._nvml_error = ""
+        self.clock = clock
+        self.quiet_flush_s = quiet_flush_s
+        self.kernel_poll_s = kernel_poll_s
         self._event_set: Any = None
+        self._registered: set[int] = set()
+        self._nvml_error = ""
+        self._nvml_state = "starting"  # starting | ok | none
         self._kernel = kernel_log
         self._kernel_status = "none: simulated node" if simulate else "none: not started"
-        self._setup_nvml()
+        self._events_seen = 0
+        try:
+            self._event_set = session.nv.nvmlEventSetCreate()
+        except Exception as exc:  # NVMLError, or a pynvml without the event API
+            self._nvml_error = str(exc) or type(exc).__name__
+            self._nvml_state = "none"
         if not simulate and kernel_log is None:
             try:
                 from fleetmon.agent.kernlog import open_kernel_log
@@ -41,81 +76,132 @@ class XidWatcher:
         if self._kernel is not None:
             self._kernel_status = self._kernel.status
 
+    # -- status --------------------------------------------------------------------
+
+    @property
+    def kernel_status(self) -> str:
+        if self._kernel is not None:
+            self._kernel_status = self._kernel.status
+        return self._kernel_status
+
+    @property
+    def nvml_status(self) -> str:
+        if self._nvml_state == "none":
+            return f"none: {self._nvml_error or 'unavailable'}"
+        if self._registered:
+            return "nvml"
+        if self._nvml_state == "starting":
+            return "nvml (registering)"
+        return f"none: {self._nvml_error or 'no GPU accepts Xid event registration'}"
+
     @property
     def source(self) -> str:
-        """Human-readable Xid source status, e.g. "nvml+kmsg" or "none: …"."""
-        parts = []
-        if self._nvml_ok:
-            parts.append("nvml")
-        kstat = self._kernel_status
-        if not kstat.startswith("none"):
-            parts.append(kstat)
+        """Where Xid events come from, e.g. "nvml+kmsg", or "none: …" with every reason."""
+        nvml = self.nvml_status
+        kern = self.kernel_status
+        parts = [p for p in (nvml, kern) if not p.startswith("none")]
         if parts:
             text = "+".join(parts)
-            if kstat.startswith("none") and not self.simulate:
-                text += f" (kernel log unreadable: {kstat[5:].strip()})"
+            if kern.startswith("none") and not self.simulate:
+                text += f" (kernel log unreadable: {kern[5:].strip()})"
             return text
-        return f"none: NVML events: {self._nvml_error or 'unavailable'}; kernel log: {kstat}"
+        return f"none: NVML events: {nvml[5:].strip() if nvml.startswith('none') else nvml}; kernel log: {kern}"
 
-    def _setup_nvml(self) -> None:
-        nv = self.session.nv
-        try:
-            self._event_set = nv.nvmlEventSetCreate()
-            etype = getattr(nv, "nvmlEventTypeXidCriticalError", 0x8)
-            registered = 0
-            for index in self.session.indices():
-                h = self.session._handles.get(index)
-                if h is None:
-                    continue
-                try:
-                    nv.nvmlDeviceRegisterEvents(h, etype, self._event_set)
-                    registered += 1
-                except nv.NVMLError as exc:
-                    log.info("GPU %d: Xid events not available: %s", index, exc)
-            self._nvml_ok = registered > 0
-            if not registered:
-                self._nvml_error = "no GPU supports event registration"
-        except Exception as exc:
-            self._nvml_error = str(exc)
+    def status_dict(self) -> dict[str, Any]:
+        """For /v1/health: both sources and what they delivered."""
+        return {"source": self.source, "nvml": self.nvml_status, "kernel_log": self.kernel_status,
+                "registered_gpus": sorted(self._registered), "events": self._events_seen,
+                "kernel_log_dropped": getattr(self._kernel, "dropped", 0) if self._kernel else 0}
+
+    # -- threads -------------------------------------------------------------------
 
     def start(self, stop: threading.Event) -> None:
-        if self._nvml_ok:
+        """Start the NVML and kernel-log threads (daemons; they end when ``stop`` is set)."""
+        if self._event_set is not None:
             threading.Thread(target=self._nvml_loop, args=(stop,), name="xid-nvml", daemon=True).start()
-        if self._kernel is not None and not self._kernel_status.startswith("none"):
+        if self._kernel is not None and not self.kernel_status.startswith("none"):
             threading.Thread(target=self._kernel_loop, args=(stop,), name="xid-kmsg", daemon=True).start()
+        elif not self.simulate:
+            self._emit(Event(seq=0, ts=self.clock(), kind="xid_source",
+                             message=f"kernel log unreadable, Xid text unavailable: {self.kernel_status}",
+                             data={"source": self.source}))
 
-    def _uuid_for_handle(self, handle: Any) -> tuple[str | None, str | None]:
+    def _register(self) -> None:
+        """Register Xid events for each GPU not registered yet, bounded per GPU."""
+        nv = self.session.nv
+        etype = getattr(nv, "nvmlEventTypeXidCriticalError", 0x8)
+        pending: dict[int, cf.Future[Any]] = {}
         for index in self.session.indices():
-            if self.session._handles.get(index) is handle or self.session._handles.get(index) == handle:
-                inv = self.session.inventory(index)
-                return inv.uuid, inv.values.get("pci_bus_id")
-        return None, None
+            if index in self._registered:
+                continue
+            h = self.session.handle(index)
+            if h is None:
+                continue
+            fut = self.session.submit(index, nv.nvmlDeviceRegisterEvents, h, etype, self._event_set)
+            if fut is not None:
+                pending[index] = fut
+        if pending:
+            cf.wait(list(pending.values()), timeout=REGISTER_TIMEOUT_S)
+        for index, fut in pending.items():
+            if not fut.done():
+                continue
+            exc = fut.exception()
+            if exc is None:
+                self._registered.add(index)
+            else:
+                self._nvml_error = f"GPU {index}: {exc}"
+                log.info("GPU %d: Xid events not available: %s", index, exc)
+        self._nvml_state = "ok" if self._registered else "none_registered"
 
     def _nvml_loop(self, stop: threading.Event) -> None:
         nv = self.session.nv
         wait = getattr(nv, "nvmlEventSetWait_v2", None) or nv.nvmlEventSetWait
+        timeout_cls = getattr(nv, "NVMLError_Timeout", ())
+        self._register()
+        next_register = time.monotonic() + REGISTER_RETRY_S
         while not stop.is_set():
+            if time.monotonic() >= next_register:
+                next_register = time.monotonic() + REGISTER_RETRY_S
+                if len(self._registered) < len(self.session.indices()):
+                    self._register()
+            if not self._registered:
+                stop.wait(1.0)
+                continue
             try:
                 data = wait(self._event_set, 1000)
             except nv.NVMLError as exc:
-                if isinstance(exc, getattr(nv, "NVMLError_Timeout", ())):
+                if isinstance(exc, timeout_cls):
                     continue
-                log.warning("NVML event wait failed: %s", exc)
-                stop.wait(5)
+                log.info("NVML event wait: %s", exc)  # GPU_IS_LOST once per lost GPU, among others
+                stop.wait(1.0)
                 continue
-            uuid, pci = self._uuid_for_handle(data.device)
+            except Exception:
+                log.exception("NVML event wait failed")
+                stop.wait(5.0)
+                continue
+            index = self.session.index_for_handle(data.device)
+            uuid = pci = None
+            if index is not None:
+                inv = self.session.inventory(index)
+                uuid, pci = inv.uuid, inv.values.get("pci_bus_id")
             code = int(data.eventData)
-            self.emit(Event(seq=0, ts=time.time(), kind="xid", uuid=uuid, pci_bus_id=pci, code=code,
-                            message=f"Xid {code} (NVML event)", data={"source": "nvml"}))
+            self._emit(Event(seq=0, ts=self.clock(), kind="xid", uuid=uuid, pci_bus_id=pci, code=code,
+                             message=f"Xid {code} (NVML event)",
+                             data={"source": "nvml", "gpu": index, **_catalog(code)}))
+
+    def _pci_map(self) -> dict[str, str]:
+        out = {}
+        for index in self.session.indices():
+            inv = self.session.inventory(index)
+            if inv.values.get("pci_bus_id") and inv.uuid.startswith(("GPU-", "MIG-")):
+                out[inv.values["pci_bus_id"]] = inv.uuid
+        return out
 
     def _kernel_loop(self, stop: threading.Event) -> None:
         from fleetmon import xid as xidmod
 
-        pci_to_uuid = {}
-        for index in self.session.indices():
-            inv = self.session.inventory(index)
-            if inv.values.get("pci_bus_id"):
-                pci_to_uuid[inv.values["pci_bus_id"]] = inv.uuid
+        parser = xidmod.XidParser()
+        last_line = None  # monotonic time of the last line, while an event may be held back
         while not stop.is_set():
             try:
                 lines = self._kernel.poll()
@@ -123,11 +209,47 @@ class XidWatcher:
                 log.warning("kernel log read failed: %s", exc)
                 stop.wait(5)
                 continue
-            if not lines:
-                stop.wait(0.5)
+            if lines:
+                events = []
+                for line in lines:
+                    events.extend(parser.feed(line))
+                self._emit_kernel(events, xidmod)
+                last_line = time.monotonic()
                 continue
-            for ev in xidmod.parse_xid_lines(lines):
-                info = xidmod.to_json(ev, pci_to_uuid)
-                self.emit(Event(seq=0, ts=time.time(), kind="xid", uuid=info.get("gpu"),
-                                pci_bus_id=info.get("pci_address"), code=info.get("code"),
-                                message=info.get("message") or "", data={"source": "kernel", **info}))
+            if last_line is not None and time.monotonic() - last_line >= self.quiet_flush_s:
+                self._emit_kernel(parser.flush(), xidmod)
+                last_line = None
+            if self.kernel_status.startswith("none"):
+                return
+            stop.wait(self.kernel_poll_s)
+        self._emit_kernel(parser.flush(), xidmod)
+
+    def _emit_kernel(self, events: list[Any], xidmod: Any) -> None:
+        if not events:
+            return
+        pci_map = self._pci_map()
+        for ev in events:
+            info = xidmod.to_json(ev, pci_map)
+            kind = "xid" if info.get("kind") == "xid" else "fallen_off_bus"
+            self._emit(Event(seq=0, ts=self.clock(), kind=kind, uuid=info.get("gpu"),
+                             pci_bus_id=info.get("pci_address"), code=info.get("code"),
+                             message=info.get("message") or "", data={"source": "kernel", **info}))
+
+    def _emit(self, event: Event) -> None:
+        self._events_seen += 1
+        try:
+            self.emit(event)
+        except Exception:
+            log.exception("storing an Xid event failed")
+
+    def close(self) -> None:
+        if self._kernel is not None:
+            self._kernel.close()
+
+
+def _catalog(code: int) -> dict[str, Any]:
+    """Name, category, severity and action of an Xid code from fleetmon.xid's catalog."""
+    from fleetmon import xid as xidmod
+
+    info = xidmod.lookup(code)
+    return {"name": info.name, "category": info.category, "severity": info.severity, "action": info.action}
