@@ -8,8 +8,9 @@ lets run while the writer commits.
 from __future__ import annotations
 
 import sqlite3
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from sqlite_utils import Database
 
@@ -22,9 +23,9 @@ def map_sqlite_error(exc: sqlite3.Error, path: str) -> StorageError:
     text = str(exc)
     low = text.lower()
     if "full" in low:
-        why = "the disk is full"
+        why = "the disk is full (or the database reached its size limit); nothing of this write was stored"
     elif "readonly" in low or "read-only" in low:
-        why = "the database is read-only"
+        why = "the database is read-only (file or folder permissions, or opened read-only)"
     elif "locked" in low or "busy" in low:
         why = "the database is locked by another process"
     elif "malformed" in low or "not a database" in low:
@@ -53,9 +54,12 @@ def open_database(path: str | Path, *, readonly: bool = False) -> Database:
         StorageError: the file cannot be opened, written or read.
     """
     path = str(path)
-    try:
-        if not readonly:
+    if not readonly:
+        try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"database {path}: cannot create its folder ({exc})") from exc
+    try:
         conn = _connect(path, readonly)
         db = Database(conn)
         if not readonly:
@@ -65,11 +69,46 @@ def open_database(path: str | Path, *, readonly: bool = False) -> Database:
         check_schema(db, path)
         if not readonly:
             migrations.apply(db)
+            # Fail now, with a clear message, if the file cannot be written.
+            conn.execute("BEGIN IMMEDIATE")
+            conn.execute("ROLLBACK")
         elif migrations.pending(db):
             raise StorageError(f"database {path} needs an upgrade: open it once with `fleetmon collect` or the GUI")
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, path) from exc
     return db
+
+
+def db_path(db: Database) -> str:
+    """The file behind a connection (for error messages)."""
+    try:
+        row = db.conn.execute("PRAGMA database_list").fetchone()
+        return str(row[2]) if row and row[2] else ":memory:"
+    except sqlite3.Error:
+        return "?"
+
+
+@contextmanager
+def transaction(db: Database) -> Iterator[sqlite3.Connection]:
+    """One write transaction (BEGIN IMMEDIATE … COMMIT) on the writer connection.
+
+    Everything inside is stored or nothing is: any exception rolls back, and an
+    sqlite3 error comes out as :class:`StorageError` with a clear message.
+    """
+    conn = db.conn
+    try:
+        if conn.in_transaction:  # a read-only (Python-managed) connection may hold one
+            conn.commit()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc, db_path(db)) from exc
 
 
 def check_schema(db: Database, path: str) -> None:
@@ -85,11 +124,33 @@ def check_schema(db: Database, path: str) -> None:
 
 
 def schema_version(db: Database) -> int:
+    """Number of schema steps applied (the schema version)."""
     return len(migrations.applied(db))
 
 
 def query(db: Database, sql: str, params: Any = ()) -> list[dict[str, Any]]:
-    """Run a read query and return rows as dicts."""
-    cur = db.execute(sql, params)
-    names = [d[0] for d in cur.description]
-    return [dict(zip(names, row)) for row in cur.fetchall()]
+    """Run a read query and return rows as dicts; sqlite3 errors become StorageError."""
+    try:
+        cur = db.execute(sql, params)
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row)) for row in cur.fetchall()]
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc, db_path(db)) from exc
+
+
+def rows(db: Database, sql: str, params: Any = ()) -> list[tuple[Any, ...]]:
+    """Run a read query and return plain tuples; sqlite3 errors become StorageError."""
+    try:
+        return db.execute(sql, params).fetchall()
+    except sqlite3.Error as exc:
+        raise map_sqlite_error(exc, db_path(db)) from exc
+
+
+def get_meta(db: Database, key: str, default: Any = None) -> Any:
+    row = db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return default if row is None or row[0] is None else row[0]
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: Any) -> None:
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                 (key, value))
