@@ -1,14 +1,39 @@
 """Fetching one node's agent over HTTP and checking what it sends.
 
 Everything the agent answers is validated with plain code before it becomes
-records: a wrong schema version, truncated JSON, garbage or a timeout makes
-the poll fail with a one-line reason, and nothing of it reaches storage.
+records: a wrong schema version, truncated JSON, garbage, wrong types, an
+oversize body or a timeout makes the poll fail with a one-line reason, and
+nothing of that poll reaches storage.
+
+What one poll asks (:func:`poll_node`):
+
+* ``/v1/node`` (inventory) when the target asks for it, ``/v1/latest`` always;
+* ``/v1/minutes`` and ``/v1/events`` page by page after the stored cursors
+  (sequence numbers), within the node's share of the cycle's record budget,
+  so after the workstation was off the collector backfills what the agents
+  kept, a bounded amount per cycle;
+* the agent's ``buffer_id``: when it differs from the one the cursors belong
+  to (or the agent's last sequence number is below the cursor), the agent's
+  buffer was replaced and the cursors restart from 0;
+* ``gap``: the agent had pruned records the collector never received;
+* clock skew: agent ``now`` minus the workstation time at the midpoint of the
+  request with the shortest round trip. Record timestamps stay the agent's.
+
+Timeouts and retries (per request, within one cycle): connect and read
+timeouts of ``timeout_s`` each; a transient failure (connection reset or
+closed without an answer, truncated body, HTTP 500/502/503/504/429) is retried
+after 0.2 s and again after 0.5 s, but only while the node's poll stays within
+its deadline (``3 × timeout_s`` from its first request). A refused
+connection, a timeout or an unusable answer is not retried. A node that keeps
+failing is polled less often across cycles: see ``fleetmon.collector.poller``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
+import os
 import ssl
 import time
 from dataclasses import dataclass
@@ -18,18 +43,42 @@ import aiohttp
 
 from fleetmon.records import WIRE_SCHEMA, Event, GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll
 
-MAX_PAGES_PER_POLL = 50
 PAGE_LIMIT = 2000
-MAX_BODY_BYTES = 64 * 1024 * 1024
+"""Records asked for per page (the agent serves at most 5000)."""
+MAX_PAGES_PER_POLL = 25
+"""Pages of one stream fetched from one node in one cycle."""
+CYCLE_RECORD_BUDGET = 40_000
+"""Minute records fetched per cycle over the whole fleet (≈ 8 KB of memory each once parsed)."""
+MIN_RECORDS_PER_NODE = 32
+"""A node's share of the budget never drops below this (a 1,000-node fleet still catches up)."""
+MAX_BODY_BYTES = 32 * 1024 * 1024
+RETRY_DELAYS_S = (0.2, 0.5)
+RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+DEADLINE_FACTOR = 3.0
+"""A node's whole poll must finish within DEADLINE_FACTOR × timeout_s."""
 
 
 class BadAnswer(Exception):
     """The agent answered something unusable."""
 
 
+class _Transient(Exception):
+    """A failure worth one more try (HTTP 5xx/429)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Target:
-    """What the poller needs to reach one node."""
+    """What the poller needs to reach one node, and where its records stand.
+
+    Attributes:
+        name, url, group: the node as the fleet file names it.
+        token: bearer token to send, or None.
+        minutes_cursor, events_cursor: last sequence numbers already stored.
+        buffer_id: identity of the agent buffer the cursors belong to (None: unknown).
+        inventory: whether to fetch /v1/node (node description and GPU inventory).
+        error: a problem found before any request (unreadable token file, bad TLS
+            CA): the poll fails with this message and sends nothing.
+    """
 
     name: str
     url: str
@@ -37,162 +86,414 @@ class Target:
     token: str | None = None
     minutes_cursor: int = 0
     events_cursor: int = 0
+    buffer_id: str | None = None
+    inventory: bool = True
+    error: str | None = None
 
 
-async def _get(session: aiohttp.ClientSession, target: Target, path: str,
-               ssl_ctx: ssl.SSLContext | bool | None) -> dict[str, Any]:
-    headers = {"Accept": "application/json"}
-    if target.token:
-        headers["Authorization"] = f"Bearer {target.token}"
-    url = target.url.rstrip("/") + path
-    async with session.get(url, headers=headers, ssl=ssl_ctx if ssl_ctx is not None else True) as resp:
-        if resp.status == 401:
-            raise BadAnswer("401 unauthorized: wrong or missing token")
-        if resp.status != 200:
-            text = (await resp.content.read(300)).decode("utf-8", "replace")
-            raise BadAnswer(f"HTTP {resp.status} from {path}: {text.strip()[:200]}")
-        body = await resp.content.read(MAX_BODY_BYTES + 1)
-    if len(body) > MAX_BODY_BYTES:
-        raise BadAnswer(f"{path}: answer larger than {MAX_BODY_BYTES} bytes")
+def make_ssl_context(tls_ca: str | None, tls_verify: bool) -> ssl.SSLContext | bool:
+    """The ``ssl`` argument for https agents: a CA bundle, default verification, or none.
+
+    Raises:
+        OSError, ssl.SSLError: the CA file cannot be read or parsed.
+    """
+    if not tls_verify:
+        return False
+    if tls_ca:
+        return ssl.create_default_context(cafile=tls_ca)
+    return True
+
+
+# ---------------------------------------------------------------------------
+# One request
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class _Fetcher:
+    """Requests of one node poll: headers, retries, deadline, skew samples."""
+
+    def __init__(self, session: aiohttp.ClientSession, target: Target, ssl_ctx: ssl.SSLContext | bool | None,
+                 timeout_s: float) -> None:
+        self.session = session
+        self.target = target
+        self.ssl = ssl_ctx if ssl_ctx is not None else True
+        self.timeout_s = timeout_s
+        self.started = time.monotonic()
+        self.deadline = self.started + DEADLINE_FACTOR * timeout_s
+        self.skew: tuple[float, float] | None = None  # (round trip, skew) of the best request
+        self.requests = 0
+        self.path = "/v1/node"  # the request in progress, for error messages
+        self.headers = {"Accept": "application/json"}
+        if target.token:
+            self.headers["Authorization"] = f"Bearer {target.token}"
+        self.base = target.url.rstrip("/")
+
+    async def get(self, path: str, *, last: bool = False) -> dict[str, Any]:
+        """GET ``path`` and return the checked JSON object, retrying transient failures."""
+        attempt = 0
+        self.path = path.split("?")[0]
+        while True:
+            try:
+                return await self._get_once(path, last=last)
+            except (_Transient, aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
+                error: Exception = exc
+            except aiohttp.ClientConnectorError:
+                raise  # refused / unreachable: the next cycle (with backoff) tries again
+            except aiohttp.ClientOSError as exc:  # reset, broken pipe
+                error = exc
+            if attempt >= len(RETRY_DELAYS_S):
+                raise error
+            delay = RETRY_DELAYS_S[attempt]
+            if time.monotonic() + delay + self.timeout_s > self.deadline:
+                raise error
+            attempt += 1
+            await asyncio.sleep(delay)
+
+    async def _get_once(self, path: str, *, last: bool) -> dict[str, Any]:
+        headers = self.headers
+        if last:  # free the agent's connection thread now instead of at the end of the cycle
+            headers = {**headers, "Connection": "close"}
+        self.requests += 1
+        sent_wall = time.time()
+        sent = time.monotonic()
+        async with self.session.get(self.base + path, headers=headers, ssl=self.ssl,
+                                    allow_redirects=False) as resp:
+            if resp.status == 401:
+                raise BadAnswer(f"{path}: 401 unauthorized: wrong or missing token")
+            if resp.status != 200:
+                text = (await resp.content.read(200)).decode("utf-8", "replace")
+                text = " ".join(text.split())[:120]
+                msg = f"{path}: HTTP {resp.status}" + (f": {text}" if text else "")
+                if resp.status in RETRY_STATUS:
+                    raise _Transient(msg)
+                raise BadAnswer(msg)
+            if resp.content_length is not None and resp.content_length > MAX_BODY_BYTES:
+                raise BadAnswer(f"{path}: answer of {resp.content_length} bytes is larger than "
+                                f"{MAX_BODY_BYTES}")
+            if resp.content_length is not None:
+                body = await resp.read()  # all of it, or ClientPayloadError when cut short
+            else:  # chunked: count as it comes
+                chunks: list[bytes] = []
+                size = 0
+                while chunk := await resp.content.read(1 << 20):
+                    size += len(chunk)
+                    if size > MAX_BODY_BYTES:
+                        raise BadAnswer(f"{path}: answer larger than {MAX_BODY_BYTES} bytes")
+                    chunks.append(chunk)
+                body = b"".join(chunks)
+        received = time.monotonic()
+        doc = _decode(body, path)
+        now = doc.get("now")
+        if isinstance(now, (int, float)) and not isinstance(now, bool) and math.isfinite(now):
+            rtt = received - sent
+            if self.skew is None or rtt < self.skew[0]:
+                self.skew = (rtt, now - (sent_wall + rtt / 2))
+        return doc
+
+
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # NaN and Infinity are not JSON
+
+
+def _decode(body: bytes, path: str) -> dict[str, Any]:
     try:
-        doc = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadAnswer(f"{path}: not valid JSON ({exc.__class__.__name__}: {str(exc)[:80]})") from exc
+        doc = _DECODER.decode(body.decode("utf-8"))
+    except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        reason = "empty answer" if not body.strip() else f"{exc.__class__.__name__}: {str(exc)[:80]}"
+        raise BadAnswer(f"{path}: not valid JSON ({reason})") from exc
     if not isinstance(doc, dict):
-        raise BadAnswer(f"{path}: expected a JSON object")
+        raise BadAnswer(f"{path}: expected a JSON object, got {type(doc).__name__}")
     schema = doc.get("schema")
-    if schema != WIRE_SCHEMA:
-        raise BadAnswer(f"{path}: unsupported schema version {schema!r} (this collector speaks {WIRE_SCHEMA})")
+    if schema != WIRE_SCHEMA or isinstance(schema, bool):
+        raise BadAnswer(f"{path}: unsupported schema version {repr(schema)[:20]} "
+                        f"(this collector speaks {WIRE_SCHEMA})")
     return doc
 
 
-def _need(doc: dict[str, Any], key: str, typ: type | tuple[type, ...], where: str) -> Any:
+# ---------------------------------------------------------------------------
+# Validation: plain code, one clear line per problem
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _need(doc: dict[str, Any], key: str, typ: type, where: str) -> Any:
     value = doc.get(key)
     if not isinstance(value, typ):
         raise BadAnswer(f"{where}: field {key!r} missing or of the wrong type")
     return value
 
 
+_KINDS: dict[str, frozenset[type]] = {
+    "int": frozenset({int}), "num": frozenset({int, float}), "str": frozenset({str}), "dict": frozenset({dict}),
+}
+_SCALARS = frozenset({type(None), bool, int, float, str})
+_Spec = tuple[tuple[str, frozenset[type], bool], ...]
+
+
+def _spec(**fields: str) -> _Spec:
+    """Compile ``key="int" | "num" | "str" | "dict"`` (``?`` suffix: may be missing or null)."""
+    return tuple((key, _KINDS[kind.rstrip("?")], kind.endswith("?")) for key, kind in fields.items())
+
+
+def _check_fields(rec: Any, where: str, spec: _Spec) -> None:
+    """Check one record object against ``spec``; ``values``/``status`` hold scalars or lists of scalars.
+
+    ``type(v) in kinds`` rather than isinstance: a JSON true is never an int here.
+    """
+    if type(rec) is not dict:
+        raise BadAnswer(f"{where}: a record is not an object")
+    for key, kinds, optional in spec:
+        v = rec.get(key)
+        if type(v) not in kinds:
+            if v is None and optional:
+                continue
+            what = "missing" if key not in rec else f"of the wrong type ({type(v).__name__})"
+            raise BadAnswer(f"{where}: field {key!r} {what}")
+        if type(v) is float and not math.isfinite(v):
+            raise BadAnswer(f"{where}: field {key!r} is not a finite number")
+    for key in ("values", "status"):
+        d = rec.get(key)
+        if d:
+            for k, v in d.items():
+                if type(v) not in _SCALARS and not (type(v) is list and all(type(x) in _SCALARS for x in v)):
+                    raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type ({type(v).__name__})")
+
+
+_NODE_SPEC = _spec(hostname="str", agent_version="str", values="dict?", status="dict?", xid_source="str?",
+                   started_at="num?")
+_INVENTORY_SPEC = _spec(uuid="str", index="int", name="str", values="dict?", status="dict?", state="str?")
+_SAMPLE_SPEC = _spec(ts="num", uuid="str", index="int", values="dict?", status="dict?", state="str?")
+_MINUTE_SPEC = _spec(seq="int", ts="int", uuid="str", index="int", n="int", values="dict?", status="dict?",
+                     state="str?")
+_EVENT_SPEC = _spec(seq="int", ts="num", kind="str", uuid="str?", pci_bus_id="str?", code="int?",
+                    message="str?", data="dict?")
+
+
 def parse_node(doc: dict[str, Any]) -> tuple[NodeInfo, list[GpuInventory]]:
+    """Node description and GPU inventory from a /v1/node answer."""
     node = _need(doc, "node", dict, "/v1/node")
     gpus = _need(doc, "gpus", list, "/v1/node")
-    try:
-        info = NodeInfo.from_dict(node)
-        inv = []
-        for g in gpus:
-            item = GpuInventory.from_dict(g)
-            if not isinstance(item.uuid, str) or not isinstance(item.index, int):
-                raise BadAnswer("/v1/node: a GPU without uuid or index")
-            inv.append(item)
-    except TypeError as exc:
-        raise BadAnswer(f"/v1/node: malformed record ({exc})") from exc
-    if not isinstance(info.hostname, str) or not isinstance(info.values, dict):
-        raise BadAnswer("/v1/node: malformed node record")
-    return info, inv
+    _check_fields(node, "/v1/node", _NODE_SPEC)
+    for g in gpus:
+        _check_fields(g, "/v1/node gpus", _INVENTORY_SPEC)
+    return NodeInfo.from_dict(node), [GpuInventory.from_dict(g) for g in gpus]
 
 
 def parse_latest(doc: dict[str, Any]) -> list[GpuSample]:
+    """The latest samples from a /v1/latest answer."""
     samples = _need(doc, "samples", list, "/v1/latest")
-    out = []
-    try:
-        for s in samples:
-            item = GpuSample.from_dict(s)
-            if not isinstance(item.uuid, str) or not isinstance(item.values, dict):
-                raise BadAnswer("/v1/latest: malformed sample")
-            out.append(item)
-    except TypeError as exc:
-        raise BadAnswer(f"/v1/latest: malformed sample ({exc})") from exc
-    return out
+    for s in samples:
+        _check_fields(s, "/v1/latest", _SAMPLE_SPEC)
+    return [GpuSample(ts=s["ts"], uuid=s["uuid"], index=s["index"], values=s.get("values") or {},
+                      status=s.get("status") or {}, state=s.get("state") or "ok") for s in samples]
 
 
-def _parse_page(doc: dict[str, Any], path: str, after: int) -> tuple[list[dict[str, Any]], int, bool, bool]:
-    records = _need(doc, "records", list, path)
-    last = -1
-    for r in records:
-        if not isinstance(r, dict) or not isinstance(r.get("seq"), int):
-            raise BadAnswer(f"{path}: a record without a sequence number")
-        if r["seq"] <= max(after, last):
-            raise BadAnswer(f"{path}: sequence numbers out of order")
-        last = r["seq"]
-    nxt = doc.get("next")
-    more = bool(doc.get("more"))
-    gap = bool(doc.get("gap"))
-    if not isinstance(nxt, int):
-        raise BadAnswer(f"{path}: field 'next' missing")
-    return records, nxt, more, gap
+# Checked records become dataclasses directly: from_dict looks up the fields of
+# the class for every record, a quarter of a steady cycle's parsing time.
+
+def _minute(r: dict[str, Any]) -> GpuMinute:
+    return GpuMinute(seq=r["seq"], ts=r["ts"], uuid=r["uuid"], index=r["index"], n=r["n"],
+                     values=r.get("values") or {}, status=r.get("status") or {}, state=r.get("state") or "ok")
 
 
-async def _pages(session: aiohttp.ClientSession, target: Target, path: str, after: int,
-                 ssl_ctx: ssl.SSLContext | bool | None) -> tuple[list[dict[str, Any]], int, bool]:
+def _event(r: dict[str, Any]) -> Event:
+    return Event(seq=r["seq"], ts=r["ts"], kind=r["kind"], uuid=r.get("uuid"), pci_bus_id=r.get("pci_bus_id"),
+                 code=r.get("code"), message=r.get("message") or "", data=r.get("data") or {})
+
+
+@dataclass(slots=True)
+class _Stream:
+    """What one stream (minutes or events) of one node gave in this poll."""
+
+    records: list[dict[str, Any]]
+    cursor: int
+    gap: bool
+    more: bool
+    buffer_id: str | None
+
+
+def _page_header(doc: dict[str, Any], path: str) -> tuple[int | None, int | None, str | None]:
+    first, last, bid = doc.get("first_seq"), doc.get("last_seq"), doc.get("buffer_id")
+    if first is not None and not _is_int(first) or last is not None and not _is_int(last):
+        raise BadAnswer(f"{path}: first_seq/last_seq of the wrong type")
+    if bid is not None and not isinstance(bid, str):
+        raise BadAnswer(f"{path}: buffer_id of the wrong type")
+    return first, last, bid
+
+
+async def _stream(fetch: _Fetcher, path: str, after: int, known_buffer: str | None, budget: int,
+                  spec: _Spec, last_request: bool) -> _Stream:
+    """Fetch the records of ``path`` after ``after``, page by page, within ``budget`` records."""
     out: list[dict[str, Any]] = []
-    gap = False
     cursor = after
-    for _ in range(MAX_PAGES_PER_POLL):
-        doc = await _get(session, target, f"{path}?after={cursor}&limit={PAGE_LIMIT}", ssl_ctx)
-        records, nxt, more, page_gap = _parse_page(doc, path, cursor)
-        gap = gap or page_gap
+    gap = False
+    more = False
+    buffer_id: str | None = None
+    restarted = False
+    pages = 0
+    while True:
+        limit = max(1, min(PAGE_LIMIT, budget - len(out)))
+        doc = await fetch.get(f"{path}?after={cursor}&limit={limit}", last=last_request)
+        pages += 1
+        first, last_seq, bid = _page_header(doc, path)
+        if buffer_id is None:
+            buffer_id = bid
+        elif bid != buffer_id:
+            raise BadAnswer(f"{path}: the agent's buffer changed during the poll")
+        if not out and not restarted and cursor > 0 and (
+                known_buffer is not None and bid is not None and bid != known_buffer
+                or last_seq is not None and last_seq < cursor):
+            # A new buffer (agent reinstalled, buffer file lost): its numbers start over.
+            restarted = True
+            cursor = 0
+            continue
+        if not out and (doc.get("gap") is True or first is not None and first > cursor + 1):
+            gap = True
+        records = _need(doc, "records", list, path)
+        prev = cursor
+        for r in records:
+            _check_fields(r, path, spec)
+            if r["seq"] <= prev:
+                raise BadAnswer(f"{path}: sequence numbers out of order")
+            prev = r["seq"]
         out.extend(records)
-        cursor = max(cursor, nxt)
-        if not more or not records:
+        cursor = prev
+        more = bool(doc.get("more")) and bool(records)
+        if not more:
             break
-    return out, cursor, gap
+        if len(out) >= budget or pages >= MAX_PAGES_PER_POLL or time.monotonic() - fetch.started > fetch.timeout_s:
+            break  # the rest next cycle
+    return _Stream(out, cursor, gap, more, buffer_id)
+
+
+# ---------------------------------------------------------------------------
+# One node
 
 
 async def poll_node(session: aiohttp.ClientSession, target: Target, *,
-                    ssl_ctx: ssl.SSLContext | bool | None = None) -> NodePoll:
-    """Poll one agent: node, latest samples, and buffered minutes/events after the cursors."""
-    t0 = time.monotonic()
+                    ssl_ctx: ssl.SSLContext | bool | None = None, timeout_s: float = 5.0,
+                    record_budget: int = MAX_PAGES_PER_POLL * PAGE_LIMIT,
+                    backlog: set[str] | None = None, stats: dict[str, int] | None = None) -> NodePoll:
+    """Poll one agent: inventory (if asked), latest samples, and buffered records after the cursors.
+
+    Never raises for anything the agent or the network does: such failures
+    come back as ``NodePoll(ok=False, error=…)``. ``backlog`` (if given)
+    receives the node's name when it holds more records than this poll took.
+    """
     now = time.time()
+    t0 = time.monotonic()
+    if target.error:
+        return _failed(target, now, t0, target.error)
+    fetch = _Fetcher(session, target, ssl_ctx, timeout_s)
     try:
-        doc = await _get(session, target, "/v1/node", ssl_ctx)
-        t_mid = (now + time.time()) / 2
-        info, gpus = parse_node(doc)
-        skew = doc.get("now") - t_mid if isinstance(doc.get("now"), (int, float)) else None
-        latest = parse_latest(await _get(session, target, "/v1/latest", ssl_ctx))
-        minutes_raw, m_cursor, gap1 = await _pages(session, target, "/v1/minutes", target.minutes_cursor, ssl_ctx)
-        events_raw, e_cursor, gap2 = await _pages(session, target, "/v1/events", target.events_cursor, ssl_ctx)
-        try:
-            minutes = [GpuMinute.from_dict(r) for r in minutes_raw]
-            events = [Event.from_dict(r) for r in events_raw]
-        except TypeError as exc:
-            raise BadAnswer(f"malformed record ({exc})") from exc
-        for m in minutes:
-            if not isinstance(m.ts, int) or not isinstance(m.uuid, str) or not isinstance(m.values, dict):
-                raise BadAnswer("/v1/minutes: malformed minute record")
+        return await _poll(fetch, target, now, t0, timeout_s, record_budget, backlog)
+    finally:
+        if stats is not None:
+            stats["requests"] = stats.get("requests", 0) + fetch.requests
+
+
+async def _poll(fetch: _Fetcher, target: Target, now: float, t0: float, timeout_s: float, record_budget: int,
+                backlog: set[str] | None) -> NodePoll:
+    try:
+        async with asyncio.timeout(DEADLINE_FACTOR * timeout_s):
+            info: NodeInfo | None = None
+            gpus: list[GpuInventory] = []
+            if target.inventory:
+                info, gpus = parse_node(await fetch.get("/v1/node"))
+            latest = parse_latest(await fetch.get("/v1/latest"))
+            minutes = await _stream(fetch, "/v1/minutes", target.minutes_cursor, target.buffer_id,
+                                    max(1, record_budget), _MINUTE_SPEC, last_request=False)
+            events = await _stream(fetch, "/v1/events", target.events_cursor, target.buffer_id,
+                                   PAGE_LIMIT * 2, _EVENT_SPEC, last_request=True)
     except BadAnswer as exc:
         return _failed(target, now, t0, str(exc))
-    except asyncio.TimeoutError:
-        return _failed(target, now, t0, "timed out")
+    except TimeoutError:
+        return _failed(target, now, t0, f"{fetch.path}: {_timeout_text(t0, timeout_s)}")
+    except aiohttp.ClientConnectorCertificateError as exc:
+        return _failed(target, now, t0, f"TLS: the agent's certificate is not trusted: "
+                                        f"{_first_line(exc.certificate_error)}")
     except aiohttp.ClientConnectorError as exc:
-        return _failed(target, now, t0, f"cannot connect: {exc.os_error.strerror if exc.os_error else exc}")
+        return _failed(target, now, t0, f"cannot connect: {_os_reason(exc)}")
+    except aiohttp.ServerDisconnectedError:
+        return _failed(target, now, t0, f"{fetch.path}: the agent closed the connection without an answer")
     except aiohttp.ClientPayloadError as exc:
-        return _failed(target, now, t0, f"truncated answer: {exc}")
+        return _failed(target, now, t0, f"{fetch.path}: truncated answer ({_first_line(exc)})")
+    except _Transient as exc:
+        return _failed(target, now, t0, str(exc))
+    except aiohttp.ClientResponseError as exc:  # not HTTP at all (another service on the port)
+        return _failed(target, now, t0, f"{fetch.path}: not an HTTP answer (is another service on this port?)")
     except aiohttp.ClientError as exc:
-        return _failed(target, now, t0, f"{exc.__class__.__name__}: {exc}")
-    except (OSError, ValueError) as exc:
-        return _failed(target, now, t0, f"{exc.__class__.__name__}: {exc}")
-    return NodePoll(node=target.name, url=target.url, group=target.group, ts=now, ok=True,
-                    duration_ms=(time.monotonic() - t0) * 1000, info=info, gpus=gpus, latest=latest,
-                    minutes=minutes, events=events, minutes_cursor=m_cursor, events_cursor=e_cursor,
-                    skew_s=None if skew is None else round(skew, 3), gap=gap1 or gap2)
+        return _failed(target, now, t0, f"{fetch.path}: {exc.__class__.__name__}: {_first_line(exc)}")
+    except (OSError, ValueError, UnicodeError) as exc:
+        return _failed(target, now, t0, f"{exc.__class__.__name__}: {_first_line(exc)}")
+    ids = {b for b in (minutes.buffer_id, events.buffer_id) if b is not None}
+    if len(ids) > 1:
+        return _failed(target, now, t0, "the agent's buffer changed during the poll")
+    if backlog is not None and (minutes.more or events.more):
+        backlog.add(target.name)
+    return NodePoll(
+        node=target.name, url=target.url, group=target.group, ts=now, ok=True,
+        duration_ms=(time.monotonic() - t0) * 1000, info=info, gpus=gpus, latest=latest,
+        minutes=[_minute(r) for r in minutes.records],
+        events=[_event(r) for r in events.records],
+        minutes_cursor=minutes.cursor, events_cursor=events.cursor,
+        skew_s=None if fetch.skew is None else round(fetch.skew[1], 3),
+        gap=minutes.gap or events.gap, buffer_id=ids.pop() if ids else None,
+    )
+
+
+def _timeout_text(t0: float, timeout_s: float) -> str:
+    return f"timed out after {time.monotonic() - t0:.1f} s (timeout_s = {timeout_s:g})"
+
+
+def _os_reason(exc: aiohttp.ClientConnectorError) -> str:
+    os_error = exc.os_error
+    if os_error.errno:
+        return f"{os.strerror(os_error.errno)} ({exc.host}:{exc.port})"
+    return _first_line(os_error)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:200] if text else exc.__class__.__name__
 
 
 def _failed(target: Target, now: float, t0: float, error: str) -> NodePoll:
     return NodePoll(node=target.name, url=target.url, group=target.group, ts=now, ok=False,
-                    error=error[:500], duration_ms=(time.monotonic() - t0) * 1000)
+                    error=" ".join(error.split())[:500], duration_ms=(time.monotonic() - t0) * 1000)
+
+
+# ---------------------------------------------------------------------------
+# The fleet
 
 
 async def poll_all(targets: list[Target], *, concurrency: int = 64, timeout_s: float = 5.0,
-                   ssl_ctx: ssl.SSLContext | bool | None = None) -> list[NodePoll]:
-    """Poll every target concurrently (at most ``concurrency`` at once)."""
-    timeout = aiohttp.ClientTimeout(total=timeout_s * 4, connect=timeout_s, sock_read=timeout_s)
-    connector = aiohttp.TCPConnector(limit=concurrency, limit_per_host=0, force_close=False)
-    sem = asyncio.Semaphore(concurrency)
-    async with aiohttp.ClientSession(timeout=timeout, connector=connector) as session:
+                   ssl_ctx: ssl.SSLContext | bool | None = None, record_budget: int = CYCLE_RECORD_BUDGET,
+                   backlog: set[str] | None = None, stats: dict[str, int] | None = None) -> list[NodePoll]:
+    """Poll every target concurrently (at most ``concurrency`` at once); results in target order.
+
+    ``record_budget`` bounds the minute records fetched over the whole fleet
+    in this call (each node gets an equal share, at least
+    :data:`MIN_RECORDS_PER_NODE`); nodes left with more are added to ``backlog``.
+    ``stats`` (if given) accumulates ``requests`` (HTTP requests sent).
+    """
+    if not targets:
+        return []
+    timeout = aiohttp.ClientTimeout(total=None, connect=timeout_s, sock_connect=timeout_s, sock_read=timeout_s)
+    # The semaphore is the cap; the connector itself is unlimited so that a
+    # node's keep-alive connection is never queued behind another node's.
+    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300)
+    sem = asyncio.Semaphore(max(1, concurrency))
+    share = min(MAX_PAGES_PER_POLL * PAGE_LIMIT, max(MIN_RECORDS_PER_NODE, record_budget // len(targets)))
+    async with aiohttp.ClientSession(timeout=timeout, connector=connector, raise_for_status=False,
+                                     auto_decompress=True) as session:
         async def one(t: Target) -> NodePoll:
             async with sem:
-                try:
-                    return await asyncio.wait_for(poll_node(session, t, ssl_ctx=ssl_ctx), timeout_s * 6)
-                except asyncio.TimeoutError:
-                    return _failed(t, time.time(), time.monotonic(), "timed out")
+                return await poll_node(session, t, ssl_ctx=ssl_ctx, timeout_s=timeout_s,
+                                       record_budget=share, backlog=backlog, stats=stats)
+
         return list(await asyncio.gather(*(one(t) for t in targets)))

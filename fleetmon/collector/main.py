@@ -1,4 +1,13 @@
-"""`fleetmon collect`: poll a fleet into a database, headless."""
+"""`fleetmon collect`: poll a fleet into a database, headless.
+
+Only one collector writes a database: a second one (or a GUI that would
+collect) finds the writer lock taken and names its holder. ``--once`` polls
+every node, fetches all the records the agents hold, writes and exits; without
+it the collector runs until SIGTERM/SIGINT (packaging/fleetmon-collect.service
+runs it as a systemd user service). A kill at any moment loses nothing that
+the agents still hold: each cycle commits its records together with the
+cursors, and the next run asks the agents for everything after them.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +32,15 @@ def run_collect(args: argparse.Namespace) -> int:
     if args.interval is not None and not 0.5 <= args.interval <= 86400:
         raise KnownError("--interval must be between 0.5 and 86400 seconds")
     fleet = load_fleet(args.fleet)
+    # Handlers go in before the lock is taken: a SIGTERM at any moment after that is a clean stop.
+    stop = threading.Event()
+
+    def _stop(signum: int, frame: Any) -> None:
+        stop.set()
+
+    if not args.once:
+        signal.signal(signal.SIGTERM, _stop)
+        signal.signal(signal.SIGINT, _stop)
     lock = WriterLock(args.db)
     if not lock.acquire():
         raise KnownError(f"another collector writes {args.db} ({lock.holder()}); stop it first")
@@ -30,24 +48,18 @@ def run_collect(args: argparse.Namespace) -> int:
         db = open_database(args.db)
         collector = Collector(fleet, db, interval_s=args.interval)
         if args.once:
-            polls = collector.run_cycle()
+            polls = collector.collect_once()
             bad = [p for p in polls if not p.ok]
             print(f"polled {len(polls)} nodes: {len(polls) - len(bad)} ok, {len(bad)} unreachable")
             for p in bad:
                 print(f"  {p.node}: {p.error}", file=sys.stderr)
             return 0
-        stop = threading.Event()
-
-        def _stop(signum: int, frame: Any) -> None:
-            stop.set()
-
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
         collector.start()
         print(f"fleetmon collect: polling {len(fleet.nodes)} nodes every {collector.interval_s:g} s into {args.db}",
               file=sys.stderr, flush=True)
         stop.wait()
         collector.stop()
+        db.close()
         return 0
     finally:
         lock.release()

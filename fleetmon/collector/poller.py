@@ -1,10 +1,38 @@
 """The poll schedule: one APScheduler interval job over the whole fleet.
 
-The job never overlaps itself (``max_instances=1``) and coalesces missed runs.
-Each run polls every node concurrently (asyncio + aiohttp, under a
-concurrency cap, with connect/read timeouts), then writes the batch in one
-transaction from this same thread, the database's only writer. Results reach
-listeners through a plain callback; nothing here knows about Qt.
+The job never overlaps itself (``max_instances=1``) and coalesces missed runs
+(``coalesce=True``, no misfire grace limit): after a suspend, or a cycle
+longer than the interval, it runs once, not once per missed interval. Each
+run polls the nodes that are due concurrently (asyncio + aiohttp under the
+fleet's concurrency cap, connect and read timeouts per request; see
+:mod:`fleetmon.collector.client` for retries within a cycle), then writes the
+batch in one transaction from this same thread, the database's only writer.
+Listeners get each cycle's polls through a plain callback; nothing here knows
+about Qt.
+
+Backoff across cycles (per node):
+
+* a failed poll is recorded (``nodes.last_error``, ``poll_log``: when and what
+  error) every time the node is tried;
+* after the first failure the node is tried again at the next cycle; after
+  its k-th consecutive failure (k ≥ 2) it sits out min(2^(k-2), cap) cycles:
+  1, 2, 4, 8 …, where the cap keeps the time sat out at or below
+  ``MAX_BACKOFF_S`` (5 minutes): at a 30 s interval, 10 cycles, so such a node
+  is tried every 5.5 minutes;
+* one successful poll returns it to every cycle;
+* ``--once``, :meth:`Collector.poll_now` and the first cycle of a process try
+  every node regardless.
+
+Backfill: each cycle fetches at most ``record_budget`` minute records over the
+fleet (memory stays bounded after a long outage). Nodes left with a backlog
+are polled again straight away, cycle after cycle, until they are caught up
+or the next regular run is due.
+
+Inventory (``/v1/node``) is fetched on a node's first poll in this process,
+every ``INVENTORY_EVERY_S`` seconds, and on the poll after anything that
+suggests a change (an event, a GPU UUID not in the last inventory, a new agent
+buffer, a failure); other polls ask only for the latest samples and the
+records after the cursors.
 
 This is the only module that imports apscheduler.
 """
@@ -15,86 +43,199 @@ import asyncio
 import logging
 import threading
 import time
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from fleetmon.collector.client import Target, poll_all
+from fleetmon.collector.client import CYCLE_RECORD_BUDGET, Target, make_ssl_context, poll_all
 from fleetmon.records import NodePoll
 
 log = logging.getLogger("fleetmon.poll")
 
 CycleListener = Callable[[list[NodePoll]], None]
 
+MAX_BACKOFF_S = 300.0
+"""Longest time a failing node sits out between tries (rounded to whole cycles)."""
+INVENTORY_EVERY_S = 300.0
+"""How often a node's inventory is fetched when nothing suggests a change."""
+DEFAULT_INTERVAL_S = 30.0
 
-def _read_token(path: str | None, cache: dict[str, str | None]) -> str | None:
-    if not path:
-        return None
-    if path not in cache:
-        try:
-            cache[path] = Path(path).expanduser().read_text(encoding="utf-8").strip() or None
-        except OSError as exc:
-            log.warning("cannot read token file %s: %s", path, exc)
-            cache[path] = None
-    return cache[path]
+
+@dataclass(slots=True)
+class NodeState:
+    """What the collector remembers about one node between cycles (in memory only)."""
+
+    failures: int = 0
+    skip: int = 0
+    inventory_at: float | None = None
+    inventory_due: bool = True
+    uuids: frozenset[str] = frozenset()
+    buffer_id: str | None = None
+    last_error: str | None = None
+    cursors: tuple[int, int] | None = None
+    """Cursors set by a buffer reset, used until the database holds them too."""
+
+
+def backoff_cycles(failures: int, interval_s: float, max_backoff_s: float = MAX_BACKOFF_S) -> int:
+    """Cycles a node sits out after its ``failures``-th consecutive failure (see the module docstring)."""
+    if failures < 2:
+        return 0
+    cap = max(1, int(max_backoff_s // max(interval_s, 1e-3)))
+    return min(1 << min(failures - 2, 30), cap)
+
+
+def _read_token(path: str) -> tuple[str | None, str | None]:
+    """(token, None) or (None, one-line error)."""
+    try:
+        token = Path(path).expanduser().read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        return None, f"token file {path}: cannot read it ({exc.strerror or exc})"
+    except UnicodeDecodeError:
+        return None, f"token file {path}: not UTF-8 text"
+    if not token:
+        return None, f"token file {path} is empty"
+    return token, None
 
 
 class Collector:
-    """Polls a fleet into a database on a schedule (or once)."""
+    """Polls a fleet into a database on a schedule (or once).
+
+    Args:
+        fleet: a :class:`fleetmon.fleetfile.Fleet` (nodes, timeouts, TLS, tokens).
+        db: an open read-write sqlite-utils Database; this collector is its writer.
+        interval_s: poll interval; default the fleet's ``poll_interval_s``.
+        on_cycle: called with each cycle's polls (from the polling thread).
+        record_budget: minute records fetched per cycle over the fleet.
+    """
 
     def __init__(self, fleet: Any, db: Any, *, interval_s: float | None = None,
-                 on_cycle: CycleListener | None = None) -> None:
+                 on_cycle: CycleListener | None = None, record_budget: int = CYCLE_RECORD_BUDGET,
+                 inventory_every_s: float = INVENTORY_EVERY_S) -> None:
         self.fleet = fleet
         self.db = db
-        self.interval_s = float(interval_s or getattr(fleet, "poll_interval_s", 30) or 30)
+        self.interval_s = float(interval_s or getattr(fleet, "poll_interval_s", None) or DEFAULT_INTERVAL_S)
         self.timeout_s = float(getattr(fleet, "timeout_s", 5) or 5)
         self.concurrency = int(getattr(fleet, "concurrency", 64) or 64)
+        self.record_budget = record_budget
+        self.inventory_every_s = inventory_every_s
         self.listeners: list[CycleListener] = [on_cycle] if on_cycle else []
+        self.nodes: dict[str, NodeState] = {spec.name: NodeState() for spec in fleet.nodes}
+        self.backlog: set[str] = set()
         self._scheduler: BackgroundScheduler | None = None
-        self._tokens: dict[str, str | None] = {}
+        self._ssl: Any = None  # the https agents' ssl argument, loaded once per cycle
         self._lock = threading.Lock()
+        self._stopping = threading.Event()
         self.cycles = 0
+        self.overruns = 0
         self.last_cycle_s: float | None = None
+        self.last_poll_s: float | None = None
+        self.last_requests = 0
         self.last_error: str | None = None
 
-    def targets(self) -> list[Target]:
-        from storage.db import query
+    # -- one cycle --------------------------------------------------------------
 
-        cursors = {r["name"]: r for r in query(self.db, "SELECT name, minutes_cursor, events_cursor FROM nodes")}
+    def targets(self, *, force: bool = False, only: set[str] | None = None) -> list[Target]:
+        """The nodes due this cycle, with tokens, cursors and what to fetch.
+
+        Nodes in backoff are left out (unless ``force``); ``only`` restricts
+        the cycle to those names (catch-up cycles).
+        """
+        from storage.queries import nodes as stored_nodes
+
+        stored = {r["name"]: r for r in stored_nodes(self.db)}
+        tokens: dict[str, tuple[str | None, str | None]] = {}
+        ssl_error: str | None = None
+        now = time.monotonic()
         out = []
-        default_token = getattr(self.fleet, "token_file", None)
         for spec in self.fleet.nodes:
-            c = cursors.get(spec.name, {})
-            out.append(Target(
-                name=spec.name, url=spec.url, group=getattr(spec, "group", None),
-                token=_read_token(getattr(spec, "token_file", None) or default_token, self._tokens),
-                minutes_cursor=int(c.get("minutes_cursor") or 0), events_cursor=int(c.get("events_cursor") or 0),
-            ))
+            state = self.nodes.setdefault(spec.name, NodeState())
+            if only is not None and spec.name not in only:
+                continue
+            if not force and only is None and state.skip > 0:
+                state.skip -= 1
+                continue
+            error = None
+            token = None
+            path = self._token_file(spec)
+            if path:
+                if path not in tokens:
+                    tokens[path] = _read_token(path)
+                token, error = tokens[path]
+            if error is None and spec.url.startswith("https:") and ssl_error is None and self._ssl is None:
+                ssl_error = self._load_ssl()
+            if error is None and spec.url.startswith("https:") and ssl_error:
+                error = ssl_error
+            row = stored.get(spec.name, {})
+            m_cursor, e_cursor = int(row.get("minutes_cursor") or 0), int(row.get("events_cursor") or 0)
+            if state.cursors is not None:
+                if state.cursors == (m_cursor, e_cursor):
+                    state.cursors = None  # storage holds the reset cursors now
+                else:
+                    m_cursor, e_cursor = state.cursors
+            buffer_id = row.get("buffer_id") or state.buffer_id
+            inventory = (state.inventory_due or state.inventory_at is None
+                         or now - state.inventory_at >= self.inventory_every_s)
+            out.append(Target(name=spec.name, url=spec.url, group=getattr(spec, "group", None), token=token,
+                              minutes_cursor=m_cursor, events_cursor=e_cursor, buffer_id=buffer_id,
+                              inventory=inventory, error=error))
         return out
 
-    def run_cycle(self) -> list[NodePoll]:
-        """Poll every node once and store the results; returns them."""
+    def _token_file(self, spec: Any) -> str | None:
+        token_file_for = getattr(self.fleet, "token_file_for", None)
+        if token_file_for is not None:
+            return token_file_for(spec)  # type: ignore[no-any-return]
+        return getattr(spec, "token_file", None) or getattr(self.fleet, "token_file", None)
+
+    def _load_ssl(self) -> str | None:
+        ca = getattr(self.fleet, "tls_ca", None)
+        try:
+            self._ssl = make_ssl_context(ca, bool(getattr(self.fleet, "tls_verify", True)))
+        except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+            self._ssl = None
+            return f"TLS CA file {ca}: cannot load it ({getattr(exc, 'strerror', None) or exc})"
+        return None
+
+    def run_cycle(self, *, force: bool = False, only: set[str] | None = None) -> list[NodePoll]:
+        """Poll the due nodes once and store the results in one transaction; returns the polls.
+
+        Raises:
+            StorageError: the batch could not be written (nothing of it is kept;
+                the cursors did not move, so the next cycle fetches it again).
+        """
         from storage.ingest import ingest_polls
 
         with self._lock:
             t0 = time.monotonic()
-            polls = asyncio.run(poll_all(self.targets(), concurrency=self.concurrency, timeout_s=self.timeout_s))
+            self._ssl = None  # reload the CA bundle once per cycle
+            targets = self.targets(force=force, only=only)
+            backlog: set[str] = set()
+            stats: dict[str, int] = {}
+            polls = asyncio.run(poll_all(targets, concurrency=self.concurrency, timeout_s=self.timeout_s,
+                                         ssl_ctx=self._ssl, record_budget=self.record_budget,
+                                         backlog=backlog, stats=stats))
+            t_poll = self.last_poll_s = time.monotonic() - t0
+            self.last_requests = stats.get("requests", 0)
             try:
                 ingest_polls(self.db, polls)
                 self.last_error = None
-            except Exception as exc:  # storage errors are reported, polling goes on
+            except Exception as exc:  # storage errors are reported; polling goes on next cycle
                 self.last_error = str(exc)
                 log.error("could not store poll results: %s", exc)
                 raise
             finally:
                 self.cycles += 1
                 self.last_cycle_s = time.monotonic() - t0
-            bad = [p for p in polls if not p.ok]
-            log.info("cycle %d: %d nodes, %d unreachable, %.2f s", self.cycles, len(polls), len(bad),
-                     self.last_cycle_s)
-            for p in bad:
-                log.info("node %s: %s", p.node, p.error)
+            self._remember(targets, polls, backlog, only)
+            failed = sum(1 for p in polls if not p.ok)
+            log.info("cycle %d: %d nodes polled, %d failed, %d in backoff, %d minutes, %d events, "
+                     "%.2f s (poll %.2f s)", self.cycles, len(polls), failed,
+                     sum(1 for s in self.nodes.values() if s.skip > 0),
+                     sum(len(p.minutes) for p in polls), sum(len(p.events) for p in polls),
+                     self.last_cycle_s, t_poll)
         for listener in self.listeners:
             try:
                 listener(polls)
@@ -102,22 +243,112 @@ class Collector:
                 log.exception("cycle listener failed")
         return polls
 
+    def _remember(self, targets: list[Target], polls: list[NodePoll], backlog: set[str],
+                  only: set[str] | None) -> None:
+        """Update backoff, inventory and buffer bookkeeping after a stored cycle."""
+        by_name = {t.name: t for t in targets}
+        now = time.monotonic()
+        if only is not None:
+            self.backlog -= only
+        self.backlog |= backlog
+        for poll in polls:
+            state = self.nodes.setdefault(poll.node, NodeState())
+            target = by_name[poll.node]
+            if not poll.ok:
+                state.failures += 1
+                state.skip = backoff_cycles(state.failures, self.interval_s)
+                state.inventory_due = True
+                self.backlog.discard(poll.node)
+                if poll.error != state.last_error:
+                    log.warning("node %s: %s", poll.node, poll.error)
+                else:
+                    log.debug("node %s: %s (failure %d, next try in %d cycles)", poll.node, poll.error,
+                              state.failures, state.skip + 1)
+                state.last_error = poll.error
+                continue
+            if state.failures:
+                log.info("node %s answers again after %d failed polls", poll.node, state.failures)
+            state.failures = state.skip = 0
+            state.last_error = None
+            if poll.info is not None:
+                state.inventory_at = now
+                state.inventory_due = False
+                state.uuids = frozenset(g.uuid for g in poll.gpus)
+            if poll.events or any(s.uuid not in state.uuids for s in poll.latest):
+                state.inventory_due = True
+            if poll.gap:
+                log.warning("node %s: the agent had pruned records this collector never received", poll.node)
+            reset = ((poll.minutes_cursor or 0) < target.minutes_cursor
+                     or (poll.events_cursor or 0) < target.events_cursor)
+            if reset or (poll.buffer_id and target.buffer_id and poll.buffer_id != target.buffer_id):
+                log.warning("node %s: the agent's record buffer is new (%s → %s); its records are fetched "
+                            "from the start", poll.node, target.buffer_id, poll.buffer_id)
+                state.inventory_due = True
+            if reset:
+                state.cursors = (poll.minutes_cursor or 0, poll.events_cursor or 0)
+            elif state.cursors is not None:
+                state.cursors = (max(state.cursors[0], poll.minutes_cursor or 0),
+                                 max(state.cursors[1], poll.events_cursor or 0))
+            if poll.buffer_id:
+                state.buffer_id = poll.buffer_id
+
+    def collect_once(self) -> list[NodePoll]:
+        """Poll every node (backoff ignored) and keep fetching backlogs until caught up.
+
+        Returns the first cycle's polls.
+        """
+        polls = self.run_cycle(force=True)
+        rounds = 0
+        while self.backlog and not self._stopping.is_set() and rounds < 10_000:
+            self.run_cycle(only=set(self.backlog))
+            rounds += 1
+        return polls
+
+    # -- the schedule -----------------------------------------------------------
+
     def _job(self) -> None:
+        started = time.monotonic()
+        first = self.cycles == 0
         try:
-            self.run_cycle()
+            self.run_cycle(force=first)
+            # Catch up on backlogs until the next regular run is due.
+            while (self.backlog and not self._stopping.is_set()
+                   and time.monotonic() - started < 0.8 * self.interval_s):
+                self.run_cycle(only=set(self.backlog))
         except Exception:
             log.exception("poll cycle failed")
 
+    def _on_max_instances(self, event: JobEvent) -> None:
+        self.overruns += 1
+        log.info("a poll cycle is still running at the next interval; this run is skipped (coalesced)")
+
     def start(self) -> None:
         """Start the interval job in a background thread (first run immediately)."""
-        from datetime import datetime
-
+        self._stopping.clear()
         self._scheduler = BackgroundScheduler(daemon=True)
+        self._scheduler.add_listener(self._on_max_instances, EVENT_JOB_MAX_INSTANCES)
         self._scheduler.add_job(self._job, "interval", seconds=self.interval_s, max_instances=1, coalesce=True,
                                 next_run_time=datetime.now(), id="poll", misfire_grace_time=None)
         self._scheduler.start()
 
+    def poll_now(self) -> None:
+        """Run a cycle as soon as possible (skipped if one is running: its result is as fresh)."""
+        if self._scheduler is not None:
+            self._scheduler.modify_job("poll", next_run_time=datetime.now())
+
+    def pause(self) -> None:
+        """Stop starting cycles until :meth:`resume` (a running cycle finishes)."""
+        if self._scheduler is not None:
+            self._scheduler.pause()
+
+    def resume(self) -> None:
+        """Start cycles again; the runs missed while paused coalesce into one."""
+        if self._scheduler is not None:
+            self._scheduler.resume()
+
     def stop(self) -> None:
+        """Stop the schedule and wait for a running cycle to finish (bounded by the timeouts)."""
+        self._stopping.set()
         if self._scheduler is not None:
             self._scheduler.shutdown(wait=True)
             self._scheduler = None
