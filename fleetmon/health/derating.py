@@ -1,0 +1,414 @@
+"""Derating: measured behaviour against the nominal spec and the model's fleet.
+
+Per GPU and per UTC day, :func:`daily_ratios` gives rows ready to store (the
+GUI plots them over months):
+
+* ``sm_clock_busy_mhz``: the median SM clock over busy, unthrottled minutes
+  (software power capping allowed), and ``clock_ratio`` = that / nominal
+  boost clock;
+* ``power_limit_ratio``: enforced power limit / nominal TDP;
+* ``memory_ratio``: reported memory / nominal memory;
+* ``pcie_ratio``: bandwidth of the link negotiated while busy / nominal link;
+* ``clock_vs_fleet``: ``clock_ratio`` / the median of the same model that day.
+
+A model missing from :mod:`fleetmon.specs` gets ``known_model = False`` and no
+nominal ratios: it is reported as unknown, never guessed.
+
+:func:`check_derating` flags (kind ``derating``):
+
+* ``clock``: busy SM clock more than ``derate_fleet_frac`` below the model's
+  fleet median (or below ``derate_nominal_frac`` of nominal boost when fewer
+  than ``derate_min_peers`` cards of the model report), judged minute by
+  minute so a derated card is named within 10 minutes (warning);
+* ``memory``: less memory than the model's fleet median (warning), or more
+  than nominal (a memory-modded board, info);
+* ``power_limit`` / ``pcie``: below the fleet median (info: the power-capped
+  and pcie-link-degraded kinds carry the warning);
+* ``clock-trend``: ``clock_ratio`` falling faster than
+  ``derate_trend_per_week`` over ``derate_trend_days`` (stored daily rows
+  from ``history.daily`` plus today's) (warning);
+* ``unknown-model``: a model not in the catalog (info, one per node and model).
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from fleetmon import specs
+from fleetmon.health.findings import Finding
+from fleetmon.health.history import DAY_S, FleetHistory, GpuHistory, busy_clean_clock, day_of
+from fleetmon.health.rules import (
+    _condition_s,
+    _gpu_finding,
+    _label,
+    _node_finding,
+    _t,
+    episodes,
+)
+from fleetmon.health.thresholds import Thresholds
+
+__all__ = ["DAILY_KEYS", "check_derating", "daily_ratios", "weighted_median"]
+
+DAILY_KEYS: tuple[str, ...] = (
+    "uuid", "node", "model", "day", "busy_minutes", "sm_clock_busy_mhz", "clock_ratio",
+    "power_limit_w", "power_limit_ratio", "memory_total_mib", "memory_ratio", "pcie_gen",
+    "pcie_width", "pcie_ratio", "clock_vs_fleet", "known_model",
+)
+"""Keys of a daily derating row (the storage table's columns)."""
+
+
+def weighted_median(values: Sequence[float], weights: Sequence[float] | None = None) -> float | None:
+    """Median of ``values`` with optional weights; None when empty."""
+    if not values:
+        return None
+    if weights is None or weights.count(weights[0]) == len(weights):
+        return float(statistics.median(values))
+    order = sorted(range(len(values)), key=values.__getitem__)
+    total = sum(weights)
+    if total <= 0:
+        return None
+    half = total / 2
+    acc = 0.0
+    for i in order:
+        acc += weights[i]
+        if acc >= half:
+            return float(values[i])
+    return float(values[order[-1]])
+
+
+def _clock_points(gpu: GpuHistory) -> tuple[list[int], list[float], list[float]]:
+    """Rows with a busy, clean SM clock: (row index, MHz, weight in minutes)."""
+    cached: tuple[list[int], list[float], list[float]] | None = gpu._cache.get("derate_points")
+    if cached is None:
+        tl = gpu.timeline()
+        clean = busy_clean_clock(tl)
+        idx = [i for i, v in enumerate(clean) if v is not None]
+        mhz = [float(v) for v in clean if v is not None]
+        dur = tl.dur
+        if dur.count(60) == len(dur):
+            weight = [1.0] * len(idx)
+        else:
+            # Hourly rows: the busy minutes behind the clock, else an estimate.
+            covered, busy_m = tl.col("sm_clock_busy_minutes"), tl.col("busy_minutes")
+            n, busy = tl.col("n"), tl.col("busy_n")
+            weight = []
+            for i in idx:
+                if dur[i] <= 60:
+                    weight.append(1.0)
+                elif covered[i] is not None:
+                    weight.append(float(covered[i]))
+                elif busy_m[i] is not None:
+                    weight.append(float(busy_m[i]))
+                elif n[i]:
+                    weight.append(float(dur[i]) / 60.0 * min(1.0, (busy[i] or 0) / n[i]))
+                else:
+                    weight.append(float(dur[i]) / 60.0)
+        cached = (idx, mhz, weight)
+        gpu._cache["derate_points"] = cached
+    return cached
+
+
+def _day_bounds(ts: Sequence[Any]) -> list[tuple[int, int, int]]:
+    """(UTC day number, first row, end row) for each day the rows cover."""
+    out: list[tuple[int, int, int]] = []
+    if not ts:
+        return out
+    day = int(float(ts[0]) // DAY_S)
+    last = int(float(ts[-1]) // DAY_S)
+    lo = 0
+    while day <= last:
+        hi = bisect.bisect_left(ts, (day + 1) * DAY_S, lo)
+        if hi > lo:
+            out.append((day, lo, hi))
+        lo = hi
+        day += 1
+    return out
+
+
+def daily_ratios(history: FleetHistory, thresholds: Thresholds | None = None) -> list[dict[str, Any]]:
+    """Per GPU and UTC day in the window: the derating ratios (see the module doc).
+
+    Days with fewer than ``derate_min_busy_minutes`` busy minutes get no SM
+    clock (None). ``pcie_gen``/``pcie_width`` are the link seen most often
+    while busy that day. Rows are sorted by day, then node, then UUID.
+    """
+    t = _t(history, thresholds)
+    rows: list[dict[str, Any]] = []
+    for gpu in history.gpus:
+        tl = gpu.timeline()
+        if not tl:
+            continue
+        spec = specs.lookup(gpu.name)
+        idx, mhz, weight = _clock_points(gpu)
+        ts = tl.ts
+        limits = tl.col("power_limit_w_mean")
+        gens, widths = tl.col("pcie_gen_busy_min"), tl.col("pcie_width_busy_min")
+        memory = gpu.inv("memory_total_mib")
+        for d, lo, hi in _day_bounds(ts):
+            a, b = bisect.bisect_left(idx, lo), bisect.bisect_left(idx, hi)
+            values, weights = mhz[a:b], weight[a:b]
+            busy_minutes = sum(weights)
+            sm = weighted_median(values, weights) if busy_minutes >= t.derate_min_busy_minutes else None
+            lims = [v for v in limits[lo:hi] if v is not None]
+            limit = statistics.fmean(lims) if lims else gpu.inv("power_enforced_w")
+            links = Counter(zip(gens[lo:hi], widths[lo:hi]))
+            known = [(count, link) for link, count in links.items()
+                     if link[0] is not None and link[1] is not None]
+            gen, width = max(known)[1] if known else (None, None)
+            rows.append({
+                "uuid": gpu.uuid,
+                "node": gpu.placement_at(min((d + 1) * DAY_S - 1, history.now)).node or gpu.node,
+                "model": gpu.name,
+                "day": day_of(d * DAY_S),
+                "busy_minutes": int(busy_minutes),
+                "sm_clock_busy_mhz": None if sm is None else round(sm, 1),
+                "clock_ratio": _round(specs.clock_ratio(sm, spec)),
+                "power_limit_w": None if limit is None else round(float(limit), 1),
+                "power_limit_ratio": _round(specs.power_limit_ratio(limit, spec)),
+                "memory_total_mib": memory,
+                "memory_ratio": _round(specs.memory_ratio(memory, spec)),
+                "pcie_gen": gen,
+                "pcie_width": width,
+                "pcie_ratio": _round(specs.pcie_ratio(gen, width, spec)),
+                "clock_vs_fleet": None,
+                "known_model": spec is not None,
+            })
+    medians: dict[tuple[str, str], float] = {}
+    groups: dict[tuple[str, str], list[float]] = defaultdict(list)
+    for r in rows:
+        if r["clock_ratio"] is not None:
+            groups[(r["model"], r["day"])].append(r["clock_ratio"])
+    for key, values in groups.items():
+        if len(values) >= t.derate_min_peers:
+            medians[key] = statistics.median(values)
+    for r in rows:
+        m = medians.get((r["model"], r["day"]))
+        if m and r["clock_ratio"] is not None:
+            r["clock_vs_fleet"] = round(r["clock_ratio"] / m, 4)
+    rows.sort(key=lambda r: (r["day"], r["node"], r["uuid"]))
+    return rows
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
+
+
+def _fleet_clock(history: FleetHistory) -> dict[str, tuple[float, int]]:
+    """Model -> (median of per-card busy SM clock medians, cards).
+
+    Uses each card's last 24 hours when it was busy at least 5 minutes in
+    them, else its whole window.
+    """
+    per_model: dict[str, list[float]] = defaultdict(list)
+    recent = history.now - DAY_S
+    for gpu in history.gpus:
+        idx, mhz, weight = _clock_points(gpu)
+        if not idx:
+            continue
+        ts = gpu.timeline().ts
+        cut = bisect.bisect_left(idx, bisect.bisect_left(ts, recent))
+        if len(idx) - cut >= 5:
+            m = weighted_median(mhz[cut:], weight[cut:])
+        elif sum(weight) >= 5:
+            m = weighted_median(mhz, weight)
+        else:
+            continue
+        if m is not None:
+            per_model[gpu.name].append(m)
+    return {model: (statistics.median(v), len(v)) for model, v in per_model.items()}
+
+
+def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
+    """Derating findings (see the module doc): clock, memory, power limit, PCIe, trend, unknown."""
+    t = _t(history, thresholds)
+    out: list[Finding] = []
+    unknown: dict[tuple[str, str], int] = Counter()
+    for gpu in history.gpus:
+        if gpu.name and specs.lookup(gpu.name) is None:
+            unknown[(gpu.node, gpu.name)] += 1
+    for (node, model), count in sorted(unknown.items()):
+        out.append(_node_finding(
+            history, node, "derating", "info", history.since, history.now,
+            {"metric": "unknown-model", "model": model, "gpus": count},
+            "Add the model to fleetmon's spec catalog (fleetmon/specs.py) to compare it with its "
+            "nominal specs", f"{node}: {count}x {model} not in the spec catalog (derating unknown)",
+            _condition_s(t), discriminator=f"unknown-model:{model}", open_now=True,
+        ))
+
+    fleet = _fleet_clock(history)
+    window_s = 600.0
+    for gpu in history.gpus:
+        spec = specs.lookup(gpu.name)
+        ref = fleet.get(gpu.name)
+        if ref and ref[1] >= t.derate_min_peers:
+            limit = (1.0 - t.derate_fleet_frac) * ref[0]
+            basis = "fleet"
+        elif spec is not None and spec.boost_clock_mhz:
+            limit = t.derate_nominal_frac * spec.boost_clock_mhz
+            basis = "nominal"
+        else:
+            continue
+        idx, mhz, weight = _clock_points(gpu)
+        if not idx or min(mhz) >= limit:
+            continue
+        tl = gpu.timeline()
+        ts, dur = tl.ts, tl.dur
+        bad = [(i, 60.0 * w) for i, v, w in zip(idx, mhz, weight) if v < limit]
+        eligible = [0.0] * len(tl)
+        for i, w in zip(idx, weight):
+            eligible[i] = 60.0 * w
+        eps = episodes(ts, dur, bad, t.derate_minutes * 60.0, window_s, eligible=eligible, fraction=0.6)
+        if not eps:
+            continue
+        low = [v for i, v, w in zip(idx, mhz, weight) if v < limit and eps[0].start <= ts[i] < eps[-1].end]
+        value = statistics.median(low) if low else min(mhz)
+        evidence: dict[str, Any] = {
+            "metric": "clock", "value": round(value, 1), "limit_mhz": round(limit, 1), "basis": basis,
+            "fleet_median": round(ref[0], 1) if ref else None, "fleet_cards": ref[1] if ref else 0,
+            "vs_fleet": round(value / ref[0], 3) if ref else None,
+            "nominal": spec.boost_clock_mhz if spec else None,
+            "ratio": _round(specs.clock_ratio(value, spec)),
+            "busy_minutes": int(sum(e.amount for e in eps) / 60), "episodes": len(eps),
+            "power_limit_ratio": _round(specs.power_limit_ratio(
+                _last(tl.col("power_limit_w_mean")) or gpu.inv("power_enforced_w"), spec)),
+        }
+        default_w = gpu.inv("power_default_w")
+        limit_w = _last(tl.col("power_limit_w_mean")) or gpu.inv("power_enforced_w")
+        capped = bool(default_w and limit_w is not None and limit_w < 0.99 * default_w)
+        if capped:
+            evidence["explained_by"] = "power-capped"
+        out.append(_gpu_finding(
+            history, gpu, "derating", "info" if capped else "warning", eps[0].start, eps[-1], evidence,
+            "The SM clock under load is well below its peers with no thermal or power-brake reason: "
+            "check power limits and application clocks (`nvidia-smi -q -d CLOCK`), then run a "
+            "GEMM burn-in; RMA if it persists",
+            f"{_label(gpu)}: SM clock {value:.0f} MHz under load, "
+            + (f"{value / ref[0]:.0%} of the {gpu.name} fleet median" if ref and basis == "fleet"
+               else f"{value / spec.boost_clock_mhz:.0%} of nominal boost" if spec and spec.boost_clock_mhz
+               else ""),
+            _condition_s(t), discriminator="clock",
+            magnitude=round(1.0 - value / (ref[0] if ref else limit), 4),
+        ))
+
+    today = daily_ratios(history, t)
+    latest: dict[str, dict[str, Any]] = {}
+    for r in today:
+        latest[r["uuid"]] = r  # sorted by day: the last one wins
+    out += _static_ratios(history, t, latest)
+    out += _trends(history, t, today)
+    return out
+
+
+def _last(values: Sequence[Any]) -> Any:
+    for v in reversed(values):
+        if v is not None:
+            return v
+    return None
+
+
+def _static_ratios(history: FleetHistory, t: Thresholds, latest: Mapping[str, dict[str, Any]]) -> list[Finding]:
+    out: list[Finding] = []
+    by_model: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in latest.values():
+        if r["known_model"]:
+            by_model[r["model"]].append(r)
+    for model, rows in sorted(by_model.items()):
+        for metric, severity in (("memory_ratio", "warning"), ("power_limit_ratio", "info"),
+                                 ("pcie_ratio", "info")):
+            values = [r[metric] for r in rows if r[metric] is not None]
+            if len(values) < t.derate_min_peers:
+                continue
+            median = statistics.median(values)
+            if median <= 0:
+                continue
+            for r in rows:
+                v = r[metric]
+                if v is None or v >= (1.0 - t.derate_fleet_frac) * median:
+                    continue
+                gpu = history.gpu(r["uuid"])
+                if gpu is None:
+                    continue
+                name = metric.removesuffix("_ratio")
+                out.append(_gpu_finding(
+                    history, gpu, "derating", severity, history.since, history.now,
+                    {"metric": name, "ratio": v, "fleet_median": round(median, 4),
+                     "vs_fleet": round(v / median, 3), "day": r["day"]},
+                    {"memory": "Less usable memory than other cards of this model: check for "
+                               "Xid 168 / retired pages and run a memory diagnostic",
+                     "power_limit": "The power limit is below the model's fleet: see power-capped",
+                     "pcie": "The link is narrower than on other cards of this model: see "
+                             "pcie-link-degraded"}[name],
+                    f"{_label(gpu)}: {name.replace('_', ' ')} at {v / median:.0%} of the {model} fleet",
+                    _condition_s(t), discriminator=name, magnitude=round(1.0 - v / median, 4),
+                    open_now=True,
+                ))
+        for r in rows:
+            v = r["memory_ratio"]
+            if v is not None and v > 1.02:
+                gpu = history.gpu(r["uuid"])
+                if gpu is None:
+                    continue
+                out.append(_gpu_finding(
+                    history, gpu, "derating", "info", history.since, history.now,
+                    {"metric": "memory-modded", "ratio": v, "memory_total_mib": r["memory_total_mib"]},
+                    "More memory than the model's nominal: a memory-modded board; keep it in its own "
+                    "population for reliability statistics",
+                    f"{_label(gpu)}: {r['memory_total_mib']} MiB, {v:.0%} of nominal (modded board?)",
+                    _condition_s(t), discriminator="memory-modded", open_now=True,
+                ))
+    return out
+
+
+def _slope_per_day(points: Sequence[tuple[float, float]]) -> float | None:
+    n = len(points)
+    if n < 2:
+        return None
+    mx = sum(x for x, _ in points) / n
+    my = sum(y for _, y in points) / n
+    sxx = sum((x - mx) ** 2 for x, _ in points)
+    if sxx == 0:
+        return None
+    return sum((x - mx) * (y - my) for x, y in points) / sxx
+
+
+def _trends(history: FleetHistory, t: Thresholds, today: Iterable[Mapping[str, Any]]) -> list[Finding]:
+    import datetime as _dt
+
+    series: dict[str, dict[str, float]] = defaultdict(dict)
+    for r in list(history.daily) + list(today):
+        if r.get("clock_ratio") is None or not r.get("uuid") or not r.get("day"):
+            continue
+        series[str(r["uuid"])][str(r["day"])] = float(r["clock_ratio"])
+    out: list[Finding] = []
+    horizon = history.now - t.derate_trend_days * DAY_S
+    for uuid, by_day in sorted(series.items()):
+        gpu = history.gpu(uuid)
+        if gpu is None:
+            continue
+        points = []
+        for day, ratio in by_day.items():
+            x = _dt.datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=_dt.timezone.utc).timestamp()
+            if x >= horizon - DAY_S:
+                points.append((x / DAY_S, ratio))
+        points.sort()
+        if len(points) < t.derate_trend_min_days:
+            continue
+        slope = _slope_per_day(points)
+        if slope is None or slope * 7 > -t.derate_trend_per_week:
+            continue
+        first_day = points[0][0] * DAY_S
+        out.append(_gpu_finding(
+            history, gpu, "derating", "warning", first_day, history.now,
+            {"metric": "clock-trend", "slope_per_week": round(slope * 7, 4), "days": len(points),
+             "first": round(points[0][1], 4), "last": round(points[-1][1], 4)},
+            "The SM clock under load keeps falling: check cooling (dust, paste, fans) and power "
+            "delivery; plan a burn-in test", f"{_label(gpu)}: SM clock ratio falling "
+            f"{-slope * 7:.1%} a week over {len(points)} days", _condition_s(t),
+            discriminator="clock-trend", magnitude=round(-slope * 7, 4), open_now=True,
+        ))
+    return out
+

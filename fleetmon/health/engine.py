@@ -1,0 +1,553 @@
+"""The health engine: run the rules, judge nodes, compare reports, preflight.
+
+All functions are pure: they take a :class:`FleetHistory` (or findings) and
+return data; the CLI and storage layers do the reading and writing.
+
+* :func:`evaluate` runs every rule and returns the findings, sorted and
+  deterministic, with slot/card attribution filled in.
+* :func:`node_verdicts` turns findings into pass / warn / fail per node.
+* :func:`diff_findings` compares the previous report's open findings with
+  the current ones: new, resolved, worsened.
+* :func:`report` builds the daily inspection (:class:`ReportResult`).
+* :func:`preflight` reviews nodes before a big run (:class:`PreflightResult`).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from fleetmon import hostlist
+from fleetmon.health.findings import SEVERITY_RANK, Finding
+from fleetmon.health.history import FleetHistory
+from fleetmon.health.rules import RULES, Rule
+from fleetmon.health.thresholds import Thresholds
+
+__all__ = [
+    "NO_GO_WARNINGS",
+    "SLOT_FAMILIES",
+    "NodePreflight",
+    "PreflightResult",
+    "ReportResult",
+    "attribute_slots",
+    "diff_findings",
+    "evaluate",
+    "fleet_summary",
+    "node_verdicts",
+    "preflight",
+    "report",
+    "sort_findings",
+]
+
+VERDICTS = ("pass", "warn", "fail")
+
+NO_GO_WARNINGS: frozenset[str] = frozenset({
+    "ecc-correctable-storm", "retired-pages", "row-remap", "pcie-link-degraded", "pcie-replay",
+    "power-brake", "power-instability", "power-unreadable", "thermal-throttle", "fan-stopped",
+    "node-flapping", "gpu-missing", "gpu-lost", "xid",
+})
+"""Open warnings of these kinds make a node no-go in a preflight (besides any
+critical finding in the window): each can stop a multi-day job."""
+
+SLOT_FAMILIES: dict[str, str] = {
+    "pcie-link-degraded": "pcie", "pcie-replay": "pcie", "gpu-lost": "pcie",
+    "power-brake": "power", "power-instability": "power",
+}
+"""Kinds whose cause may be the card or its slot/riser, by family (an Xid of
+category pcie or power joins the family of that name)."""
+
+
+# ---------------------------------------------------------------------------
+# Evaluation
+
+
+def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
+    """Most severe first, open before resolved, then node, GPU, kind, key."""
+    return sorted(findings, key=lambda f: (
+        -SEVERITY_RANK[f.severity], f.state != "open", hostlist.sort_key(f.node),
+        -1 if f.gpu_index is None else f.gpu_index, f.gpu_uuid or "", f.kind, f.key,
+    ))
+
+
+def evaluate(
+    history: FleetHistory,
+    thresholds: Thresholds | None = None,
+    rules: Sequence[Rule] = RULES,
+) -> list[Finding]:
+    """Run every rule over ``history`` and return the findings, sorted.
+
+    Args:
+        history: the fleet's recorded history; ``history.now`` is the time.
+        thresholds: overrides ``history.thresholds`` (defaults when both are None).
+        rules: the rules to run (all by default).
+
+    Returns:
+        One finding per key (the most severe if two rules share one), with
+        slot/card attribution in the evidence of PCIe and power findings.
+    """
+    t = thresholds if thresholds is not None else (
+        history.thresholds if isinstance(history.thresholds, Thresholds) else Thresholds())
+    found: list[Finding] = []
+    for rule in rules:
+        found.extend(rule(history, t))
+    by_key: dict[str, Finding] = {}
+    for f in found:
+        old = by_key.get(f.key)
+        if old is None:
+            by_key[f.key] = f
+            continue
+        keep = f if (f.rank, f.is_open) > (old.rank, old.is_open) else old
+        by_key[f.key] = replace(
+            keep, first_seen=min(f.first_seen, old.first_seen), last_seen=max(f.last_seen, old.last_seen),
+            state="open" if (f.is_open or old.is_open) else "resolved")
+    return sort_findings(attribute_slots(list(by_key.values()), history))
+
+
+def _family(f: Finding) -> str | None:
+    fam = SLOT_FAMILIES.get(f.kind)
+    if fam is None and f.kind == "xid":
+        category = f.evidence.get("category")
+        if category in ("pcie", "power"):
+            fam = str(category)
+    return fam
+
+
+def attribute_slots(findings: Sequence[Finding], history: FleetHistory) -> list[Finding]:
+    """Tell a card's fault from a slot's (riser, PSU rail) across card swaps.
+
+    For PCIe and power findings that name the slots the card sat in while
+    failing (``evidence["slots"]``): a fault seen on two or more cards in one
+    slot is attributed to the slot or riser; one seen with one card in two or
+    more slots to the card. ``evidence["attribution"]`` becomes "slot",
+    "card", "card and slot" or stays absent when one placement cannot tell.
+    """
+    slot_cards: dict[tuple[str, str], set[str]] = defaultdict(set)
+    card_slots: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for f in findings:
+        fam = _family(f)
+        slots = f.evidence.get("slots")
+        if fam is None or not slots or f.gpu_uuid is None:
+            continue
+        gpu = history.gpu(f.gpu_uuid)
+        card = gpu.card_id if gpu else f.gpu_uuid
+        for slot in slots:
+            slot_cards[(fam, slot)].add(card)
+            card_slots[(fam, card)].add(slot)
+    if not slot_cards:
+        return list(findings)
+    out = []
+    for f in findings:
+        fam = _family(f)
+        slots = f.evidence.get("slots")
+        if fam is None or not slots or f.gpu_uuid is None:
+            out.append(f)
+            continue
+        gpu = history.gpu(f.gpu_uuid)
+        card = gpu.card_id if gpu else f.gpu_uuid
+        shared = sorted(s for s in slots if len(slot_cards[(fam, s)]) >= 2)
+        moved = len(card_slots[(fam, card)]) >= 2
+        if not shared and not moved:
+            out.append(f)
+            continue
+        evidence = dict(f.evidence)
+        if shared and moved:
+            attribution = "card and slot"
+            lead = ("The fault followed this card to another slot and also hit other cards in "
+                    f"{', '.join(shared)}: replace the card and check that slot/riser; ")
+        elif shared:
+            attribution = "slot"
+            others = sorted(set().union(*(slot_cards[(fam, s)] for s in shared)) - {card})
+            evidence["other_cards"] = others
+            lead = (f"The fault stays with slot {', '.join(shared)} across card swaps: check the "
+                    "slot, riser/extender and its power cable, not the card; ")
+        else:
+            attribution = "card"
+            lead = ("The fault moved with the card across slots "
+                    f"({', '.join(sorted(card_slots[(fam, card)]))}): replace or RMA the card; ")
+        evidence["attribution"] = attribution
+        out.append(replace(f, evidence=evidence, action=lead + f.action))
+    return out
+
+
+def node_verdicts(findings: Iterable[Finding], nodes: Iterable[str] | None = None) -> dict[str, str]:
+    """pass / warn / fail per node from its open findings.
+
+    fail: an open critical finding; warn: an open warning; pass: otherwise
+    (info and resolved findings never change a verdict). Nodes given in
+    ``nodes`` but without findings pass; the result is ordered by node name.
+    """
+    verdict: dict[str, str] = {n: "pass" for n in (nodes or ())}
+    for f in findings:
+        current = verdict.setdefault(f.node, "pass")
+        if not f.is_open:
+            continue
+        if f.severity == "critical":
+            verdict[f.node] = "fail"
+        elif f.severity == "warning" and current != "fail":
+            verdict[f.node] = "warn"
+    return {n: verdict[n] for n in sorted(verdict, key=hostlist.sort_key)}
+
+
+def diff_findings(
+    previous_open: Iterable[Finding], current: Iterable[Finding], worsen_factor: float = 1.1
+) -> tuple[list[Finding], list[Finding], list[Finding]]:
+    """Compare the previous report's open findings with the current findings.
+
+    Returns:
+        ``(new, resolved, worsened)``: open now but not before; open before
+        but not now (the current resolved finding, or the previous one
+        marked resolved when it no longer appears at all); open in both with
+        a higher severity or a magnitude grown by ``worsen_factor``.
+    """
+    prev = {f.key: f for f in previous_open if f.is_open}
+    cur = list(current)
+    cur_open = {f.key: f for f in cur if f.is_open}
+    cur_any = {f.key: f for f in cur}
+    new = [f for k, f in cur_open.items() if k not in prev]
+    resolved = []
+    for k, f in prev.items():
+        if k in cur_open:
+            continue
+        resolved.append(cur_any[k] if k in cur_any else replace(f, state="resolved"))
+    worsened = []
+    for k, f in cur_open.items():
+        old = prev.get(k)
+        if old is None:
+            continue
+        if f.rank > old.rank:
+            worsened.append(f)
+        elif (f.rank == old.rank and f.magnitude is not None and old.magnitude is not None
+              and f.magnitude > old.magnitude * worsen_factor and f.magnitude - old.magnitude > 1e-9):
+            worsened.append(f)
+    return sort_findings(new), sort_findings(resolved), sort_findings(worsened)
+
+
+# ---------------------------------------------------------------------------
+# Daily report
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    """The daily inspection, ready to render (see render.report_dict for JSON).
+
+    Attributes:
+        now, since: the window (Unix s).
+        group: the group reported on, or None for the whole fleet.
+        verdicts: node -> "pass" / "warn" / "fail".
+        findings: every finding in scope (open and resolved), sorted.
+        new, resolved, worsened: changes since the previous report.
+        summary: :func:`fleet_summary`.
+        previous: whether a previous report was given to compare with.
+    """
+
+    now: float
+    since: float
+    group: str | None
+    verdicts: Mapping[str, str]
+    findings: tuple[Finding, ...]
+    new: tuple[Finding, ...]
+    resolved: tuple[Finding, ...]
+    worsened: tuple[Finding, ...]
+    summary: Mapping[str, Any]
+    previous: bool = False
+
+    @property
+    def status(self) -> str:
+        """The worst verdict: "fail", "warn" or "pass"."""
+        values = set(self.verdicts.values())
+        return "fail" if "fail" in values else "warn" if "warn" in values else "pass"
+
+    @property
+    def critical(self) -> bool:
+        """Whether any open critical finding is in the report."""
+        return any(f.is_open and f.severity == "critical" for f in self.findings)
+
+
+def _in_group(history: FleetHistory, group: str | None) -> list[str]:
+    return [n.name for n in history.nodes if group is None or n.group == group]
+
+
+def fleet_summary(
+    history: FleetHistory, findings: Sequence[Finding] = (), group: str | None = None
+) -> dict[str, Any]:
+    """Fleet facts for the report header.
+
+    Returns a dict: ``nodes``, ``gpus``, ``gpus_by_model`` (model -> count of
+    cards present), ``driver_versions`` (version -> nodes), ``unreachable``
+    (nodes with an open node-unreachable finding, or no good poll), and
+    ``inventory_changes`` (the window's inventory-change findings as
+    ``{ts, node, gpu_uuid, change, before, after, summary}``).
+    """
+    names = set(_in_group(history, group))
+    models: Counter[str] = Counter()
+    gpus = 0
+    for gpu in history.gpus:
+        if gpu.node in names and gpu.state != "missing":
+            models[gpu.name or "unknown"] += 1
+            gpus += 1
+    drivers: Counter[str] = Counter(
+        n.driver_version or "unknown" for n in history.nodes if n.name in names)
+    unreachable = sorted(
+        {f.node for f in findings if f.kind == "node-unreachable" and f.is_open and f.node in names}
+        | {n.name for n in history.nodes if n.name in names and n.last_ok is None
+           and n.last_attempt is not None},
+        key=hostlist.sort_key)
+    changes = [
+        {"ts": f.first_seen, "node": f.node, "gpu_uuid": f.gpu_uuid,
+         "change": f.evidence.get("change"), "before": f.evidence.get("before"),
+         "after": f.evidence.get("after"), "summary": f.summary}
+        for f in sorted(findings, key=lambda f: f.first_seen)
+        if f.kind == "inventory-change" and f.first_seen >= history.since and f.node in names
+    ]
+    return {
+        "nodes": len(names),
+        "gpus": gpus,
+        "gpus_by_model": dict(sorted(models.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "driver_versions": dict(sorted(drivers.items(), key=lambda kv: (-kv[1], kv[0]))),
+        "unreachable": unreachable,
+        "inventory_changes": changes,
+    }
+
+
+def report(
+    history: FleetHistory,
+    previous_open: Iterable[Finding] = (),
+    group: str | None = None,
+    findings: Sequence[Finding] | None = None,
+    thresholds: Thresholds | None = None,
+    has_previous: bool | None = None,
+) -> ReportResult:
+    """Build the daily inspection.
+
+    Args:
+        history: the window to report on (``since`` .. ``now``).
+        previous_open: the open findings of the previous report (for "what
+            changed"); empty on the first report.
+        group: restrict to one group's nodes.
+        findings: already evaluated findings (else :func:`evaluate` runs).
+        thresholds: passed to :func:`evaluate`.
+        has_previous: whether there was a previous report (default: whether
+            ``previous_open`` is non-empty).
+    """
+    previous = list(previous_open)
+    all_findings = list(findings) if findings is not None else evaluate(history, thresholds)
+    names = _in_group(history, group)
+    scope = set(names)
+    mine = [f for f in all_findings if f.node in scope or (group is None and f.node not in scope)]
+    prev_mine = [f for f in previous if group is None or f.node in scope]
+    new, resolved, worsened = diff_findings(prev_mine, mine)
+    return ReportResult(
+        now=history.now, since=history.since, group=group,
+        verdicts=node_verdicts(mine, names), findings=tuple(sort_findings(mine)),
+        new=tuple(new), resolved=tuple(resolved), worsened=tuple(worsened),
+        summary=fleet_summary(history, mine, group),
+        previous=bool(previous) if has_previous is None else has_previous,
+    )
+
+
+# ---------------------------------------------------------------------------
+# Preflight
+
+
+@dataclass(frozen=True)
+class NodePreflight:
+    """One node's preflight verdict.
+
+    Attributes:
+        name: the node.
+        go: True for go, False for no-go.
+        reasons: why no-go (empty for go).
+        warnings: open warnings that do not block the run.
+        ecc: summary over the window: ``corrected``, ``uncorrected`` (new
+            errors), ``retired_pages`` (max per card), ``retirement_pending``,
+            ``remap_pending``, ``remap_failure`` (cards), ``cards_with_ecc``.
+        power: summary over the window: ``mean_w`` (per-card mean power),
+            ``max_w``, ``power_brake_minutes``, ``unreadable_minutes``,
+            ``capped_gpus``, ``limit_w`` / ``default_w`` (per card, min).
+        gpus: cards on the node; expected: the group's expected count.
+    """
+
+    name: str
+    go: bool
+    reasons: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    ecc: Mapping[str, Any] = field(default_factory=dict)
+    power: Mapping[str, Any] = field(default_factory=dict)
+    gpus: int = 0
+    expected: int | None = None
+
+    @property
+    def verdict(self) -> str:
+        return "go" if self.go else "no-go"
+
+
+@dataclass(frozen=True)
+class PreflightResult:
+    """The review before a big run (see render.preflight_dict for JSON).
+
+    ``exclude`` is the no-go nodes as a Slurm hostlist expression, ready for
+    ``sbatch --exclude``.
+    """
+
+    now: float
+    since: float
+    days: float
+    nodes: tuple[NodePreflight, ...]
+    exclude: str
+    findings: tuple[Finding, ...]
+
+    @property
+    def go(self) -> list[str]:
+        return [n.name for n in self.nodes if n.go]
+
+    @property
+    def no_go(self) -> list[str]:
+        return [n.name for n in self.nodes if not n.go]
+
+    @property
+    def critical(self) -> bool:
+        """Whether any node is no-go."""
+        return any(not n.go for n in self.nodes)
+
+
+def _ecc_power(history: FleetHistory, node: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    corrected = uncorrected = 0.0
+    retired = 0
+    pending = remap_pending = remap_failure = with_ecc = 0
+    means: list[float] = []
+    peak = None
+    brake = unreadable = 0.0
+    capped = 0
+    limits: list[float] = []
+    defaults: list[float] = []
+    for gpu in history.gpus:
+        if gpu.node != node and all(p.node != node for p in gpu.placements):
+            continue
+        tl = gpu.timeline()
+        if not tl:
+            continue
+        ts = tl.ts
+        rows = [i for i in range(len(tl)) if gpu.placement_at(ts[i]).node == node] if (
+            len({p.node for p in gpu.placements}) > 1) else None
+
+        def sel(col: Sequence[Any], rows: list[int] | None = rows) -> Sequence[Any]:
+            return col if rows is None else [col[i] for i in rows]
+
+        dc = [max(a, b) for a, b in zip(tl.delta("ecc_corr_vol"), tl.delta("ecc_corr_agg"))]
+        du = [max(a, b) for a, b in zip(tl.delta("ecc_unc_vol"), tl.delta("ecc_unc_agg"))]
+        corrected += sum(sel(dc))
+        uncorrected += sum(sel(du))
+        if any(v is not None for v in tl.col("ecc_corr_agg")) or any(
+                v is not None for v in tl.col("ecc_corr_vol")):
+            with_ecc += 1
+        sbe = [v for v in sel(tl.col("retired_sbe")) if v is not None]
+        dbe = [v for v in sel(tl.col("retired_dbe")) if v is not None]
+        if sbe or dbe:
+            retired = max(retired, (sbe[-1] if sbe else 0) + (dbe[-1] if dbe else 0))
+        if any(sel(tl.col("retired_pending"))) or any(sel(tl.col("retired_pending_max"))):
+            pending += 1
+        if any(sel(tl.col("remap_pending"))) or any(sel(tl.col("remap_pending_max"))):
+            remap_pending += 1
+        if any(sel(tl.col("remap_failure"))) or any(sel(tl.col("remap_failure_max"))):
+            remap_failure += 1
+        pm = [v for v in sel(tl.col("power_w_mean")) if v is not None]
+        if pm:
+            means.append(statistics.fmean(pm))
+        px = [v for v in sel(tl.col("power_w_max")) if v is not None]
+        if px:
+            peak = max(px) if peak is None else max(peak, max(px))
+        dur = sel(tl.dur)
+        n = sel(tl.col("n"))
+        for b, d, nn in zip(sel(tl.col("thr_hw_power_brake")), dur, n):
+            if b:
+                brake += 1.0 if d <= 60 else d / 60.0 * min(1.0, b / nn) if nn else d / 60.0
+        statuses = [tl.statuses()[i] for i in rows] if rows is not None else tl.statuses()
+        for st, hf in zip(statuses, sel(tl.col("failed_power_w"))):
+            if hf:
+                unreadable += hf
+            elif st and st.get("power_w") == "failed":
+                unreadable += 1
+        default = gpu.inv("power_default_w")
+        limit = next((v for v in reversed(tl.col("power_limit_w_mean")) if v is not None),
+                     gpu.inv("power_enforced_w"))
+        if default and limit is not None:
+            limits.append(float(limit))
+            defaults.append(float(default))
+            if limit < 0.99 * default:
+                capped += 1
+    ecc = {
+        "corrected": int(corrected), "uncorrected": int(uncorrected), "retired_pages": retired,
+        "retirement_pending": pending, "remap_pending": remap_pending,
+        "remap_failure": remap_failure, "cards_with_ecc": with_ecc,
+    }
+    power = {
+        "mean_w": round(statistics.fmean(means), 1) if means else None,
+        "max_w": peak, "power_brake_minutes": int(round(brake)),
+        "unreadable_minutes": int(round(unreadable)), "capped_gpus": capped,
+        "limit_w": min(limits) if limits else None, "default_w": min(defaults) if defaults else None,
+    }
+    return ecc, power
+
+
+def preflight(
+    history: FleetHistory,
+    nodes: Sequence[str] | str,
+    days: float = 14,
+    findings: Sequence[Finding] | None = None,
+    thresholds: Thresholds | None = None,
+) -> PreflightResult:
+    """Go / no-go per node before a big run, with reasons and the window's ECC and power.
+
+    A node is no-go when, in the window: any critical finding was seen (open
+    or resolved: a GPU that fell off the bus last week is a risk), or a
+    warning of a kind in :data:`NO_GO_WARNINGS` is open, or there is no
+    data for it. Other open warnings are listed but do not block.
+
+    Args:
+        history: covering at least ``days`` before ``history.now``.
+        nodes: node names or a Slurm hostlist expression (``gpu[01-08]``).
+        days: the window reviewed (the default of the CLI is 14).
+        findings: already evaluated findings (else :func:`evaluate` runs).
+    """
+    names = hostlist.expand(nodes) if isinstance(nodes, str) else list(nodes)
+    names = list(dict.fromkeys(names))
+    all_findings = list(findings) if findings is not None else evaluate(history, thresholds)
+    since = history.now - days * 86400.0
+    by_node: dict[str, list[Finding]] = defaultdict(list)
+    for f in all_findings:
+        if f.last_seen >= since:
+            by_node[f.node].append(f)
+    result = []
+    for name in names:
+        node = history.node(name)
+        if node is None:
+            result.append(NodePreflight(name, False, ("no data: the node is not in the database",)))
+            continue
+        reasons, warnings = [], []
+        for f in sort_findings(by_node.get(name, ())):
+            if f.severity == "critical":
+                when = "open" if f.is_open else "resolved"
+                reasons.append(f"{f.summary} [{f.kind}, {when}]")
+            elif f.severity == "warning" and f.is_open:
+                if f.kind in NO_GO_WARNINGS:
+                    reasons.append(f"{f.summary} [{f.kind}]")
+                else:
+                    warnings.append(f"{f.summary} [{f.kind}]")
+        if node.last_ok is None and not any("node-unreachable" in r for r in reasons):
+            reasons.append("no successful poll in the window [node-unreachable]")
+        ecc, power = _ecc_power(history, name)
+        result.append(NodePreflight(
+            name, not reasons, tuple(reasons), tuple(warnings), ecc, power,
+            gpus=len([g for g in history.gpus_on(name) if g.state != "missing"]),
+            expected=history.expected_gpus(node),
+        ))
+    no_go = [n.name for n in result if not n.go]
+    return PreflightResult(
+        now=history.now, since=since, days=days, nodes=tuple(result),
+        exclude=hostlist.compress(no_go) if no_go else "",
+        findings=tuple(sort_findings(f for f in all_findings if f.node in set(names))),
+    )
+

@@ -1,0 +1,420 @@
+"""Rendering reports and preflights: text (default), JSON and printable HTML.
+
+Inputs are the pure results of :mod:`fleetmon.health.engine`
+(:class:`~fleetmon.health.engine.ReportResult`,
+:class:`~fleetmon.health.engine.PreflightResult`). Nothing here reads a
+clock or a file; the HTML is one self-contained page (inline CSS, every
+value escaped) that prints cleanly.
+
+JSON documents carry ``"schema": 1``; their fields are documented in
+docs/findings.md and only ever gain keys within one schema version.
+
+Exit status (:func:`exit_status`): 2 when anything critical was found (an
+open critical finding in a report, a no-go node in a preflight), else 0.
+1 is left for errors (bad arguments, unreadable database), so cron jobs can
+tell "the fleet needs attention" from "the check failed".
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from fleetmon import hostlist
+from fleetmon.health.engine import NodePreflight, PreflightResult, ReportResult
+from fleetmon.health.findings import Finding
+
+__all__ = [
+    "EXIT_CRITICAL",
+    "EXIT_ERROR",
+    "EXIT_OK",
+    "SCHEMA",
+    "exit_status",
+    "preflight_dict",
+    "preflight_html",
+    "preflight_json",
+    "preflight_text",
+    "report_dict",
+    "report_html",
+    "report_json",
+    "report_text",
+]
+
+SCHEMA = 1
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_CRITICAL = 2
+
+_SEV = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
+
+
+def exit_status(result: ReportResult | PreflightResult | Iterable[Finding]) -> int:
+    """2 if anything critical was found, else 0 (1 is reserved for errors).
+
+    Critical means: an open critical finding (a report or a list of
+    findings), or a no-go node (a preflight).
+    """
+    if isinstance(result, PreflightResult):
+        return EXIT_CRITICAL if result.critical else EXIT_OK
+    if isinstance(result, ReportResult):
+        return EXIT_CRITICAL if result.critical else EXIT_OK
+    return EXIT_CRITICAL if any(f.is_open and f.severity == "critical" for f in result) else EXIT_OK
+
+
+def _iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _short(ts: float | None) -> str:
+    if ts is None:
+        return "—"
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+
+
+def _span(seconds: float) -> str:
+    hours = seconds / 3600
+    if hours >= 48:
+        return f"{hours / 24:.0f} days"
+    if hours >= 1:
+        return f"{hours:.0f} h"
+    return f"{seconds / 60:.0f} min"
+
+
+def _finding_dict(f: Finding) -> dict[str, Any]:
+    d = f.to_dict()
+    d["first_seen_iso"] = _iso(f.first_seen)
+    d["last_seen_iso"] = _iso(f.last_seen)
+    return d
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, float) and value != value:  # NaN
+        return None
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+# ---------------------------------------------------------------------------
+# Report
+
+
+def report_dict(result: ReportResult) -> dict[str, Any]:
+    """The report as a JSON-ready dict (schema 1; see docs/findings.md)."""
+    verdicts = list(result.verdicts.values())
+    nodes = []
+    by_node: dict[str, list[Finding]] = {}
+    for f in result.findings:
+        by_node.setdefault(f.node, []).append(f)
+    for name, verdict in result.verdicts.items():
+        mine = [f for f in by_node.get(name, ()) if f.is_open and f.severity != "info"]
+        nodes.append({"name": name, "verdict": verdict, "findings": [f.key for f in mine]})
+    doc = {
+        "schema": SCHEMA,
+        "kind": "report",
+        "generated_at": result.now,
+        "generated_at_iso": _iso(result.now),
+        "since": result.since,
+        "since_iso": _iso(result.since),
+        "group": result.group,
+        "status": result.status,
+        "exit_status": exit_status(result),
+        "summary": {
+            **result.summary,
+            "verdicts": {v: verdicts.count(v) for v in ("pass", "warn", "fail")},
+        },
+        "nodes": nodes,
+        "changes": {
+            "compared": result.previous,
+            "new": [_finding_dict(f) for f in result.new],
+            "resolved": [_finding_dict(f) for f in result.resolved],
+            "worsened": [_finding_dict(f) for f in result.worsened],
+            "inventory": list(result.summary.get("inventory_changes", [])),
+        },
+        "findings": [_finding_dict(f) for f in result.findings],
+    }
+    out: dict[str, Any] = _jsonable(doc)
+    return out
+
+
+def report_json(result: ReportResult) -> str:
+    """The report as JSON text (sorted keys, indented, ends with a newline)."""
+    return json.dumps(report_dict(result), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _finding_line(f: Finding) -> str:
+    return f"  {_SEV[f.severity]}  {f.where():<18} {f.kind:<22} {f.summary}"
+
+
+def _models_line(models: Mapping[str, int]) -> str:
+    return ", ".join(f"{n}x {m}" for m, n in models.items()) or "none"
+
+
+def _drivers_line(drivers: Mapping[str, int]) -> str:
+    return ", ".join(f"{v} ({n} node{'s' if n != 1 else ''})" for v, n in drivers.items()) or "none"
+
+
+def report_text(result: ReportResult) -> str:
+    """The report as plain text for a terminal or a mail."""
+    s = result.summary
+    counts = {v: list(result.verdicts.values()).count(v) for v in ("fail", "warn", "pass")}
+    out = [
+        "fleetmon report" + (f" — group {result.group}" if result.group else ""),
+        f"Window: {_short(result.since)} .. {_short(result.now)} UTC ({_span(result.now - result.since)})",
+        f"Status: {result.status.upper()} — {counts['fail']} fail, {counts['warn']} warn, "
+        f"{counts['pass']} pass ({s.get('nodes', 0)} nodes, {s.get('gpus', 0)} GPUs)",
+        "",
+        "Fleet",
+        f"  GPUs by model: {_models_line(s.get('gpus_by_model', {}))}",
+        f"  Drivers:       {_drivers_line(s.get('driver_versions', {}))}",
+        f"  Unreachable:   {hostlist.compress(s['unreachable']) if s.get('unreachable') else 'none'}",
+        "",
+    ]
+    if result.previous:
+        out.append("Changes since the previous report")
+        for title, items in (("New", result.new), ("Resolved", result.resolved),
+                             ("Worsened", result.worsened)):
+            out.append(f"  {title} ({len(items)})")
+            out += ["  " + _finding_line(f) for f in items]
+    else:
+        out.append("Changes: no previous report to compare with")
+    inventory = s.get("inventory_changes", [])
+    out.append(f"  Inventory changes ({len(inventory)})")
+    for c in inventory:
+        out.append(f"    {_short(c['ts'])}  {c['summary']}")
+    out.append("")
+    out.append("Nodes")
+    passing = []
+    by_node: dict[str, list[Finding]] = {}
+    for f in result.findings:
+        if f.is_open and f.severity != "info":
+            by_node.setdefault(f.node, []).append(f)
+    for name, verdict in result.verdicts.items():
+        if verdict == "pass":
+            passing.append(name)
+            continue
+        kinds = sorted({f"{f.kind} ({f.severity})" for f in by_node.get(name, ())})
+        out.append(f"  {verdict.upper():<4}  {name:<12} {', '.join(kinds)}")
+    out.append(f"  PASS  {len(passing)} node(s)" + (f": {hostlist.compress(passing)}" if passing else ""))
+    out.append("")
+    open_findings = [f for f in result.findings if f.is_open]
+    resolved = [f for f in result.findings if not f.is_open]
+    out.append(f"Open findings ({len(open_findings)})")
+    for f in open_findings:
+        out.append(_finding_line(f))
+        out.append(f"        since {_short(f.first_seen)}, last {_short(f.last_seen)}; action: {f.action}")
+    out.append("")
+    out.append(f"Resolved in the window ({len(resolved)})")
+    for f in resolved:
+        out.append(_finding_line(f) + f"  (last {_short(f.last_seen)})")
+    out.append("")
+    code = exit_status(result)
+    out.append(f"Exit status: {code}" + (" (critical findings)" if code == EXIT_CRITICAL else ""))
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# Preflight
+
+
+def _node_preflight_dict(n: NodePreflight) -> dict[str, Any]:
+    return {
+        "name": n.name, "verdict": n.verdict, "go": n.go, "reasons": list(n.reasons),
+        "warnings": list(n.warnings), "ecc": dict(n.ecc), "power": dict(n.power),
+        "gpus": n.gpus, "expected_gpus": n.expected,
+    }
+
+
+def preflight_dict(result: PreflightResult) -> dict[str, Any]:
+    """The preflight as a JSON-ready dict (schema 1; see docs/findings.md)."""
+    doc = {
+        "schema": SCHEMA,
+        "kind": "preflight",
+        "generated_at": result.now,
+        "generated_at_iso": _iso(result.now),
+        "since": result.since,
+        "since_iso": _iso(result.since),
+        "days": result.days,
+        "exit_status": exit_status(result),
+        "go": result.go,
+        "no_go": result.no_go,
+        "exclude": result.exclude,
+        "nodes": [_node_preflight_dict(n) for n in result.nodes],
+        "findings": [_finding_dict(f) for f in result.findings],
+    }
+    out: dict[str, Any] = _jsonable(doc)
+    return out
+
+
+def preflight_json(result: PreflightResult) -> str:
+    """The preflight as JSON text."""
+    return json.dumps(preflight_dict(result), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def _ecc_line(ecc: Mapping[str, Any]) -> str:
+    if not ecc:
+        return "ECC: no data"
+    return (f"ECC: {ecc.get('corrected', 0)} corrected, {ecc.get('uncorrected', 0)} uncorrected, "
+            f"retired pages {ecc.get('retired_pages', 0)}, pending {ecc.get('retirement_pending', 0)}, "
+            f"remap pending {ecc.get('remap_pending', 0)}, remap failed {ecc.get('remap_failure', 0)}")
+
+
+def _power_line(power: Mapping[str, Any]) -> str:
+    if not power:
+        return "Power: no data"
+    mean = power.get("mean_w")
+    peak = power.get("max_w")
+    return (f"Power: mean {'—' if mean is None else f'{mean:.0f} W'}, "
+            f"max {'—' if peak is None else f'{peak:.0f} W'}, "
+            f"brake {power.get('power_brake_minutes', 0)} min, "
+            f"unreadable {power.get('unreadable_minutes', 0)} min, capped GPUs {power.get('capped_gpus', 0)}")
+
+
+def preflight_text(result: PreflightResult) -> str:
+    """The preflight as plain text."""
+    out = [
+        f"fleetmon preflight — {len(result.nodes)} node(s), window {result.days:g} days "
+        f"({_short(result.since)} .. {_short(result.now)} UTC)",
+        f"GO {len(result.go)}   NO-GO {len(result.no_go)}",
+        f"Exclude: {result.exclude or '(none)'}",
+        "",
+    ]
+    for n in sorted(result.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name))):
+        gpus = f"{n.gpus} GPUs" + (f" of {n.expected}" if n.expected is not None else "")
+        out.append(f"{n.verdict.upper():<6} {n.name}  ({gpus})")
+        out += [f"    - {r}" for r in n.reasons]
+        out += [f"    ~ {w}" for w in n.warnings]
+        out.append(f"    {_ecc_line(n.ecc)}")
+        out.append(f"    {_power_line(n.power)}")
+    out.append("")
+    code = exit_status(result)
+    out.append(f"Exit status: {code}" + (" (no-go nodes)" if code == EXIT_CRITICAL else ""))
+    return "\n".join(out) + "\n"
+
+
+# ---------------------------------------------------------------------------
+# HTML
+
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em;color:#222;font-size:14px}
+h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
+table{border-collapse:collapse;width:100%;margin:.5em 0}th,td{border:1px solid #ddd;padding:4px 6px;
+text-align:left;vertical-align:top}th{background:#f3f3f3}.meta{color:#555}
+.b{display:inline-block;padding:1px 6px;border-radius:3px;font-weight:600;font-size:.85em}
+.critical,.fail,.no-go{background:#c62828;color:#fff}.warning,.warn{background:#f9a825;color:#000}
+.info{background:#90a4ae;color:#fff}.pass,.go{background:#2e7d32;color:#fff}
+.resolved{color:#777}.small{font-size:.85em;color:#555}code{background:#f3f3f3;padding:1px 4px}
+@media print{body{margin:0;font-size:11px}h2{page-break-after:avoid}tr{page-break-inside:avoid}
+.b{border:1px solid #000}}
+"""
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _badge(word: str) -> str:
+    return f'<span class="b {_e(word)}">{_e(word.upper())}</span>'
+
+
+def _page(title: str, body: Sequence[str]) -> str:
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def _findings_table(findings: Sequence[Finding], resolved: bool = False) -> str:
+    if not findings:
+        return '<p class="small">None.</p>'
+    rows = ["<table><tr><th>Severity</th><th>Where</th><th>Kind</th><th>Summary</th>"
+            "<th>First seen</th><th>Last seen</th><th>Action</th></tr>"]
+    for f in findings:
+        cls = ' class="resolved"' if resolved or not f.is_open else ""
+        rows.append(
+            f"<tr{cls}><td>{_badge(f.severity)}</td><td>{_e(f.where())}</td><td><code>{_e(f.kind)}</code>"
+            f"</td><td>{_e(f.summary)}</td><td>{_e(_short(f.first_seen))}</td>"
+            f"<td>{_e(_short(f.last_seen))}</td><td class=\"small\">{_e(f.action)}</td></tr>")
+    rows.append("</table>")
+    return "\n".join(rows)
+
+
+def report_html(result: ReportResult) -> str:
+    """The report as one printable, self-contained HTML page."""
+    s = result.summary
+    counts = {v: list(result.verdicts.values()).count(v) for v in ("fail", "warn", "pass")}
+    title = "fleetmon report" + (f" — group {result.group}" if result.group else "")
+    body = [
+        f"<h1>{_e(title)} {_badge(result.status)}</h1>",
+        f'<p class="meta">Window {_e(_short(result.since))} .. {_e(_short(result.now))} UTC '
+        f"({_e(_span(result.now - result.since))}) · {counts['fail']} fail, {counts['warn']} warn, "
+        f"{counts['pass']} pass · {_e(s.get('nodes', 0))} nodes, {_e(s.get('gpus', 0))} GPUs · "
+        f"exit status {exit_status(result)}</p>",
+        "<h2>Fleet</h2><table>",
+        f"<tr><th>GPUs by model</th><td>{_e(_models_line(s.get('gpus_by_model', {})))}</td></tr>",
+        f"<tr><th>Driver versions</th><td>{_e(_drivers_line(s.get('driver_versions', {})))}</td></tr>",
+        f"<tr><th>Unreachable</th><td>{_e(hostlist.compress(s['unreachable']) if s.get('unreachable') else 'none')}"
+        "</td></tr></table>",
+        "<h2>Changes since the previous report</h2>",
+    ]
+    if result.previous:
+        for label, items in (("New", result.new), ("Resolved", result.resolved),
+                             ("Worsened", result.worsened)):
+            body.append(f"<h3>{label} ({len(items)})</h3>")
+            body.append(_findings_table(items, resolved=label == "Resolved"))
+    else:
+        body.append('<p class="small">No previous report to compare with.</p>')
+    inventory = s.get("inventory_changes", [])
+    body.append(f"<h3>Inventory changes ({len(inventory)})</h3>")
+    if inventory:
+        body.append("<table><tr><th>When</th><th>Change</th></tr>")
+        body += [f"<tr><td>{_e(_short(c['ts']))}</td><td>{_e(c['summary'])}</td></tr>" for c in inventory]
+        body.append("</table>")
+    else:
+        body.append('<p class="small">None.</p>')
+    body.append("<h2>Nodes</h2><table><tr><th>Node</th><th>Verdict</th><th>Open findings</th></tr>")
+    by_node: dict[str, list[Finding]] = {}
+    for f in result.findings:
+        if f.is_open and f.severity != "info":
+            by_node.setdefault(f.node, []).append(f)
+    for name, verdict in result.verdicts.items():
+        kinds = ", ".join(sorted({f.kind for f in by_node.get(name, ())}))
+        body.append(f"<tr><td>{_e(name)}</td><td>{_badge(verdict)}</td><td>{_e(kinds)}</td></tr>")
+    body.append("</table>")
+    body.append("<h2>Open findings</h2>")
+    body.append(_findings_table([f for f in result.findings if f.is_open]))
+    body.append("<h2>Resolved in the window</h2>")
+    body.append(_findings_table([f for f in result.findings if not f.is_open], resolved=True))
+    return _page(title, body)
+
+
+def preflight_html(result: PreflightResult) -> str:
+    """The preflight as one printable, self-contained HTML page."""
+    title = "fleetmon preflight"
+    body = [
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="meta">{len(result.nodes)} node(s), window {_e(f"{result.days:g}")} days '
+        f"({_e(_short(result.since))} .. {_e(_short(result.now))} UTC) · GO {len(result.go)} · "
+        f"NO-GO {len(result.no_go)} · exit status {exit_status(result)}</p>",
+        f"<p>Exclude: <code>{_e(result.exclude or '(none)')}</code></p>",
+        "<table><tr><th>Node</th><th>Verdict</th><th>Reasons</th><th>ECC</th><th>Power</th></tr>",
+    ]
+    for n in sorted(result.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name))):
+        reasons = "".join(f"<li>{_e(r)}</li>" for r in n.reasons)
+        warnings = "".join(f'<li class="small">{_e(w)}</li>' for w in n.warnings)
+        listing = f"<ul>{reasons}{warnings}</ul>" if reasons or warnings else ""
+        body.append(
+            f"<tr><td>{_e(n.name)}</td><td>{_badge(n.verdict)}</td><td>{listing}</td>"
+            f'<td class="small">{_e(_ecc_line(n.ecc))}</td><td class="small">{_e(_power_line(n.power))}</td></tr>')
+    body.append("</table>")
+    body.append("<h2>Findings in the window</h2>")
+    body.append(_findings_table(list(result.findings)))
+    return _page(title, body)

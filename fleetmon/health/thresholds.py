@@ -1,0 +1,299 @@
+"""Every health threshold in one place, with its default, unit and source.
+
+Sources cite the rules of ``shared/reference/gpu-faults.md`` section 8 (X =
+Xid, M = memory, P = PCIe, T = throttle, W = power, D = derating, I =
+inventory) and the section that explains them; "fleetmon" marks a choice made
+here where no published number exists.
+
+Override any of them in the fleet file::
+
+    [thresholds]
+    pcie_replay_per_min = 16
+    temperature_margin_c = 3
+
+``Thresholds.from_overrides`` checks names (an unknown name is an error that
+suggests the closest known ones), types and ranges. ``describe()`` renders
+the table that ``docs/findings.md`` embeds (a test keeps the two equal).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+__all__ = ["ALIASES", "Thresholds", "describe"]
+
+
+def _t(default: float, unit: str, lo: float, hi: float, help: str, source: str) -> Any:
+    return field(default=default, metadata={
+        "unit": unit, "min": lo, "max": hi, "help": help, "source": source,
+        "integer": isinstance(default, int),
+    })
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """All thresholds of the health rules (see the module doc for overrides)."""
+
+    # -- lifecycle ----------------------------------------------------------
+    resolve_after_minutes: int = _t(
+        30, "min", 1, 10080,
+        "A condition finding whose evidence stopped this long ago is resolved.",
+        "fleetmon")
+    event_resolve_hours: int = _t(
+        24, "h", 1, 720,
+        "Event findings (Xid, new uncorrectable ECC, inventory changes) stay open this long "
+        "after the last occurrence.", "fleetmon")
+    # -- Xid ----------------------------------------------------------------
+    xid_burst_gap_s: int = _t(
+        180, "s", 1, 86400,
+        "Xids on one node belong to one burst until this much silence.",
+        "X2: NVIDIA Fleet Intelligence, >3 min of silence (§1.1)")
+    xid_recurrence_resets: int = _t(
+        2, "resets", 1, 100,
+        "A hardware or driver Xid that recurs after this many GPU resets or driver reloads is "
+        "escalated to critical (hardware inspection).",
+        "X3: gpud DefaultRebootThreshold = 2 (§1.3)")
+    xid_app_repeat_bursts: int = _t(
+        3, "bursts", 1, 1000,
+        "Application Xids (13, 31, 43, 68, 69) are info until they recur in this many bursts "
+        "on one GPU; then warning.", "X4 (count chosen by fleetmon)")
+    xid_multi_gpu: int = _t(
+        2, "GPUs", 2, 64,
+        "Xid 79/62 or a power Xid on this many GPUs of one node in one burst: suspect the PSU "
+        "or power rail (critical).", "W3: NVIDIA staff on Xid 79; Meta RSC (§1.3)")
+    xid_driver_regression_nodes: int = _t(
+        3, "nodes", 2, 10000,
+        "GSP Xids (119/120) on this many nodes with one driver version point at a driver "
+        "regression.", "X5 (N chosen by fleetmon)")
+    # -- memory -------------------------------------------------------------
+    ecc_uncorrected_critical: int = _t(
+        1, "errors", 1, 1000000,
+        "New uncorrectable ECC errors (volatile or aggregate) in the window that make a "
+        "critical finding.", "M1: DCGM, any volatile DBE is FAIL (§2.2)")
+    ecc_corrected_per_min: float = _t(
+        10.0, "errors/min", 0.01, 1e9,
+        "Corrected ECC errors per minute, averaged over the window below, for a correctable "
+        "storm.", "M4: no official threshold; DCGM's SBE placeholder is 10 (§2.2)")
+    ecc_corrected_window_minutes: int = _t(
+        10, "min", 1, 1440, "Window for the corrected-error rate.", "M4 (fleetmon)")
+    ecc_trend_days: int = _t(
+        3, "days", 2, 90,
+        "Corrected errors that rise day over day for this many days are a trend (info).",
+        "M4: rising correctable slope (fleetmon)")
+    retired_pages_warning: int = _t(
+        48, "pages", 1, 64,
+        "Retired pages (SBE + DBE) near the limit of 64 per frame buffer: warning.",
+        "M2 (75 % of NVIDIA's 64-page limit, fleetmon)")
+    retired_pages_critical: int = _t(
+        60, "pages", 1, 64,
+        "Retired pages (SBE + DBE) for a critical finding (RMA class).",
+        "M2: DCGM_LIMIT_MAX_RETIRED_PAGES 60 (63 in newer DCGM) (§2.2)")
+    retired_dbe_soft_limit: int = _t(
+        15, "pages", 1, 64,
+        "DBE-retired pages above this, with more than one new in 7 days: critical.",
+        "M2: DCGM_LIMIT_MAX_RETIRED_PAGES_SOFT_LIMIT (§2.2)")
+    # -- PCIe ---------------------------------------------------------------
+    pcie_degraded_minutes: int = _t(
+        3, "min", 1, 1440,
+        "Consecutive busy minutes with the link below its maximum generation or width.",
+        "P2: only under load, >= 3 consecutive samples (§4)")
+    pcie_replay_per_min: float = _t(
+        8.0, "replays/min", 0.01, 1e9,
+        "PCIe replays per minute above which the link is flagged (warning).",
+        "P1: DCGM_LIMIT_MAX_PCIREPLAY_RATE = 8 (§4)")
+    pcie_replay_info_count: int = _t(
+        10, "replays", 1, 1000000000,
+        "Replays in the window, below the rate limit, reported as a growing counter (info).",
+        "P1: sustained growth (fleetmon)")
+    # -- throttling and power -----------------------------------------------
+    hw_slowdown_window_minutes: int = _t(
+        10, "min", 1, 1440, "Window of the hardware-slowdown and power-brake rule.",
+        "T1: gpud 10-minute evaluation window (§3)")
+    hw_slowdown_fraction: float = _t(
+        0.6, "fraction", 0.01, 1.0,
+        "Share of the window's active minutes with HW slowdown or power brake.",
+        "T1: gpud 0.6 events per minute (§3)")
+    hw_slowdown_min_minutes: int = _t(
+        3, "min", 1, 1440, "Fewest minutes with HW slowdown or power brake in the window.",
+        "T1 (fleetmon)")
+    power_drop_frac: float = _t(
+        0.5, "fraction", 0.01, 1.0,
+        "Within a minute, power falling below this share of its peak while utilization stays "
+        "high is a power drop.", "§5 unstable PSU signature (heuristic, fleetmon)")
+    power_drop_util_pct: float = _t(
+        90.0, "%", 1.0, 100.0,
+        "Lowest GPU utilization during the minute for a power drop to count.", "§5 (fleetmon)")
+    power_drop_minutes: int = _t(
+        3, "min", 1, 1440, "Minutes with a power drop within 10 minutes.", "§5 (fleetmon)")
+    power_unreadable_minutes: int = _t(
+        3, "min", 1, 1440,
+        "Minutes in which the power reading failed (not unsupported) within 10 minutes.",
+        "W2: DCGM POWER_UNREADABLE (§3)")
+    power_cap_warning_frac: float = _t(
+        0.9, "fraction", 0.01, 1.0,
+        "Enforced power limit below this share of the default limit: warning (below the "
+        "default at all: info).", "W1 (§5)")
+    platform_cap_power_frac: float = _t(
+        0.7, "fraction", 0.01, 1.0,
+        "SwPowerCap active while drawing less than this share of the enforced limit, with no "
+        "hardware reason: a platform/BMC cap.", "T4: Dell iDRAC case (§3)")
+    platform_cap_minutes: int = _t(
+        5, "min", 1, 1440, "Busy minutes with the platform-cap signature within 10 minutes.",
+        "T4 (fleetmon)")
+    # -- thermal ------------------------------------------------------------
+    thermal_minutes: int = _t(
+        3, "min", 1, 1440,
+        "Minutes with thermal slowdown (HW or SW) within 10 minutes.",
+        "T3: DCGM warns when thermal violation time grows (§3)")
+    temperature_margin_c: float = _t(
+        5.0, "°C", 0.0, 50.0,
+        "Warn when the GPU runs within this many degrees of its slowdown temperature.",
+        "§3 thermal margin (fleetmon)")
+    temperature_warning_c: float = _t(
+        85.0, "°C", 30.0, 130.0,
+        "Warning temperature for GPUs whose slowdown temperature is unknown.", "fleetmon")
+    temperature_critical_c: float = _t(
+        95.0, "°C", 30.0, 130.0,
+        "Critical temperature for GPUs whose shutdown temperature is unknown (else shutdown "
+        "minus the margin).", "fleetmon")
+    temperature_minutes: int = _t(
+        3, "min", 1, 1440, "Minutes above the temperature limit within 10 minutes.", "fleetmon")
+    fan_stopped_temp_c: float = _t(
+        65.0, "°C", 20.0, 130.0,
+        "A fan reading 0 % while the GPU is at least this hot is a stopped fan (zero-RPM "
+        "modes stop fans only when cool).", "§6.7 fan failures (fleetmon)")
+    fan_stopped_minutes: int = _t(
+        3, "min", 1, 1440, "Minutes with a stopped fan within 10 minutes.", "fleetmon")
+    # -- nodes and inventory ------------------------------------------------
+    unreachable_minutes: int = _t(
+        5, "min", 1, 10080, "No good poll of a node for this long: node-unreachable.",
+        "fleetmon")
+    flap_window_hours: int = _t(
+        6, "h", 1, 720, "Window in which outages are counted for flapping.", "fleetmon")
+    flap_count: int = _t(
+        3, "outages", 2, 1000,
+        "Outages that ended (node lost and back) within the window: node-flapping.",
+        "L1 lemon-node signals (fleetmon)")
+    flap_min_outage_s: int = _t(
+        60, "s", 1, 86400, "Shorter outages (a slow poll or two) do not count as flaps.", "fleetmon")
+    gpu_missing_minutes: int = _t(
+        5, "min", 1, 10080,
+        "A card not enumerated for this long while its node answers: gpu-missing.", "fleetmon")
+    # -- derating -----------------------------------------------------------
+    derate_fleet_frac: float = _t(
+        0.10, "fraction", 0.01, 0.9,
+        "A ratio this far below its model's fleet median is derated.",
+        "D1: > 10 % below the fleet median of the same model (§8)")
+    derate_nominal_frac: float = _t(
+        0.75, "fraction", 0.01, 1.0,
+        "Without enough peers, a busy SM clock below this share of nominal boost is derated.",
+        "D1 (fleetmon)")
+    derate_min_peers: int = _t(
+        3, "GPUs", 2, 100000, "GPUs of one model needed for a fleet median.", "fleetmon")
+    derate_minutes: int = _t(
+        5, "min", 1, 1440,
+        "Busy minutes with a derated SM clock within 10 minutes (the timely check).",
+        "D1 + timeliness (fleetmon)")
+    derate_min_busy_minutes: int = _t(
+        30, "min", 1, 1440, "Busy minutes a day needs for its clock ratio to count.", "fleetmon")
+    derate_trend_days: int = _t(
+        28, "days", 7, 3650, "Days of daily ratios the trend is fitted over.", "fleetmon")
+    derate_trend_min_days: int = _t(
+        14, "days", 3, 3650, "Fewest days with a ratio for a trend.", "fleetmon")
+    derate_trend_per_week: float = _t(
+        0.02, "ratio/week", 0.001, 1.0,
+        "A clock ratio falling faster than this per week (fitted) is a derating trend.",
+        "fleetmon")
+
+    @classmethod
+    def from_overrides(cls, overrides: Mapping[str, Any] | None = None) -> Thresholds:
+        """Defaults with ``overrides`` applied (the fleet file's ``[thresholds]``).
+
+        Raises:
+            ValueError: an unknown name (with close matches), a value that is
+                not a number, not an integer where one is needed, or out of
+                range. All problems are reported together.
+        """
+        if not overrides:
+            return cls()
+        specs = {f.name: f for f in fields(cls)}
+        changes: dict[str, Any] = {}
+        problems: list[str] = []
+        for raw_name, value in overrides.items():
+            name = ALIASES.get(raw_name, raw_name)
+            spec = specs.get(name)
+            if spec is None:
+                close = difflib.get_close_matches(raw_name, list(specs) + list(ALIASES), n=3, cutoff=0.6)
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                problems.append(f"unknown threshold {raw_name!r}{hint}")
+                continue
+            meta = spec.metadata
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+                problems.append(f"{raw_name}: expected a number, got {value!r}")
+                continue
+            if meta["integer"]:
+                if float(value) != int(value):
+                    problems.append(f"{raw_name}: expected a whole number, got {value!r}")
+                    continue
+                value = int(value)
+            else:
+                value = float(value)
+            if not meta["min"] <= value <= meta["max"]:
+                problems.append(
+                    f"{raw_name}: {value!r} is out of range {meta['min']:g}..{meta['max']:g} "
+                    f"{meta['unit']}")
+                continue
+            changes[name] = value
+        if problems:
+            raise ValueError("; ".join(problems))
+        result = replace(cls(), **changes)
+        if result.retired_pages_warning > result.retired_pages_critical:
+            raise ValueError(
+                "retired_pages_warning must not exceed retired_pages_critical "
+                f"({result.retired_pages_warning} > {result.retired_pages_critical})")
+        return result
+
+    def to_dict(self) -> dict[str, float]:
+        """Every threshold by name."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    def overrides(self) -> dict[str, float]:
+        """Only the thresholds that differ from the defaults."""
+        default = Thresholds()
+        return {k: v for k, v in self.to_dict().items() if getattr(default, k) != v}
+
+
+ALIASES: dict[str, str] = {
+    "temperature_warning": "temperature_warning_c",
+    "temperature_critical": "temperature_critical_c",
+}
+"""Older names accepted in the fleet file (docs/fleet-file.md's example)."""
+
+
+def rows() -> list[dict[str, Any]]:
+    """One dict per threshold: name, default, unit, help, source, min, max."""
+    out = []
+    for f in fields(Thresholds):
+        meta = f.metadata
+        out.append({
+            "name": f.name, "default": f.default, "unit": meta["unit"], "help": meta["help"],
+            "source": meta["source"], "min": meta["min"], "max": meta["max"],
+        })
+    return out
+
+
+def describe() -> str:
+    """The thresholds as a Markdown table (embedded in docs/findings.md)."""
+    lines = [
+        "| Name | Default | Unit | Meaning | Source |",
+        "|---|---|---|---|---|",
+    ]
+    for r in rows():
+        default = r["default"]
+        shown = f"{default:g}" if isinstance(default, float) else str(default)
+        lines.append(f"| `{r['name']}` | {shown} | {r['unit']} | {r['help']} | {r['source']} |")
+    return "\n".join(lines) + "\n"

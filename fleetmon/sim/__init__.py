@@ -1,0 +1,1 @@
+"""Synthetic fleet histories for tests and benchmarks (see fleetmon.sim.history)."""
