@@ -152,11 +152,12 @@ def save_findings(db: Database, findings: list[dict[str, Any]], now: float) -> d
 
     Each finding: ``key`` (stable identity), ``kind``, ``severity`` (a name from
     :data:`SEVERITY_RANK` or an int), optional ``node``, ``gpu_uuid``,
-    ``evidence`` (JSON-able), ``action`` (text).
+    ``first_seen`` / ``last_seen`` (the onset and the latest evidence, Unix s;
+    ``now`` when absent), ``evidence`` (JSON-able), ``action`` (text).
 
     Upsert by key. An open finding missing from ``findings`` is resolved
     (``resolved_at = now``); a resolved one that comes back reopens (its
-    ``first_seen`` restarts at ``now``); a higher severity than stored is
+    ``first_seen`` restarts at the new onset); a higher severity than stored is
     "worsened".
 
     Returns:
@@ -177,8 +178,8 @@ def save_findings(db: Database, findings: list[dict[str, Any]], now: float) -> d
                 conn.execute(
                     """INSERT INTO findings (key, kind, severity, node, gpu_uuid, first_seen, last_seen, evidence,
                                              action, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                    (key, f["kind"], f.get("severity"), f.get("node"), f.get("gpu_uuid"), now, now, evidence,
-                     f.get("action"), now))
+                    (key, f["kind"], f.get("severity"), f.get("node"), f.get("gpu_uuid"),
+                     f.get("first_seen") or now, f.get("last_seen") or now, evidence, f.get("action"), now))
                 result["new"].append(key)
                 continue
             reopened = old["resolved_at"] is not None
@@ -186,8 +187,8 @@ def save_findings(db: Database, findings: list[dict[str, Any]], now: float) -> d
                 """UPDATE findings SET kind = ?, severity = ?, node = ?, gpu_uuid = ?, last_seen = ?, evidence = ?,
                        action = ?, updated_at = ?, resolved_at = NULL,
                        first_seen = CASE WHEN ? THEN ? ELSE first_seen END WHERE key = ?""",
-                (f["kind"], f.get("severity"), f.get("node"), f.get("gpu_uuid"), now, evidence, f.get("action"),
-                 now, reopened, now, key))
+                (f["kind"], f.get("severity"), f.get("node"), f.get("gpu_uuid"), f.get("last_seen") or now, evidence,
+                 f.get("action"), now, reopened, f.get("first_seen") or now, key))
             if reopened:
                 result["new"].append(key)
                 result["reopened"].append(key)

@@ -87,3 +87,20 @@ def test_load_gpus_nodes_and_hourly(fresh_db):
     hourly = load_hourly(fresh_db, T0, T0 + 3600, fields=["power_w"])
     assert set(hourly) == {uuid_of("n1", 0), uuid_of("n1", 1)}
     assert hourly[uuid_of("n1", 0)][0]["ts"] == T0 and hourly[uuid_of("n1", 0)][0]["power_w_max"] > 0
+
+
+def test_findings_keep_the_onset_not_the_evaluation_time(fresh_db):
+    from storage.history import open_findings, save_findings
+
+    f = {"key": "power-brake|gpu:G1|", "kind": "power-brake", "severity": "warning", "node": "n1",
+         "gpu_uuid": "G1", "first_seen": T0 + 60, "last_seen": T0 + 540, "evidence": {"minutes": 7}}
+    save_findings(fresh_db, [f], now=T0 + 600)
+    (row,) = open_findings(fresh_db)
+    assert (row["first_seen"], row["last_seen"]) == (T0 + 60, T0 + 540)
+    save_findings(fresh_db, [dict(f, last_seen=T0 + 1140)], now=T0 + 1200)
+    (row,) = open_findings(fresh_db)
+    assert (row["first_seen"], row["last_seen"]) == (T0 + 60, T0 + 1140)
+    save_findings(fresh_db, [], now=T0 + 3000)  # stopped recurring: resolved, kept
+    save_findings(fresh_db, [dict(f, first_seen=T0 + 5000, last_seen=T0 + 5100)], now=T0 + 5200)
+    (row,) = open_findings(fresh_db)
+    assert row["first_seen"] == T0 + 5000  # reopened at the new onset
