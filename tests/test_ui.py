@@ -56,9 +56,45 @@ def test_fleet_table_model(qtmodeltester):
     cell = lambda r, c: model.data(model.index(r, c))  # noqa: E731
     assert model.columnCount() == len(COLUMNS) and model.rowCount() == 3
     assert [cell(0, c) for c in range(len(COLUMNS))] == [
-        "a", "0", "NVIDIA A100-SXM4-80GB", "535.161.08", "55 °C", "301 / 400 W", "88%", "5 s ago", "ok"]
+        "a", "0", "NVIDIA A100-SXM4-80GB", "535.161.08", "55 °C", "301 / 400 W", "88%", "5 s ago", "ok", "pass"]
     assert cell(1, 8) == "lost" and cell(1, 4) == "—"
     assert cell(2, 8) == "unreachable: cannot connect: refused"
     # Same rows again: data changes in place, rows are not reset.
     model.set_rows([_row("a", 0, values={"temp_c": 70}), _row("a", 1), _row("b", 0)], now=1000.0)
     assert cell(0, 4) == "70 °C"
+
+
+def test_health_cell():
+    assert fmt.health([]) == "pass"
+    assert fmt.health([("warning", "pcie-replay"), ("critical", "ecc-uncorrectable"), ("info", "derating")]) == \
+        "critical: ecc-uncorrectable (+2)"
+
+
+def test_attach_findings_gives_node_findings_to_every_gpu():
+    from ui.reader import attach_findings
+
+    rows = [_row("a", 0), _row("a", 1), _row("b", 0)]
+    findings = [{"severity": "critical", "kind": "gpu-lost", "node": "a", "gpu_uuid": "GPU-a-1"},
+                {"severity": "warning", "kind": "driver-mismatch", "node": "a", "gpu_uuid": None}]
+    attach_findings(rows, findings)
+    assert rows[0]["findings"] == [("warning", "driver-mismatch")]
+    assert rows[1]["findings"] == [("critical", "gpu-lost"), ("warning", "driver-mismatch")]
+    assert rows[2]["findings"] == []
+    assert findings[0]["gpu_index"] == 1
+
+
+@pytest.mark.gui
+def test_findings_model_sorts_worst_first(qtmodeltester):
+    from ui.models.findings_table import FindingsTableModel
+
+    model = FindingsTableModel()
+    model.set_rows([
+        {"severity": "info", "kind": "derating", "node": "b", "gpu_uuid": "G2", "first_seen": 900.0,
+         "last_seen": 990.0, "action": "compare", "evidence": {"ratio": 0.6}},
+        {"severity": "critical", "kind": "ecc-uncorrectable", "node": "a", "gpu_uuid": "G1", "gpu_index": 3,
+         "first_seen": 400.0, "last_seen": 995.0, "action": "drain the node", "evidence": {"new_errors": 2}},
+    ], now=1000.0)
+    qtmodeltester.check(model)
+    assert [model.data(model.index(0, c)) for c in range(7)] == [
+        "critical", "ecc-uncorrectable", "a", "3", "10 min ago", "5 s ago", "drain the node"]
+    assert "new_errors: 2" in model.data(model.index(0, 0), role=0x03)  # ToolTipRole

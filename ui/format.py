@@ -66,3 +66,21 @@ STATUS_COLORS = {
     "stale": "#ef6c00",
     "unknown": "#757575",
 }
+
+
+SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
+SEVERITY_COLORS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
+
+
+def severity_rank(severity: Any) -> int:
+    """Order of a severity name (unknown: 0)."""
+    return SEVERITY_RANK.get(str(severity or "").lower(), 0)
+
+
+def health(findings: list[tuple[str, str]]) -> str:
+    """One cell for a GPU's open findings, e.g. "critical: ecc-uncorrectable (+2)"; "pass" when none."""
+    if not findings:
+        return "pass"
+    worst = max(findings, key=lambda f: severity_rank(f[0]))
+    more = f" (+{len(findings) - 1})" if len(findings) > 1 else ""
+    return f"{worst[0]}: {worst[1]}{more}"

@@ -6,9 +6,10 @@ from typing import Any
 
 from PySide6.QtCore import QItemSelection, Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QHeaderView, QLabel, QMainWindow, QSplitter, QTableView
+from PySide6.QtWidgets import QHeaderView, QLabel, QMainWindow, QSplitter, QTableView, QTabWidget
 
 from ui.models.fleet_table import FleetTableModel
+from ui.models.findings_table import FindingsTableModel
 from ui.reader import DbReader
 from ui.widgets.gpu_detail import GpuDetailWidget
 
@@ -35,9 +36,21 @@ class MainWindow(QMainWindow):
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
         self.detail = GpuDetailWidget(self)
+        self.findings_model = FindingsTableModel(self)
+        self.findings = QTableView(self)
+        self.findings.setModel(self.findings_model)
+        self.findings.setAlternatingRowColors(True)
+        self.findings.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.findings.verticalHeader().setVisible(False)
+        self.findings.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.findings.horizontalHeader().setStretchLastSection(True)
+        self.findings.doubleClicked.connect(self._on_finding_activated)
+        self.tabs = QTabWidget(self)
+        self.tabs.addTab(self.detail, "GPU history")
+        self.tabs.addTab(self.findings, "Findings")
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         splitter.addWidget(self.table)
-        splitter.addWidget(self.detail)
+        splitter.addWidget(self.tabs)
         splitter.setSizes([430, 400])
         self.setCentralWidget(splitter)
         quit_action = QAction("&Quit", self)
@@ -55,6 +68,7 @@ class MainWindow(QMainWindow):
         self.reader.moveToThread(self._thread)
         self.load_requested.connect(self.reader.load)
         self.reader.loaded.connect(self._on_loaded)
+        self.reader.findings_loaded.connect(self._on_findings_loaded)
         self.history_requested.connect(self.reader.load_history)
         self.reader.history_loaded.connect(self._on_history_loaded)
         self.detail.history_requested.connect(self.history_requested)
@@ -79,6 +93,22 @@ class MainWindow(QMainWindow):
             f"{len(rows)} GPUs on {nodes} nodes ({bad} unreachable) · {info.get('samples', 0)} minute records · "
             f"{info.get('events', 0)} events")
         self.rows_shown.emit(len(rows))
+
+    def _on_findings_loaded(self, findings: list[dict[str, Any]]) -> None:
+        self.findings_model.set_rows(findings)
+        crit = sum(1 for f in findings if f.get("severity") == "critical")
+        self.tabs.setTabText(1, f"Findings ({len(findings)}, {crit} critical)" if findings else "Findings (none)")
+
+    def _on_finding_activated(self, index: Any) -> None:
+        """Double-click on a finding: select its GPU (or the node's first GPU) and show its history."""
+        f = self.findings_model.row(index.row())
+        for r in range(self.model.rowCount()):
+            row = self.model.row(r)
+            if (f.get("gpu_uuid") and row["uuid"] == f["gpu_uuid"]) or (
+                    not f.get("gpu_uuid") and row["node"] == f.get("node")):
+                self.select_gpu(r)
+                self.tabs.setCurrentIndex(0)
+                return
 
     def _on_selection_changed(self, selected: QItemSelection, deselected: QItemSelection) -> None:
         rows = self.table.selectionModel().selectedRows()

@@ -15,6 +15,7 @@ class DbReader(QObject):
     """Lives on a QThread; each ``load`` reads the fleet's latest state and emits it."""
 
     loaded = Signal(list, dict)
+    findings_loaded = Signal(list)
     history_loaded = Signal(str, dict)
     failed = Signal(str)
 
@@ -26,6 +27,7 @@ class DbReader(QObject):
     @Slot()
     def load(self) -> None:
         from storage.db import open_database
+        from storage.history import open_findings
         from storage.queries import counts, fleet_latest
 
         try:
@@ -34,11 +36,14 @@ class DbReader(QObject):
             rows = fleet_latest(self._db)
             info = counts(self._db)
             info["read_at"] = time.time()
+            findings = open_findings(self._db)
         except Exception as exc:  # shown in the status bar; the next tick retries
             self._db = None
             self.failed.emit(str(exc))
             return
+        attach_findings(rows, findings)
         self.loaded.emit(rows, info)
+        self.findings_loaded.emit(findings)
 
     @Slot(str, int)
     def load_history(self, uuid: str, window_s: int) -> None:
@@ -57,6 +62,13 @@ class DbReader(QObject):
             return
         if isinstance(result, list):  # older query API: raw minutes only
             result = {"resolution": "minute", "rows": result}
+        try:
+            from storage.history import derating_history
+
+            result["derating"] = derating_history(self._db, uuid, until - max(window_s, 30 * 86400), until)
+        except Exception as exc:  # derating is optional decoration; the plots still show
+            log.warning("cannot read derating history: %s", exc)
+            result["derating"] = []
         self.history_loaded.emit(uuid, result)
 
     @Slot()
@@ -64,3 +76,22 @@ class DbReader(QObject):
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+def attach_findings(rows: list[dict[str, Any]], findings: list[dict[str, Any]]) -> None:
+    """Give each GPU row its open findings as (severity, kind) pairs; node findings apply to every GPU.
+
+    Also fills ``gpu_index`` of the findings from the rows, for display.
+    """
+    by_gpu: dict[str, list[tuple[str, str]]] = {}
+    by_node: dict[str, list[tuple[str, str]]] = {}
+    index_of = {r["uuid"]: r.get("idx") for r in rows}
+    for f in findings:
+        pair = (str(f.get("severity") or ""), str(f.get("kind") or ""))
+        if f.get("gpu_uuid"):
+            by_gpu.setdefault(f["gpu_uuid"], []).append(pair)
+            f.setdefault("gpu_index", index_of.get(f["gpu_uuid"]))
+        elif f.get("node"):
+            by_node.setdefault(f["node"], []).append(pair)
+    for r in rows:
+        r["findings"] = by_gpu.get(r["uuid"], []) + by_node.get(r["node"], [])

@@ -10,7 +10,7 @@ from PySide6.QtGui import QBrush, QColor
 
 from ui import format as fmt
 
-COLUMNS = ("Node", "GPU", "Model", "Driver", "Temp", "Power / limit", "Util", "Last seen", "Status")
+COLUMNS = ("Node", "GPU", "Model", "Driver", "Temp", "Power / limit", "Util", "Last seen", "Status", "Health")
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -81,8 +81,14 @@ class FleetTableModel(QAbstractTableModel):
                 if status == "unreachable" and r.get("last_error"):
                     return f"unreachable: {r['last_error']}"
                 return status
+            if col == 9:
+                return fmt.health(r.get("findings") or [])
         if role == Qt.ItemDataRole.ForegroundRole and col == 8:
             return QBrush(QColor(fmt.STATUS_COLORS.get(self._status(r), "#000000")))
+        if role == Qt.ItemDataRole.ForegroundRole and col == 9:
+            found = r.get("findings") or []
+            worst = max((f[0] for f in found), key=fmt.severity_rank, default="")
+            return QBrush(QColor(fmt.SEVERITY_COLORS.get(worst, "#2e7d32")))
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (1, 4, 5, 6):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:

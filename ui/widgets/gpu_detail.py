@@ -73,3 +73,4 @@ class GpuDetailWidget(QWidget):
             "temp_c": (self.row.get("inventory_values") or {}).get("temp_slowdown_c"),
         }
         self.plot.set_history(rows, refs)
+        self.plot.set_derating(history.get("derating") or [])

@@ -22,6 +22,15 @@ PANELS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+DERATING_SERIES: tuple[tuple[str, str, str], ...] = (
+    ("clock_ratio", "SM clock busy / boost", "#1565c0"),
+    ("clock_vs_fleet", "clock / fleet median", "#6a1b9a"),
+    ("power_limit_ratio", "power limit / TDP", "#c62828"),
+    ("memory_ratio", "memory / nominal", "#2e7d32"),
+    ("pcie_ratio", "PCIe / nominal", "#ef6c00"),
+)
+
+
 def _column(rows: list[dict[str, Any]], key: str) -> np.ndarray:
     out = np.empty(len(rows), dtype=float)
     for i, r in enumerate(rows):
@@ -58,6 +67,25 @@ class GpuHistoryPlot(pg.GraphicsLayoutWidget):
             plot.addItem(line)
             self.ref_lines[key] = line
             self.plots[key] = plot
+
+        # Long-run derating: one point per day, ratios against the nominal spec and the model's fleet median.
+        self.derating = self.addPlot(row=2, col=0, colspan=2, axisItems={"bottom": pg.DateAxisItem()})
+        self.derating.setTitle("Derating per day (ratio to nominal; clock also to the model's fleet median)", size="9pt")
+        self.derating.showGrid(x=True, y=True, alpha=0.2)
+        self.derating.addLegend(offset=(10, 5))
+        self.derating.setYRange(0.0, 1.2)
+        self.derating_curves: dict[str, pg.PlotDataItem] = {}
+        for key, label, colour in DERATING_SERIES:
+            self.derating_curves[key] = self.derating.plot(pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=5,
+                                                           symbolBrush=colour, connect="finite", name=label)
+        self.derating.addItem(pg.InfiniteLine(angle=0, pos=1.0, pen=pg.mkPen("#888888",
+                                                                            style=pg.QtCore.Qt.PenStyle.DotLine)))
+
+    def set_derating(self, rows: list[dict[str, Any]]) -> None:
+        """Show stored per-day ratios (rows with ``day`` and the DERATING_SERIES keys)."""
+        x = _column(rows, "day")
+        for key, _, _ in DERATING_SERIES:
+            self.derating_curves[key].setData(x, _column(rows, key), connect="finite")
 
     def set_history(self, rows: list[dict[str, Any]], refs: dict[str, float | None] | None = None) -> None:
         """Show rows (each: ts plus ``<gauge>_mean`` / ``<gauge>_max``); refs draw dashed limits."""
