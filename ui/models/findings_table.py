@@ -5,21 +5,22 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 
 from ui import format as fmt
+from ui.models.base import Index, RowsTableModel
 
 COLUMNS = ("Severity", "Kind", "Node", "GPU", "Since", "Last evidence", "Action")
-Index = QModelIndex | QPersistentModelIndex
 
 
-class FindingsTableModel(QAbstractTableModel):
+class FindingsTableModel(RowsTableModel):
     """Rows are dicts as returned by storage.history.open_findings, plus ``gpu_index`` when known."""
+
+    COLUMNS = COLUMNS
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
-        self._rows: list[dict[str, Any]] = []
         self._now = time.time()
 
     def set_rows(self, rows: list[dict[str, Any]], now: float | None = None) -> None:
@@ -28,21 +29,6 @@ class FindingsTableModel(QAbstractTableModel):
         self._rows = sorted(rows, key=lambda r: (-fmt.severity_rank(r.get("severity")), r.get("node") or "",
                                                  r.get("kind") or ""))
         self.endResetModel()
-
-    def row(self, r: int) -> dict[str, Any]:
-        return self._rows[r]
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802 - Qt API
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]
-        return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or index.row() >= len(self._rows):

@@ -5,22 +5,22 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 
 from ui import format as fmt
+from ui.models.base import Index, RowsTableModel
 
 COLUMNS = ("Node", "GPU", "Model", "Driver", "Temp", "Power / limit", "Util", "Last seen", "Status", "Health")
 
-Index = QModelIndex | QPersistentModelIndex
 
-
-class FleetTableModel(QAbstractTableModel):
+class FleetTableModel(RowsTableModel):
     """Rows are dicts as returned by storage.queries.fleet_latest."""
+
+    COLUMNS = COLUMNS
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
-        self._rows: list[dict[str, Any]] = []
         self._now = time.time()
 
     def set_rows(self, rows: list[dict[str, Any]], now: float | None = None) -> None:
@@ -34,21 +34,6 @@ class FleetTableModel(QAbstractTableModel):
         self.beginResetModel()
         self._rows = rows
         self.endResetModel()
-
-    def row(self, r: int) -> dict[str, Any]:
-        return self._rows[r]
-
-    def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802 - Qt API
-        return 0 if parent.isValid() else len(self._rows)
-
-    def columnCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802
-        return 0 if parent.isValid() else len(COLUMNS)
-
-    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
-                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]
-        return None
 
     def _status(self, r: dict[str, Any]) -> str:
         return fmt.gpu_status(r.get("node_status"), r.get("state"), r.get("latest_ts"), self._now)
