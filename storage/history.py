@@ -95,6 +95,18 @@ def load_gpus(db: Database) -> list[dict[str, Any]]:
     return out
 
 
+def gpu_ids(db: Database) -> dict[str, int]:
+    """Every GPU's internal id by UUID (the key of the per-GPU tables)."""
+    return {r["uuid"]: int(r["id"]) for r in query(db, "SELECT uuid, id FROM gpus")}
+
+
+def never_answered(db: Database) -> dict[str, tuple[float, int]]:
+    """Nodes that never answered a poll: {node: (first attempt, failed attempts)}."""
+    return {r["node"]: (float(r["first"]), int(r["n"])) for r in query(db, """
+        SELECT node, min(ts) AS first, count(*) AS n FROM poll_log
+        WHERE node IN (SELECT name FROM nodes WHERE last_ok IS NULL) GROUP BY node""")}
+
+
 def load_nodes(db: Database) -> list[dict[str, Any]]:
     """Every node (as :func:`storage.queries.nodes`)."""
     return query(db, "SELECT * FROM nodes ORDER BY name")

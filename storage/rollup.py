@@ -6,6 +6,9 @@ increase over the bucket (a counter that went backwards was reset: the new
 value counts as the increase), throttle-reason and busy sample counts summed
 with the total sample count ``n`` (time fraction = ``thr_R / n``), and the
 lowest PCIe link seen while busy. Encoding as in :mod:`storage.schema`.
+Beside each hourly row, ``hourly_health`` keeps what the health engine needs
+from the hour (busy minutes, the SM clock over busy unthrottled minutes,
+minutes with a failed power reading, the highest pending/failure states).
 
 Incremental: ingest marks the oldest minute it stored since the last rollup
 (meta ``rollup_dirty_from``); :func:`rollup` recomputes every hour bucket from
@@ -28,7 +31,8 @@ from sqlite_utils import Database
 
 from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
 from storage.db import get_meta, set_meta, transaction
-from storage.schema import EXTRA_INTS, ROLLUP_COLUMNS
+from storage.schema import (CLEAN_CLOCK_THROTTLES, EXTRA_INTS, HEALTH_HOURLY_COLUMN_NAMES, ROLLUP_COLUMNS,
+                            status_failed_sql)
 
 HOUR = 3600
 DAY = 86400
@@ -103,6 +107,29 @@ _HOURLY_SQL = _bucket_sql("samples", HOUR)
 _DAILY_SQL = _bucket_sql("hourly", DAY)
 
 
+def _health_sql() -> str:
+    """INSERT OR REPLACE of the ``hourly_health`` rows of the hours with ts >= :t0 (see storage.schema)."""
+    clean = " AND ".join(["sm_clock_mhz_mean IS NOT NULL", "busy_n > 0", "n > 0", "busy_n * 5 >= n * 4"]
+                         + [f"coalesce(thr_{r}, 0) = 0" for r in CLEAN_CLOCK_THROTTLES])
+    values = {
+        "busy_minutes": "sum(CASE WHEN busy_n > 0 AND busy_n * 2 >= coalesce(n, 0) THEN 1 ELSE 0 END)",
+        "sm_clock_busy_mhz": f"CAST(round(avg(CASE WHEN {clean} THEN sm_clock_mhz_mean END)) AS INTEGER)",
+        "sm_clock_busy_minutes": f"sum(CASE WHEN {clean} THEN 1 ELSE 0 END)",
+        "failed_power_w": f"sum({status_failed_sql('power_w')})",
+        "retired_pending_max": "max(retired_pending)",
+        "remap_pending_max": "max(remap_pending)",
+        "remap_failure_max": "max(remap_failure)",
+    }
+    assert list(values) == HEALTH_HOURLY_COLUMN_NAMES
+    return f"""
+        INSERT OR REPLACE INTO hourly_health (gpu_id, ts, {', '.join(values)})
+        SELECT gpu_id, (ts / {HOUR}) * {HOUR} AS b, {', '.join(values.values())}
+        FROM samples WHERE gpu_id IN (SELECT id FROM gpus) AND ts >= :t0 GROUP BY gpu_id, b"""
+
+
+_HEALTH_SQL = _health_sql()
+
+
 def rollup(db: Database, now: float | None = None, since: int | None = None) -> dict[str, Any]:
     """Recompute the hourly and daily buckets touched since the last run.
 
@@ -129,6 +156,7 @@ def _rollup(conn: Any, db: Database, now: float, since: int | None) -> dict[str,
     before = conn.total_changes
     conn.execute(_HOURLY_SQL, {"t0": t0})
     hours = conn.total_changes - before
+    conn.execute(_HEALTH_SQL, {"t0": t0})
     before = conn.total_changes
     conn.execute(_DAILY_SQL, {"t0": int(dirty) // DAY * DAY})  # days read hourly rows only: no clamp
     days = conn.total_changes - before

@@ -473,5 +473,57 @@ def m004_buffer_id(db: Database) -> None:
     db.execute("ALTER TABLE nodes ADD COLUMN buffer_id TEXT")
 
 
+HEALTH_HOURLY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("busy_minutes", "INTEGER"),
+    ("sm_clock_busy_mhz", "INTEGER"),
+    ("sm_clock_busy_minutes", "INTEGER"),
+    ("failed_power_w", "INTEGER"),
+    ("retired_pending_max", "INTEGER"),
+    ("remap_pending_max", "INTEGER"),
+    ("remap_failure_max", "INTEGER"),
+)
+"""Columns of ``hourly_health`` after (gpu_id, ts): per GPU and UTC hour, what the health
+engine needs from an hour that the plain rollup cannot give once the raw minutes are gone.
+
+``busy_minutes``: minutes with ``busy_n >= n / 2`` (and some busy sample);
+``sm_clock_busy_mhz``: mean SM clock (MHz, rounded) over the busy minutes (``busy_n >= 0.8 n``)
+with no hardware or thermal throttle reason (hw_slowdown, hw_thermal, sw_thermal,
+hw_power_brake), the derating input, and ``sm_clock_busy_minutes`` how many minutes that is;
+``failed_power_w``: minutes whose power reading failed (status "failed", not unsupported);
+``<state>_max``: the highest value of the state in the hour (a pending retirement or remap
+that cleared within the hour still shows). Keys as in
+:func:`fleetmon.health.history.rollup_hourly`."""
+
+HEALTH_HOURLY_COLUMN_NAMES: list[str] = [name for name, _ in HEALTH_HOURLY_COLUMNS]
+
+CLEAN_CLOCK_THROTTLES: tuple[str, ...] = ("hw_slowdown", "hw_thermal", "sw_thermal", "hw_power_brake")
+"""Throttle reasons that disqualify a minute's SM clock from the derating mean."""
+
+
+def status_failed_sql(field: str, column: str = "status") -> str:
+    """SQL expression: 1 when the stored ``status`` gives ``field`` the status "failed", else 0."""
+    bit = _STATUS_BIT[field]
+    code = STATUS_CODES["failed"]
+    return (f"(CASE WHEN typeof({column}) = 'integer' THEN (({column} >> {bit}) & 3) = {code} "
+            f"WHEN typeof({column}) = 'text' AND json_valid({column}) "
+            f"THEN coalesce(json_extract({column}, '$.{field}') = 'failed', 0) ELSE 0 END)")
+
+
+@migrations(name="m005_hourly_health")
+def m005_hourly_health(db: Database) -> None:
+    """Per GPU-hour inputs of the health engine beside the rollups (busy clock, failed power reads).
+
+    Hours rolled up before this step have no row: readers treat the keys as unknown (None).
+    """
+    cols = ",\n".join(f"{c} {t}" for c, t in HEALTH_HOURLY_COLUMNS)
+    db.execute(f"""
+        CREATE TABLE hourly_health (
+            gpu_id INTEGER NOT NULL,
+            ts INTEGER NOT NULL,
+            {cols},
+            PRIMARY KEY (gpu_id, ts)
+        ) WITHOUT ROWID""")
+
+
 def known_migration_names() -> list[str]:
     return [m.name for m in migrations._migrations]
