@@ -19,6 +19,7 @@ import stat
 import sys
 import threading
 import time
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -51,8 +52,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-key", help="private key for --tls-cert (PEM)")
     p.add_argument("--http-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="drop a client that sends nothing for this long (default 10)")
-    p.add_argument("--node-name", help="report this host name instead of the real one (simulations)")
+    p.add_argument("--node-name", help="report this host name instead of the real one (simulations; with "
+                                       "--simulate it also seeds the simulated cards, so nodes running one "
+                                       "scenario hold distinct GPUs: UUIDs, serials, noise)")
     p.add_argument("--port-file", help="write the bound port to this file once listening (for tests and demo)")
+    p.add_argument("--backfill-minutes", type=float, default=0.0, metavar="N",
+                   help="with --simulate: before serving, simulate the last N minutes through the real sampler "
+                        "(a clock fast-forwarded from now - N minutes to now, no sleeping), so the buffer "
+                        "already holds N minutes of history; faults with onset 0 are active from its start. "
+                        "Then sampling goes on live (default 0: none; at most 10080)")
+    p.add_argument("--backfill-step", type=float, default=15.0, metavar="SECONDS",
+                   help="simulated sampling interval of --backfill-minutes (default 15; 1 to 60)")
     p.add_argument("-v", "--verbose", action="store_true", help="log more")
 
 
@@ -106,7 +116,100 @@ def _check_args(args: argparse.Namespace) -> str | None:
                          "pass --token-file FILE (mode 0600), or bind 127.0.0.1")
     if bool(args.tls_cert) != bool(args.tls_key):
         raise KnownError("--tls-cert and --tls-key go together")
+    backfill = getattr(args, "backfill_minutes", 0.0) or 0.0
+    if backfill:
+        if not args.simulate:
+            raise KnownError("--backfill-minutes works only with --simulate (real GPUs have no past to replay)")
+        if not 0 < backfill <= 10080:
+            raise KnownError("--backfill-minutes must be between 0 and 10080 (7 days)")
+        if backfill * 60 > args.keep_days * 86400:
+            raise KnownError("--backfill-minutes must fit in --keep-days")
+    if not 1 <= getattr(args, "backfill_step", 15.0) <= 60:
+        raise KnownError("--backfill-step must be between 1 and 60 seconds")
     return token
+
+
+class BackfillClock:
+    """A clock that stands where it is set while backfilling, then follows the wall clock.
+
+    The simulated NVML, the sampler and the Xid events all read it, so a
+    backfill produces the same records a live agent would have, only faster.
+    """
+
+    def __init__(self, start: float) -> None:
+        self.t = float(start)
+        self.live = False
+
+    def __call__(self) -> float:
+        return time.time() if self.live else self.t
+
+
+def backfill(agent: RunningAgent, clock: BackfillClock, step_s: float = 15.0,
+             until: Callable[[], float] = time.time) -> int:
+    """Fast-forward ``clock`` to ``until()`` in steps of ``step_s``, sampling at each; returns the steps.
+
+    Xid events of the simulation are drained at each step through an event set
+    registered at the start (the live watcher registers only afterwards), so
+    the buffer holds them with their simulated time. Leaves ``clock`` live.
+    """
+    from fleetmon import xid as xidmod
+    from fleetmon.records import Event
+
+    session, nv = agent.session, agent.session.nv
+    events: Any = None
+    try:
+        events = nv.nvmlEventSetCreate()
+        etype = getattr(nv, "nvmlEventTypeXidCriticalError", 0x8)
+        for index in session.indices():
+            handle = session.handle(index)
+            if handle is not None:
+                try:
+                    nv.nvmlDeviceRegisterEvents(handle, etype, events)
+                except nv.NVMLError:
+                    pass  # a lost GPU: its Xid came before
+    except Exception:  # an NVML without the event API: backfill telemetry only
+        events = None
+
+    def drain() -> None:
+        if events is None:
+            return
+        for _ in range(10_000):
+            try:
+                data = nv.nvmlEventSetWait_v2(events, 0)
+            except nv.NVMLError as exc:
+                if isinstance(exc, getattr(nv, "NVMLError_Timeout", ())):
+                    return
+                continue  # GPU_IS_LOST is raised once per lost GPU; keep draining
+            index = session.index_for_handle(data.device)
+            uuid = pci = None
+            if index is not None:
+                inv = session.inventory(index)
+                uuid, pci = inv.uuid, inv.values.get("pci_bus_id")
+            code = int(data.eventData)
+            info = xidmod.lookup(code)
+            agent.sampler.record_event(Event(
+                seq=0, ts=clock(), kind="xid", uuid=uuid, pci_bus_id=pci, code=code,
+                message=f"Xid {code} (NVML event)",
+                data={"source": "nvml", "gpu": index, "name": info.name, "category": info.category,
+                      "severity": info.severity, "action": info.action}))
+
+    steps = 0
+    try:
+        drain()
+        while clock.t + step_s < until():
+            clock.t += step_s
+            drain()
+            agent.sampler.sample_once()
+            steps += 1
+    finally:
+        clock.live = True
+        drain()
+        if events is not None:
+            try:
+                nv.nvmlEventSetFree(events)
+            except Exception:
+                pass
+    return steps
 
 
 class RunningAgent:
@@ -164,7 +267,8 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
                 node_name: str | None = None, simulate: bool = False, kernel_log: Any = None,
                 keep_days: float = 8.0, max_bytes: int = 256 * 1024 * 1024, loop: bool = True,
                 watch_xid: bool = True, inventory_wait_s: float = 2.0,
-                poll_interval_s: float = 0.5) -> RunningAgent:
+                poll_interval_s: float = 0.5,
+                before_serve: Callable[[RunningAgent], Any] | None = None) -> RunningAgent:
     """Open NVML and the buffer, take a first sample and start serving.
 
     Args:
@@ -180,6 +284,8 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
         watch_xid: start the Xid watcher threads.
         inventory_wait_s: how long startup waits for the GPUs' inventory.
         poll_interval_s: how often the HTTP server checks for shutdown.
+        before_serve: called with the agent after its first sample, before the
+            sampling loop, the Xid watcher and the server start (a backfill).
 
     Raises:
         NvmlUnavailable: NVML cannot start.
@@ -236,6 +342,12 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
                               data={"version": __version__, "buffer_id": buffer.buffer_id,
                                     "gpus": len(session.indices()), "xid_source": watcher.source}))
     sampler.sample_once()  # serve real data from the first request on (hung GPUs do not delay it)
+    if before_serve is not None:
+        try:
+            before_serve(agent)
+        except BaseException:
+            agent.close()
+            raise
     if loop:
         agent.start_loop()
     if watch_xid:
@@ -254,10 +366,24 @@ def run(args: argparse.Namespace) -> int:
         return 0
     token = _check_args(args)
     module: Any = None
+    clock: Callable[[], float] = time.time
+    before_serve = None
     if args.simulate:
         from fleetmon.agent import simnvml
+        if args.backfill_minutes:
+            clock = fill = BackfillClock(time.time() - args.backfill_minutes * 60)
+            step = args.backfill_step
+
+            def before_serve(agent: RunningAgent) -> None:
+                t0 = time.monotonic()
+                steps = backfill(agent, fill, step)
+                log.info("backfilled %g minutes in %d steps (%.1f s)", args.backfill_minutes, steps,
+                         time.monotonic() - t0)
         try:
-            simnvml.configure(args.simulate)
+            spec = simnvml.configure(args.simulate, clock=clock, start=clock())
+            if args.node_name:  # one scenario on many nodes: distinct cards per node
+                seed = (spec.seed + zlib.crc32(args.node_name.encode())) & 0x7FFFFFFF
+                simnvml.configure(args.simulate, clock=clock, start=clock(), seed=seed)
         except (KeyError, ValueError, OSError) as exc:
             raise KnownError(f"unknown or invalid scenario {args.simulate!r}: {exc}") from exc
         module = simnvml
@@ -265,7 +391,8 @@ def run(args: argparse.Namespace) -> int:
                         bind=args.bind, port=args.port, interval_s=args.interval, token=token,
                         tls_cert=args.tls_cert, tls_key=args.tls_key, request_timeout_s=args.http_timeout,
                         node_name=args.node_name, simulate=bool(args.simulate), keep_days=args.keep_days,
-                        max_bytes=int(args.max_buffer_mb * 1024 * 1024))
+                        max_bytes=int(args.max_buffer_mb * 1024 * 1024), clock=clock,
+                        before_serve=before_serve)
 
     def _stop(signum: int, frame: Any) -> None:
         agent.stop.set()
