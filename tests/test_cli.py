@@ -1,4 +1,4 @@
-"""The command line contract: every command and subcommand has --help; reserved ones exit 2."""
+"""The command line contract: every command and subcommand has --help."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def test_collect_with_a_bad_fleet_file_names_file_and_line(tmp_path):
     assert "Traceback" not in proc.stderr
 
 
-def test_parser_lists_the_reserved_commands():
+def test_parser_lists_the_contract_commands():
     text = build_parser().format_help()
     for name in ("report", "preflight", "export", "xid"):
         assert name in text

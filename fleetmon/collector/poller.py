@@ -34,6 +34,16 @@ suggests a change (an event, a GPU UUID not in the last inventory, a new agent
 buffer, a failure); other polls ask only for the latest samples and the
 records after the cursors.
 
+After each stored cycle the collector maintains the database on its own
+thread: :func:`storage.rollup.maintain` (hourly/daily rollups, raw-minute
+retention of the fleet's ``raw_retention_days``) and, at most every
+``health_every_s`` (default 60 s; at least ten times the last evaluation's
+duration, so a large fleet is not judged back to back), the health engine
+(:func:`fleetmon.healthdb.evaluate_and_store`), so the open findings in the
+database are never more than a minute or two old and a fault that persists
+is named within 10 minutes of its onset. ``--once`` evaluates once, after the
+backlogs are fetched. A failure of either step is logged and polling goes on.
+
 This is the only module that imports apscheduler.
 """
 
@@ -52,6 +62,7 @@ from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from fleetmon.collector.client import CYCLE_RECORD_BUDGET, Target, make_ssl_context, poll_all
+from fleetmon.errors import KnownError
 from fleetmon.records import NodePoll
 
 log = logging.getLogger("fleetmon.poll")
@@ -63,6 +74,10 @@ MAX_BACKOFF_S = 300.0
 INVENTORY_EVERY_S = 300.0
 """How often a node's inventory is fetched when nothing suggests a change."""
 DEFAULT_INTERVAL_S = 30.0
+HEALTH_EVERY_S = 60.0
+"""Shortest time between two health evaluations of the collector."""
+HEALTH_BACKOFF = 10.0
+"""The next evaluation waits at least this many times the last one's duration."""
 
 
 @dataclass(slots=True)
@@ -114,7 +129,7 @@ class Collector:
 
     def __init__(self, fleet: Any, db: Any, *, interval_s: float | None = None,
                  on_cycle: CycleListener | None = None, record_budget: int = CYCLE_RECORD_BUDGET,
-                 inventory_every_s: float = INVENTORY_EVERY_S) -> None:
+                 inventory_every_s: float = INVENTORY_EVERY_S, health_every_s: float = HEALTH_EVERY_S) -> None:
         self.fleet = fleet
         self.db = db
         self.interval_s = float(interval_s or getattr(fleet, "poll_interval_s", None) or DEFAULT_INTERVAL_S)
@@ -135,6 +150,15 @@ class Collector:
         self.last_poll_s: float | None = None
         self.last_requests = 0
         self.last_error: str | None = None
+        self.raw_days = float(getattr(fleet, "raw_retention_days", None) or 30)
+        self.health_every_s = float(health_every_s)
+        # Monotonic time of the next evaluation: the schedule's first run (and --once)
+        # evaluate once caught up; plain run_cycle() calls wait one period first.
+        self.health_due = time.monotonic() + self.health_every_s
+        self.last_health_s: float | None = None
+        self.last_health: dict[str, Any] | None = None
+        self.last_maintain: dict[str, Any] | None = None
+        self._defer_health = False
 
     # -- one cycle --------------------------------------------------------------
 
@@ -230,6 +254,7 @@ class Collector:
                 self.cycles += 1
                 self.last_cycle_s = time.monotonic() - t0
             self._remember(targets, polls, backlog, only)
+            self.maintain()
             failed = sum(1 for p in polls if not p.ok)
             log.info("cycle %d: %d nodes polled, %d failed, %d in backoff, %d minutes, %d events, "
                      "%.2f s (poll %.2f s)", self.cycles, len(polls), failed,
@@ -292,16 +317,51 @@ class Collector:
             if poll.buffer_id:
                 state.buffer_id = poll.buffer_id
 
+    def maintain(self, *, force_health: bool = False) -> None:
+        """Roll up, prune and (when due, or with ``force_health``) evaluate health; never raises.
+
+        Runs on the thread that stores the cycles (the database's only writer).
+        """
+        from storage.rollup import maintain
+
+        now = time.time()
+        try:
+            self.last_maintain = maintain(self.db, now, self.raw_days)
+        except Exception as exc:
+            log.error("rollup/retention failed (polling goes on): %s", exc)
+        if self._defer_health and not force_health:
+            return
+        if not force_health and time.monotonic() < self.health_due:
+            return
+        from fleetmon.healthdb import evaluate_and_store
+
+        t0 = time.monotonic()
+        try:
+            self.last_health = evaluate_and_store(self.db, now, fleet=self.fleet)
+            log.info("health: %d open findings (%d new, %d resolved) in %.2f s", self.last_health["open"],
+                     len(self.last_health["new"]), len(self.last_health["resolved"]), time.monotonic() - t0)
+        except Exception as exc:
+            log.error("health evaluation failed (polling goes on): %s", exc,
+                      exc_info=not isinstance(exc, KnownError))
+        finally:
+            self.last_health_s = time.monotonic() - t0
+            self.health_due = time.monotonic() + max(self.health_every_s, HEALTH_BACKOFF * self.last_health_s)
+
     def collect_once(self) -> list[NodePoll]:
-        """Poll every node (backoff ignored) and keep fetching backlogs until caught up.
+        """Poll every node (backoff ignored), keep fetching backlogs until caught up, then judge health.
 
         Returns the first cycle's polls.
         """
-        polls = self.run_cycle(force=True)
-        rounds = 0
-        while self.backlog and not self._stopping.is_set() and rounds < 10_000:
-            self.run_cycle(only=set(self.backlog))
-            rounds += 1
+        self._defer_health = True
+        try:
+            polls = self.run_cycle(force=True)
+            rounds = 0
+            while self.backlog and not self._stopping.is_set() and rounds < 10_000:
+                self.run_cycle(only=set(self.backlog))
+                rounds += 1
+        finally:
+            self._defer_health = False
+        self.maintain(force_health=True)
         return polls
 
     # -- the schedule -----------------------------------------------------------
@@ -309,6 +369,7 @@ class Collector:
     def _job(self) -> None:
         started = time.monotonic()
         first = self.cycles == 0
+        self._defer_health = first  # the first run judges health once, after catching up
         try:
             self.run_cycle(force=first)
             # Catch up on backlogs until the next regular run is due.
@@ -317,6 +378,10 @@ class Collector:
                 self.run_cycle(only=set(self.backlog))
         except Exception:
             log.exception("poll cycle failed")
+        finally:
+            self._defer_health = False
+        if first and self.db is not None and not self._stopping.is_set():
+            self.maintain(force_health=True)
 
     def _on_max_instances(self, event: JobEvent) -> None:
         self.overruns += 1
