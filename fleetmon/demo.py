@@ -2,7 +2,10 @@
 
 The agents are real `fleetmon agent --simulate …` subprocesses on 127.0.0.1
 (free ports). Each is started with a parent-death signal, so none outlives
-the demo even if the demo itself is killed.
+the demo even if the demo itself is killed. By default each agent first
+simulates its last two hours (``--backfill-minutes``), as if the workstation
+had been off: the collector backfills that history through the real path, so
+plots and findings have something to show from the first minute.
 """
 
 from __future__ import annotations
@@ -128,7 +131,8 @@ def run_demo(args: argparse.Namespace) -> int:
     agents: list[AgentProcess] = []
     try:
         print(f"fleetmon demo: starting {len(nodes)} simulated agents in {folder}", file=sys.stderr, flush=True)
-        agents = start_agents(folder, nodes, interval_s=min(args.interval, 5.0))
+        extra = ["--backfill-minutes", str(args.backfill), "--backfill-step", "30"] if args.backfill else []
+        agents = start_agents(folder, nodes, interval_s=min(args.interval, 5.0), extra_args=extra)
         fleet = folder / "fleet.toml"
         write_fleet(fleet, agents, interval_s=args.interval)
         db = folder / "fleet.db"

@@ -1,0 +1,109 @@
+"""`fleetmon export`: the inventory sheet (CSV or JSON) from the database.
+
+One row per card ever seen: where it sits (node, index, PCI bus id), what it is
+(model, UUID, serial, board part number, VBIOS, memory, power limits), the
+node's driver, its state and when it was first and last seen, and its worst
+open finding. Cards that left the fleet stay in the sheet with state "gone"
+unless ``--current`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from fleetmon.errors import KnownError
+
+COLUMNS: tuple[str, ...] = (
+    "node", "group", "gpu_index", "model", "uuid", "serial", "board_part_number", "vbios", "pci_bus_id",
+    "memory_total_mib", "power_default_w", "power_enforced_w", "driver_version", "cuda_driver_version",
+    "state", "first_seen", "last_seen", "open_findings", "worst_finding",
+)
+_RANK = {"info": 1, "warning": 2, "critical": 3}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database")
+    p.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+    p.add_argument("--current", action="store_true", help="only cards seen in the current inventory (not gone)")
+    p.add_argument("--group", help="only nodes of this group")
+
+
+def _iso(ts: Any) -> str:
+    if ts is None:
+        return ""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(ts)))
+
+
+def inventory_rows(db: Any, *, current: bool = False, group: str | None = None) -> list[dict[str, Any]]:
+    """The sheet's rows, ordered by node and index."""
+    from storage.history import load_gpus, open_findings
+    from storage.queries import nodes
+
+    node_rows = {n["name"]: n for n in nodes(db)}
+    findings: dict[str, list[dict[str, Any]]] = {}
+    for f in open_findings(db):
+        if f.get("gpu_uuid"):
+            findings.setdefault(f["gpu_uuid"], []).append(f)
+    out = []
+    for g in load_gpus(db):
+        n = node_rows.get(g.get("node") or "", {})
+        if current and g.get("state") == "gone":
+            continue
+        if group is not None and n.get("grp") != group:
+            continue
+        inv = g.get("inventory") or {}
+        mine = findings.get(g["uuid"], [])
+        worst = max(mine, key=lambda f: _RANK.get(str(f.get("severity")), 0), default=None)
+        out.append({
+            "node": g.get("node") or "", "group": n.get("grp") or "", "gpu_index": g.get("idx"),
+            "model": g.get("name") or "", "uuid": g["uuid"], "serial": g.get("serial") or "",
+            "board_part_number": inv.get("board_part_number") or "", "vbios": g.get("vbios") or "",
+            "pci_bus_id": g.get("pci_bus_id") or "", "memory_total_mib": g.get("memory_total_mib"),
+            "power_default_w": g.get("power_default_w"), "power_enforced_w": g.get("power_enforced_w"),
+            "driver_version": n.get("driver_version") or "", "cuda_driver_version": n.get("cuda_driver_version") or "",
+            "state": g.get("state") or "", "first_seen": _iso(g.get("first_seen")),
+            "last_seen": _iso(g.get("last_seen")), "open_findings": len(mine),
+            "worst_finding": f"{worst['severity']}: {worst['kind']}" if worst else "",
+        })
+    return out
+
+
+def render(rows: list[dict[str, Any]], fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps({"schema": 1, "columns": list(COLUMNS), "gpus": rows}, indent=2) + "\n"
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: "" if r.get(k) is None else r[k] for k in COLUMNS})
+    return buf.getvalue()
+
+
+def main(args: argparse.Namespace) -> int:
+    from storage.db import open_database
+
+    if not Path(args.db).exists():
+        raise KnownError(f"no database at {args.db}")
+    db = open_database(args.db, readonly=True)
+    try:
+        rows = inventory_rows(db, current=args.current, group=args.group)
+    finally:
+        db.close()
+    text = render(rows, args.format)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            raise KnownError(f"cannot write {args.output}: {exc.strerror}") from exc
+        print(f"wrote {len(rows)} GPUs to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
