@@ -26,14 +26,14 @@ from typing import Any
 
 from fleetmon.errors import KnownError
 
-# (node name, scenario): RTX 3090/4090, V100, A100, H100 and T4 on drivers 535 and 550.
+# (node name, scenario): RTX 3090/4090, V100, A100, H100 and T4; five nodes on driver 535, three on 550.
 DEMO_NODES: tuple[tuple[str, str], ...] = (
     ("dgx-a100-01", "demo-dgx-a100"),
     ("rig-4090-02", "demo-rig-4090"),
     ("h100-node-12", "demo-h100"),
     ("rig-3090-01", "demo-geforce-3090"),
     ("v100-legacy-01", "v100*4+retired_pages@0+derate@3;driver=535.161.08"),
-    ("t4-infer-01", "t4*4;driver=550.54.15"),
+    ("t4-infer-01", "t4*4;driver=535.161.08"),
     ("rig-3090-02", "rtx3090*4;driver=550.54.15;persistence=0"),
     ("a100-pcie-03", "a100pcie*2;driver=535.161.08"),
 )

@@ -306,7 +306,9 @@ def _load_history(db: Any, now: float, since: float, nodes: Iterable[str] | None
 
     events = [e for e in queries.events(db, since=since, until=now + 1)
               if e["kind"] not in ("node_unreachable", "node_back")]
-    changes = [_change(c) for c in queries.inventory_changes(db, since=since, until=now + 1)]
+    # A node's first inventory ("enrolled") is how the fleet came to be known, not a change.
+    changes = [_change(c) for c in queries.inventory_changes(db, since=since, until=now + 1)
+               if c.get("kind") != "enrolled"]
     trend_from = _day_start(_day_text(now)) - thresholds.derate_trend_days * DAY_S
     daily = [{**r, "uuid": r["gpu_uuid"], "day": _day_text(r["day"])}
              for r in stored.derating_history(db, None, trend_from, now + 1)]

@@ -118,7 +118,7 @@ def load_placements(db: Database, uuid: str | None = None) -> list[dict[str, Any
     Returns rows ``{uuid, node, index, pci_bus_id, since, until}`` (``until``
     None while it is still there), oldest first per GPU.
     """
-    where = "WHERE kind IN ('appeared', 'moved', 'disappeared')"
+    where = "WHERE kind IN ('enrolled', 'appeared', 'moved', 'disappeared')"
     params: list[Any] = []
     if uuid is not None:
         where += " AND gpu_uuid = ?"

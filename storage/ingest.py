@@ -9,7 +9,8 @@ seq) for agent events).
 
 Besides the records themselves, ingest derives:
 
-* the inventory change log (``inventory_changes``): appeared, disappeared,
+* the inventory change log (``inventory_changes``): enrolled (a card of a
+  node's first inventory), appeared, disappeared,
   moved, driver_changed, vbios_changed, serial_changed, power_limit_changed,
   by comparing each poll with the stored ``gpus``/``nodes`` rows;
 * reachability events (``node_unreachable`` / ``node_back``, seq NULL) when a
@@ -83,6 +84,9 @@ class _Batch:
         for r in conn.execute("""SELECT id, uuid, node, idx, pci_bus_id, serial, vbios, power_default_w,
                                         power_enforced_w, state, inventory IS NOT NULL FROM gpus"""):
             self.gpus[r[1]] = _Gpu(*r[:10], bool(r[10]))
+        # Nodes that already had cards: on any other node a card's first sighting is the node's
+        # first inventory ("enrolled"), not a change of hardware.
+        self.known_nodes = {g.node for g in self.gpus.values()}
         # What each GPU's stored inventory was made from, kept on the Database
         # between calls so an unchanged inventory costs a dict comparison, not
         # a JSON dump and an UPDATE (dropped whenever a transaction fails).
@@ -94,6 +98,8 @@ class _Batch:
         self.min_ts: int | None = None
 
     def change(self, ts: float, uuid: str | None, node: str | None, kind: str, old: Any, new: Any) -> None:
+        if kind == "appeared" and node not in self.known_nodes:
+            kind = "enrolled"
         self.changes.append((ts, uuid, node, kind, None if old is None else str(old),
                              None if new is None else str(new)))
 

@@ -126,8 +126,9 @@ def _kinds(db):
 def test_inventory_changes_each_kind(fresh_db):
     db = fresh_db
     ingest_polls(db, [poll("n1", T0, gpus=2), poll("n2", T0, gpus=1)])
-    assert _kinds(db) == [("appeared", uuid_of("n1", 0)), ("appeared", uuid_of("n1", 1)),
-                          ("appeared", uuid_of("n2", 0))]
+    # A node's first inventory enrolls its cards: how the fleet came to be known, not a hardware change.
+    assert _kinds(db) == [("enrolled", uuid_of("n1", 0)), ("enrolled", uuid_of("n1", 1)),
+                          ("enrolled", uuid_of("n2", 0))]
     ingest_polls(db, [poll("n1", T0 + 30, gpus=2)])  # nothing changed
     assert len(inventory_changes(db)) == 3
 
@@ -163,7 +164,14 @@ def test_inventory_changes_each_kind(fresh_db):
 def test_failed_or_empty_poll_never_reports_disappearance(fresh_db):
     ingest_polls(fresh_db, [poll("n1", T0, gpus=2)])
     ingest_polls(fresh_db, [poll("n1", T0 + 30, ok=False), poll("n1", T0 + 60, inv=[])])
-    assert [c["kind"] for c in inventory_changes(fresh_db)] == ["appeared", "appeared"]
+    assert [c["kind"] for c in inventory_changes(fresh_db)] == ["enrolled", "enrolled"]
+
+
+def test_a_card_added_to_a_known_node_appears(fresh_db):
+    ingest_polls(fresh_db, [poll("n1", T0, gpus=1)])
+    ingest_polls(fresh_db, [poll("n1", T0 + 60, gpus=2)])
+    assert [(c["kind"], c["gpu_uuid"]) for c in inventory_changes(fresh_db)] == [
+        ("enrolled", uuid_of("n1", 0)), ("appeared", uuid_of("n1", 1))]
 
 
 def test_reachability_events(fresh_db):

@@ -72,7 +72,7 @@ class GpuHistoryPlot(pg.GraphicsLayoutWidget):
         self.derating = self.addPlot(row=2, col=0, colspan=2, axisItems={"bottom": pg.DateAxisItem()})
         self.derating.setTitle("Derating per day (ratio to nominal; clock also to the model's fleet median)", size="9pt")
         self.derating.showGrid(x=True, y=True, alpha=0.2)
-        self.derating.addLegend(offset=(10, 5))
+        self.derating.addLegend(offset=(10, 5), colCount=5)
         self.derating.setYRange(0.0, 1.2)
         self.derating_curves: dict[str, pg.PlotDataItem] = {}
         for key, label, colour in DERATING_SERIES:
