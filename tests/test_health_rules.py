@@ -830,3 +830,12 @@ def test_storage_layer_spellings() -> None:
     assert g.state == "missing" and [p.ts for p in g.placements] == [5.0, 9.0]
     c = InventoryChange.from_dict({"ts": 1, "node": "n1", "kind": "moved", "old": "a", "new": "b"})
     assert (c.before, c.after) == ("a", "b")
+
+
+def test_cards_of_a_node_first_inventory_are_not_additions() -> None:
+    # A node enrolled 30 minutes ago with two cards: no finding. A third card 20 minutes later is one.
+    first = [card(uuid=f"GPU-{i}", index=i, first_seen=NOW - 1800 + i) for i in range(2)]
+    assert rules.check_inventory_changes(fleet(*first), None) == []
+    later = card(uuid="GPU-later", index=2, first_seen=NOW - 600)
+    [f] = rules.check_inventory_changes(fleet(*first, later), None)
+    assert (f.evidence["change"], f.gpu_uuid) == ("gpu_added", "GPU-later")

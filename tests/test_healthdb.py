@@ -362,8 +362,10 @@ def test_a_node_that_never_answered_is_unreachable_since_its_first_attempt(db):
 def _collector_fleet(tmp_path, url: str) -> Any:
     from fleetmon.fleetfile import load_fleet
 
+    # The group expects another driver: a finding the evaluation must store.
     (tmp_path / "fleet.toml").write_text(f'[fleet]\ntimeout_s = 2\nraw_retention_days = 7\n'
-                                         f'[[node]]\nname = "sim1"\nurl = "{url}"\n', encoding="utf-8")
+                                         f'[[group]]\nname = "g"\nexpected_driver = "999.99.99"\n'
+                                         f'[[node]]\nname = "sim1"\nurl = "{url}"\ngroup = "g"\n', encoding="utf-8")
     return load_fleet(tmp_path / "fleet.toml")
 
 
@@ -396,7 +398,7 @@ def test_collect_once_rolls_up_and_stores_findings_after_catching_up(tmp_path, s
     assert query(db, "SELECT count(*) AS n FROM hourly")[0]["n"] >= 2
     assert query(db, "SELECT count(*) AS n FROM hourly_health")[0]["n"] >= 2
     assert collector.last_health is not None and collector.last_health["open"] >= 1
-    assert {f["kind"] for f in stored.open_findings(db)} >= {"inventory-change"}
+    assert {f["kind"] for f in stored.open_findings(db)} >= {"driver-mismatch"}
 
 
 def test_health_runs_at_most_every_period_and_backs_off_when_slow(tmp_path, sim_node, db, monkeypatch):

@@ -1064,6 +1064,10 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
 _CHANGE_ALIASES = {"moved": "gpu_moved", "appeared": "gpu_added", "disappeared": "gpu_removed"}
 
 
+_ENROLL_S = 300.0
+"""Cards first seen within this long of a node's first card came with its first inventory."""
+
+
 def check_inventory_changes(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
     """Cards added, removed or moved, versions changed (info).
 
@@ -1094,6 +1098,11 @@ def check_inventory_changes(history: FleetHistory, thresholds: Thresholds | None
             out.append(_node_finding(history, c.node, "inventory-change", "info", c.ts, c.ts, evidence,
                                      "No action if the change was planned", summary, _event_s(t),
                                      discriminator=f"{c.kind}:{int(c.ts)}"))
+    # Cards that came with a node's first inventory are how the node was enrolled, not additions.
+    enrolled_at: dict[str, float] = {}
+    for gpu in history.gpus:
+        if gpu.first_seen is not None and gpu.node:
+            enrolled_at[gpu.node] = min(enrolled_at.get(gpu.node, gpu.first_seen), gpu.first_seen)
     for gpu in history.gpus:
         places = gpu.placements
         for prev, cur in zip(places, places[1:]):
@@ -1112,6 +1121,7 @@ def check_inventory_changes(history: FleetHistory, thresholds: Thresholds | None
                 discriminator=f"gpu_moved:{int(cur.ts)}",
             ))
         if (gpu.first_seen is not None and history.since < gpu.first_seen <= history.now
+                and gpu.first_seen - enrolled_at.get(gpu.node, gpu.first_seen) > _ENROLL_S
                 and len(places) <= 1 and ("gpu_added", gpu.uuid, int(gpu.first_seen // 3600)) not in seen):
             out.append(_gpu_finding(
                 history, gpu, "inventory-change", "info", gpu.first_seen, gpu.first_seen,
