@@ -342,6 +342,18 @@ def _eligible_busy(series: Series) -> list[float]:
 # Memory
 
 
+def _ecc_deltas(tl: Any, kind: str) -> tuple[list[Any], list[Any]] | None:
+    """Per-row growth of the volatile and aggregate ECC counts of ``kind`` ("unc" or "corr").
+
+    None when neither count ever moved in the window (the common, healthy case).
+    """
+    vol = tl.col(f"ecc_{kind}_vol")
+    agg = tl.col(f"ecc_{kind}_agg")
+    if not any(vol) and not any(tl.col(f"ecc_{kind}_agg_delta")) and _first_known(agg) == _last_known(agg):
+        return None
+    return tl.delta(f"ecc_{kind}_vol"), tl.delta(f"ecc_{kind}_agg")
+
+
 def check_ecc_uncorrectable(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
     """New uncorrectable ECC errors, or volatile ones not cleared (rule M1; errors).
 
@@ -354,12 +366,11 @@ def check_ecc_uncorrectable(history: FleetHistory, thresholds: Thresholds | None
     out: list[Finding] = []
     for gpu in history.gpus:
         tl = gpu.timeline()
-        vol = tl.col("ecc_unc_vol")
-        agg = tl.col("ecc_unc_agg")
-        if not any(vol) and not any(tl.col("ecc_unc_agg_delta")) and _first_known(agg) == _last_known(agg):
+        deltas = _ecc_deltas(tl, "unc")
+        if deltas is None:
             continue
-        dv = tl.delta("ecc_unc_vol")
-        da = tl.delta("ecc_unc_agg")
+        dv, da = deltas
+        vol, agg = tl.col("ecc_unc_vol"), tl.col("ecc_unc_agg")
         ts, dur = tl.ts, tl.dur
         rows = [i for i in range(len(tl)) if dv[i] > 0 or da[i] > 0]
         new = sum(max(dv[i], da[i]) for i in rows)
@@ -407,12 +418,10 @@ def check_ecc_correctable(history: FleetHistory, thresholds: Thresholds | None =
     need = t.ecc_corrected_per_min * t.ecc_corrected_window_minutes
     for gpu in history.gpus:
         tl = gpu.timeline()
-        vol = tl.col("ecc_corr_vol")
-        agg = tl.col("ecc_corr_agg")
-        if not any(vol) and not any(tl.col("ecc_corr_agg_delta")) and _first_known(agg) == _last_known(agg):
+        deltas = _ecc_deltas(tl, "corr")
+        if deltas is None:
             continue
-        dv = tl.delta("ecc_corr_vol")
-        da = tl.delta("ecc_corr_agg")
+        dv, da = deltas
         delta = [max(a, b) for a, b in zip(dv, da)]
         bad = [(i, d) for i, d in enumerate(delta) if d > 0]
         if not bad:
