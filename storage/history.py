@@ -86,7 +86,12 @@ def load_gpus(db: Database) -> list[dict[str, Any]]:
     first_seen, last_seen, inventory (the inventory values dict),
     inventory_status (non-OK inventory reads).
     """
-    out = query(db, f"SELECT {GPU_COLUMNS} FROM gpus ORDER BY node, idx, uuid")
+    cols = ", ".join(f"g.{c.strip()}" for c in GPU_COLUMNS.split(",") if c.strip() != "last_seen")
+    out = query(db, f"""SELECT {cols}, max(coalesce(g.last_seen, 0), coalesce(l.seen, 0)) AS last_seen
+                        FROM gpus g LEFT JOIN gpu_latest l ON l.gpu_id = g.id ORDER BY g.node, g.idx, g.uuid""")
+    for r in out:
+        if not r["last_seen"]:
+            r["last_seen"] = None
     for r in out:
         inv = json.loads(r.pop("inventory") or "{}")
         r.pop("id")

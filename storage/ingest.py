@@ -41,6 +41,9 @@ _SAMPLE_SQL = (f"INSERT OR IGNORE INTO samples ({', '.join(SAMPLE_COLUMNS)}) "
                f"VALUES ({', '.join('?' for _ in SAMPLE_COLUMNS)})")
 _EVENT_SQL = """INSERT OR IGNORE INTO events (node, seq, ts, kind, gpu_uuid, pci_bus_id, code, message, data)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
+_LATEST_SQL = "INSERT OR REPLACE INTO gpu_latest (gpu_id, ts, seen, latest) VALUES (?, ?, ?, ?)"
+_POLL_LOG_SQL = ("INSERT OR IGNORE INTO poll_log (ts, node, ok, error, duration_ms, minutes, events) "
+                 "VALUES (?, ?, ?, ?, ?, ?, ?)")
 _CHANGE_SQL = "INSERT INTO inventory_changes (ts, gpu_uuid, node, kind, old, new) VALUES (?, ?, ?, ?, ?, ?)"
 _DIRTY_SQL = """INSERT INTO meta (key, value) VALUES ('rollup_dirty_from', ?)
                 ON CONFLICT (key) DO UPDATE SET value = min(coalesce(value, excluded.value), excluded.value)"""
@@ -95,6 +98,8 @@ class _Batch:
         self.changes: list[tuple[Any, ...]] = []
         self.minute_rows: list[tuple[Any, ...]] = []
         self.latest_rows: list[tuple[Any, ...]] = []
+        self.poll_log_rows: list[tuple[Any, ...]] = []
+        self.state_rows: list[tuple[str, int]] = []
         self.min_ts: int | None = None
 
     def change(self, ts: float, uuid: str | None, node: str | None, kind: str, old: Any, new: Any) -> None:
@@ -116,6 +121,10 @@ class _Batch:
         return g.id
 
 
+# One encoder for every latest sample: json.dumps with non-default arguments builds a new encoder per call.
+_LATEST_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
+
+
 def ingest_polls(db: Database, polls: Iterable[NodePoll]) -> int:
     """Store a batch of polls in one transaction; returns the number of minute rows offered.
 
@@ -130,14 +139,17 @@ def ingest_polls(db: Database, polls: Iterable[NodePoll]) -> int:
             batch = _Batch(conn, seen)
             for poll in polls:
                 offered += _ingest_one(batch, poll)
+            if batch.poll_log_rows:
+                conn.executemany(_POLL_LOG_SQL, batch.poll_log_rows)
             if batch.minute_rows:
                 before = conn.total_changes
                 conn.executemany(_SAMPLE_SQL, batch.minute_rows)
                 if conn.total_changes != before and batch.min_ts is not None:
                     conn.execute(_DIRTY_SQL, (batch.min_ts,))
             if batch.latest_rows:
-                conn.executemany("UPDATE gpus SET latest = ?, latest_ts = ?, state = ?, last_seen = ? WHERE id = ?",
-                                 batch.latest_rows)
+                conn.executemany(_LATEST_SQL, batch.latest_rows)
+            if batch.state_rows:
+                conn.executemany("UPDATE gpus SET state = ? WHERE id = ?", batch.state_rows)
             if batch.touched:
                 conn.executemany("UPDATE gpus SET last_seen = ? WHERE id = ?",
                                  [(ts, gid) for gid, ts in batch.touched.items()])
@@ -150,20 +162,22 @@ def ingest_polls(db: Database, polls: Iterable[NodePoll]) -> int:
 
 
 def _node_row(conn: sqlite3.Connection, node: str) -> tuple[Any, ...]:
-    conn.execute("INSERT OR IGNORE INTO nodes (name) VALUES (?)", (node,))
-    row: tuple[Any, ...] = conn.execute("SELECT status, driver_version, last_ok FROM nodes WHERE name = ?",
-                                        (node,)).fetchone()
+    """(status, driver_version, last_ok, buffer_id) of a node, creating its row on first sight."""
+    sql = "SELECT status, driver_version, last_ok, buffer_id FROM nodes WHERE name = ?"
+    row: tuple[Any, ...] | None = conn.execute(sql, (node,)).fetchone()
+    if row is None:
+        conn.execute("INSERT INTO nodes (name) VALUES (?)", (node,))
+        row = conn.execute(sql, (node,)).fetchone()
+    assert row is not None
     return row
 
 
 def _ingest_one(batch: _Batch, poll: NodePoll) -> int:
     conn = batch.conn
     node = poll.node
-    old_status, old_driver, last_ok = _node_row(conn, node)
-    conn.execute(
-        "INSERT OR IGNORE INTO poll_log (ts, node, ok, error, duration_ms, minutes, events) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (poll.ts, node, int(poll.ok), poll.error, round(poll.duration_ms, 3), len(poll.minutes), len(poll.events)),
-    )
+    old_status, old_driver, last_ok, old_buffer = _node_row(conn, node)
+    batch.poll_log_rows.append(
+        (poll.ts, node, int(poll.ok), poll.error, round(poll.duration_ms, 3), len(poll.minutes), len(poll.events)))
     if not poll.ok:
         conn.execute("UPDATE nodes SET url = ?, grp = ?, last_attempt = ?, status = 'unreachable', last_error = ? "
                      "WHERE name = ?", (poll.url, poll.group, poll.ts, poll.error, node))
@@ -186,20 +200,29 @@ def _ingest_one(batch: _Batch, poll: NodePoll) -> int:
                    agent_started_at = ?"""
         params += [info.hostname, new_driver, v.get("cuda_driver_version"), v.get("nvml_version"), v.get("kernel"),
                    v.get("os_release"), info.agent_version, info.xid_source, v.get("gpu_count"), info.started_at]
+    # The agent's buffer identity changed: its sequence numbers restarted (see _cursor_expr).
+    reset = poll.buffer_id is not None and old_buffer is not None and old_buffer != poll.buffer_id
+    if poll.buffer_id is not None:
+        sets += ", buffer_id = ?"
+        params.append(poll.buffer_id)
+    if poll.minutes_cursor is not None or poll.events_cursor is not None:
+        sets += (f", minutes_cursor = {_cursor_expr('minutes_cursor', reset)}"
+                 f", events_cursor = {_cursor_expr('events_cursor', reset)}")
+        params += [poll.minutes_cursor, poll.events_cursor]
     conn.execute(f"UPDATE nodes SET {sets} WHERE name = ?", (*params, node))
     _inventory(batch, poll)
     for s in poll.latest:
         gid = batch.gpu_id(s.uuid, node, poll.ts, s.index)
         batch.touched.pop(gid, None)
-        batch.latest_rows.append((json.dumps({"values": s.values, "status": s.status}, separators=(",", ":")),
-                                  s.ts, s.state, poll.ts, gid))
-    reset = _buffer_was_reset(conn, poll)
+        batch.latest_rows.append((gid, s.ts, poll.ts, _LATEST_JSON.encode({"values": s.values, "status": s.status})))
+        g = batch.gpus[s.uuid]
+        if g.state != s.state:
+            g.state = s.state
+            batch.state_rows.append((s.state, gid))
     if reset:
         # The agent's sequence numbers restarted: events of the old buffer will never be sent again,
         # so they give up their (node, seq) identity and the new buffer's numbers can be stored.
         conn.execute("UPDATE events SET seq = NULL WHERE node = ? AND seq IS NOT NULL", (node,))
-    if poll.buffer_id is not None:
-        conn.execute("UPDATE nodes SET buffer_id = ? WHERE name = ?", (poll.buffer_id, node))
     rows = batch.minute_rows
     for m in poll.minutes:
         gid = batch.gpu_id(m.uuid, node, poll.ts, m.index)
@@ -210,34 +233,17 @@ def _ingest_one(batch: _Batch, poll: NodePoll) -> int:
         conn.executemany(_EVENT_SQL, [
             (node, e.seq, e.ts, e.kind, e.uuid, e.pci_bus_id, e.code, e.message, _dumps(e.data) if e.data else None)
             for e in poll.events])
-    _advance_cursors(conn, poll, reset)
     return len(poll.minutes)
 
 
-def _advance_cursors(conn: sqlite3.Connection, poll: NodePoll, reset: bool) -> None:
-    """Store the poll's cursors.
-
-    Cursors only move forward (``max``), so an old poll re-ingested cannot move
-    them back. When the agent's buffer was recreated (a new ``buffer_id``),
-    sequences restart at 1: that case sets the cursors outright instead.
-    """
-    if poll.minutes_cursor is None and poll.events_cursor is None:
-        return
-    conn.execute(f"UPDATE nodes SET minutes_cursor = {_cursor_expr('minutes_cursor', reset)}, "
-                 f"events_cursor = {_cursor_expr('events_cursor', reset)} WHERE name = ?",
-                 (poll.minutes_cursor, poll.events_cursor, poll.node))
-
-
-def _buffer_was_reset(conn: sqlite3.Connection, poll: NodePoll) -> bool:
-    """Whether the agent's buffer identity changed since the last poll (its sequences restarted)."""
-    if poll.buffer_id is None:
-        return False
-    row = conn.execute("SELECT buffer_id FROM nodes WHERE name = ?", (poll.node,)).fetchone()
-    return row is not None and row[0] is not None and row[0] != poll.buffer_id
-
-
 def _cursor_expr(column: str, reset: bool) -> str:
-    """New value of a cursor column given ``?`` (None keeps the stored cursor)."""
+    """New value of a cursor column given ``?`` (None keeps the stored cursor).
+
+    The cursors are written in the same statement (and transaction) as the
+    node's other columns. They only move forward (``max``), so an old poll
+    re-ingested cannot move them back. When the agent's buffer was recreated
+    (a new ``buffer_id``), sequences restart at 1: that case sets them outright.
+    """
     if reset:
         return f"coalesce(?, {column})"
     return f"max({column}, coalesce(?, {column}))"

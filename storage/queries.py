@@ -29,8 +29,8 @@ def fleet_latest(db: Database) -> list[dict[str, Any]]:
     """
     out = query(db, """
         SELECT n.name AS node, n.status AS node_status, n.last_ok, n.last_error, n.driver_version,
-               g.uuid, g.idx, g.name, g.state, g.latest_ts, g.latest, g.power_default_w, g.power_enforced_w
-        FROM gpus g JOIN nodes n ON n.name = g.node
+               g.uuid, g.idx, g.name, g.state, l.ts AS latest_ts, l.latest, g.power_default_w, g.power_enforced_w
+        FROM gpus g JOIN nodes n ON n.name = g.node LEFT JOIN gpu_latest l ON l.gpu_id = g.id
         ORDER BY n.name, g.idx""")
     for r in out:
         latest = json.loads(r.pop("latest") or "{}")

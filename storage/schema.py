@@ -525,5 +525,24 @@ def m005_hourly_health(db: Database) -> None:
         ) WITHOUT ROWID""")
 
 
+@migrations(name="m006_gpu_latest")
+def m006_gpu_latest(db: Database) -> None:
+    """Each GPU's latest sample in a narrow table of its own.
+
+    Every poll replaces every GPU's latest sample; in the wide ``gpus`` row
+    (with its inventory JSON) that rewrote the whole row each time.
+    """
+    db.execute("""
+        CREATE TABLE gpu_latest (
+            gpu_id INTEGER PRIMARY KEY,
+            ts REAL,
+            seen REAL,
+            latest TEXT
+        )""")
+    db.execute("""INSERT INTO gpu_latest (gpu_id, ts, seen, latest)
+                  SELECT id, latest_ts, last_seen, latest FROM gpus WHERE latest IS NOT NULL""")
+    db.execute("UPDATE gpus SET latest = NULL, latest_ts = NULL")
+
+
 def known_migration_names() -> list[str]:
     return [m.name for m in migrations._migrations]

@@ -283,7 +283,8 @@ def test_bad_agents_are_recorded_per_node_and_the_real_node_lands(tmp_path, agen
     stored = query(db, "SELECT count(*) AS n FROM samples s JOIN gpus g ON g.id = s.gpu_id "
                        "WHERE g.node = 'real-node'")[0]["n"]
     assert stored == 3 * 2 == len(real.buffer.minutes_after(0, 1000))
-    assert query(db, "SELECT count(*) AS n FROM gpus WHERE node = 'real-node' AND latest IS NOT NULL")[0]["n"] == 2
+    assert query(db, "SELECT count(*) AS n FROM gpus g JOIN gpu_latest l ON l.gpu_id = g.id "
+                     "WHERE g.node = 'real-node' AND l.latest IS NOT NULL")[0]["n"] == 2
     db.close()
 
 

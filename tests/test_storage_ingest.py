@@ -211,3 +211,17 @@ def test_gauge_without_spread_costs_no_payload(stat):
     row = encode_minute(1, T0, 12, "ok", v, None)
     i = 4 + 3 * GAUGE_NAMES.index("temp_c") + (1 if stat == "min" else 2)
     assert row[i] == 0  # SQLite stores integer 0 in the record header alone
+
+
+def test_latest_sample_state_reaches_the_gpu_row(fresh_db):
+    from dataclasses import replace
+
+    ingest_polls(fresh_db, [poll("n1", T0, gpus=2)])
+    p = poll("n1", T0 + 30, gpus=2)
+    p = replace(p, latest=[replace(s, state="lost") if s.index == 1 else s for s in p.latest])
+    ingest_polls(fresh_db, [p])
+    rows = {r["idx"]: r for r in fleet_latest(fresh_db)}
+    assert rows[0]["state"] == "ok" and rows[1]["state"] == "lost"
+    assert rows[1]["latest_ts"] == T0 + 30 and rows[1]["values"]["temp_c"] == 40
+    ingest_polls(fresh_db, [poll("n1", T0 + 60, gpus=2)])  # back
+    assert {r["idx"]: r["state"] for r in fleet_latest(fresh_db)} == {0: "ok", 1: "ok"}

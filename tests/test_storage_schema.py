@@ -9,9 +9,9 @@ from sqlite_utils import Database
 
 from fleetmon.errors import SchemaVersionError, StorageError
 from storage.db import open_database, query, schema_version
-from storage.ingest import ingest_polls
+from storage.queries import fleet_latest
 from storage.schema import ROLLUP_COLUMNS, SAMPLE_COLUMNS, known_migration_names, migrations
-from test_storage_support import T0, minutes_for, poll
+from test_storage_support import T0, minutes_for, uuid_of
 
 
 def _columns(db: Database, table: str) -> list[str]:
@@ -37,7 +37,19 @@ def test_older_database_upgrades_and_keeps_its_data(tmp_path):
     conn = sqlite3.connect(path, isolation_level=None)
     old = Database(conn)
     migrations.apply(old, stop_before="m002_rollups")  # a database from the first release
-    ingest_polls(old, [poll("n1", T0 + 300, minutes=minutes_for("n1", 2, T0, 3), minutes_cursor=6)])
+    # Written as the first release wrote it (today's ingest expects today's schema).
+    from storage.ingest import _SAMPLE_SQL
+    from storage.schema import encode_minute
+
+    conn.execute("INSERT INTO nodes (name, status, minutes_cursor) VALUES ('n1', 'ok', 6)")
+    conn.execute("INSERT INTO gpus (id, uuid, node, idx, state, latest, latest_ts, last_seen) VALUES "
+                 "(1, ?, 'n1', 0, 'ok', '{\"values\":{\"temp_c\":41},\"status\":{}}', ?, ?)",
+                 (uuid_of("n1", 0), T0, T0))
+    for gid, uuid in ((2, uuid_of("n1", 1)),):
+        conn.execute("INSERT INTO gpus (id, uuid, node, idx, state) VALUES (?, ?, 'n1', ?, 'ok')", (gid, uuid, gid - 1))
+    mins = minutes_for("n1", 2, T0, 3)
+    conn.executemany(_SAMPLE_SQL, [encode_minute(1 if m.index == 0 else 2, m.ts, m.n, m.state, m.values, m.status)
+                                   for m in mins])
     assert "hourly" not in old.table_names()
     conn.close()
 
@@ -46,6 +58,9 @@ def test_older_database_upgrades_and_keeps_its_data(tmp_path):
     assert {"hourly", "daily", "findings", "reports"} <= set(db.table_names())
     assert db.execute("SELECT count(*) FROM samples").fetchone()[0] == 6
     assert query(db, "SELECT minutes_cursor FROM nodes")[0]["minutes_cursor"] == 6
+    latest = {r["uuid"]: r for r in fleet_latest(db)}  # m006 moved the latest sample to its own table
+    assert latest[uuid_of("n1", 0)]["values"] == {"temp_c": 41} and latest[uuid_of("n1", 0)]["latest_ts"] == T0
+    assert latest[uuid_of("n1", 1)]["values"] == {}
     db.close()
 
 
