@@ -81,12 +81,16 @@ class _Gpu:
 class _Batch:
     """State shared by the polls of one ingest call (one transaction)."""
 
-    def __init__(self, conn: sqlite3.Connection, seen: dict[str, tuple[Any, ...]]) -> None:
+    def __init__(self, conn: sqlite3.Connection, seen: dict[str, tuple[Any, ...]],
+                 gpus: dict[str, _Gpu] | None = None) -> None:
         self.conn = conn
-        self.gpus: dict[str, _Gpu] = {}
-        for r in conn.execute("""SELECT id, uuid, node, idx, pci_bus_id, serial, vbios, power_default_w,
-                                        power_enforced_w, state, inventory IS NOT NULL FROM gpus"""):
-            self.gpus[r[1]] = _Gpu(*r[:10], bool(r[10]))
+        if gpus is None:
+            gpus = {}
+            for r in conn.execute("""SELECT id, uuid, node, idx, pci_bus_id, serial, vbios, power_default_w,
+                                            power_enforced_w, state, inventory IS NOT NULL FROM gpus"""):
+                gpus[r[1]] = _Gpu(*r[:10], bool(r[10]))
+        # The stored GPU rows as of the last committed batch (this process is the only writer).
+        self.gpus: dict[str, _Gpu] = gpus
         # Nodes that already had cards: on any other node a card's first sighting is the node's
         # first inventory ("enrolled"), not a change of hardware.
         self.known_nodes = {g.node for g in self.gpus.values()}
@@ -136,7 +140,7 @@ def ingest_polls(db: Database, polls: Iterable[NodePoll]) -> int:
     seen: dict[str, tuple[Any, ...]] = db.__dict__.setdefault("_fleetmon_inventory_seen", {})
     try:
         with transaction(db) as conn:
-            batch = _Batch(conn, seen)
+            batch = _Batch(conn, seen, db.__dict__.get("_fleetmon_gpus"))
             for poll in polls:
                 offered += _ingest_one(batch, poll)
             if batch.poll_log_rows:
@@ -156,8 +160,11 @@ def ingest_polls(db: Database, polls: Iterable[NodePoll]) -> int:
             if batch.changes:
                 conn.executemany(_CHANGE_SQL, batch.changes)
     except BaseException:
+        # Nothing of the batch was stored: forget what it changed in the caches.
         seen.clear()
+        db.__dict__.pop("_fleetmon_gpus", None)
         raise
+    db.__dict__["_fleetmon_gpus"] = batch.gpus
     return offered
 
 
