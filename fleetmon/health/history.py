@@ -52,6 +52,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -282,27 +283,11 @@ class Series:
 
     def after(self, ts: float) -> Series:
         """Rows with ``ts`` at or after ``ts`` (a view by slicing)."""
-        times = self.ts
-        lo, hi = 0, self._len
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if times[mid] < ts:
-                lo = mid + 1
-            else:
-                hi = mid
-        return self._slice(lo, self._len)
+        return self._slice(bisect_left(self.ts, ts, 0, self._len), self._len)
 
     def before(self, ts: float) -> Series:
         """Rows with ``ts`` before ``ts``."""
-        times = self.ts
-        lo, hi = 0, self._len
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if times[mid] < ts:
-                lo = mid + 1
-            else:
-                hi = mid
-        return self._slice(0, lo)
+        return self._slice(0, bisect_left(self.ts, ts, 0, self._len))
 
     def _slice(self, start: int, stop: int) -> Series:
         if start == 0 and stop == self._len:
