@@ -39,6 +39,15 @@ def fleet_latest(db: Database) -> list[dict[str, Any]]:
     return out
 
 
+def gpu_inventory(db: Database, uuid: str) -> dict[str, Any]:
+    """One GPU's stored inventory values (fleetmon.fields.INVENTORY_FIELDS), {} if unknown."""
+    rows = query(db, "SELECT inventory FROM gpus WHERE uuid = ?", (uuid,))
+    if not rows or not rows[0]["inventory"]:
+        return {}
+    values: dict[str, Any] = json.loads(rows[0]["inventory"]).get("values", {})
+    return values
+
+
 def nodes(db: Database) -> list[dict[str, Any]]:
     """Every node with its reachability, versions and cursors."""
     return query(db, "SELECT * FROM nodes ORDER BY name")

@@ -175,5 +175,11 @@ def test_selecting_a_gpu_plots_its_history(collected, qtbot, tmp_path):
     assert blocker.args == [uuid, 90]
     x, y = window.detail.plot.mean_curves["temp_c"].getData()
     assert len(x) == 90 and float(y[0]) == 50.0
+    # The card's own slowdown temperature (from its stored inventory) is drawn as the limit line.
+    line = window.detail.plot.ref_lines["temp_c"]
+    ro = open_database(copy, readonly=True)
+    inventory = json.loads(query(ro, "SELECT inventory FROM gpus WHERE uuid = ?", (uuid,))[0]["inventory"])
+    ro.close()
+    assert line.isVisible() and line.value() == inventory["values"]["temp_slowdown_c"]
     assert "node-a GPU 0" in window.detail.title.text()
     window.close()

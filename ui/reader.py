@@ -47,28 +47,23 @@ class DbReader(QObject):
 
     @Slot(str, int)
     def load_history(self, uuid: str, window_s: int) -> None:
-        """Read one GPU's history over the last ``window_s`` seconds (resolution chosen by storage)."""
+        """Read one GPU's history over the last ``window_s`` seconds (resolution chosen by storage),
+        its inventory (for reference lines) and its per-day derating figures."""
         from storage.db import open_database
-        from storage.queries import gpu_history
+        from storage.history import derating_history
+        from storage.queries import gpu_history, gpu_inventory
 
         try:
             if self._db is None:
                 self._db = open_database(self.db_path, readonly=True)
             until = int(time.time()) + 60
-            result: Any = gpu_history(self._db, uuid, until - window_s, until)
-        except Exception as exc:
+            result: dict[str, Any] = gpu_history(self._db, uuid, until - window_s, until)
+            result["inventory"] = gpu_inventory(self._db, uuid)
+            result["derating"] = derating_history(self._db, uuid, until - max(window_s, 30 * 86400), until)
+        except Exception as exc:  # shown in the status bar; the next request retries
             self._db = None
             self.failed.emit(str(exc))
             return
-        if isinstance(result, list):  # older query API: raw minutes only
-            result = {"resolution": "minute", "rows": result}
-        try:
-            from storage.history import derating_history
-
-            result["derating"] = derating_history(self._db, uuid, until - max(window_s, 30 * 86400), until)
-        except Exception as exc:  # derating is optional decoration; the plots still show
-            log.warning("cannot read derating history: %s", exc)
-            result["derating"] = []
         self.history_loaded.emit(uuid, result)
 
     @Slot()

@@ -70,7 +70,7 @@ class GpuDetailWidget(QWidget):
         refs = {
             "power_w": self.row.get("power_enforced_w"),
             "sm_clock_mhz": None if spec is None else spec.boost_clock_mhz,
-            "temp_c": (self.row.get("inventory_values") or {}).get("temp_slowdown_c"),
+            "temp_c": (history.get("inventory") or {}).get("temp_slowdown_c"),
         }
         self.plot.set_history(rows, refs)
         self.plot.set_derating(history.get("derating") or [])
