@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
-
-log = logging.getLogger("fleetmon.ui")
 
 
 class DbReader(QObject):
