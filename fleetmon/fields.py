@@ -1,7 +1,8 @@
 """The field catalog: every metric fleetmon reads, with unit, kind and help.
 
 This list is data. The agent's sampler, the per-minute aggregation, the
-Prometheus endpoint, the storage columns and the UI all derive from it.
+storage columns and the UI derive from it; the Prometheus endpoint maps these
+names to its metrics in :mod:`fleetmon.agent.prom`.
 
 Kinds:
     gauge:   a level (°C, W, MHz, %). Per minute the agent keeps min/mean/max.
@@ -24,63 +25,56 @@ class Field:
         name: key used everywhere (wire, DB column stem, rules), unit-suffixed.
         unit: human unit string.
         kind: "gauge", "counter" or "state".
-        help: one-line description (Prometheus HELP text).
-        dcgm: the dcgm-exporter metric name carrying the same value, or "".
+        help: one-line description.
+
+    The Prometheus names (dcgm-exporter's where one exists) are in
+    :mod:`fleetmon.agent.prom`, keyed by these field names.
     """
 
     name: str
     unit: str
     kind: str
     help: str
-    dcgm: str = ""
 
 
 GAUGES: tuple[Field, ...] = (
-    Field("temp_c", "°C", "gauge", "GPU core temperature", "DCGM_FI_DEV_GPU_TEMP"),
-    Field("mem_temp_c", "°C", "gauge", "GPU memory (HBM) temperature", "DCGM_FI_DEV_MEMORY_TEMP"),
-    Field("fan_pct", "%", "gauge", "Fan speed, mean over the board's fans", "DCGM_FI_DEV_FAN_SPEED"),
-    Field("power_w", "W", "gauge", "Board power draw", "DCGM_FI_DEV_POWER_USAGE"),
-    Field("power_limit_w", "W", "gauge", "Enforced power limit", "DCGM_FI_DEV_POWER_MGMT_LIMIT"),
-    Field("sm_clock_mhz", "MHz", "gauge", "SM clock", "DCGM_FI_DEV_SM_CLOCK"),
-    Field("mem_clock_mhz", "MHz", "gauge", "Memory clock", "DCGM_FI_DEV_MEM_CLOCK"),
-    Field("gr_clock_mhz", "MHz", "gauge", "Graphics clock", ""),
-    Field("util_gpu_pct", "%", "gauge", "GPU utilization", "DCGM_FI_DEV_GPU_UTIL"),
-    Field("util_mem_pct", "%", "gauge", "Memory controller utilization", "DCGM_FI_DEV_MEM_COPY_UTIL"),
-    Field("mem_used_mib", "MiB", "gauge", "Frame buffer memory used", "DCGM_FI_DEV_FB_USED"),
-    Field("mem_free_mib", "MiB", "gauge", "Frame buffer memory free", "DCGM_FI_DEV_FB_FREE"),
-    Field("pcie_tx_kbs", "KB/s", "gauge", "PCIe transmit throughput", ""),
-    Field("pcie_rx_kbs", "KB/s", "gauge", "PCIe receive throughput", ""),
+    Field("temp_c", "°C", "gauge", "GPU core temperature"),
+    Field("mem_temp_c", "°C", "gauge", "GPU memory (HBM) temperature"),
+    Field("fan_pct", "%", "gauge", "Fan speed, mean over the board's fans"),
+    Field("power_w", "W", "gauge", "Board power draw"),
+    Field("power_limit_w", "W", "gauge", "Enforced power limit"),
+    Field("sm_clock_mhz", "MHz", "gauge", "SM clock"),
+    Field("mem_clock_mhz", "MHz", "gauge", "Memory clock"),
+    Field("gr_clock_mhz", "MHz", "gauge", "Graphics clock"),
+    Field("util_gpu_pct", "%", "gauge", "GPU utilization"),
+    Field("util_mem_pct", "%", "gauge", "Memory controller utilization"),
+    Field("mem_used_mib", "MiB", "gauge", "Frame buffer memory used"),
+    Field("mem_free_mib", "MiB", "gauge", "Frame buffer memory free"),
+    Field("pcie_tx_kbs", "KB/s", "gauge", "PCIe transmit throughput"),
+    Field("pcie_rx_kbs", "KB/s", "gauge", "PCIe receive throughput"),
 )
 
 COUNTERS: tuple[Field, ...] = (
-    Field("energy_mj", "mJ", "counter", "Energy consumed since the driver was loaded",
-          "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"),
-    Field("ecc_corr_vol", "errors", "counter", "Corrected ECC errors since the last reset", ""),
-    Field("ecc_unc_vol", "errors", "counter", "Uncorrected ECC errors since the last reset", ""),
-    Field("ecc_corr_agg", "errors", "counter", "Corrected ECC errors, lifetime", ""),
-    Field("ecc_unc_agg", "errors", "counter", "Uncorrected ECC errors, lifetime", ""),
-    Field("retired_sbe", "pages", "counter", "Pages retired for multiple single-bit errors",
-          "DCGM_FI_DEV_RETIRED_SBE"),
-    Field("retired_dbe", "pages", "counter", "Pages retired for double-bit errors",
-          "DCGM_FI_DEV_RETIRED_DBE"),
-    Field("remap_corr", "rows", "counter", "Rows remapped for correctable errors",
-          "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS"),
-    Field("remap_unc", "rows", "counter", "Rows remapped for uncorrectable errors",
-          "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS"),
-    Field("pcie_replay", "replays", "counter", "PCIe replay counter", "DCGM_FI_DEV_PCIE_REPLAY_COUNTER"),
+    Field("energy_mj", "mJ", "counter", "Energy consumed since the driver was loaded"),
+    Field("ecc_corr_vol", "errors", "counter", "Corrected ECC errors since the last reset"),
+    Field("ecc_unc_vol", "errors", "counter", "Uncorrected ECC errors since the last reset"),
+    Field("ecc_corr_agg", "errors", "counter", "Corrected ECC errors, lifetime"),
+    Field("ecc_unc_agg", "errors", "counter", "Uncorrected ECC errors, lifetime"),
+    Field("retired_sbe", "pages", "counter", "Pages retired for multiple single-bit errors"),
+    Field("retired_dbe", "pages", "counter", "Pages retired for double-bit errors"),
+    Field("remap_corr", "rows", "counter", "Rows remapped for correctable errors"),
+    Field("remap_unc", "rows", "counter", "Rows remapped for uncorrectable errors"),
+    Field("pcie_replay", "replays", "counter", "PCIe replay counter"),
 )
 
 STATES: tuple[Field, ...] = (
-    Field("pstate", "", "state", "Performance state (0 = P0, fastest)", "DCGM_FI_DEV_PSTATE"),
-    Field("retired_pending", "bool", "state", "A page retirement waits for a GPU reset",
-          "DCGM_FI_DEV_RETIRED_PENDING"),
-    Field("remap_pending", "bool", "state", "A row remap waits for a GPU reset", ""),
-    Field("remap_failure", "bool", "state", "A row remap failed (no spare rows)",
-          "DCGM_FI_DEV_ROW_REMAP_FAILURE"),
-    Field("pcie_gen", "", "state", "Current PCIe link generation", "DCGM_FI_DEV_PCIE_LINK_GEN"),
-    Field("pcie_width", "lanes", "state", "Current PCIe link width", "DCGM_FI_DEV_PCIE_LINK_WIDTH"),
-    Field("throttle_mask", "bits", "state", "Current clocks-event (throttle) reasons bit mask",
-          "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"),
+    Field("pstate", "", "state", "Performance state (0 = P0, fastest)"),
+    Field("retired_pending", "bool", "state", "A page retirement waits for a GPU reset"),
+    Field("remap_pending", "bool", "state", "A row remap waits for a GPU reset"),
+    Field("remap_failure", "bool", "state", "A row remap failed (no spare rows)"),
+    Field("pcie_gen", "", "state", "Current PCIe link generation"),
+    Field("pcie_width", "lanes", "state", "Current PCIe link width"),
+    Field("throttle_mask", "bits", "state", "Current clocks-event (throttle) reasons bit mask"),
 )
 
 ALL_FIELDS: tuple[Field, ...] = GAUGES + COUNTERS + STATES
