@@ -45,7 +45,7 @@ from typing import Any, Callable
 
 from fleetmon import __version__
 from fleetmon.errors import NvmlUnavailable
-from fleetmon.fields import INVENTORY_FIELDS
+from fleetmon.fields import ALL_FIELDS, INVENTORY_FIELDS
 from fleetmon.records import GpuInventory, NodeInfo, Status
 
 log = logging.getLogger("fleetmon.nvml")
@@ -69,20 +69,12 @@ INVENTORY_RETRY_S = 30.0
 UNSUPPORTED_MEMO_S = 3600.0
 """How long a NOT_SUPPORTED answer is remembered before the call is tried again."""
 
-SAMPLE_FIELDS: tuple[str, ...] = (
-    "temp_c", "mem_temp_c", "fan_pct", "power_w", "power_limit_w", "energy_mj", "sm_clock_mhz",
-    "mem_clock_mhz", "gr_clock_mhz", "util_gpu_pct", "util_mem_pct", "mem_used_mib",
-    "mem_free_mib", "pstate", "throttle_mask", "ecc_corr_vol", "ecc_unc_vol", "ecc_corr_agg",
-    "ecc_unc_agg", "retired_sbe", "retired_dbe", "retired_pending", "remap_corr", "remap_unc",
-    "remap_pending", "remap_failure", "pcie_gen", "pcie_width", "pcie_replay", "pcie_tx_kbs",
-    "pcie_rx_kbs",
-)
+SAMPLE_FIELDS: tuple[str, ...] = tuple(f.name for f in ALL_FIELDS)
 """Every telemetry field :meth:`NvmlSession.read_sample` returns (fleetmon.fields names).
 
 Besides these, a sample's values carry ``fan_speeds_pct`` (one value per fan,
 or None) so that one stuck fan of several is visible, not averaged away.
 """
-_SAMPLE_FIELDS = SAMPLE_FIELDS  # old name, kept for callers
 
 _IDENTITY_FIELDS = ("uuid", "name", "serial", "pci_bus_id", "board_part_number")
 """Inventory values adopted from the previous run for a GPU not readable now."""
