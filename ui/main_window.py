@@ -8,6 +8,7 @@ from PySide6.QtCore import QItemSelection, Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QHeaderView, QLabel, QMainWindow, QSplitter, QTableView, QTabWidget
 
+from ui import format as fmt
 from ui.models.fleet_table import FleetTableModel
 from ui.models.findings_table import FindingsTableModel
 from ui.reader import DbReader
@@ -90,8 +91,8 @@ class MainWindow(QMainWindow):
         nodes = len({r["node"] for r in rows})
         bad = len({r["node"] for r in rows if r.get("node_status") == "unreachable"})
         self.status_label.setText(
-            f"{len(rows)} GPUs on {nodes} nodes ({bad} unreachable) · {info.get('samples', 0)} minute records · "
-            f"{info.get('events', 0)} events")
+            f"{len(rows)} GPUs on {nodes} nodes ({bad} unreachable) · newest sample "
+            f"{fmt.age(max((r['latest_ts'] for r in rows if r.get('latest_ts')), default=None), info['read_at'])}")
         self.rows_shown.emit(len(rows))
 
     def _on_findings_loaded(self, findings: list[dict[str, Any]]) -> None:
