@@ -98,6 +98,11 @@ def gpu_history(db: Database, uuid: str, since: float, until: float, fields: Ite
     return {"resolution": res, "step_s": _STEP[res], "rows": [decode(r) for r in found]}
 
 
+def counts(db: Database) -> dict[str, int]:
+    """Row counts of the main tables (benchmarks and tests; a full scan of ``samples``: not for refresh loops)."""
+    return {t: rows(db, f"SELECT count(*) FROM {t}")[0][0] for t in ("nodes", "gpus", "samples", "events", "poll_log")}
+
+
 def _where(since: float | None, until: float | None, node: str | None, extra: list[str] | None = None,
            ts: str = "ts") -> tuple[str, list[Any]]:
     conds: list[str] = []
