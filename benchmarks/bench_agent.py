@@ -16,7 +16,7 @@ Measures, and prints as a table with the targets of issue 3:
    requests for an empty page (after = the last sequence number).
 
 The agent subprocess runs ``python -m fleetmon agent`` with
-``tests/fakenvml`` first on PYTHONPATH, exactly as a node would run it with
+``tests/helpers/fakenvml`` first on PYTHONPATH, exactly as a node would run it with
 the real nvidia-ml-py.
 
 Usage:
@@ -170,7 +170,7 @@ def bench_process(gpus: int, hours: float, window_s: float, runs: int, warmup_s:
     last = buf.bounds("minutes")[1]
     buf.close()
     port_file = folder / "port"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "fakenvml"), str(REPO)]),
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "helpers" / "fakenvml"), str(REPO)]),
            "FLEETMON_SIM_SCENARIO": f"a100*{gpus}"}
     proc = subprocess.Popen([sys.executable, "-m", "fleetmon", "agent", "--port", "0", "--port-file",
                              str(port_file), "--buffer", str(db)], cwd=REPO, env=env,

@@ -26,3 +26,8 @@ def shared_fixtures() -> Path:
 @pytest.fixture
 def python() -> str:
     return sys.executable
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--quality-report", metavar="FILE", default=None,
+                     help="write the health engine's recall and false-alarm table to FILE ('-': the terminal)")

@@ -1,0 +1,93 @@
+"""Import rules of the layout (DEVELOPERS brief, STYLE §10): checked on the source with ast."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _files(package: str) -> list[Path]:
+    return sorted((REPO / package).rglob("*.py"))
+
+
+def _top(name: str) -> str:
+    return name.split(".")[0]
+
+
+# The two entry points that start the app import ui lazily, inside the function that runs it.
+LAUNCHERS = {REPO / "fleetmon" / "cli.py", REPO / "fleetmon" / "demo.py"}
+
+
+def _module_level_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("package", ["fleetmon", "storage"])
+def test_no_qt_outside_ui(package):
+    for path in _files(package):
+        bad = {n for n in _imports(path) if _top(n) in ("PySide6", "pyqtgraph", "PyQt5", "PyQt6")}
+        assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
+        uses_ui = {n for n in _imports(path) if _top(n) == "ui"}
+        if path in LAUNCHERS:
+            assert not {n for n in _module_level_imports(path) if _top(n) == "ui"}, path
+        else:
+            assert not uses_ui, f"{path.relative_to(REPO)} imports {sorted(uses_ui)}"
+
+
+def test_storage_imports_only_fleetmon_records():
+    allowed = {"fleetmon.records", "fleetmon.fields", "fleetmon.errors"}
+    for path in _files("storage"):
+        bad = {n for n in _imports(path) if _top(n) == "fleetmon" and n not in allowed}
+        assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
+        assert not {n for n in _imports(path) if _top(n) in ("aiohttp", "apscheduler")}
+
+
+def test_only_the_nvml_boundary_imports_pynvml():
+    for package in ("fleetmon", "storage", "ui"):
+        for path in _files(package):
+            if "pynvml" in {_top(n) for n in _imports(path)}:
+                assert path == REPO / "fleetmon" / "agent" / "nvml.py", f"{path.relative_to(REPO)} imports pynvml"
+
+
+def test_only_the_poller_imports_apscheduler():
+    for package in ("fleetmon", "storage", "ui"):
+        for path in _files(package):
+            if "apscheduler" in {_top(n) for n in _imports(path)}:
+                assert path == REPO / "fleetmon" / "collector" / "poller.py", path
+
+
+def test_health_rules_are_pure():
+    forbidden = {"sqlite3", "sqlite_utils", "storage", "aiohttp", "apscheduler", "pynvml", "socket", "subprocess",
+                 "urllib", "http", "requests"}
+    for path in _files("fleetmon/health"):
+        bad = {n for n in _imports(path) if _top(n) in forbidden or n.startswith(("fleetmon.agent", "fleetmon.collector"))}
+        assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
+
+
+def test_agent_runs_on_stdlib_and_pynvml_only():
+    third_party = {"aiohttp", "apscheduler", "sqlite_utils", "numpy", "PySide6", "pyqtgraph"}
+    for path in _files("fleetmon/agent"):
+        bad = {n for n in _imports(path) if _top(n) in third_party}
+        assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
