@@ -49,7 +49,7 @@ import bench_storage as bs  # noqa: E402
 
 from fleetmon import healthdb, hostlist  # noqa: E402
 from fleetmon.health import engine, render  # noqa: E402
-from fleetmon.health.history import DAY_S, HOUR_S  # noqa: E402
+from fleetmon.health.series import DAY_S, HOUR_S  # noqa: E402
 from storage.db import open_database  # noqa: E402
 
 REPORT_TARGET_S = 5.0

@@ -44,19 +44,10 @@ from typing import Any
 from fleetmon import hostlist
 from fleetmon.errors import KnownError, StorageError
 from fleetmon.health import engine
-from fleetmon.health.derating import daily_ratios
 from fleetmon.health.findings import Finding
-from fleetmon.health.history import (
-    DAY_S,
-    HOUR_S,
-    MINUTE_S,
-    FleetHistory,
-    GpuHistory,
-    NodeHistory,
-    Outage,
-    Series,
-    outages_from_events,
-)
+from fleetmon.health.fleet import FleetHistory, GpuHistory, NodeHistory, Outage, outages_from_events
+from fleetmon.health.rules.derating import daily_ratios
+from fleetmon.health.series import DAY_S, HOUR_S, MINUTE_S, Series
 from fleetmon.health.thresholds import Thresholds
 from storage import history as stored
 from storage import queries

@@ -22,7 +22,7 @@ from typing import Any
 
 from fleetmon import hostlist
 from fleetmon.health.findings import SEVERITY_RANK, Finding
-from fleetmon.health.history import FleetHistory
+from fleetmon.health.fleet import FleetHistory
 from fleetmon.health.rules import RULES, Rule
 from fleetmon.health.thresholds import Thresholds
 

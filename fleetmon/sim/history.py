@@ -25,9 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fleetmon.health.history import (
-    HOUR_S,
-    MINUTE_S,
+from fleetmon.health.fleet import (
     EventRecord,
     FleetHistory,
     GpuHistory,
@@ -36,8 +34,8 @@ from fleetmon.health.history import (
     NodeHistory,
     Outage,
     Placement,
-    Series,
 )
+from fleetmon.health.series import HOUR_S, MINUTE_S, Series
 from fleetmon.health.thresholds import Thresholds
 
 __all__ = [
@@ -998,7 +996,7 @@ def _daily_rows(cards: Sequence[_Card], nodes: Sequence[SimNode], faults: Sequen
     if days <= 0:
         return []
     from fleetmon import specs
-    from fleetmon.health.history import day_of
+    from fleetmon.health.series import day_of
 
     trend = {}
     for f in faults:

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from fleetmon.health import derating, engine, rules
+from fleetmon.health import engine, rules
 from fleetmon.health.findings import KINDS, Finding, finding_key
-from fleetmon.health.history import (
+from fleetmon.health.fleet import (
     EventRecord,
     FleetHistory,
     GpuHistory,
@@ -26,10 +26,11 @@ from fleetmon.health.history import (
     Outage,
     Placement,
     Poll,
-    Series,
     outages_from_polls,
-    rollup_hourly,
 )
+from fleetmon.health.hourly import rollup_hourly
+from fleetmon.health.rules import derating
+from fleetmon.health.series import Series
 from fleetmon.health.thresholds import Thresholds, describe
 
 NOW = 1_750_000_000 // 3600 * 3600  # an hour boundary
@@ -634,7 +635,7 @@ def test_daily_ratios_rows() -> None:
 
 
 def test_derating_trend_from_stored_rows() -> None:
-    from fleetmon.health.history import day_of
+    from fleetmon.health.series import day_of
 
     daily = [{"uuid": "GPU-0", "day": day_of(NOW - d * 86400), "clock_ratio": 0.99 - 0.005 * (20 - d)}
              for d in range(20, 0, -1)]
@@ -815,7 +816,7 @@ def test_unsupported_fleet_never_alarms() -> None:
 
 
 def test_outages_from_events() -> None:
-    from fleetmon.health.history import outages_from_events
+    from fleetmon.health.fleet import outages_from_events
 
     events = [{"ts": 50, "kind": "node_back"}, {"ts": 10, "kind": "node_unreachable", "message": "timeout"},
               EventRecord(20, "n1", "xid", code=13), EventRecord(90, "n1", "node_unreachable")]

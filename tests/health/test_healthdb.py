@@ -17,7 +17,8 @@ from fleetmon import healthdb
 from fleetmon.errors import KnownError
 from fleetmon.fleetfile import parse_fleet
 from fleetmon.health import engine
-from fleetmon.health.history import Series, rollup_hourly
+from fleetmon.health.hourly import rollup_hourly
+from fleetmon.health.series import Series
 from storage import history as stored
 from storage.db import open_database, query
 from storage.ingest import ingest_polls

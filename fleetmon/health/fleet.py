@@ -3,64 +3,22 @@
 Nothing here reads a database or a clock. The storage layer (or the
 synthetic generator in :mod:`fleetmon.sim.history`) builds a
 :class:`FleetHistory` and hands it to :func:`fleetmon.health.engine.evaluate`;
-``FleetHistory.now`` is the time the rules use.
-
-Per-GPU telemetry is held by column in a :class:`Series` (one list per key),
-because the rules scan a few keys over many rows: 512 GPUs x 1,440 minutes
-would be 737,280 row dicts, and reading one key out of each costs more than
-the rule itself. A Series can be built from row dicts (columns are then
-extracted lazily, only for the keys a rule asks for) or straight from columns
-(``SELECT`` + ``zip(*rows)``, the fast path).
-
-Minute rows (``GpuHistory.minutes``), one per GPU and minute, keys as the
-agent's :class:`fleetmon.records.GpuMinute` and the ``samples`` table:
-
-* ``ts`` (start of the minute, Unix s), ``n`` (samples), ``busy_n``;
-* ``<gauge>_min`` / ``_mean`` / ``_max`` for every gauge in
-  :data:`fleetmon.fields.GAUGES` (W, °C, MHz, MiB, %);
-* the last value of every counter and state by name (``ecc_unc_vol``,
-  ``pcie_replay``, ``retired_pending`` ...);
-* ``thr_<reason>``: samples in which each throttle reason was active;
-* ``pcie_gen_busy_min`` / ``pcie_width_busy_min``: lowest link while busy;
-* ``state`` ("ok" / "lost") or ``lost`` (0/1), and ``status``: field name ->
-  worst non-OK status of the minute ("unsupported", "failed", "gpu_lost"), as a
-  dict or its JSON text.
-
-Hourly rows (``GpuHistory.hourly``, optional, for windows longer than the raw
-minutes kept in memory) are what :func:`rollup_hourly` makes from minutes:
-
-* ``ts`` (start of the hour), ``minutes`` (minute rows rolled up), ``n``,
-  ``busy_n``, ``busy_minutes`` (minutes with ``busy_n >= n / 2``);
-* ``<gauge>_min`` (min), ``_mean`` (sample-weighted mean), ``_max`` (max);
-* counters: the last value, and ``<counter>_delta``, the sum of the increases
-  (a counter that drops was reset: the new value counts as the increase);
-* states: the last value and ``<state>_max``;
-* ``thr_<reason>``: sums; ``pcie_gen_busy_min`` / ``pcie_width_busy_min``: min;
-* ``sm_clock_busy_mhz``: mean of ``sm_clock_mhz_mean`` over busy minutes with
-  no hardware or thermal throttle reason (the derating input) and
-  ``sm_clock_busy_minutes``, how many minutes that mean covers;
-* ``lost_minutes``: minutes in state "lost"; ``failed_<field>``: minutes in
-  which the field's status was "failed" (for ``power_w``, ``temp_c``, ...).
-
-A missing key is always allowed and reads as ``None``; a ``None`` value is
-never an alarm (an unsupported reading stays ``None`` with status
-"unsupported").
+``FleetHistory.now`` is the time the rules use. Each GPU's telemetry is a
+:class:`~fleetmon.health.series.Series` of minute rows and, for long
+windows, hourly rows (:mod:`fleetmon.health.hourly`).
 """
 
 from __future__ import annotations
 
 import json
-import math
-import operator
-from bisect import bisect_left
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.health.series import EMPTY, HOUR_S, MINUTE_S, Series
+from fleetmon.health.thresholds import Thresholds
 
 __all__ = [
-    "EMPTY",
     "EventRecord",
     "FleetHistory",
     "GpuHistory",
@@ -70,440 +28,9 @@ __all__ = [
     "Outage",
     "Placement",
     "Poll",
-    "Series",
     "outages_from_events",
     "outages_from_polls",
-    "rollup_hourly",
 ]
-
-MINUTE_S = 60
-HOUR_S = 3600
-DAY_S = 86400
-
-_HW_THROTTLES = ("hw_slowdown", "hw_thermal", "sw_thermal", "hw_power_brake")
-
-
-# ---------------------------------------------------------------------------
-# Series: rows held by column
-
-
-class Series:
-    """Rows of one GPU, oldest first, held by column.
-
-    ``col(key)`` returns a sequence with one value per row (``None`` where the
-    key is missing). ``dur`` is each row's length in seconds: 60 for minutes,
-    3600 for hourly rows, mixed for a :meth:`timeline`.
-
-    Instances are treated as immutable: never modify a returned column.
-    """
-
-    __slots__ = ("_cols", "_rows", "_len", "_cache", "step_s")
-
-    def __init__(
-        self,
-        columns: Mapping[str, Sequence[Any]] | None = None,
-        rows: Sequence[Mapping[str, Any]] | None = None,
-        step_s: int = MINUTE_S,
-    ) -> None:
-        self.step_s = step_s
-        self._rows = rows
-        self._cols: dict[str, Sequence[Any]] = dict(columns or {})
-        self._cache: dict[str, Any] = {}
-        if rows is not None:
-            self._len = len(rows)
-        elif "ts" in self._cols:
-            self._len = len(self._cols["ts"])
-        else:
-            self._len = 0
-        for key, values in self._cols.items():
-            if len(values) != self._len:
-                raise ValueError(f"column {key!r} has {len(values)} values, ts has {self._len}")
-
-    @classmethod
-    def from_rows(cls, rows: Iterable[Mapping[str, Any]], step_s: int = MINUTE_S) -> Series:
-        """Rows as dicts (any keys; ``ts`` required), sorted by ``ts``."""
-        seq = list(rows)
-        if any(r.get("ts") is None for r in seq):
-            seq = [r for r in seq if r.get("ts") is not None]
-        if any(seq[i]["ts"] > seq[i + 1]["ts"] for i in range(len(seq) - 1)):
-            seq.sort(key=lambda r: r["ts"])
-        return cls(rows=seq, step_s=step_s)
-
-    @classmethod
-    def from_columns(cls, columns: Mapping[str, Sequence[Any]], step_s: int = MINUTE_S) -> Series:
-        """Columns as ``{key: values}``; ``ts`` must be present and sorted."""
-        if "ts" not in columns:
-            raise ValueError("a Series needs a 'ts' column")
-        return cls(columns=columns, step_s=step_s)
-
-    def __len__(self) -> int:
-        return self._len
-
-    def __bool__(self) -> bool:
-        return self._len > 0
-
-    def __repr__(self) -> str:
-        return f"Series({self._len} rows, step {self.step_s} s)"
-
-    def has(self, key: str) -> bool:
-        """Whether any row holds a non-None value for ``key``."""
-        return any(v is not None for v in self.col(key))
-
-    def col(self, key: str) -> Sequence[Any]:
-        """One value per row for ``key`` (``None`` where missing)."""
-        found = self._cols.get(key)
-        if found is not None:
-            return found
-        if self._rows is not None:
-            try:  # every row has the key (rows of one query): map in C
-                values: Sequence[Any] = list(map(operator.itemgetter(key), self._rows))
-            except KeyError:
-                values = [r.get(key) for r in self._rows]
-        else:
-            values = [None] * self._len
-        self._cols[key] = values
-        return values
-
-    @property
-    def ts(self) -> Sequence[Any]:
-        return self.col("ts")
-
-    @property
-    def dur(self) -> Sequence[Any]:
-        """Length of each row in seconds (``dur`` key, else ``step_s``)."""
-        cached: Sequence[Any] | None = self._cache.get("dur")
-        if cached is not None:
-            return cached
-        given = self._cols.get("dur")
-        if given is None and self._rows is not None:
-            given = [r.get("dur") for r in self._rows]
-        if given is None:
-            values: Sequence[Any] = [self.step_s] * self._len
-        else:
-            values = [self.step_s if v is None else v for v in given]
-        self._cache["dur"] = values
-        return values
-
-    def end(self) -> float | None:
-        """End of the last row (its ``ts`` + ``dur``), or None when empty."""
-        if not self._len:
-            return None
-        return float(self.ts[-1]) + float(self.dur[-1])
-
-    def delta(self, counter: str) -> list[float]:
-        """Increase of a counter within each row (never negative).
-
-        Uses ``<counter>_delta`` where a row has it (hourly rows), else the
-        difference from the previous known value; a drop is a reset, so the
-        new value counts as the increase. The first known value gives 0.
-        """
-        cached: list[float] | None = self._cache.get("delta:" + counter)
-        if cached is not None:
-            return cached
-        values = self.col(counter)
-        given = self.col(counter + "_delta")
-        out = [0.0] * self._len
-        prev: float | None = None
-        for i in range(self._len):
-            d = given[i]
-            v = values[i]
-            if d is not None:
-                out[i] = float(d) if d > 0 else 0.0
-            elif v is not None and prev is not None:
-                out[i] = float(v - prev) if v >= prev else float(v)
-            if v is not None:
-                prev = v
-        self._cache["delta:" + counter] = out
-        return out
-
-    def statuses(self) -> list[dict[str, str] | None]:
-        """The ``status`` of each row as a dict (None when empty or missing).
-
-        Rows sharing one status text or dict share the parsed dict: treat it
-        as read-only.
-        """
-        cached: list[dict[str, str] | None] | None = self._cache.get("statuses")
-        if cached is not None:
-            return cached
-        memo: dict[Any, Any] = {}
-        out: list[Any] = []
-        for raw in self.col("status"):
-            if not raw:
-                out.append(None)
-                continue
-            key = raw if isinstance(raw, str) else id(raw)
-            if key in memo:
-                out.append(memo[key])
-                continue
-            parsed: Any = raw
-            if isinstance(raw, str):
-                try:
-                    parsed = json.loads(raw)
-                except ValueError:
-                    parsed = None
-            value = parsed if isinstance(parsed, Mapping) and parsed else None
-            memo[key] = value
-            out.append(value)
-        self._cache["statuses"] = out
-        return out
-
-    def rows_with_status(self, key: str, status: str) -> list[int]:
-        """Indices of the rows whose ``status`` gives ``key`` the value ``status``."""
-        col = self.col("status")
-        if col.count(None) == len(col):
-            return []
-        verdict: dict[int, bool] = {}
-        out = []
-        for i, st in enumerate(self.statuses()):
-            if st is None:
-                continue
-            ident = id(st)
-            hit = verdict.get(ident)
-            if hit is None:
-                hit = st.get(key) == status
-                verdict[ident] = hit
-            if hit:
-                out.append(i)
-        return out
-
-    def lost(self) -> list[bool]:
-        """Whether the GPU was lost in each row (state, ``lost`` or ``lost_minutes``)."""
-        cached: list[bool] | None = self._cache.get("lost")
-        if cached is not None:
-            return cached
-        state = self.col("state")
-        flag = self.col("lost")
-        minutes = self.col("lost_minutes")
-        out = [
-            s == "lost" or bool(f) or bool(m)
-            for s, f, m in zip(state, flag, minutes)
-        ]
-        self._cache["lost"] = out
-        return out
-
-    def after(self, ts: float) -> Series:
-        """Rows with ``ts`` at or after ``ts`` (a view by slicing)."""
-        return self._slice(bisect_left(self.ts, ts, 0, self._len), self._len)
-
-    def before(self, ts: float) -> Series:
-        """Rows with ``ts`` before ``ts``."""
-        return self._slice(0, bisect_left(self.ts, ts, 0, self._len))
-
-    def _slice(self, start: int, stop: int) -> Series:
-        if start == 0 and stop == self._len:
-            return self
-        return _View(self, start, stop)
-
-    def rows(self) -> Iterator[dict[str, Any]]:
-        """The rows as dicts (all keys known to this Series)."""
-        if self._rows is not None:
-            for r in self._rows:
-                yield dict(r)
-            return
-        keys = list(self._cols)
-        for i in range(self._len):
-            yield {k: self._cols[k][i] for k in keys}
-
-    @staticmethod
-    def chain(first: Series, second: Series) -> Series:
-        """Rows of ``first`` then ``second`` (columns concatenated lazily)."""
-        if not first:
-            return second
-        if not second:
-            return first
-        return _Chain(first, second)
-
-
-class _Chain(Series):
-    """Two Series back to back; columns are concatenated on first use."""
-
-    __slots__ = ("_a", "_b")
-
-    def __init__(self, a: Series, b: Series) -> None:
-        super().__init__(step_s=min(a.step_s, b.step_s))
-        self._a, self._b = a, b
-        self._len = len(a) + len(b)
-
-    def col(self, key: str) -> Sequence[Any]:
-        found = self._cols.get(key)
-        if found is None:
-            found = list(self._a.col(key)) + list(self._b.col(key))
-            self._cols[key] = found
-        return found
-
-    @property
-    def dur(self) -> Sequence[Any]:
-        found = self._cols.get("dur")
-        if found is None:
-            found = list(self._a.dur) + list(self._b.dur)
-            self._cols["dur"] = found
-        return found
-
-    def statuses(self) -> list[dict[str, str] | None]:
-        cached = self._cache.get("statuses")
-        if cached is None:
-            cached = self._a.statuses() + self._b.statuses()
-            self._cache["statuses"] = cached
-        return cached
-
-    def rows(self) -> Iterator[dict[str, Any]]:
-        yield from self._a.rows()
-        yield from self._b.rows()
-
-
-class _View(Series):
-    """Rows ``start:stop`` of another Series; columns are sliced on first use."""
-
-    __slots__ = ("_parent", "_start", "_stop")
-
-    def __init__(self, parent: Series, start: int, stop: int) -> None:
-        super().__init__(step_s=parent.step_s)
-        self._parent, self._start, self._stop = parent, start, stop
-        self._len = stop - start
-
-    def col(self, key: str) -> Sequence[Any]:
-        found = self._cols.get(key)
-        if found is None:
-            found = self._parent.col(key)[self._start:self._stop]
-            self._cols[key] = found
-        return found
-
-    @property
-    def dur(self) -> Sequence[Any]:
-        found = self._cols.get("dur")
-        if found is None:
-            found = self._parent.dur[self._start:self._stop]
-            self._cols["dur"] = found
-        return found
-
-    def statuses(self) -> list[dict[str, str] | None]:
-        return self._parent.statuses()[self._start:self._stop]
-
-    def rows(self) -> Iterator[dict[str, Any]]:
-        for i, row in enumerate(self._parent.rows()):
-            if self._start <= i < self._stop:
-                yield row
-
-
-EMPTY = Series(columns={"ts": []})
-"""A Series with no rows."""
-
-
-def rollup_hourly(minutes: Series) -> Series:
-    """Roll minute rows up into hourly rows (the schema in the module doc).
-
-    Pure reference implementation for the storage layer and the tests.
-    """
-    if not minutes:
-        return Series(columns={"ts": []}, step_s=HOUR_S)
-    ts = minutes.ts
-    groups: list[tuple[int, int, int]] = []  # (hour, start, stop)
-    start = 0
-    hour = int(ts[0]) // HOUR_S * HOUR_S
-    for i in range(1, len(ts)):
-        h = int(ts[i]) // HOUR_S * HOUR_S
-        if h != hour:
-            groups.append((hour, start, i))
-            hour, start = h, i
-    groups.append((hour, start, len(ts)))
-
-    n = minutes.col("n")
-    busy = minutes.col("busy_n")
-    cols: dict[str, list[Any]] = {"ts": [g[0] for g in groups]}
-    cols["minutes"] = [g[2] - g[1] for g in groups]
-    cols["n"] = [sum(x or 0 for x in n[a:b]) for _, a, b in groups]
-    cols["busy_n"] = [sum(x or 0 for x in busy[a:b]) for _, a, b in groups]
-    cols["busy_minutes"] = [
-        sum(1 for i in range(a, b) if (busy[i] or 0) * 2 >= (n[i] or 0) and (busy[i] or 0) > 0)
-        for _, a, b in groups
-    ]
-    for g in GAUGE_NAMES:
-        lo, mean, hi = minutes.col(g + "_min"), minutes.col(g + "_mean"), minutes.col(g + "_max")
-        cols[g + "_min"] = [_agg(min, lo[a:b]) for _, a, b in groups]
-        cols[g + "_max"] = [_agg(max, hi[a:b]) for _, a, b in groups]
-        out = []
-        for _, a, b in groups:
-            num = den = 0.0
-            for i in range(a, b):
-                if mean[i] is not None:
-                    w = n[i] or 1
-                    num += mean[i] * w
-                    den += w
-            out.append(round(num / den, 3) if den else None)
-        cols[g + "_mean"] = out
-    for c in COUNTER_NAMES:
-        values = minutes.col(c)
-        deltas = minutes.delta(c)
-        cols[c] = [_last(values[a:b]) for _, a, b in groups]
-        cols[c + "_delta"] = [
-            sum(deltas[a:b]) if any(v is not None for v in values[a:b]) else None
-            for _, a, b in groups
-        ]
-    for s in STATE_NAMES:
-        values = minutes.col(s)
-        cols[s] = [_last(values[a:b]) for _, a, b in groups]
-        cols[s + "_max"] = [_agg(max, values[a:b]) for _, a, b in groups]
-    for r in THROTTLE_NAMES:
-        values = minutes.col("thr_" + r)
-        cols["thr_" + r] = [sum(x or 0 for x in values[a:b]) for _, a, b in groups]
-    for k in ("pcie_gen_busy_min", "pcie_width_busy_min"):
-        values = minutes.col(k)
-        cols[k] = [_agg(min, values[a:b]) for _, a, b in groups]
-    clean = busy_clean_clock(minutes)
-    sm_busy, sm_n = [], []
-    for _, a, b in groups:
-        vals = [v for v in clean[a:b] if v is not None]
-        sm_busy.append(round(sum(vals) / len(vals), 1) if vals else None)
-        sm_n.append(len(vals))
-    cols["sm_clock_busy_mhz"] = sm_busy
-    cols["sm_clock_busy_minutes"] = sm_n
-    lost = minutes.lost()
-    cols["lost_minutes"] = [sum(1 for i in range(a, b) if lost[i]) for _, a, b in groups]
-    statuses = minutes.statuses()
-    failed_fields = sorted({k for s in statuses if s for k, v in s.items() if v == "failed"})
-    for f in failed_fields:
-        cols["failed_" + f] = [
-            sum(1 for st in statuses[a:b] if st is not None and st.get(f) == "failed")
-            for _, a, b in groups
-        ]
-    return Series(columns=cols, step_s=HOUR_S)
-
-
-def busy_clean_clock(series: Series) -> list[float | None]:
-    """Per row: the SM clock (MHz) while busy and not throttled, else None.
-
-    A minute counts when at least 80 % of its samples were busy and no
-    hardware or thermal throttle reason was active (software power capping
-    is allowed: it is how a healthy GPU runs at full load). Hourly rows give
-    ``sm_clock_busy_mhz``.
-    """
-    n = series.col("n")
-    busy = series.col("busy_n")
-    sm = series.col("sm_clock_mhz_mean")
-    hourly = series.col("sm_clock_busy_mhz")
-    out: list[float | None] = [
-        s if (s is not None and b and nn and b >= 0.8 * nn) else None
-        for s, b, nn in zip(sm, busy, n)
-    ]
-    for key in _HW_THROTTLES:
-        values = series.col("thr_" + key)
-        if any(values):
-            out = [None if v else o for o, v in zip(out, values)]
-    if hourly.count(None) != len(hourly):
-        out = [float(h) if h is not None else o for o, h in zip(out, hourly)]
-    return out
-
-
-def _agg(fn: Any, values: Sequence[Any]) -> Any:
-    known = [v for v in values if v is not None]
-    return fn(known) if known else None
-
-
-def _last(values: Sequence[Any]) -> Any:
-    for v in reversed(values):
-        if v is not None:
-            return v
-    return None
 
 
 # ---------------------------------------------------------------------------
@@ -917,7 +444,7 @@ class FleetHistory:
         thresholds: a :class:`fleetmon.health.thresholds.Thresholds` (defaults
             when None).
         daily: stored per-GPU per-day derating rows from earlier evaluations
-            (the dicts :func:`fleetmon.health.derating.daily_ratios` returns),
+            (the dicts :func:`fleetmon.health.rules.derating.daily_ratios` returns),
             for the week-long trend.
     """
 
@@ -956,8 +483,6 @@ class FleetHistory:
         ``fleetmon.fleetfile.Group`` objects. ``thresholds`` may be a
         Thresholds or a dict of overrides (the fleet file's ``[thresholds]``).
         """
-        from fleetmon.health.thresholds import Thresholds
-
         minutes = minutes or {}
         hourly = hourly or {}
         polls = polls or {}
@@ -1032,8 +557,6 @@ class FleetHistory:
 
     def with_thresholds(self, thresholds: Any) -> FleetHistory:
         """A copy evaluated with other thresholds."""
-        from dataclasses import replace
-
         return replace(self, thresholds=thresholds, _cache={})
 
 
@@ -1056,10 +579,3 @@ def _groups(groups: Any) -> dict[str, GroupExpect]:
             expected_model=get("expected_model"),
         )
     return out
-
-
-def day_of(ts: float) -> str:
-    """The UTC day of a Unix time, ``YYYY-MM-DD``."""
-    import datetime as _dt
-
-    return _dt.datetime.fromtimestamp(math.floor(ts / DAY_S) * DAY_S, _dt.timezone.utc).strftime("%Y-%m-%d")

@@ -33,6 +33,7 @@ nominal ratios: it is reported as unknown, never guessed.
 from __future__ import annotations
 
 import bisect
+import datetime as _dt
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,15 +41,17 @@ from typing import Any
 
 from fleetmon import specs
 from fleetmon.health.findings import Finding
-from fleetmon.health.history import DAY_S, FleetHistory, GpuHistory, busy_clean_clock, day_of
-from fleetmon.health.rules import (
-    _condition_s,
-    _gpu_finding,
-    _label,
-    _node_finding,
-    _t,
+from fleetmon.health.fleet import FleetHistory, GpuHistory
+from fleetmon.health.hourly import busy_clean_clock
+from fleetmon.health.rules.helpers import (
+    condition_resolve_s,
+    effective_thresholds,
     episodes,
+    gpu_finding,
+    gpu_label,
+    node_finding,
 )
+from fleetmon.health.series import DAY_S, day_of
 from fleetmon.health.thresholds import Thresholds
 
 __all__ = ["DAILY_KEYS", "check_derating", "daily_ratios", "weighted_median"]
@@ -136,7 +139,7 @@ def daily_ratios(history: FleetHistory, thresholds: Thresholds | None = None) ->
     clock (None). ``pcie_gen``/``pcie_width`` are the link seen most often
     while busy that day. Rows are sorted by day, then node, then UUID.
     """
-    t = _t(history, thresholds)
+    t = effective_thresholds(history, thresholds)
     rows: list[dict[str, Any]] = []
     for gpu in history.gpus:
         tl = gpu.timeline()
@@ -224,19 +227,19 @@ def _fleet_clock(history: FleetHistory) -> dict[str, tuple[float, int]]:
 
 def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
     """Derating findings (see the module doc): clock, memory, power limit, PCIe, trend, unknown."""
-    t = _t(history, thresholds)
+    t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
     unknown: dict[tuple[str, str], int] = Counter()
     for gpu in history.gpus:
         if gpu.name and specs.lookup(gpu.name) is None:
             unknown[(gpu.node, gpu.name)] += 1
     for (node, model), count in sorted(unknown.items()):
-        out.append(_node_finding(
+        out.append(node_finding(
             history, node, "derating", "info", history.since, history.now,
             {"metric": "unknown-model", "model": model, "gpus": count},
             "Add the model to fleetmon's spec catalog (fleetmon/specs.py) to compare it with its "
             "nominal specs", f"{node}: {count}x {model} not in the spec catalog (derating unknown)",
-            _condition_s(t), discriminator=f"unknown-model:{model}", open_now=True,
+            condition_resolve_s(t), discriminator=f"unknown-model:{model}", open_now=True,
         ))
 
     fleet = _fleet_clock(history)
@@ -281,16 +284,16 @@ def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) 
         capped = bool(default_w and limit_w is not None and limit_w < 0.99 * default_w)
         if capped:
             evidence["explained_by"] = "power-capped"
-        out.append(_gpu_finding(
+        out.append(gpu_finding(
             history, gpu, "derating", "info" if capped else "warning", eps[0].start, eps[-1], evidence,
             "The SM clock under load is well below its peers with no thermal or power-brake reason: "
             "check power limits and application clocks (`nvidia-smi -q -d CLOCK`), then run a "
             "GEMM burn-in; RMA if it persists",
-            f"{_label(gpu)}: SM clock {value:.0f} MHz under load, "
+            f"{gpu_label(gpu)}: SM clock {value:.0f} MHz under load, "
             + (f"{value / ref[0]:.0%} of the {gpu.name} fleet median" if ref and basis == "fleet"
                else f"{value / spec.boost_clock_mhz:.0%} of nominal boost" if spec and spec.boost_clock_mhz
                else ""),
-            _condition_s(t), discriminator="clock",
+            condition_resolve_s(t), discriminator="clock",
             magnitude=round(1.0 - value / (ref[0] if ref else limit), 4),
         ))
 
@@ -333,7 +336,7 @@ def _static_ratios(history: FleetHistory, t: Thresholds, latest: Mapping[str, di
                 if gpu is None:
                     continue
                 name = metric.removesuffix("_ratio")
-                out.append(_gpu_finding(
+                out.append(gpu_finding(
                     history, gpu, "derating", severity, history.since, history.now,
                     {"metric": name, "ratio": v, "fleet_median": round(median, 4),
                      "vs_fleet": round(v / median, 3), "day": r["day"]},
@@ -342,8 +345,8 @@ def _static_ratios(history: FleetHistory, t: Thresholds, latest: Mapping[str, di
                      "power_limit": "The power limit is below the model's fleet: see power-capped",
                      "pcie": "The link is narrower than on other cards of this model: see "
                              "pcie-link-degraded"}[name],
-                    f"{_label(gpu)}: {name.replace('_', ' ')} at {v / median:.0%} of the {model} fleet",
-                    _condition_s(t), discriminator=name, magnitude=round(1.0 - v / median, 4),
+                    f"{gpu_label(gpu)}: {name.replace('_', ' ')} at {v / median:.0%} of the {model} fleet",
+                    condition_resolve_s(t), discriminator=name, magnitude=round(1.0 - v / median, 4),
                     open_now=True,
                 ))
         for r in rows:
@@ -352,13 +355,13 @@ def _static_ratios(history: FleetHistory, t: Thresholds, latest: Mapping[str, di
                 gpu = history.gpu(r["uuid"])
                 if gpu is None:
                     continue
-                out.append(_gpu_finding(
+                out.append(gpu_finding(
                     history, gpu, "derating", "info", history.since, history.now,
                     {"metric": "memory-modded", "ratio": v, "memory_total_mib": r["memory_total_mib"]},
                     "More memory than the model's nominal: a memory-modded board; keep it in its own "
                     "population for reliability statistics",
-                    f"{_label(gpu)}: {r['memory_total_mib']} MiB, {v:.0%} of nominal (modded board?)",
-                    _condition_s(t), discriminator="memory-modded", open_now=True,
+                    f"{gpu_label(gpu)}: {r['memory_total_mib']} MiB, {v:.0%} of nominal (modded board?)",
+                    condition_resolve_s(t), discriminator="memory-modded", open_now=True,
                 ))
     return out
 
@@ -376,8 +379,6 @@ def _slope_per_day(points: Sequence[tuple[float, float]]) -> float | None:
 
 
 def _trends(history: FleetHistory, t: Thresholds, today: Iterable[Mapping[str, Any]]) -> list[Finding]:
-    import datetime as _dt
-
     series: dict[str, dict[str, float]] = defaultdict(dict)
     for r in list(history.daily) + list(today):
         if r.get("clock_ratio") is None or not r.get("uuid") or not r.get("day"):
@@ -401,13 +402,13 @@ def _trends(history: FleetHistory, t: Thresholds, today: Iterable[Mapping[str, A
         if slope is None or slope * 7 > -t.derate_trend_per_week:
             continue
         first_day = points[0][0] * DAY_S
-        out.append(_gpu_finding(
+        out.append(gpu_finding(
             history, gpu, "derating", "warning", first_day, history.now,
             {"metric": "clock-trend", "slope_per_week": round(slope * 7, 4), "days": len(points),
              "first": round(points[0][1], 4), "last": round(points[-1][1], 4)},
             "The SM clock under load keeps falling: check cooling (dust, paste, fans) and power "
-            "delivery; plan a burn-in test", f"{_label(gpu)}: SM clock ratio falling "
-            f"{-slope * 7:.1%} a week over {len(points)} days", _condition_s(t),
+            "delivery; plan a burn-in test", f"{gpu_label(gpu)}: SM clock ratio falling "
+            f"{-slope * 7:.1%} a week over {len(points)} days", condition_resolve_s(t),
             discriminator="clock-trend", magnitude=round(-slope * 7, 4), open_now=True,
         ))
     return out
