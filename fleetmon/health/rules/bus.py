@@ -122,7 +122,6 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
     return out
 
 
-
 def _hhmm(ts: float | None) -> str:
     if ts is None:
         return "?"

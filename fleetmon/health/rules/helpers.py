@@ -299,7 +299,6 @@ def busy_seconds(series: Series) -> list[float]:
     return out
 
 
-
 def slowdown_c(gpu: GpuHistory) -> float | None:
     """The card's reported slowdown temperature (°C), or None when it reports none."""
     v = gpu.inv("temp_slowdown_c")

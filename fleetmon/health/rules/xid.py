@@ -28,7 +28,10 @@ PSU_XIDS = frozenset({62, 79})
 """Xids that, on several GPUs of one node in one burst, point at the PSU (rule W3)."""
 
 GSP_XIDS = frozenset({119, 120})
+"""GSP errors that, on several nodes with one driver, suggest a driver regression (rule X5)."""
+
 HARDWARE_CATEGORIES = frozenset({"hardware", "memory", "pcie", "nvlink", "power"})
+"""Catalog categories whose company makes an application Xid a warning."""
 
 
 def _card_at(history: FleetHistory, node: str, pci: str | None, ts: float) -> GpuHistory | None:
