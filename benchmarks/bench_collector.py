@@ -43,7 +43,7 @@ import aiohttp  # noqa: E402
 
 from fleetmon.collector.poller import Collector  # noqa: E402
 from fleetmon.collector.simfleet import raise_fd_limit  # noqa: E402
-from fleetmon.fleetfile import load_fleet  # noqa: E402
+from fleetmon.fleet import load_fleet  # noqa: E402
 from storage.db import open_database  # noqa: E402
 from storage.queries import counts  # noqa: E402
 

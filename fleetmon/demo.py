@@ -1,4 +1,7 @@
-"""`fleetmon demo`: simulated agents + collector + GUI on a throw-away database.
+"""The demo fleet: simulated agents on 127.0.0.1 with their fleet file, in a throw-away folder.
+
+`fleetmon demo` (``fleetmon.cli.demo``) runs a collector and, unless
+``--no-gui``, the GUI (``ui.demo``) on it; this core part never starts the UI.
 
 The agents are real `fleetmon agent --simulate …` subprocesses on 127.0.0.1
 (free ports). Each is started with a parent-death signal, so none outlives
@@ -10,7 +13,6 @@ plots and findings have something to show from the first minute.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import os
 import shutil
@@ -18,11 +20,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fleetmon.errors import KnownError
 
@@ -122,50 +122,71 @@ def write_fleet(path: Path, agents: list[AgentProcess], *, interval_s: float) ->
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
-def run_demo(args: argparse.Namespace) -> int:
-    if not 1 <= args.nodes <= 64:
+def demo_nodes(count: int) -> list[tuple[str, str]]:
+    """``count`` (name, scenario) pairs: ``DEMO_NODES`` round-robin, repeats suffixed ``-N``."""
+    return [(DEMO_NODES[i % len(DEMO_NODES)][0] + ("" if i < len(DEMO_NODES) else f"-{i}"),
+             DEMO_NODES[i % len(DEMO_NODES)][1]) for i in range(count)]
+
+
+@dataclass
+class Demo:
+    """A running demo fleet in a temporary folder: its agents, fleet file and database path.
+
+    The database itself is created by whoever collects into it (the GUI's
+    collector or the headless one). ``close`` (or leaving the ``with`` block)
+    stops the agents and removes the folder unless ``keep``.
+    """
+
+    folder: Path
+    agents: list[AgentProcess]
+    fleet_path: Path
+    db_path: Path
+    keep: bool = False
+
+    def close(self) -> None:
+        stop_agents(self.agents)
+        _remove_folder(self.folder, self.keep)
+
+    def __enter__(self) -> Demo:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep: bool = False) -> Demo:
+    """Start ``nodes`` simulated agents in a fresh temporary folder and write their fleet file.
+
+    Each agent first simulates its last ``backfill_minutes`` (0 = none); the
+    agents sample every ``interval_s`` (at most 5 s), the fleet file polls
+    every ``interval_s``.
+
+    Raises:
+        KnownError: ``nodes`` is not 1..64, or an agent did not start (then
+            nothing is left running and the folder is removed unless ``keep``).
+    """
+    if not 1 <= nodes <= 64:
         raise KnownError("--nodes must be between 1 and 64")
     folder = Path(tempfile.mkdtemp(prefix="fleetmon-demo-"))
-    nodes = [(DEMO_NODES[i % len(DEMO_NODES)][0] + ("" if i < len(DEMO_NODES) else f"-{i}"),
-              DEMO_NODES[i % len(DEMO_NODES)][1]) for i in range(args.nodes)]
-    agents: list[AgentProcess] = []
+    specs = demo_nodes(nodes)
     try:
-        print(f"fleetmon demo: starting {len(nodes)} simulated agents in {folder}", file=sys.stderr, flush=True)
-        extra = ["--backfill-minutes", str(args.backfill), "--backfill-step", "30"] if args.backfill else []
-        agents = start_agents(folder, nodes, interval_s=min(args.interval, 5.0), extra_args=extra)
-        fleet = folder / "fleet.toml"
-        write_fleet(fleet, agents, interval_s=args.interval)
-        db = folder / "fleet.db"
-        if args.no_gui:
-            return _run_headless(fleet, db, args)
-        from ui.app import run_gui
-
-        gui_args = argparse.Namespace(db=str(db), fleet=str(fleet), interval=args.interval, refresh=1.0)
-        return run_gui(gui_args, max_seconds=args.duration)
-    finally:
-        stop_agents(agents)
-        if args.keep:
-            print(f"fleetmon demo: kept {folder}", file=sys.stderr)
-        else:
-            shutil.rmtree(folder, ignore_errors=True)
+        print(f"fleetmon demo: starting {len(specs)} simulated agents in {folder}", file=sys.stderr, flush=True)
+        extra = ["--backfill-minutes", str(backfill_minutes), "--backfill-step", "30"] if backfill_minutes else []
+        agents = start_agents(folder, specs, interval_s=min(interval_s, 5.0), extra_args=extra)
+    except BaseException:
+        _remove_folder(folder, keep)
+        raise
+    demo = Demo(folder, agents, folder / "fleet.toml", folder / "fleet.db", keep)
+    try:
+        write_fleet(demo.fleet_path, agents, interval_s=interval_s)
+    except BaseException:
+        demo.close()
+        raise
+    return demo
 
 
-def _run_headless(fleet: Path, db: Path, args: argparse.Namespace) -> int:
-    from fleetmon.collector.poller import Collector
-    from fleetmon.fleetfile import load_fleet
-    from storage.db import open_database
-
-    collector = Collector(load_fleet(fleet), open_database(db), interval_s=args.interval)
-    stop = threading.Event()
-
-    def _stop(*_: Any) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
-    collector.start()
-    print(f"fleetmon demo: collecting into {db} (Ctrl-C stops)", file=sys.stderr, flush=True)
-    stop.wait(args.duration or None)
-    collector.stop()
-    collector.db.close()
-    return 0
+def _remove_folder(folder: Path, keep: bool) -> None:
+    if keep:
+        print(f"fleetmon demo: kept {folder}", file=sys.stderr)
+    else:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,4 +1,4 @@
-"""`fleetmon gui`: the desktop app's entry point."""
+"""`fleetmon gui`: the desktop app's entry point (the command and its arguments are ``fleetmon.cli.gui``)."""
 
 from __future__ import annotations
 
@@ -7,37 +7,8 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any
-
-from fleetmon.errors import KnownError
 
 log = logging.getLogger("fleetmon.ui")
-
-
-def prepare_database(db_path: str, fleet_path: str | None, interval: float | None
-                     ) -> tuple[Any, Any, str]:
-    """Create/migrate the database and, with a fleet, start a collector if nobody else writes.
-
-    Returns (collector or None, writer lock or None, a note for the status bar).
-    """
-    from fleetmon.collector.lock import WriterLock
-    from storage.db import open_database
-
-    lock = WriterLock(db_path)
-    if not lock.acquire():
-        note = f"collector: another process writes this database ({lock.holder()})"
-        return None, None, note
-    db = open_database(db_path)  # creates and migrates
-    if not fleet_path:
-        db.close()
-        lock.release()
-        return None, None, "collector: none (read-only view)"
-    from fleetmon.collector.poller import Collector
-    from fleetmon.fleetfile import load_fleet
-
-    fleet = load_fleet(fleet_path)
-    collector = Collector(fleet, db, interval_s=interval)
-    return collector, lock, f"collector: this window, every {collector.interval_s:g} s"
 
 
 def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0) -> int:
@@ -45,6 +16,7 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
+    from fleetmon.collector.main import prepare_database
     from ui.bridge import Bridge
     from ui.main_window import MainWindow
 
@@ -77,16 +49,3 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0) -> int:
         if lock is not None:
             lock.release()
     return int(code)
-
-
-def main() -> int:
-    from fleetmon.cli import main as cli_main
-    return cli_main(["gui", *sys.argv[1:]])
-
-
-if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except KnownError as exc:
-        print(f"fleetmon gui: {exc}", file=sys.stderr)
-        raise SystemExit(1)

@@ -16,9 +16,13 @@ import logging
 import signal
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleetmon.errors import KnownError
+
+if TYPE_CHECKING:
+    from fleetmon.collector.lock import WriterLock
+    from fleetmon.collector.poller import Collector
 
 
 def run_collect(args: argparse.Namespace) -> int:
@@ -26,7 +30,7 @@ def run_collect(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from fleetmon.collector.lock import WriterLock
     from fleetmon.collector.poller import Collector
-    from fleetmon.fleetfile import load_fleet
+    from fleetmon.fleet import load_fleet
     from storage.db import open_database
 
     if args.interval is not None and not 0.5 <= args.interval <= 86400:
@@ -63,3 +67,32 @@ def run_collect(args: argparse.Namespace) -> int:
         return 0
     finally:
         lock.release()
+
+
+def prepare_database(db_path: str, fleet_path: str | None, interval: float | None
+                     ) -> tuple[Collector | None, WriterLock | None, str]:
+    """Create/migrate the database and, with a fleet, make a collector if nobody else writes.
+
+    The GUI (`fleetmon gui --fleet`) collects in its own process this way; the
+    collector is not started yet, so the caller can add listeners first.
+
+    Returns (collector or None, writer lock or None, a note for the status bar).
+    """
+    from fleetmon.collector.lock import WriterLock
+    from storage.db import open_database
+
+    lock = WriterLock(db_path)
+    if not lock.acquire():
+        note = f"collector: another process writes this database ({lock.holder()})"
+        return None, None, note
+    db = open_database(db_path)  # creates and migrates
+    if not fleet_path:
+        db.close()
+        lock.release()
+        return None, None, "collector: none (read-only view)"
+    from fleetmon.collector.poller import Collector
+    from fleetmon.fleet import load_fleet
+
+    fleet = load_fleet(fleet_path)
+    collector = Collector(fleet, db, interval_s=interval)
+    return collector, lock, f"collector: this window, every {collector.interval_s:g} s"

@@ -56,7 +56,7 @@ def test_only_one_collector_writes_a_database(running_collector):
 
 @pytest.mark.integration
 def test_the_gui_starts_no_collector_while_another_holds_the_database(running_collector):
-    from ui.app import prepare_database
+    from fleetmon.collector.main import prepare_database
 
     proc, fleet, db = running_collector
     collector, lock, note = prepare_database(str(db), str(fleet), None)

@@ -27,7 +27,7 @@ import pytest
 from fleetmon.collector.client import Target, poll_all
 from fleetmon.collector.poller import Collector
 from fleetmon.collector.simfleet import make_node
-from fleetmon.fleetfile import load_fleet
+from fleetmon.fleet import load_fleet
 from storage.db import open_database, query
 
 FAILURE_MODES = ("garbage", "truncated_body", "truncated_json", "schema99", "http500", "hang", "close",

@@ -11,7 +11,7 @@ import pytest
 
 from fleetmon.collector.poller import MAX_BACKOFF_S, Collector, backoff_cycles
 from fleetmon.collector.simfleet import make_node
-from fleetmon.fleetfile import load_fleet
+from fleetmon.fleet import load_fleet
 from storage.db import open_database, query
 
 

@@ -29,8 +29,8 @@ def _top(name: str) -> str:
     return name.split(".")[0]
 
 
-# The two entry points that start the app import ui lazily, inside the function that runs it.
-LAUNCHERS = {REPO / "fleetmon" / "cli.py", REPO / "fleetmon" / "demo.py"}
+# Only the command line starts the app: its modules import ui lazily, inside the function that runs it.
+LAUNCHERS = set((REPO / "fleetmon" / "cli").glob("*.py"))
 
 
 def _module_level_imports(path: Path) -> set[str]:

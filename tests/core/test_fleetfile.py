@@ -1,4 +1,4 @@
-"""Tests for fleetmon.fleetfile: fleet-file loading, validation and importers."""
+"""Tests for fleetmon.fleet (fleet-file loading, validation, importers, writer) and `fleetmon fleet` (fleetmon.cli.fleet)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from fleetmon import fleetfile
+from fleetmon.cli import fleet as fleetcli
 from fleetmon.errors import ConfigError
-from fleetmon.fleetfile import (
+from fleetmon.fleet import (
     DEFAULT_AGENT_PORT,
     Fleet,
     Group,
@@ -732,7 +732,7 @@ def _parse(adder, argv: list[str]) -> argparse.Namespace:  # type: ignore[no-unt
 
 
 def test_arguments_have_help() -> None:
-    for adder in (fleetfile.add_import_arguments, fleetfile.add_check_arguments):
+    for adder in (fleetcli.add_import_arguments, fleetcli.add_check_arguments):
         parser = argparse.ArgumentParser()
         adder(parser)
         for action in parser._actions:
@@ -743,8 +743,8 @@ def test_arguments_have_help() -> None:
 def test_main_import_scontrol_to_stdout(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = tmp_path / "nodes.txt"
     source.write_text(SCONTROL_TXT)
-    args = _parse(fleetfile.add_import_arguments, ["--format", "scontrol", str(source)])
-    assert fleetfile.main_import(args) == 0
+    args = _parse(fleetcli.add_import_arguments, ["--format", "scontrol", str(source)])
+    assert fleetcli.main_import(args) == 0
     out = capsys.readouterr().out
     assert len(parse_fleet(out).nodes) == 5
 
@@ -756,13 +756,13 @@ def test_main_import_auto_to_file_then_check(
     source.write_text(ANSIBLE_INI)
     output = tmp_path / "fleet.toml"
     args = _parse(
-        fleetfile.add_import_arguments,
+        fleetcli.add_import_arguments,
         [str(source), "--group", "h100", "--port", "9500", "-o", str(output)],
     )
-    assert fleetfile.main_import(args) == 0
+    assert fleetcli.main_import(args) == 0
     assert "3 nodes in 2 groups" in capsys.readouterr().err
-    check = _parse(fleetfile.add_check_arguments, [str(output)])
-    assert fleetfile.main_check(check) == 0
+    check = _parse(fleetcli.add_check_arguments, [str(output)])
+    assert fleetcli.main_check(check) == 0
     assert capsys.readouterr().out == "OK: 3 nodes in 2 groups\n"
 
 
@@ -770,8 +770,8 @@ def test_main_import_stdin(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captu
     import io
 
     monkeypatch.setattr("sys.stdin", io.StringIO("gpu[01-02]\n"))
-    args = _parse(fleetfile.add_import_arguments, ["-"])
-    assert fleetfile.main_import(args) == 0
+    args = _parse(fleetcli.add_import_arguments, ["-"])
+    assert fleetcli.main_import(args) == 0
     assert [n.name for n in parse_fleet(capsys.readouterr().out).nodes] == ["gpu01", "gpu02"]
 
 
@@ -784,14 +784,14 @@ def test_main_import_errors(
 ) -> None:
     source = tmp_path / "hosts.txt"
     source.write_text(text)
-    assert fleetfile.main_import(_parse(fleetfile.add_import_arguments, [str(source)])) == 1
+    assert fleetcli.main_import(_parse(fleetcli.add_import_arguments, [str(source)])) == 1
     assert message in capsys.readouterr().err
 
 
 def test_main_check_ok_with_warnings(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "fleet.toml"
     path.write_text(_docs_example())
-    assert fleetfile.main_check(_parse(fleetfile.add_check_arguments, [str(path)])) == 0
+    assert fleetcli.main_check(_parse(fleetcli.add_check_arguments, [str(path)])) == 0
     captured = capsys.readouterr()
     assert captured.out == "OK: 4 nodes in 2 groups\n"
     assert "warning: " in captured.err  # the example's token files do not exist here
@@ -800,7 +800,7 @@ def test_main_check_ok_with_warnings(tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_main_check_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "fleet.toml"
     path.write_text('[[node]]\nname = "gpu01"\nurl = "ftp://x"\n')
-    assert fleetfile.main_check(_parse(fleetfile.add_check_arguments, [str(path)])) == 1
+    assert fleetcli.main_check(_parse(fleetcli.add_check_arguments, [str(path)])) == 1
     captured = capsys.readouterr()
     assert captured.out == ""
     assert f"{path}:3: node[0].url: must start with http:// or https://" in captured.err

@@ -1,4 +1,4 @@
-"""Tests for fleetmon.xid (catalog, parser, CLI) and fleetmon.agent.kernlog."""
+"""Tests for fleetmon.xid (catalog, parser), `fleetmon xid parse` (fleetmon.cli.xid) and fleetmon.agent.kernlog."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from fleetmon import xid
 from fleetmon.agent import kernlog
+from fleetmon.cli import xid as xidcli
 from fleetmon.xid import BusEvent, XidEvent, XidParser
 
 FIXTURES = Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "E_xid_kernel_logs"
@@ -447,7 +448,7 @@ def test_main_parse_file(tmp_path: Path) -> None:
     gpus = tmp_path / "gpus.json"
     gpus.write_text(json.dumps({"0000:5e:00.0": "GPU-5e"}))
     out = io.StringIO()
-    assert xid.main_parse(str(log), str(gpus), stdout=out) == 0
+    assert xidcli.main_parse(str(log), str(gpus), stdout=out) == 0
     docs = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [d["kind"] for d in docs] == ["xid", "bus"]
     assert docs[0]["code"] == 79 and docs[0]["gpu"] == "GPU-4c3f0a2e-1111-2222-3333-444455556666"
@@ -458,7 +459,7 @@ def test_main_parse_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
     data = ("[ 1.0] " + XID_LINE + "\n").encode() + b"\x80\x81 binary\n"
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(data)))
     out = io.StringIO()
-    assert xid.main_parse("-", stdout=out) == 0
+    assert xidcli.main_parse("-", stdout=out) == 0
     (doc,) = [json.loads(line) for line in out.getvalue().splitlines()]
     assert doc["code"] == 13 and doc["uptime_s"] == 1.0
 
@@ -479,7 +480,7 @@ def test_main_parse_unreadable(tmp_path: Path, capsys: pytest.CaptureFixture[str
         args = (str(log), str(gpus))
         bad = str(gpus)
     out = io.StringIO()
-    assert xid.main_parse(*args, stdout=out) == 1
+    assert xidcli.main_parse(*args, stdout=out) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith(f"fleetmon xid parse: cannot read {bad}: ")
@@ -490,7 +491,7 @@ def test_add_arguments() -> None:
     import argparse
 
     parser = argparse.ArgumentParser()
-    xid.add_arguments(parser)
+    xidcli.add_arguments(parser)
     ns = parser.parse_args(["-", "--gpus", "map.json"])
     assert (ns.file, ns.gpus) == ("-", "map.json")
     assert parser.parse_args(["kern.log"]).gpus is None

@@ -708,7 +708,7 @@ def test_fleet_history_from_rows() -> None:
 
 
 def test_groups_from_the_fleet_file() -> None:
-    from fleetmon.fleetfile import Group
+    from fleetmon.fleet import Group
 
     h = FleetHistory.from_rows(now=NOW, since=NOW - 60, nodes=[{"name": "n1", "group": "a100"}],
                                groups={"a100": Group("a100", expected_driver="535.161.08", expected_gpus=8)})

@@ -15,7 +15,7 @@ import pytest
 
 from fleetmon import healthdb
 from fleetmon.errors import KnownError
-from fleetmon.fleetfile import parse_fleet
+from fleetmon.fleet import parse_fleet
 from fleetmon.health import engine
 from fleetmon.health.hourly import rollup_hourly
 from fleetmon.health.series import Series
@@ -320,7 +320,7 @@ def test_a_node_that_never_answered_is_unreachable_since_its_first_attempt(db):
 
 
 def _collector_fleet(tmp_path, url: str) -> Any:
-    from fleetmon.fleetfile import load_fleet
+    from fleetmon.fleet import load_fleet
 
     # The group expects another driver: a finding the evaluation must store.
     (tmp_path / "fleet.toml").write_text(f'[fleet]\ntimeout_s = 2\nraw_retention_days = 7\n'

@@ -187,7 +187,7 @@ def test_a_report_that_cannot_be_saved_still_prints(dbs, tmp_path, monkeypatch):
 
 def test_a_database_that_cannot_be_written_is_opened_read_only(dbs, monkeypatch, capsys):
     import storage.db
-    from fleetmon import cli
+    from fleetmon.cli import reporting
     from fleetmon.errors import StorageError
 
     real = storage.db.open_database
@@ -200,7 +200,7 @@ def test_a_database_that_cannot_be_written_is_opened_read_only(dbs, monkeypatch,
         return real(path, readonly=True)
 
     monkeypatch.setattr(storage.db, "open_database", open_database)
-    db, writable = cli._open_for_report(str(dbs["healthy"]), write=True)
+    db, writable = reporting.open_for_report(str(dbs["healthy"]), write=True)
     db.close()
     assert (writable, opened) == (False, [False, True])
     assert "reporting without saving this report" in capsys.readouterr().err

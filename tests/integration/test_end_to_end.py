@@ -13,7 +13,7 @@ import pytest
 
 from fleetmon.collector.poller import Collector
 from fleetmon.demo import start_agents, stop_agents, write_fleet
-from fleetmon.fleetfile import load_fleet
+from fleetmon.fleet import load_fleet
 from storage.db import open_database, query
 from storage.queries import fleet_latest
 

@@ -1,26 +1,4 @@
-"""NVIDIA Xid catalog and kernel-log parser (`fleetmon xid parse FILE`).
-
-The catalog maps an Xid code to its NVIDIA mnemonic, meaning, a monitor
-category, a severity and a recommended action. Facts come from
-shared/reference/gpu-faults.md section 1 (NVIDIA Xid catalog and the legacy
-Xid table) and the rules X1-X5 of section 8.
-
-Categories (``CATEGORIES``, a small closed vocabulary):
-
-- ``application``: the user program is the likely cause (13, 31, 43, 68, 69).
-- ``driver``: driver, firmware or GSP software (8, 38, 44, 46, 109, 119, 120).
-- ``hardware``: a GPU-internal fault not covered below (61, 62, 110, 143, 158).
-- ``memory``: ECC, page retirement, row remapping, memory interface
-  (48, 57, 58, 63, 64, 92, 94, 95, 140, 168, 171, 172).
-- ``pcie``: the PCIe link, riser or slot (32, 79, 167).
-- ``nvlink``: NVLink and the Grace-Hopper C2C link (74, 121, 144-150).
-- ``power``: board power and power-smoothing circuitry (54, 162-165).
-- ``secondary``: follow-up codes that point at another Xid (45, 154); rule X2
-  attributes them to the primary code of the burst.
-- ``unknown``: a code this catalog does not know.
-
-Severities: ``critical`` (drain, reset or service the GPU), ``warning`` (needs
-attention or watching for recurrence), ``info`` (no action on its own).
+"""Kernel-log parser for NVIDIA Xid reports (`fleetmon xid parse FILE` prints its events).
 
 Kernel-log formats understood by the parser, in any combination:
 
@@ -44,283 +22,26 @@ Kernel-log formats understood by the parser, in any combination:
 
 from __future__ import annotations
 
-import argparse
-import errno
-import json
-import os
 import re
-import sys
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import IO, Any
+from typing import Any
+
+from fleetmon.xid.catalog import BUS_INFO, lookup
 
 __all__ = [
-    "CATEGORIES",
-    "SEVERITIES",
-    "XID_CATALOG",
     "BusEvent",
     "KernelEvent",
     "XidEvent",
-    "XidInfo",
     "XidParser",
-    "add_arguments",
     "event_severity",
-    "lookup",
-    "main_parse",
     "normalize_pci",
     "parse_kernel_events",
     "parse_xid_lines",
     "parse_xid_text",
     "to_json",
 ]
-
-CATEGORIES: tuple[str, ...] = (
-    "application",
-    "driver",
-    "hardware",
-    "memory",
-    "pcie",
-    "nvlink",
-    "power",
-    "secondary",
-    "unknown",
-)
-SEVERITIES: tuple[str, ...] = ("critical", "warning", "info")
-
-
-# --------------------------------------------------------------------------
-# Catalog
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class XidInfo:
-    """What one Xid code means and what to do about it.
-
-    Attributes:
-        code: the Xid number.
-        name: NVIDIA's catalog mnemonic ("" for unknown codes).
-        meaning: one-line description.
-        category: one of ``CATEGORIES``.
-        severity: one of ``SEVERITIES``.
-        action: what an operator should do, in words.
-        nvidia_action: NVIDIA's resolution bucket(s), "immediate / investigatory".
-    """
-
-    code: int
-    name: str
-    meaning: str
-    category: str
-    severity: str
-    action: str
-    nvidia_action: str = ""
-
-
-_DCGM_DIAG = "run `dcgmi diag -r 3` to confirm"
-_NVLINK5_ACTION = (
-    "Decode the status words with NVIDIA's Xid 144-150 table; fatal bits: drain and reset "
-    "the GPU, check the NVLink cabling/tray; non-fatal: watch for recurrence"
-)
-_GSP_ACTION = (
-    "Reset the GPU; a repeat on the same GPU is critical (rule X1); the same code on "
-    "several nodes with one driver version points at a driver regression (rule X5)"
-)
-
-_ROWS: tuple[XidInfo, ...] = (
-    XidInfo(8, "ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT", "GPU stopped processing (idle timeout)",
-            "driver", "warning",
-            "Restart the application; watch for recurrence (bus and thermal are possible causes)",
-            "RESTART_APP / CONTACT_SUPPORT"),
-    XidInfo(13, "ROBUST_CHANNEL_GR_EXCEPTION", "Graphics engine exception",
-            "application", "warning",
-            "Debug the user application; if it recurs across users or jobs, or alongside "
-            f"hardware Xids, {_DCGM_DIAG} (rule X4)",
-            "RESTART_APP / WORKFLOW_XID_13"),
-    XidInfo(31, "ROBUST_CHANNEL_FIFO_ERROR_MMU_ERR_FLT", "GPU memory page fault (illegal address)",
-            "application", "warning",
-            "Debug the user application unless it started after a driver change; if it recurs "
-            f"across users or jobs, {_DCGM_DIAG} (rule X4)",
-            "RESTART_APP / WORKFLOW_XID_31"),
-    XidInfo(32, "ROBUST_CHANNEL_PBDMA_ERROR", "Invalid or corrupted push buffer stream",
-            "pcie", "warning",
-            "Restart the application; if it recurs, check the PCIe link, riser and system memory",
-            "RESTART_APP / CONTACT_SUPPORT"),
-    XidInfo(38, "DRIVER_FIRMWARE_ERROR", "Driver firmware error",
-            "driver", "warning",
-            "Reset the GPU; update the driver and firmware if it recurs",
-            "RESET_GPU / UPDATE_SWFW"),
-    XidInfo(43, "ROBUST_CHANNEL_RESETCHANNEL_VERIF_ERROR", "GPU stopped processing (channel reset)",
-            "application", "info",
-            "No action on its own: the faulting application's channel was reset (rule X4)",
-            "IGNORE / CONTACT_SUPPORT"),
-    XidInfo(44, "ROBUST_CHANNEL_GR_FAULT_DURING_CTXSW", "Graphics engine fault during context switch",
-            "driver", "critical",
-            "Reset the GPU; if it recurs, update the driver and contact support",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    XidInfo(45, "ROBUST_CHANNEL_PREEMPTIVE_REMOVAL", "Preemptive cleanup after an earlier error",
-            "secondary", "info",
-            "Attribute to the co-occurring Xid (rule X2); alone on NVSwitch systems, restart "
-            "Fabric Manager",
-            "WORKFLOW_XID_45 / Solo: RESTART_FM; Not Solo: IGNORE"),
-    XidInfo(46, "ROBUST_CHANNEL_GPU_TIMEOUT_ERROR", "GPU stopped processing (timeout)",
-            "driver", "critical",
-            "Drain the node and reset the GPU; contact support if it recurs",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    XidInfo(48, "ROBUST_CHANNEL_GPU_ECC_DBE", "Double-bit ECC error",
-            "memory", "critical",
-            "Drain and reset the GPU if followed by Xid 63/64; otherwise run field diagnostics",
-            "WORKFLOW_XID_48"),
-    XidInfo(54, "SILENT_RUNNING_PWR_REDUCED_CLOCKING", "Auxiliary power is not connected to the GPU board",
-            "power", "critical",
-            "Check the power cabling: reseat the PCIe power connectors, check the PSU and adapters",
-            "CHECK_MECHANICALS / CONTACT_SUPPORT"),
-    XidInfo(56, "DISPLAY_ENGINE_ERROR", "Display engine error",
-            "hardware", "warning",
-            "Update the driver; if it recurs, run field diagnostics",
-            "CONTACT_SUPPORT"),
-    XidInfo(57, "FB_LINK_TRAINING_ERROR", "Error programming the video memory interface",
-            "memory", "warning",
-            f"Reset the GPU; if it recurs, {_DCGM_DIAG} and consider RMA",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    XidInfo(58, "FB_EDC_UNSTABLE", "Unstable video memory interface detected (EDC error)",
-            "memory", "warning",
-            f"Check cooling and memory clocks; if it recurs, {_DCGM_DIAG}",
-            "CONTACT_SUPPORT"),
-    XidInfo(61, "PMU_BREAKPOINT", "Internal micro-controller breakpoint/warning",
-            "hardware", "warning",
-            "Reset the GPU and report the issue if it recurs",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    XidInfo(62, "PMU_HALT_ERROR", "Internal micro-controller halt",
-            "hardware", "critical",
-            "Drain the node and reset the GPU; check cooling and power; contact support if it recurs",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    XidInfo(63, "INFOROM_DRAM_RETIREMENT_EVENT", "Page retirement or row remap recorded",
-            "memory", "warning",
-            "Reset the GPU at the next job boundary to activate the retirement/remap; track the "
-            "count as a memory-degradation trend",
-            "IGNORE / IGNORE"),
-    XidInfo(64, "INFOROM_DRAM_RETIREMENT_FAILURE", "Page retirement or row remap recording failure",
-            "memory", "critical",
-            "Reboot now; if it continues, drain the node, triage and report (RMA candidate)",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    XidInfo(68, "ROBUST_CHANNEL_NVDEC0_ERROR", "Video decoder (NVDEC0) exception",
-            "application", "warning",
-            "Restart the application; contact support if it recurs",
-            "RESTART_APP / CONTACT_SUPPORT"),
-    XidInfo(69, "ROBUST_CHANNEL_GR_CLASS_ERROR", "Graphics engine class error",
-            "application", "warning",
-            "Restart the application; if it recurs across applications, run field diagnostics",
-            "RESTART_APP / CONTACT_SUPPORT"),
-    XidInfo(74, "NVLINK_ERROR", "NVLink error",
-            "nvlink", "critical",
-            "Reset the GPU or reboot the node; the failing part may be the peer GPU or the link",
-            "WORKFLOW_NVLINK_ERR / CONTACT_SUPPORT"),
-    XidInfo(79, "ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS", "GPU has fallen off the bus",
-            "pcie", "critical",
-            "Drain and reboot the node; check the riser, slot, power connectors and PSU, monitor "
-            "temperatures, update the SBIOS",
-            "RESTART_BM / CONTACT_SUPPORT"),
-    XidInfo(92, "EXCESSIVE_SBE_INTERRUPTS", "High single-bit ECC error rate",
-            "memory", "warning",
-            "Early warning of memory degradation: watch the ECC trend (rule M4)",
-            "IGNORE / CONTACT_SUPPORT"),
-    XidInfo(94, "ROBUST_CHANNEL_CONTAINED_ERROR", "Contained ECC error",
-            "memory", "warning",
-            "Restart the affected application; reset the GPU when convenient",
-            "RESTART_APP / IGNORE"),
-    XidInfo(95, "ROBUST_CHANNEL_UNCONTAINED_ERROR", "Uncontained ECC error",
-            "memory", "critical",
-            "Drain the node and reset the GPU (reboot immediately when MIG is off)",
-            "RESET_GPU / IGNORE"),
-    XidInfo(109, "ROBUST_CHANNEL_CTXSW_TIMEOUT_ERROR", "Context switch timeout",
-            "driver", "warning",
-            f"Reset the GPU; if it recurs, {_DCGM_DIAG} and contact support",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    XidInfo(110, "SEC_FAULT_ERROR", "Security fault error",
-            "hardware", "critical",
-            "Reset the GPU; contact support if it recurs",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    XidInfo(119, "GSP_RPC_TIMEOUT", "GSP RPC timeout",
-            "driver", "warning", _GSP_ACTION, "RESET_GPU / INVESTIGATE_SW"),
-    XidInfo(120, "GSP_ERROR", "GSP error",
-            "driver", "warning", _GSP_ACTION, "RESET_GPU / INVESTIGATE_SW"),
-    XidInfo(121, "C2C_ERROR", "C2C link error (Grace-Hopper)",
-            "nvlink", "warning",
-            "Watch for recurrence; contact support if it repeats",
-            "IGNORE / CONTACT_SUPPORT"),
-    XidInfo(140, "UNRECOVERABLE_ECC_ERROR_ESCAPE",
-            "Unrecovered ECC error: pages could not be offlined or remapped",
-            "memory", "critical",
-            "Drain the node and reset the GPU; contact support",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    XidInfo(143, "GPU_INIT_ERROR", "GPU initialization failure",
-            "hardware", "critical",
-            "Reset the GPU; if it fails again, drain and contact support",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    XidInfo(144, "NVLINK_SAW_ERROR", "NVLink5 SAW error", "nvlink", "warning",
-            _NVLINK5_ACTION, "WORKFLOW_NVLINK5_ERR"),
-    XidInfo(145, "NVLINK_RLW_ERROR", "NVLink5 RLW error", "nvlink", "warning",
-            _NVLINK5_ACTION, "WORKFLOW_NVLINK5_ERR"),
-    XidInfo(146, "NVLINK_TLW_ERROR", "NVLink5 TLW error", "nvlink", "warning",
-            _NVLINK5_ACTION, "WORKFLOW_NVLINK5_ERR"),
-    XidInfo(147, "NVLINK_TREX_ERROR", "NVLink5 TREX error", "nvlink", "warning",
-            _NVLINK5_ACTION, "WORKFLOW_NVLINK5_ERR"),
-    XidInfo(148, "NVLINK_NVLPW_CTRL_ERROR", "NVLink5 NVLPW_CTRL error", "nvlink", "warning",
-            _NVLINK5_ACTION, "WORKFLOW_NVLINK5_ERR"),
-    XidInfo(149, "NVLINK_NETIR_ERROR", "NVLink5 NETIR error", "nvlink", "warning",
-            _NVLINK5_ACTION, "WORKFLOW_NVLINK5_ERR"),
-    XidInfo(150, "NVLINK_MSE_ERROR", "NVLink5 MSE error", "nvlink", "warning",
-            _NVLINK5_ACTION, "WORKFLOW_NVLINK5_ERR"),
-    XidInfo(154, "GPU_RECOVERY_ACTION_CHANGED", "GPU recovery action changed (refers to another Xid)",
-            "secondary", "info",
-            "Read the recovery action it announces and apply it; attribute to the primary Xid "
-            "(rule X2)",
-            "XID_154"),
-    XidInfo(158, "GPU_FATAL_TIMEOUT", "GPU fatal timeout",
-            "hardware", "critical",
-            "Drain the node and reset the GPU; contact support",
-            "RESET_GPU / CONTACT_SUPPORT"),
-    # 162-168: the NVIDIA catalog leaves the resolution columns blank.
-    XidInfo(162, "PSHC_REENGAGED", "Power-smoothing circuitry re-engaged",
-            "power", "info", "No action; informational", ""),
-    XidInfo(163, "PSHC_DISENGAGED", "Power-smoothing circuitry disengaged",
-            "power", "warning", "Check board power delivery and the power-smoothing settings", ""),
-    XidInfo(164, "PSHC_LOW_LIFETIME", "Power-smoothing circuitry lifetime low",
-            "power", "warning", "Plan a service: the power-smoothing circuitry is wearing out", ""),
-    XidInfo(165, "PSHC_ZERO_LIFETIME", "Power-smoothing circuitry lifetime exhausted",
-            "power", "warning", "Service the board: the power-smoothing circuitry is worn out", ""),
-    XidInfo(167, "PCIE_FATAL_TIMEOUT", "PCIe fatal timeout",
-            "pcie", "critical",
-            "Drain and reboot the node; check the PCIe link, riser and slot", ""),
-    XidInfo(168, "REDUCED_GPU_MEMORY_CAPACITY", "Errors in the write-protected memory region",
-            "memory", "warning", f"Check the reported memory capacity; {_DCGM_DIAG}", ""),
-    XidInfo(171, "UNCORRECTABLE_DRAM_ERROR", "Uncorrectable DRAM error (accompanies Xid 48)",
-            "memory", "critical", "Handle as Xid 48: drain and reset, run field diagnostics", ""),
-    XidInfo(172, "UNCORRECTABLE_SRAM_ERROR", "Uncorrectable SRAM error (accompanies Xid 48)",
-            "memory", "critical", "Handle as Xid 48: drain and reset, run field diagnostics", ""),
-)
-
-XID_CATALOG: dict[int, XidInfo] = {row.code: row for row in _ROWS}
-
-_BUS_INFO = XidInfo(
-    0, "GPU_HAS_FALLEN_OFF_THE_BUS", "GPU has fallen off the bus (no Xid logged)",
-    "pcie", "critical", XID_CATALOG[79].action, XID_CATALOG[79].nvidia_action,
-)
-
-
-def lookup(code: int) -> XidInfo:
-    """Return the catalog entry for ``code``; unknown codes get category "unknown".
-
-    Never raises: any integer gives an entry.
-    """
-    info = XID_CATALOG.get(code)
-    if info is not None:
-        return info
-    return XidInfo(
-        code, "", f"Xid {code} (not in fleetmon's catalog)", "unknown", "warning",
-        "Look the code up in NVIDIA's Xid catalog; watch for recurrence", "",
-    )
 
 
 # --------------------------------------------------------------------------
@@ -422,7 +143,7 @@ def event_severity(event: KernelEvent) -> str:
     (rule X1), non-fatal ones keep the catalog's "warning".
     """
     if isinstance(event, BusEvent):
-        return _BUS_INFO.severity
+        return BUS_INFO.severity
     info = lookup(event.code)
     if 144 <= event.code <= 150 and _FATAL_RE.search(event.message.split("\n", 1)[0]):
         return "critical"
@@ -469,7 +190,7 @@ def to_json(event: KernelEvent, gpu_map: dict[str, str] | None = None) -> dict[s
     return {
         "kind": "bus",
         "code": None,
-        "name": _BUS_INFO.name,
+        "name": BUS_INFO.name,
         "pci_address": event.pci_address,
         "gpu": gpu,
         "time": event.time,
@@ -478,10 +199,10 @@ def to_json(event: KernelEvent, gpu_map: dict[str, str] | None = None) -> dict[s
         "caused_by": None,
         "pid": None,
         "process": None,
-        "meaning": _BUS_INFO.meaning,
-        "category": _BUS_INFO.category,
-        "severity": _BUS_INFO.severity,
-        "action": _BUS_INFO.action,
+        "meaning": BUS_INFO.meaning,
+        "category": BUS_INFO.category,
+        "severity": BUS_INFO.severity,
+        "action": BUS_INFO.action,
     }
 
 
@@ -817,94 +538,3 @@ def parse_xid_lines(lines: Iterable[str], year: int | None = None) -> Iterator[X
 def parse_xid_text(text: str, year: int | None = None) -> list[XidEvent]:
     """Return the Xid events in a block of kernel-log text."""
     return list(parse_xid_lines(text.splitlines(), year=year))
-
-
-# --------------------------------------------------------------------------
-# CLI: fleetmon xid parse FILE
-# --------------------------------------------------------------------------
-
-_PROG = "fleetmon xid parse"
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``FILE`` and ``--gpus MAP.json`` to the ``xid parse`` subparser."""
-    parser.add_argument(
-        "file", metavar="FILE",
-        help="kernel log to read (dmesg, journalctl -k, /var/log/kern.log); '-' reads stdin",
-    )
-    parser.add_argument(
-        "--gpus", metavar="MAP.json", default=None,
-        help="JSON object mapping PCI address to GPU UUID, used to fill the 'gpu' field",
-    )
-
-
-def _decoded_lines(stream: IO[bytes]) -> Iterator[str]:
-    for raw in stream:
-        yield raw.decode("utf-8", errors="replace")
-
-
-def _load_gpu_map(path: str) -> dict[str, str]:
-    with open(path, "rb") as f:
-        data = json.loads(f.read().decode("utf-8", errors="replace"))
-    if not isinstance(data, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in data.items()
-    ):
-        raise ValueError("expected a JSON object mapping PCI address to UUID string")
-    return data
-
-
-def main_parse(path: str, gpu_map_file: str | None = None, stdout: IO[str] = sys.stdout) -> int:
-    """Print one JSON object per kernel event in ``path`` ('-' = stdin).
-
-    Returns:
-        0 on success; 1 if the log or the GPU map cannot be read, after one
-        line "fleetmon xid parse: cannot read FILE: reason" on stderr.
-    """
-    gpu_map: dict[str, str] | None = None
-    if gpu_map_file is not None:
-        try:
-            gpu_map = _load_gpu_map(gpu_map_file)
-        except (OSError, ValueError) as e:
-            print(f"{_PROG}: cannot read {gpu_map_file}: {_reason(e)}", file=sys.stderr)
-            return 1
-    try:
-        if path == "-":
-            if sys.stdin is None:
-                raise OSError(errno.EBADF, "no standard input")
-            buffer = getattr(sys.stdin, "buffer", None)
-            if buffer is not None:
-                _emit(_decoded_lines(buffer), gpu_map, stdout)
-            else:
-                _emit(iter(sys.stdin), gpu_map, stdout)
-        else:
-            with open(path, "rb") as f:
-                _emit(_decoded_lines(f), gpu_map, stdout)
-    except BrokenPipeError:
-        _silence_stdout(stdout)
-        return 0
-    except OSError as e:
-        print(f"{_PROG}: cannot read {path}: {_reason(e)}", file=sys.stderr)
-        return 1
-    return 0
-
-
-def _emit(lines: Iterable[str], gpu_map: dict[str, str] | None, stdout: IO[str]) -> None:
-    for event in parse_kernel_events(lines):
-        stdout.write(json.dumps(to_json(event, gpu_map)) + "\n")
-    stdout.flush()
-
-
-def _reason(e: BaseException) -> str:
-    if isinstance(e, OSError) and e.strerror:
-        return e.strerror
-    return str(e) or type(e).__name__
-
-
-def _silence_stdout(stdout: IO[str]) -> None:
-    # https://docs.python.org/3/library/signal.html#note-on-sigpipe
-    if stdout is sys.stdout:
-        try:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-        except (OSError, ValueError):
-            pass

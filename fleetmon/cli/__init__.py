@@ -1,0 +1,55 @@
+"""The `fleetmon` command line: one command, several subcommands.
+
+One module per subcommand (agent, collect, gui, demo, xid, fleet, report,
+preflight, export), each holding its argument definitions next to its command;
+this module builds the parser from them. Heavy imports (Qt, sqlite-utils,
+APScheduler, aiohttp) and the ui package happen inside the command that needs
+them, so `fleetmon agent` runs on a node that has only the standard library
+and nvidia-ml-py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fleetmon import __version__
+from fleetmon.cli import agent, collect, demo, export, fleet, gui, preflight, report, xid
+from fleetmon.errors import KnownError
+
+__all__ = ["build_parser", "main"]
+
+# In the order `fleetmon --help` lists them.
+_COMMANDS = (agent, collect, gui, demo, xid, fleet, report, preflight, export)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fleetmon", description="GPU fleet inventory and health monitor.")
+    parser.add_argument("--version", action="version", version=f"fleetmon {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in _COMMANDS:
+        command.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        # report and preflight keep 2 for "something critical": their usage errors exit 1.
+        words = sys.argv[1:] if argv is None else argv
+        if exc.code == 2 and words and words[0] in ("report", "preflight"):
+            raise SystemExit(1) from None
+        raise
+    func = getattr(args, "func", None)
+    if func is None:
+        parser.print_help()
+        return 2
+    try:
+        return int(func(args) or 0)
+    except KnownError as exc:
+        print(f"fleetmon {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,64 @@
+"""`fleetmon demo`: simulated agents, a collector and the GUI on a throw-away database.
+
+The agents and their fleet file come from ``fleetmon.demo``; the window from
+``ui.demo``, imported only when it opens; ``--no-gui`` runs the collector here,
+headless, until Ctrl-C or ``--duration``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from fleetmon.demo import Demo
+
+
+def run(args: argparse.Namespace) -> int:
+    from fleetmon.demo import start_demo
+
+    with start_demo(args.nodes, interval_s=args.interval, backfill_minutes=args.backfill, keep=args.keep) as demo:
+        if args.no_gui:
+            return _run_headless(demo, args)
+        from ui.demo import run_demo
+
+        return run_demo(demo, interval_s=args.interval, max_seconds=args.duration)
+
+
+def _run_headless(demo: Demo, args: argparse.Namespace) -> int:
+    from fleetmon.collector.poller import Collector
+    from fleetmon.fleet import load_fleet
+    from storage.db import open_database
+
+    collector = Collector(load_fleet(demo.fleet_path), open_database(demo.db_path), interval_s=args.interval)
+    stop = threading.Event()
+
+    def _stop(*_: object) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    collector.start()
+    print(f"fleetmon demo: collecting into {demo.db_path} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    stop.wait(args.duration or None)
+    collector.stop()
+    collector.db.close()
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("demo", help="run the app on a built-in simulated fleet",
+                       description="Start simulated agents on 127.0.0.1, a collector and the GUI on a fresh "
+                                   "database in a temporary folder; closing the window stops everything.")
+    p.add_argument("--nodes", type=int, default=8, help="number of simulated nodes (default 8)")
+    p.add_argument("--interval", type=float, default=2.0, help="poll interval in seconds (default 2)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary folder afterwards")
+    p.add_argument("--backfill", type=int, default=120, metavar="MINUTES",
+                   help="history each simulated agent holds at start (default 120; 0 = none)")
+    p.add_argument("--no-gui", action="store_true", help="run agents and collector only (until Ctrl-C)")
+    p.add_argument("--duration", type=float, default=0.0,
+                   help="stop after this many seconds (0 = until the window closes)")
+    p.set_defaults(func=run)

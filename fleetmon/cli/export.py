@@ -1,0 +1,21 @@
+"""`fleetmon export`: the inventory sheet (CSV or JSON); arguments and command in ``fleetmon.export``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def run(args: argparse.Namespace) -> int:
+    from fleetmon import export
+
+    return export.main(args)
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from fleetmon import export
+
+    p = sub.add_parser("export", help="export the inventory sheet (CSV or JSON)",
+                       description="Export the inventory sheet: one row per card ever seen, with its place, "
+                                   "identity, VBIOS, driver, state and worst open finding.")
+    export.add_arguments(p)
+    p.set_defaults(func=run)

@@ -1,0 +1,136 @@
+"""`fleetmon fleet import` and `fleetmon fleet check`: build and validate fleet files (``fleetmon.fleet``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from fleetmon.errors import ConfigError
+from fleetmon.fleet import (
+    DEFAULT_AGENT_PORT,
+    IMPORTERS,
+    detect_format,
+    import_ansible_ini,
+    load_fleet,
+    parse_fleet,
+    render_fleet_toml,
+)
+
+
+def add_import_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``fleetmon fleet import``."""
+    parser.add_argument(
+        "source", help="inventory to read: a file, or '-' for standard input"
+    )
+    parser.add_argument(
+        "--format",
+        choices=("auto", "hosts", "ansible", "scontrol"),
+        default="auto",
+        help="input format: a host list, an Ansible INI inventory, or "
+        "`scontrol show nodes` output (default: guess from the content)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_AGENT_PORT,
+        help=f"agent port for hosts that name none (default: {DEFAULT_AGENT_PORT})",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        default=None,
+        help="write the fleet file here instead of standard output",
+    )
+    parser.add_argument(
+        "--group",
+        default=None,
+        help="ansible only: import just this group and its children",
+    )
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``fleetmon fleet check``."""
+    parser.add_argument("file", help="fleet file (TOML) to validate")
+
+
+def main_import(args: argparse.Namespace) -> int:
+    """Run ``fleetmon fleet import``; returns the exit status."""
+    source = args.source
+    try:
+        if source == "-":
+            text = sys.stdin.read()
+        else:
+            text = Path(source).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        print(f"error: {source}: cannot read: {err}", file=sys.stderr)
+        return 1
+    fmt = getattr(args, "format", "auto") or "auto"
+    if fmt == "auto":
+        fmt = detect_format(text)
+    port = getattr(args, "port", None) or DEFAULT_AGENT_PORT
+    if not 0 < port < 65536:
+        print(f"error: --port {port} is out of range", file=sys.stderr)
+        return 1
+    group = getattr(args, "group", None)
+    try:
+        if fmt == "ansible":
+            nodes = import_ansible_ini(text, group_filter=group)
+        elif fmt in IMPORTERS:
+            nodes = IMPORTERS[fmt](text)
+        else:
+            print(f"error: unknown format {fmt!r}", file=sys.stderr)
+            return 1
+    except ValueError as err:
+        print(f"error: {source}: {err}", file=sys.stderr)
+        return 1
+    if not nodes:
+        print(f"error: {source}: no hosts found ({fmt} format)", file=sys.stderr)
+        return 1
+    rendered = render_fleet_toml(nodes, port=port)
+    try:
+        fleet = parse_fleet(rendered, path=args.output or "<output>")
+    except ConfigError as err:
+        print(f"error: the imported fleet is not valid:\n{err}", file=sys.stderr)
+        return 1
+    if args.output:
+        try:
+            Path(args.output).write_text(rendered, encoding="utf-8")
+        except OSError as err:
+            print(f"error: {args.output}: cannot write: {err}", file=sys.stderr)
+            return 1
+        print(
+            f"wrote {args.output}: {len(fleet.nodes)} nodes in {len(fleet.groups)} groups",
+            file=sys.stderr,
+        )
+    else:
+        sys.stdout.write(rendered)
+    return 0
+
+
+def main_check(args: argparse.Namespace) -> int:
+    """Run ``fleetmon fleet check``; returns the exit status."""
+    try:
+        fleet = load_fleet(args.file)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 1
+    print(f"OK: {len(fleet.nodes)} nodes in {len(fleet.groups)} groups")
+    for warning in fleet.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("fleet", help="fleet file tools: import, check",
+                       description="Build and validate fleet files.")
+    fsub = p.add_subparsers(dest="fleet_command", metavar="SUBCOMMAND")
+    fp = fsub.add_parser("import", help="build a fleet file from a host list, Ansible inventory or scontrol output",
+                         description="Build a fleet file from a plain host list, an Ansible INI inventory or "
+                                     "the output of `scontrol show nodes`.")
+    add_import_arguments(fp)
+    fp.set_defaults(func=main_import)
+    fp = fsub.add_parser("check", help="validate a fleet file", description="Validate a fleet file.")
+    add_check_arguments(fp)
+    fp.set_defaults(func=main_check)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])

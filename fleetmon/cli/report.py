@@ -1,0 +1,45 @@
+"""`fleetmon report`: the daily inspection of the fleet (``fleetmon.healthdb`` and ``fleetmon.health.render``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from fleetmon.cli.reporting import EXITS, add_report_common, fleet_of, now_of, open_for_report, short_lived, write_html
+
+
+def run(args: argparse.Namespace) -> int:
+    from fleetmon import healthdb
+    from fleetmon.health import render
+
+    short_lived()
+    since_s = healthdb.parse_duration(args.since)
+    now = now_of(args)
+    fleet = fleet_of(args)
+    db, writable = open_for_report(args.db, write=True)
+    try:
+        outcome = healthdb.run_report(db, now, since_s, args.group, fleet, save=writable)
+    finally:
+        db.close()
+    result = outcome.result
+    if outcome.save_error:
+        print(f"fleetmon report: this report was not saved, the next one compares with the last saved: "
+              f"{outcome.save_error}", file=sys.stderr)
+    if args.html:
+        write_html(args.html, render.report_html(result))
+    sys.stdout.write(render.report_json(result) if args.json else render.report_text(result))
+    return render.exit_status(result)
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("report", help="daily inspection: per node pass/warn/fail and what changed",
+                       description="The daily inspection of the fleet: per node pass / warn / fail, what changed "
+                                   "since the previous report (new, resolved and worsening findings, inventory "
+                                   "changes) and a fleet summary (GPUs by model, driver versions, unreachable "
+                                   "nodes). Each report is stored so the next one can compare.",
+                       epilog=EXITS)
+    add_report_common(p)
+    p.add_argument("--since", default="24h", metavar="DURATION",
+                   help="window to review, e.g. 90m, 24h, 7d or 3600s (default 24h)")
+    p.add_argument("--group", metavar="G", help="report on one group of nodes only")
+    p.set_defaults(func=run)

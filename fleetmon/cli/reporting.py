@@ -1,0 +1,98 @@
+"""What `fleetmon report` and `fleetmon preflight` share: common arguments, --now, opening the database."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from fleetmon.errors import KnownError
+
+if TYPE_CHECKING:
+    from fleetmon.fleet import Fleet
+    from sqlite_utils import Database
+
+EXITS = ("Exit status: 0 nothing critical, 2 something critical was found (so cron can alert), "
+         "1 an error (bad arguments, unreadable database). See docs/reports.md.")
+
+
+def add_report_common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database (as written by `fleetmon collect`)")
+    p.add_argument("--fleet", metavar="FLEET.toml",
+                   help="apply this fleet file's group expectations, node groups and [thresholds] overrides")
+    out = p.add_argument_group("output (text on stdout by default)")
+    out.add_argument("--json", action="store_true",
+                     help="print JSON instead of text (schema 1, stable fields: docs/reports.md)")
+    out.add_argument("--html", metavar="FILE", help="also write a printable, self-contained HTML page to FILE")
+    p.add_argument("--now", metavar="TIME", help="judge the fleet as of TIME (Unix seconds or ISO 8601 UTC; "
+                                                 "default: now), e.g. to reproduce an earlier report")
+
+
+def now_of(args: argparse.Namespace) -> float:
+    """--now (Unix seconds or ISO 8601 UTC) or the current time."""
+    import time
+
+    text = getattr(args, "now", None)
+    if text is None:
+        return time.time()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    import datetime as dt
+
+    try:
+        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise KnownError(f"--now {text!r}: expected Unix seconds or an ISO 8601 time") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=dt.timezone.utc)
+    return value.timestamp()
+
+
+def open_for_report(path: str, *, write: bool) -> tuple[Database, bool]:
+    """(database, writable): read-write when ``write`` and possible, else read-only."""
+    from pathlib import Path
+
+    from fleetmon.errors import StorageError
+    from storage.db import open_database
+
+    if not Path(path).is_file():
+        raise KnownError(f"database {path}: no such file")
+    if write:
+        try:
+            return open_database(path), True
+        except StorageError as exc:
+            if "read-only" not in str(exc) and "locked" not in str(exc):
+                raise
+            print(f"fleetmon: {exc}; reporting without saving this report", file=sys.stderr)
+    return open_database(path, readonly=True), False
+
+
+def fleet_of(args: argparse.Namespace) -> Fleet | None:
+    """The --fleet file, loaded, or None."""
+    if not getattr(args, "fleet", None):
+        return None
+    from fleetmon.fleet import load_fleet
+
+    return load_fleet(args.fleet)
+
+
+def write_html(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise KnownError(f"--html {path}: cannot write it ({exc.strerror or exc})") from exc
+
+
+def short_lived() -> None:
+    """No cyclic garbage collection for the rest of this process.
+
+    A report builds millions of small acyclic objects; the collector would
+    rescan them repeatedly (and once more, fully, when re-enabled) for nothing
+    that reference counting does not free anyway. The process ends right after.
+    """
+    import gc
+
+    gc.disable()

@@ -1,0 +1,111 @@
+"""The fleet file's records: ``Fleet``, ``Group``, ``NodeSpec`` and the file's defaults and key names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["DEFAULT_AGENT_PORT", "FLEET_DEFAULTS", "GROUP_KEYS", "NODE_KEYS", "Fleet", "Group", "NodeSpec"]
+
+DEFAULT_AGENT_PORT = 9414
+"""TCP port of ``fleetmon agent`` when a node's URL names none."""
+
+FLEET_DEFAULTS: dict[str, Any] = {
+    "name": None,
+    "poll_interval_s": 30.0,
+    "timeout_s": 5.0,
+    "concurrency": 64,
+    "token_file": None,
+    "tls_ca": None,
+    "tls_verify": True,
+    "raw_retention_days": 30,
+}
+
+
+GROUP_KEYS: tuple[str, ...] = (
+    "name",
+    "expected_driver",
+    "expected_cuda_driver",
+    "expected_gpus",
+    "expected_model",
+)
+"""The keys of a ``[[group]]`` table, in the order the writer puts them."""
+NODE_KEYS: tuple[str, ...] = ("name", "url", "group", "token_file", "tags")
+"""The keys of a ``[[node]]`` table."""
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """A set of nodes that should look alike (same driver, GPU count, model).
+
+    ``implicit`` is true for a group that a node names but no ``[[group]]``
+    defines; such a group has no expectations.
+    """
+
+    name: str
+    expected_driver: str | None = None
+    expected_cuda_driver: str | None = None
+    expected_gpus: int | None = None
+    expected_model: str | None = None
+    implicit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSpec:
+    """One node's agent: where to reach it and which group it belongs to.
+
+    ``url`` is normalised: it always names a port (``DEFAULT_AGENT_PORT`` when
+    the file gave none) and has no trailing slash.
+    """
+
+    name: str
+    url: str
+    group: str | None = None
+    token_file: str | None = None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Fleet:
+    """A validated fleet file.
+
+    Times are in seconds (``poll_interval_s``, ``timeout_s``), retention in
+    days. ``warnings`` holds non-fatal findings (a token file that does not
+    exist yet, a node naming an undefined group), each as ``FILE:LINE: KEY:
+    message``.
+    """
+
+    name: str | None
+    poll_interval_s: float
+    timeout_s: float
+    concurrency: int
+    token_file: str | None
+    tls_ca: str | None
+    tls_verify: bool
+    raw_retention_days: int
+    thresholds: dict[str, float]
+    groups: dict[str, Group]
+    nodes: tuple[NodeSpec, ...]
+    path: str
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    def node(self, name: str) -> NodeSpec:
+        """The node called ``name`` (case-insensitive).
+
+        Raises:
+            KeyError: no such node.
+        """
+        wanted = name.lower()
+        for node in self.nodes:
+            if node.name.lower() == wanted:
+                return node
+        raise KeyError(name)
+
+    def nodes_in_group(self, group: str | Group) -> tuple[NodeSpec, ...]:
+        """The nodes whose ``group`` is ``group`` (a name or a Group), in file order."""
+        name = group.name if isinstance(group, Group) else group
+        return tuple(node for node in self.nodes if node.group == name)
+
+    def token_file_for(self, node: NodeSpec) -> str | None:
+        """The bearer-token file to use for ``node``: its own, else the fleet's."""
+        return node.token_file or self.token_file

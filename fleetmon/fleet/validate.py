@@ -1,0 +1,443 @@
+"""Load and validate a fleet file: every key checked, all problems reported together.
+
+Each problem is reported as ``FILE:LINE: KEY: message`` (the line found by
+``fleetmon.fleet.locate``); all problems of a file are raised together in one
+``ConfigError``, and non-fatal ones land in ``Fleet.warnings``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+import re
+import tomllib
+import urllib.parse
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from fleetmon.errors import ConfigError
+from fleetmon.fleet.locate import Locator
+from fleetmon.fleet.model import DEFAULT_AGENT_PORT, FLEET_DEFAULTS, GROUP_KEYS, NODE_KEYS, Fleet, Group, NodeSpec
+
+__all__ = ["load_fleet", "parse_fleet"]
+
+_ROOT_KEYS = ("fleet", "thresholds", "group", "node")
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_.\-]*[A-Za-z0-9])?$")
+_GROUP_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,62}$")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def load_fleet(path: str | os.PathLike[str]) -> Fleet:
+    """Read and validate a fleet file.
+
+    Relative ``token_file``/``tls_ca`` paths are resolved against the fleet
+    file's directory; ``~`` is expanded.
+
+    Raises:
+        ConfigError: the file cannot be read or is invalid; the message names
+            the file, the line and the key of every problem.
+    """
+    name = os.fspath(path)
+    try:
+        text = Path(name).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{name}: cannot read fleet file: {err}") from err
+    return parse_fleet(text, path=name, base_dir=Path(name).parent)
+
+
+def parse_fleet(
+    text: str, path: str = "<string>", base_dir: str | os.PathLike[str] | None = None
+) -> Fleet:
+    """Validate fleet-file text; ``path`` is only used in messages.
+
+    Args:
+        text: the TOML document.
+        path: the name to put in messages (and ``Fleet.path``).
+        base_dir: resolve relative file paths against this directory; when
+            None they are kept as written.
+
+    Raises:
+        ConfigError: TOML syntax error, unknown key, wrong type or value,
+            missing ``name``/``url``, duplicate node names.
+    """
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise ConfigError(_syntax_message(path, text, str(err))) from None
+    return _Validator(text, path, base_dir).run(data)
+
+
+def _syntax_message(path: str, text: str, message: str) -> str:
+    match = re.search(r"\s*\(at line (\d+), column (\d+)\)\s*$", message)
+    if match:
+        line = int(match.group(1))
+        detail = f"{message[: match.start()]} (column {match.group(2)})"
+    else:
+        line = max(1, len(text.splitlines()))
+        detail = re.sub(r"\s*\(at end of document\)\s*$", " at end of file", message)
+    return f"{path}:{line}: TOML syntax error: {detail}"
+
+
+class _Validator:
+    def __init__(
+        self, text: str, path: str, base_dir: str | os.PathLike[str] | None
+    ) -> None:
+        self.path = path
+        self.base_dir = None if base_dir is None else Path(base_dir)
+        self.locate = Locator(text)
+        self.errors: list[tuple[int, str]] = []
+        self.warnings: list[tuple[int, str]] = []
+
+    # -- reporting ---------------------------------------------------------
+
+    def _line(self, table: tuple[str, ...], index: int | None, key: str | None) -> int:
+        return self.locate.line_of(table, index, key)
+
+    def error(self, line: int, key: str, message: str) -> None:
+        self.errors.append((line, f"{self.path}:{line}: {key}: {message}"))
+
+    def warn(self, line: int, key: str, message: str) -> None:
+        self.warnings.append((line, f"{self.path}:{line}: {key}: {message}"))
+
+    # -- driver ------------------------------------------------------------
+
+    def run(self, data: dict[str, Any]) -> Fleet:
+        self._unknown_keys(data, _ROOT_KEYS, (), None, "")
+        settings = self._fleet(data.get("fleet", {}))
+        thresholds = self._thresholds(data.get("thresholds", {}))
+        groups = self._groups(data.get("group", []))
+        nodes = self._nodes(data.get("node", []), groups)
+        if self.errors:
+            self.errors.sort(key=lambda pair: pair[0])
+            raise ConfigError("\n".join(message for _, message in self.errors))
+        self.warnings.sort(key=lambda pair: pair[0])
+        return Fleet(
+            thresholds=thresholds,
+            groups=groups,
+            nodes=tuple(nodes),
+            path=self.path,
+            warnings=tuple(message for _, message in self.warnings),
+            **settings,
+        )
+
+    def _unknown_keys(
+        self,
+        table: Mapping[str, Any],
+        allowed: Sequence[str],
+        where: tuple[str, ...],
+        index: int | None,
+        label: str,
+    ) -> None:
+        for key in table:
+            if key in allowed:
+                continue
+            close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            choices = ", ".join(allowed)
+            self.error(
+                self._line(where, index, key),
+                f"{label}{key}",
+                f"unknown key{hint}; expected one of: {choices}",
+            )
+
+    # -- [fleet] -----------------------------------------------------------
+
+    def _fleet(self, table: Any) -> dict[str, Any]:
+        settings = dict(FLEET_DEFAULTS)
+        if not isinstance(table, dict):
+            self.error(self._line((), None, "fleet"), "fleet", "must be a table ([fleet])")
+            return settings
+        self._unknown_keys(table, tuple(FLEET_DEFAULTS), ("fleet",), None, "fleet.")
+
+        def where(key: str) -> tuple[int, str]:
+            return self._line(("fleet",), None, key), f"fleet.{key}"
+
+        if "name" in table:
+            settings["name"] = self._string(table["name"], *where("name"))
+        for key, low, high in (("poll_interval_s", 2, 3600), ("timeout_s", 0, 600)):
+            if key in table:
+                value = self._number(table[key], *where(key), low=low, high=high,
+                                     low_open=key == "timeout_s")
+                if value is not None:
+                    settings[key] = float(value)
+        for key, low, high in (("concurrency", 1, 10_000), ("raw_retention_days", 1, 36_500)):
+            if key in table:
+                value = self._integer(table[key], *where(key), low=low, high=high)
+                if value is not None:
+                    settings[key] = value
+        for key in ("token_file", "tls_ca"):
+            if key in table:
+                settings[key] = self._file(table[key], *where(key))
+        if "tls_verify" in table:
+            value = table["tls_verify"]
+            if isinstance(value, bool):
+                settings["tls_verify"] = value
+            else:
+                self.error(*where("tls_verify"), f"must be true or false (got {value!r})")
+        if settings["timeout_s"] >= settings["poll_interval_s"] and "timeout_s" in table:
+            self.warn(
+                *where("timeout_s"),
+                f"timeout ({settings['timeout_s']:g} s) is not shorter than the poll "
+                f"interval ({settings['poll_interval_s']:g} s); slow nodes will overlap",
+            )
+        return settings
+
+    # -- [thresholds] ------------------------------------------------------
+
+    def _thresholds(self, table: Any) -> dict[str, float]:
+        out: dict[str, float] = {}
+        if not isinstance(table, dict):
+            self.error(
+                self._line((), None, "thresholds"), "thresholds", "must be a table ([thresholds])"
+            )
+            return out
+        for key, value in table.items():
+            line = self._line(("thresholds",), None, key)
+            if not _IDENTIFIER.match(key):
+                self.error(line, f"thresholds.{key}", "key must be an identifier (letters, digits, _)")
+                continue
+            number = self._number(value, line, f"thresholds.{key}")
+            if number is not None:
+                out[key] = float(number)
+        return out
+
+    # -- [[group]] ---------------------------------------------------------
+
+    def _groups(self, items: Any) -> dict[str, Group]:
+        groups: dict[str, Group] = {}
+        first_line: dict[str, int] = {}
+        if not isinstance(items, list):
+            self.error(self._line((), None, "group"), "group", "must be an array of tables ([[group]])")
+            return groups
+        for index, item in enumerate(items):
+            label = f"group[{index}]"
+
+            def where(key: str | None, index: int = index, label: str = label) -> tuple[int, str]:
+                line = self._line(("group",), index, key)
+                return line, label if key is None else f"{label}.{key}"
+
+            if not isinstance(item, dict):
+                self.error(*where(None), "must be a table ([[group]])")
+                continue
+            self._unknown_keys(item, GROUP_KEYS, ("group",), index, f"{label}.")
+            if "name" not in item:
+                self.error(*where(None), "missing required key 'name'")
+                continue
+            name = self._string(item["name"], *where("name"))
+            if name is None:
+                continue
+            if not _GROUP_NAME.match(name):
+                self.error(
+                    *where("name"),
+                    f"must be letters, digits, '_', '.', '-' (got {name!r})",
+                )
+                continue
+            if name in groups:
+                line, key = where("name")
+                self.error(line, key, f"duplicate group {name!r} (first defined at line {first_line[name]})")
+                continue
+            driver = cuda = model = None
+            gpus = None
+            if "expected_driver" in item:
+                driver = self._version(item["expected_driver"], *where("expected_driver"))
+            if "expected_cuda_driver" in item:
+                cuda = self._version(item["expected_cuda_driver"], *where("expected_cuda_driver"))
+            if "expected_gpus" in item:
+                gpus = self._integer(item["expected_gpus"], *where("expected_gpus"), low=0, high=1024)
+            if "expected_model" in item:
+                model = self._string(item["expected_model"], *where("expected_model"))
+            first_line[name] = where("name")[0]
+            groups[name] = Group(name, driver, cuda, gpus, model)
+        return groups
+
+    # -- [[node]] ----------------------------------------------------------
+
+    def _nodes(self, items: Any, groups: dict[str, Group]) -> list[NodeSpec]:
+        nodes: list[NodeSpec] = []
+        seen_names: dict[str, int] = {}
+        seen_urls: dict[str, int] = {}
+        if not isinstance(items, list):
+            self.error(self._line((), None, "node"), "node", "must be an array of tables ([[node]])")
+            return nodes
+        for index, item in enumerate(items):
+            label = f"node[{index}]"
+
+            def where(key: str | None, index: int = index, label: str = label) -> tuple[int, str]:
+                line = self._line(("node",), index, key)
+                return line, label if key is None else f"{label}.{key}"
+
+            if not isinstance(item, dict):
+                self.error(*where(None), "must be a table ([[node]])")
+                continue
+            self._unknown_keys(item, NODE_KEYS, ("node",), index, f"{label}.")
+            missing = [key for key in ("name", "url") if key not in item]
+            for key in missing:
+                self.error(*where(None), f"missing required key {key!r}")
+
+            name = self._string(item["name"], *where("name")) if "name" in item else None
+            if name is not None and not _HOSTNAME.match(name):
+                self.error(
+                    *where("name"),
+                    f"must be a host-like name: letters, digits, '.', '-', '_' (got {name!r})",
+                )
+                name = None
+            if name is not None:
+                line = where("name")[0]
+                if name.lower() in seen_names:
+                    first = seen_names[name.lower()]
+                    self.error(
+                        line,
+                        f"{label}.name",
+                        f"duplicate node name {name!r} (lines {first} and {line})",
+                    )
+                    name = None
+                else:
+                    seen_names[name.lower()] = line
+
+            url = self._url(item["url"], *where("url")) if "url" in item else None
+            if url is not None:
+                line = where("url")[0]
+                if url in seen_urls:
+                    self.warn(line, f"{label}.url", f"same URL as the node at line {seen_urls[url]}")
+                else:
+                    seen_urls[url] = line
+
+            group = None
+            if "group" in item:
+                group = self._string(item["group"], *where("group"))
+                if group is not None and not _GROUP_NAME.match(group):
+                    self.error(*where("group"), f"must be letters, digits, '_', '.', '-' (got {group!r})")
+                    group = None
+                if group is not None and group not in groups:
+                    defined = [g for g in groups if not groups[g].implicit]
+                    if defined:
+                        close = difflib.get_close_matches(group, defined, n=1, cutoff=0.6)
+                        hint = f" (did you mean {close[0]!r}?)" if close else ""
+                        self.warn(
+                            *where("group"),
+                            f"group {group!r} is not defined by a [[group]]{hint}; "
+                            "using an implicit group with no expectations",
+                        )
+                    groups[group] = Group(group, implicit=True)
+
+            token_file = self._file(item["token_file"], *where("token_file")) if "token_file" in item else None
+            tags: tuple[str, ...] = ()
+            if "tags" in item:
+                tags = self._tags(item["tags"], *where("tags"))
+
+            if name is not None and url is not None:
+                nodes.append(NodeSpec(name, url, group, token_file, tags))
+        return nodes
+
+    # -- value checks ------------------------------------------------------
+
+    def _string(self, value: Any, line: int, key: str) -> str | None:
+        if not isinstance(value, str):
+            self.error(line, key, f"must be a string (got {_describe(value)})")
+            return None
+        if not value.strip():
+            self.error(line, key, "must not be empty")
+            return None
+        return value
+
+    def _version(self, value: Any, line: int, key: str) -> str | None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            self.error(line, key, f'must be a string; quote it: "{value}"')
+            return None
+        return self._string(value, line, key)
+
+    def _number(
+        self,
+        value: Any,
+        line: int,
+        key: str,
+        low: float | None = None,
+        high: float | None = None,
+        low_open: bool = False,
+    ) -> float | int | None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.error(line, key, f"must be a number (got {_describe(value)})")
+            return None
+        if not math.isfinite(value):
+            self.error(line, key, f"must be a finite number (got {value})")
+            return None
+        if low is not None and high is not None:
+            too_low = value <= low if low_open else value < low
+            if too_low or value > high:
+                bound = f"> {low:g}" if low_open else f">= {low:g}"
+                self.error(line, key, f"must be {bound} and <= {high:g} (got {value:g})")
+                return None
+        return value
+
+    def _integer(self, value: Any, line: int, key: str, low: int, high: int) -> int | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.error(line, key, f"must be an integer (got {_describe(value)})")
+            return None
+        if not low <= value <= high:
+            self.error(line, key, f"must be between {low} and {high} (got {value})")
+            return None
+        return value
+
+    def _file(self, value: Any, line: int, key: str) -> str | None:
+        text = self._string(value, line, key)
+        if text is None:
+            return None
+        resolved = Path(text).expanduser()
+        if self.base_dir is not None and not resolved.is_absolute():
+            resolved = self.base_dir / resolved
+        if not resolved.exists():
+            self.warn(line, key, f"file {str(resolved)!r} does not exist (yet)")
+        return str(resolved) if (self.base_dir is not None or text.startswith("~")) else text
+
+    def _url(self, value: Any, line: int, key: str) -> str | None:
+        text = self._string(value, line, key)
+        if text is None:
+            return None
+        text = text.strip()
+        try:
+            parts = urllib.parse.urlsplit(text)
+            port = parts.port
+        except ValueError as err:
+            self.error(line, key, f"invalid URL {text!r}: {err}")
+            return None
+        if parts.scheme not in ("http", "https"):
+            self.error(line, key, f"must start with http:// or https:// (got {text!r})")
+            return None
+        if not parts.hostname:
+            self.error(line, key, f"must name a host, as in http://gpu01:{DEFAULT_AGENT_PORT} (got {text!r})")
+            return None
+        if parts.username is not None or parts.password is not None:
+            self.error(line, key, "must not hold credentials; use token_file")
+            return None
+        if parts.query or parts.fragment:
+            self.error(line, key, f"must not have a query or fragment (got {text!r})")
+            return None
+        host = parts.hostname
+        if ":" in host:
+            host = f"[{host}]"
+        netloc = f"{host}:{port if port is not None else DEFAULT_AGENT_PORT}"
+        return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+    def _tags(self, value: Any, line: int, key: str) -> tuple[str, ...]:
+        if not isinstance(value, list):
+            self.error(line, key, f"must be an array of strings (got {_describe(value)})")
+            return ()
+        tags: list[str] = []
+        for position, tag in enumerate(value):
+            if not isinstance(tag, str) or not tag.strip():
+                self.error(line, f"{key}[{position}]", f"must be a non-empty string (got {tag!r})")
+            elif tag not in tags:
+                tags.append(tag)
+        return tuple(tags)
+
+
+def _describe(value: Any) -> str:
+    kinds = {bool: "boolean", int: "integer", float: "float", str: "string",
+             list: "array", dict: "table"}
+    kind = kinds.get(type(value), type(value).__name__)
+    shown = repr(value)
+    if len(shown) > 40:
+        shown = shown[:37] + "..."
+    return f"{kind} {shown}"
