@@ -124,16 +124,16 @@ def _short_lived() -> None:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from fleetmon import healthdb
+    from fleetmon import assess
     from fleetmon.health import render
 
     _short_lived()
-    since_s = healthdb.parse_duration(args.since)
+    since_s = assess.parse_duration(args.since)
     now = _now(args)
     fleet = _load_fleet(args)
     db, writable = _open_for_report(args.db, write=True)
     try:
-        run = healthdb.run_report(db, now, since_s, args.group, fleet, save=writable)
+        run = assess.run_report(db, now, since_s, args.group, fleet, save=writable)
     finally:
         db.close()
     result = run.result
@@ -147,7 +147,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _preflight(args: argparse.Namespace) -> int:
-    from fleetmon import healthdb
+    from fleetmon import assess
     from fleetmon.health import render
 
     _short_lived()
@@ -155,7 +155,7 @@ def _preflight(args: argparse.Namespace) -> int:
     fleet = _load_fleet(args)
     db, _ = _open_for_report(args.db, write=False)
     try:
-        run = healthdb.run_preflight(db, now, args.nodes, args.days, fleet)
+        run = assess.run_preflight(db, now, args.nodes, args.days, fleet)
     finally:
         db.close()
     result = run.result
