@@ -85,7 +85,8 @@ def test_no_caller_reaches_into_the_schema() -> None:
 
 
 @pytest.mark.parametrize("text", [
-    "SELECT a FROM t", "select count(*) from samples", "SELECT g.uuid AS gpu_uuid, g.node FROM  x  JOIN", "INSERT OR REPLACE INTO t (a) VALUES (?)",
+    "SELECT a FROM t", "select count(*) from samples", "SELECT g.uuid AS gpu_uuid, g.node FROM  x  JOIN",
+    "INSERT OR REPLACE INTO t (a) VALUES (?)",
     "UPDATE gpus SET state = 'gone'", "CREATE TABLE x (a)", "DELETE FROM poll_log", "PRAGMA journal_mode=WAL",
 ])
 def test_the_pattern_sees_statements(text: str) -> None:
