@@ -52,7 +52,8 @@ from fleetmon.health.history import (
 from fleetmon.health.thresholds import Thresholds
 from storage import findings as stored
 from storage import health_input, queries
-from storage.rows import DERATING_RATIOS, DeratingDay, GpuRow, InventoryChangeRow, NewFinding, NodeRow, StoredFinding
+from storage.rows import (DERATING_RATIOS, DeratingDay, EventRow, GpuRow, InventoryChangeRow, NewFinding, NodeRow,
+                          StoredFinding)
 
 __all__ = [
     "HEALTH_MINUTES_S",
@@ -213,7 +214,8 @@ def _gpu(g: GpuRow) -> dict[str, Any]:
     return row
 
 
-def _event(e: Any) -> dict[str, Any]:
+def _event(e: EventRow) -> dict[str, Any]:
+    """A stored event as the engine's ``EventRecord.from_dict`` and ``outages_from_events`` read it."""
     return asdict(e)
 
 
