@@ -47,7 +47,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 import bench_storage as bs  # noqa: E402
 
-from fleetmon import healthdb, hostlist  # noqa: E402
+from fleetmon import assess, hostlist  # noqa: E402
 from fleetmon.health import engine, render  # noqa: E402
 from fleetmon.health.series import DAY_S, HOUR_S  # noqa: E402
 from storage.db import open_database  # noqa: E402
@@ -143,26 +143,26 @@ def main(argv: list[str] | None = None) -> int:
     db = open_database(path, readonly=True)
     try:
         since = now - DAY_S
-        load_s, history = median_s(lambda: healthdb.load_history(db, now, since, minutes_s=DAY_S), args.runs)
+        load_s, history = median_s(lambda: assess.load_history(db, now, since, minutes_s=DAY_S), args.runs)
         eval_s, findings = median_s(lambda: engine.evaluate(history), args.runs)
         render_s, _ = median_s(lambda: render.report_text(engine.report(history, findings=findings)), args.runs)
         minutes = sum(len(g.minutes) for g in history.gpus)
         pf_since = pf_now - args.preflight_days * DAY_S
         names = hostlist.expand(pf_nodes)
-        pf_load_s, pf_hist = median_s(lambda: healthdb.load_history(
-            db, pf_now, pf_since, nodes=names, minutes_s=healthdb.PREFLIGHT_MINUTES_S), args.runs)
+        pf_load_s, pf_hist = median_s(lambda: assess.load_history(
+            db, pf_now, pf_since, nodes=names, minutes_s=assess.PREFLIGHT_MINUTES_S), args.runs)
         pf_eval_s, pf_found = median_s(lambda: engine.evaluate(pf_hist), args.runs)
         pf_review_s, _ = median_s(lambda: render.preflight_text(engine.preflight(
             pf_hist, names, days=args.preflight_days, findings=pf_found)), args.runs)
         pf_hours = sum(len(g.hourly) for g in pf_hist.gpus)
         pf_minutes = sum(len(g.minutes) for g in pf_hist.gpus)
-        col_s, col_hist = median_s(lambda: healthdb.load_history(
-            db, now, now - healthdb.HEALTH_WINDOW_S, minutes_s=healthdb.HEALTH_MINUTES_S), args.runs)
+        col_s, col_hist = median_s(lambda: assess.load_history(
+            db, now, now - assess.HEALTH_WINDOW_S, minutes_s=assess.HEALTH_MINUTES_S), args.runs)
         col_eval_s, _ = median_s(lambda: engine.evaluate(col_hist), args.runs)
     finally:
         db.close()
     raw_s, raw_rows = median_s(lambda: raw_read(path, "samples", since, now), args.runs)
-    minute_from = int(pf_now - healthdb.PREFLIGHT_MINUTES_S) // HOUR_S * HOUR_S
+    minute_from = int(pf_now - assess.PREFLIGHT_MINUTES_S) // HOUR_S * HOUR_S
     pf_raw_s, pf_raw_rows = median_s(lambda: raw_read(path, "hourly", pf_since, minute_from - 1)
                                      + raw_read(path, "samples", minute_from, pf_now), args.runs)
 

@@ -519,10 +519,10 @@ def bench_queries(path: Path, fleet: Fleet, days: int, raw_days: int, runs: int)
     for key, kw in (("hist_default", {}), ("hist_hourly", {"max_points": days * 24 + 24})):
         ms, res = median_ms(lambda i: gpu_history(db, picks[i], since90, NOW, **kw), runs)
         out[key] = ms
-        out[key + "_rows"] = len(res["rows"])
-        out[key + "_res"] = res["resolution"]  # type: ignore[assignment]
+        out[key + "_rows"] = len(res.rows)
+        out[key + "_res"] = res.resolution  # type: ignore[assignment]
     ms, res = median_ms(lambda i: gpu_history(db, picks[i], NOW - DAY, NOW), runs)
-    out["hist_day"], out["hist_day_rows"] = ms, len(res["rows"])
+    out["hist_day"], out["hist_day_rows"] = ms, len(res.rows)
 
     def raw_read(i: int) -> int:
         return len(db.execute("SELECT * FROM samples WHERE gpu_id = (SELECT id FROM gpus WHERE uuid = ?) "

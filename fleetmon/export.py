@@ -43,35 +43,36 @@ def _iso(ts: Any) -> str:
 
 
 def inventory_rows(db: Any, *, current: bool = False, group: str | None = None) -> list[dict[str, Any]]:
-    """The sheet's rows, ordered by node and index."""
-    from storage.history import load_gpus, open_findings
-    from storage.queries import nodes
+    """The sheet's rows (keyed by :data:`COLUMNS`), ordered by node and index."""
+    from storage.findings import open_findings
+    from storage.queries import gpus, nodes
+    from storage.rows import StoredFinding
 
-    node_rows = {n["name"]: n for n in nodes(db)}
-    findings: dict[str, list[dict[str, Any]]] = {}
+    node_rows = {n.name: n for n in nodes(db)}
+    findings: dict[str, list[StoredFinding]] = {}
     for f in open_findings(db):
-        if f.get("gpu_uuid"):
-            findings.setdefault(f["gpu_uuid"], []).append(f)
+        if f.gpu_uuid:
+            findings.setdefault(f.gpu_uuid, []).append(f)
     out = []
-    for g in load_gpus(db):
-        n = node_rows.get(g.get("node") or "", {})
-        if current and g.get("state") == "gone":
+    for g in gpus(db):
+        n = node_rows.get(g.node or "")
+        if current and g.state == "gone":
             continue
-        if group is not None and n.get("grp") != group:
+        if group is not None and (n.group if n else None) != group:
             continue
-        inv = g.get("inventory") or {}
-        mine = findings.get(g["uuid"], [])
-        worst = max(mine, key=lambda f: _RANK.get(str(f.get("severity")), 0), default=None)
+        mine = findings.get(g.uuid, [])
+        worst = max(mine, key=lambda f: _RANK.get(str(f.severity), 0), default=None)
         out.append({
-            "node": g.get("node") or "", "group": n.get("grp") or "", "gpu_index": g.get("idx"),
-            "model": g.get("name") or "", "uuid": g["uuid"], "serial": g.get("serial") or "",
-            "board_part_number": inv.get("board_part_number") or "", "vbios": g.get("vbios") or "",
-            "pci_bus_id": g.get("pci_bus_id") or "", "memory_total_mib": g.get("memory_total_mib"),
-            "power_default_w": g.get("power_default_w"), "power_enforced_w": g.get("power_enforced_w"),
-            "driver_version": n.get("driver_version") or "", "cuda_driver_version": n.get("cuda_driver_version") or "",
-            "state": g.get("state") or "", "first_seen": _iso(g.get("first_seen")),
-            "last_seen": _iso(g.get("last_seen")), "open_findings": len(mine),
-            "worst_finding": f"{worst['severity']}: {worst['kind']}" if worst else "",
+            "node": g.node or "", "group": (n.group if n else None) or "", "gpu_index": g.index,
+            "model": g.model or "", "uuid": g.uuid, "serial": g.serial or "",
+            "board_part_number": g.inventory.get("board_part_number") or "", "vbios": g.vbios or "",
+            "pci_bus_id": g.pci_bus_id or "", "memory_total_mib": g.memory_total_mib,
+            "power_default_w": g.power_default_w, "power_enforced_w": g.power_enforced_w,
+            "driver_version": (n.driver_version if n else None) or "",
+            "cuda_driver_version": (n.cuda_driver_version if n else None) or "",
+            "state": g.state or "", "first_seen": _iso(g.first_seen),
+            "last_seen": _iso(g.last_seen), "open_findings": len(mine),
+            "worst_finding": f"{worst.severity}: {worst.kind}" if worst else "",
         })
     return out
 

@@ -1,6 +1,6 @@
 """Column reads of per-GPU tables for analyses that scan a few keys over many rows.
 
-``storage.history.load_minutes`` decodes every column of every GPU-minute into
+``storage.health_input.load_minutes`` decodes every column of every GPU-minute into
 one dict (24 h of 512 GPUs: 737,280 dicts, about 10 s). An analysis that reads
 a handful of keys asks :func:`read_columns` instead with a :class:`ColumnSpec`:
 only those values, decoded in SQL (:func:`gauge_sql` knows the compact

@@ -1,4 +1,4 @@
-"""Read queries used by the GUI and reports. Each returns plain, decoded dicts.
+"""Read queries used by the GUI, the export, the collector and reports; typed rows out (:mod:`storage.rows`).
 
 Callers never see the storage encoding (:mod:`storage.schema`): gauges come
 back as floats in their catalog units, counters and states as ints, under
@@ -14,28 +14,32 @@ from sqlite_utils import Database
 
 from storage.db import get_meta, query, rows
 from storage.rollup import DAY, HOUR
+from storage.rows import (EventRow, FleetRow, GpuRow, HistoryWindow, InventoryChangeRow, NodeRow, PlacementRow,
+                          PollRow)
 from storage.schema import row_decoder
 
 _TABLE = {"minute": "samples", "hour": "hourly", "day": "daily"}
 _STEP = {"minute": 60, "hour": HOUR, "day": DAY}
 
 
-def fleet_latest(db: Database) -> list[dict[str, Any]]:
+def fleet_latest(db: Database) -> list[FleetRow]:
     """One row per known GPU with its node and latest reading, ordered by node and index.
 
-    Keys: node, node_status, last_ok, last_error, driver_version, uuid, idx, name,
-    state, latest_ts, power_default_w, power_enforced_w, values (dict), status (dict).
     ``state`` is "ok", "lost" or "gone" (no longer in its node's inventory).
     """
-    out = query(db, """
+    out = []
+    for r in query(db, """
         SELECT n.name AS node, n.status AS node_status, n.last_ok, n.last_error, n.driver_version,
                g.uuid, g.idx, g.name, g.state, l.ts AS latest_ts, l.latest, g.power_default_w, g.power_enforced_w
         FROM gpus g JOIN nodes n ON n.name = g.node LEFT JOIN gpu_latest l ON l.gpu_id = g.id
-        ORDER BY n.name, g.idx""")
-    for r in out:
-        latest = json.loads(r.pop("latest") or "{}")
-        r["values"] = latest.get("values", {})
-        r["status"] = latest.get("status", {})
+        ORDER BY n.name, g.idx"""):
+        latest = json.loads(r["latest"] or "{}")
+        out.append(FleetRow(
+            node=r["node"], uuid=r["uuid"], node_status=r["node_status"], last_ok=r["last_ok"],
+            last_error=r["last_error"], driver_version=r["driver_version"], index=r["idx"], model=r["name"],
+            state=r["state"], latest_ts=r["latest_ts"], power_default_w=r["power_default_w"],
+            power_enforced_w=r["power_enforced_w"], values=latest.get("values", {}),
+            status=latest.get("status", {})))
     return out
 
 
@@ -48,9 +52,72 @@ def gpu_inventory(db: Database, uuid: str) -> dict[str, Any]:
     return values
 
 
-def nodes(db: Database) -> list[dict[str, Any]]:
-    """Every node with its reachability, versions and cursors."""
-    return query(db, "SELECT * FROM nodes ORDER BY name")
+def _node(r: dict[str, Any]) -> NodeRow:
+    return NodeRow(
+        name=r["name"], url=r["url"], group=r["grp"], hostname=r["hostname"], driver_version=r["driver_version"],
+        cuda_driver_version=r["cuda_driver_version"], nvml_version=r["nvml_version"], kernel=r["kernel"],
+        os_release=r["os_release"], agent_version=r["agent_version"], xid_source=r["xid_source"],
+        gpu_count=r["gpu_count"], status=r["status"], last_ok=r["last_ok"], last_attempt=r["last_attempt"],
+        last_error=r["last_error"], skew_s=r["skew_s"], agent_started_at=r["agent_started_at"],
+        minutes_cursor=int(r["minutes_cursor"] or 0), events_cursor=int(r["events_cursor"] or 0),
+        buffer_id=r.get("buffer_id"))
+
+
+def nodes(db: Database) -> list[NodeRow]:
+    """Every node with its reachability, versions and cursors, by name."""
+    return [_node(r) for r in query(db, "SELECT * FROM nodes ORDER BY name")]
+
+
+_GPU_COLUMNS = ("uuid", "node", "idx", "pci_bus_id", "name", "serial", "vbios", "memory_total_mib",
+                "power_default_w", "power_enforced_w", "state", "first_seen", "inventory")
+
+
+def gpus(db: Database) -> list[GpuRow]:
+    """Every GPU ever seen, ordered by node and index.
+
+    ``last_seen`` is the later of the last inventory and the last sample.
+    """
+    cols = ", ".join(f"g.{c}" for c in _GPU_COLUMNS)
+    out = []
+    for r in query(db, f"""SELECT {cols}, max(coalesce(g.last_seen, 0), coalesce(l.seen, 0)) AS last_seen
+                           FROM gpus g LEFT JOIN gpu_latest l ON l.gpu_id = g.id ORDER BY g.node, g.idx, g.uuid"""):
+        inv = json.loads(r["inventory"] or "{}")
+        out.append(GpuRow(
+            uuid=r["uuid"], node=r["node"], index=r["idx"], pci_bus_id=r["pci_bus_id"], model=r["name"],
+            serial=r["serial"], vbios=r["vbios"], memory_total_mib=r["memory_total_mib"],
+            power_default_w=r["power_default_w"], power_enforced_w=r["power_enforced_w"], state=r["state"],
+            first_seen=r["first_seen"], last_seen=r["last_seen"] or None,
+            inventory=inv.get("values", {}), inventory_status=inv.get("status", {})))
+    return out
+
+
+def placements(db: Database, uuid: str | None = None) -> list[PlacementRow]:
+    """Where each GPU sat over time ("card vs slot"), from the inventory change log, oldest first per GPU."""
+    where = "WHERE kind IN ('enrolled', 'appeared', 'moved', 'disappeared')"
+    params: list[Any] = []
+    if uuid is not None:
+        where += " AND gpu_uuid = ?"
+        params.append(uuid)
+    out: list[dict[str, Any]] = []
+    open_: dict[str, dict[str, Any]] = {}
+    for r in query(db, f"SELECT ts, gpu_uuid, kind, new FROM inventory_changes {where} ORDER BY ts, id", params):
+        u = r["gpu_uuid"]
+        place = json.loads(r["new"]) if r["kind"] != "disappeared" and r["new"] else None
+        cur = open_.get(u)
+        if cur is not None and place is not None and \
+                (cur["node"], cur["index"], cur["pci_bus_id"]) == (place.get("node"), place.get("index"),
+                                                                    place.get("pci_bus_id")):
+            continue  # "appeared" and "moved" logged together name the same slot
+        if cur is not None:
+            cur["until"] = r["ts"]
+            del open_[u]
+        if place is None:
+            continue
+        row = {"uuid": u, "node": place.get("node"), "index": place.get("index"),
+               "pci_bus_id": place.get("pci_bus_id"), "since": r["ts"], "until": None}
+        out.append(row)
+        open_[u] = row
+    return [PlacementRow(**r) for r in out]
 
 
 def pick_resolution(db: Database, since: float, until: float, max_points: int = 2000) -> str:
@@ -67,7 +134,7 @@ def pick_resolution(db: Database, since: float, until: float, max_points: int = 
 
 
 def gpu_history(db: Database, uuid: str, since: float, until: float, fields: Iterable[str] | None = None,
-                max_points: int = 2000, resolution: str | None = None) -> dict[str, Any]:
+                max_points: int = 2000, resolution: str | None = None) -> HistoryWindow:
     """One GPU's history over [since, until), oldest first, at a resolution fit for a chart.
 
     Args:
@@ -80,11 +147,8 @@ def gpu_history(db: Database, uuid: str, since: float, until: float, fields: Ite
         resolution: force "minute", "hour" or "day".
 
     Returns:
-        ``{"resolution": "minute"|"hour"|"day", "step_s": 60|3600|86400, "rows": [...]}``;
-        each row has ``ts`` and the decoded keys (minute rows: GpuMinute value
-        keys, ``n``, ``state``, ``status``; rollup rows: ``minutes``, ``n``,
-        ``lost``, gauge min/mean/max, counters' last value and ``_delta``,
-        states' last value, ``thr_*``/``busy_n`` sample counts).
+        the window at resolution "minute", "hour" or "day" (step 60, 3600 or
+        86400 s); its rows as :class:`storage.rows.HistoryWindow` describes.
     """
     res = resolution or pick_resolution(db, since, until, max_points)
     kind = "minute" if res == "minute" else "rollup"
@@ -95,7 +159,7 @@ def gpu_history(db: Database, uuid: str, since: float, until: float, fields: Ite
         SELECT {', '.join(cols)} FROM {_TABLE[res]}
         WHERE gpu_id = (SELECT id FROM gpus WHERE uuid = ?) AND ts >= ? AND ts < ? ORDER BY ts""",
                  (uuid, lo, until))
-    return {"resolution": res, "step_s": _STEP[res], "rows": [decode(r) for r in found]}
+    return HistoryWindow(res, _STEP[res], tuple(decode(r) for r in found))
 
 
 def counts(db: Database) -> dict[str, int]:
@@ -130,48 +194,35 @@ def _json_or_text(text: str | None) -> Any:
 
 
 def inventory_changes(db: Database, since: float | None = None, until: float | None = None,
-                      node: str | None = None, uuid: str | None = None) -> list[dict[str, Any]]:
-    """Inventory change log entries in [since, until), oldest first.
-
-    Keys: id, ts, gpu_uuid, node, kind, old, new. ``old``/``new`` are dicts
-    (``{"node", "index", "pci_bus_id"}`` for appeared/disappeared/moved;
-    ``{"default_w", "enforced_w"}`` for power_limit_changed) or plain strings
-    (driver, VBIOS, serial).
-    """
-    extra, params = [], []
+                      node: str | None = None, uuid: str | None = None) -> list[InventoryChangeRow]:
+    """Inventory change log entries in [since, until), oldest first (``old``/``new`` decoded)."""
+    extra: list[str] = []
     if uuid is not None:
         extra.append("gpu_uuid = ?")
     where, params = _where(since, until, node, extra)
     if uuid is not None:
         params.append(uuid)
-    out = query(db, f"SELECT * FROM inventory_changes {where} ORDER BY ts, id", params)
-    for r in out:
-        r["old"] = _json_or_text(r["old"])
-        r["new"] = _json_or_text(r["new"])
-    return out
+    return [InventoryChangeRow(id=r["id"], ts=r["ts"], kind=r["kind"], gpu_uuid=r["gpu_uuid"], node=r["node"],
+                               old=_json_or_text(r["old"]), new=_json_or_text(r["new"]))
+            for r in query(db, f"SELECT * FROM inventory_changes {where} ORDER BY ts, id", params)]
 
 
 def events(db: Database, since: float | None = None, until: float | None = None, node: str | None = None,
-           kinds: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """Events (agent: Xid, GPU lost/back/reset…; collector: node_unreachable/node_back), oldest first.
-
-    Keys: id, node, seq (None for collector events), ts, kind, gpu_uuid,
-    pci_bus_id, code, message, data (dict).
-    """
-    kinds = list(kinds) if kinds is not None else None
-    extra = [f"kind IN ({', '.join('?' for _ in kinds)})"] if kinds else []
+           kinds: Iterable[str] | None = None) -> list[EventRow]:
+    """Events (agent: Xid, GPU lost/back/reset…; collector: node_unreachable/node_back), oldest first."""
+    wanted = list(kinds) if kinds is not None else None
+    extra = [f"kind IN ({', '.join('?' for _ in wanted)})"] if wanted else []
     where, params = _where(since, until, node, extra)
-    out = query(db, f"SELECT * FROM events {where} ORDER BY ts, id", params + (kinds or []))
-    for r in out:
-        r["data"] = json.loads(r["data"]) if r["data"] else {}
-    return out
+    return [EventRow(id=r["id"], node=r["node"], ts=r["ts"], kind=r["kind"], seq=r["seq"], gpu_uuid=r["gpu_uuid"],
+                     pci_bus_id=r["pci_bus_id"], code=r["code"], message=r["message"],
+                     data=json.loads(r["data"]) if r["data"] else {})
+            for r in query(db, f"SELECT * FROM events {where} ORDER BY ts, id", params + (wanted or []))]
 
 
 def poll_log(db: Database, node: str | None = None, since: float | None = None,
-             until: float | None = None) -> list[dict[str, Any]]:
-    """Poll attempts, oldest first. Keys: id, ts, node, ok (bool), error, duration_ms, minutes, events."""
+             until: float | None = None) -> list[PollRow]:
+    """Poll attempts, oldest first."""
     where, params = _where(since, until, node)
-    out = query(db, f"SELECT * FROM poll_log {where} ORDER BY ts, id", params)
-    for r in out:
-        r["ok"] = bool(r["ok"])
-    return out
+    return [PollRow(id=r["id"], ts=r["ts"], node=r["node"], ok=bool(r["ok"]), error=r["error"],
+                    duration_ms=r["duration_ms"], minutes=r["minutes"], events=r["events"])
+            for r in query(db, f"SELECT * FROM poll_log {where} ORDER BY ts, id", params)]

@@ -492,7 +492,7 @@ hw_power_brake), the derating input, and ``sm_clock_busy_minutes`` how many minu
 ``failed_power_w``: minutes whose power reading failed (status "failed", not unsupported);
 ``<state>_max``: the highest value of the state in the hour (a pending retirement or remap
 that cleared within the hour still shows). Keys as in
-:func:`fleetmon.health.history.rollup_hourly`."""
+:func:`fleetmon.health.hourly.rollup_hourly`."""
 
 HEALTH_HOURLY_COLUMN_NAMES: list[str] = [name for name, _ in HEALTH_HOURLY_COLUMNS]
 

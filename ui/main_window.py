@@ -11,7 +11,8 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QMainWindow, QSplitter, QTabl
 from ui import format as fmt
 from ui.models.fleet_table import FleetTableModel
 from ui.models.findings_table import FindingsTableModel
-from ui.reader import DbReader
+from storage.rows import FleetRow, StoredFinding
+from ui.reader import DbReader, GpuDetail
 from ui.widgets.gpu_detail import GpuDetailWidget
 
 
@@ -86,18 +87,18 @@ class MainWindow(QMainWindow):
     def request_load(self) -> None:
         self.load_requested.emit()
 
-    def _on_loaded(self, rows: list[dict[str, Any]], info: dict[str, Any]) -> None:
+    def _on_loaded(self, rows: list[FleetRow], info: dict[str, Any]) -> None:
         self.model.set_rows(rows)
-        nodes = len({r["node"] for r in rows})
-        bad = len({r["node"] for r in rows if r.get("node_status") == "unreachable"})
+        nodes = len({r.node for r in rows})
+        bad = len({r.node for r in rows if r.node_status == "unreachable"})
         self.status_label.setText(
             f"{len(rows)} GPUs on {nodes} nodes ({bad} unreachable) · newest sample "
-            f"{fmt.age(max((r['latest_ts'] for r in rows if r.get('latest_ts')), default=None), info['read_at'])}")
+            f"{fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), info['read_at'])}")
         self.rows_shown.emit(len(rows))
 
-    def _on_findings_loaded(self, findings: list[dict[str, Any]]) -> None:
+    def _on_findings_loaded(self, findings: list[StoredFinding]) -> None:
         self.findings_model.set_rows(findings)
-        crit = sum(1 for f in findings if f.get("severity") == "critical")
+        crit = sum(1 for f in findings if f.severity == "critical")
         self.tabs.setTabText(1, f"Findings ({len(findings)}, {crit} critical)" if findings else "Findings (none)")
 
     def _on_finding_activated(self, index: Any) -> None:
@@ -105,8 +106,7 @@ class MainWindow(QMainWindow):
         f = self.findings_model.row(index.row())
         for r in range(self.model.rowCount()):
             row = self.model.row(r)
-            if (f.get("gpu_uuid") and row["uuid"] == f["gpu_uuid"]) or (
-                    not f.get("gpu_uuid") and row["node"] == f.get("node")):
+            if (f.gpu_uuid and row.uuid == f.gpu_uuid) or (not f.gpu_uuid and row.node == f.node):
                 self.select_gpu(r)
                 self.tabs.setCurrentIndex(0)
                 return
@@ -119,9 +119,9 @@ class MainWindow(QMainWindow):
     def select_gpu(self, row: int) -> None:
         self.table.selectRow(row)
 
-    def _on_history_loaded(self, uuid: str, history: dict[str, Any]) -> None:
+    def _on_history_loaded(self, uuid: str, history: GpuDetail) -> None:
         self.detail.set_history(uuid, history)
-        self.history_shown.emit(uuid, len(history.get("rows", [])))
+        self.history_shown.emit(uuid, len(history.window.rows))
 
     def _on_failed(self, message: str) -> None:
         self.status_label.setText(f"cannot read the database: {message}")

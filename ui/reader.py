@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
+
+from storage.rows import DeratingDay, FleetRow, HistoryWindow, StoredFinding
+
+
+@dataclass(frozen=True)
+class GpuDetail:
+    """What the GPU detail view shows: the history window, the inventory (reference lines), derating days."""
+
+    window: HistoryWindow
+    inventory: dict[str, Any] = field(default_factory=dict)
+    derating: tuple[DeratingDay, ...] = ()
 
 
 class DbReader(QObject):
     """Lives on a QThread; each ``load`` reads the fleet's latest state and emits it."""
 
-    loaded = Signal(list, dict)
-    findings_loaded = Signal(list)
-    history_loaded = Signal(str, dict)
+    loaded = Signal(list, dict)  # list[FleetRow], {"read_at": float}
+    findings_loaded = Signal(list)  # list[StoredFinding]
+    history_loaded = Signal(str, object)  # uuid, GpuDetail
     failed = Signal(str)
 
     def __init__(self, db_path: str) -> None:
@@ -24,7 +36,7 @@ class DbReader(QObject):
     @Slot()
     def load(self) -> None:
         from storage.db import open_database
-        from storage.history import open_findings
+        from storage.findings import open_findings
         from storage.queries import fleet_latest
 
         try:
@@ -37,7 +49,7 @@ class DbReader(QObject):
             self._db = None
             self.failed.emit(str(exc))
             return
-        attach_findings(rows, findings)
+        rows, findings = attach_findings(rows, findings)
         self.loaded.emit(rows, info)
         self.findings_loaded.emit(findings)
 
@@ -46,16 +58,18 @@ class DbReader(QObject):
         """Read one GPU's history over the last ``window_s`` seconds (resolution chosen by storage),
         its inventory (for reference lines) and its per-day derating figures."""
         from storage.db import open_database
-        from storage.history import derating_history
+        from storage.findings import derating_history
         from storage.queries import gpu_history, gpu_inventory
 
         try:
             if self._db is None:
                 self._db = open_database(self.db_path, readonly=True)
             until = int(time.time()) + 60
-            result: dict[str, Any] = gpu_history(self._db, uuid, until - window_s, until)
-            result["inventory"] = gpu_inventory(self._db, uuid)
-            result["derating"] = derating_history(self._db, uuid, until - max(window_s, 30 * 86400), until)
+            result = GpuDetail(
+                window=gpu_history(self._db, uuid, until - window_s, until),
+                inventory=gpu_inventory(self._db, uuid),
+                derating=tuple(derating_history(self._db, uuid, until - max(window_s, 30 * 86400), until)),
+            )
         except Exception as exc:  # shown in the status bar; the next request retries
             self._db = None
             self.failed.emit(str(exc))
@@ -69,20 +83,23 @@ class DbReader(QObject):
             self._db = None
 
 
-def attach_findings(rows: list[dict[str, Any]], findings: list[dict[str, Any]]) -> None:
+def attach_findings(rows: list[FleetRow], findings: list[StoredFinding]
+                    ) -> tuple[list[FleetRow], list[StoredFinding]]:
     """Give each GPU row its open findings as (severity, kind) pairs; node findings apply to every GPU.
 
     Also fills ``gpu_index`` of the findings from the rows, for display.
     """
     by_gpu: dict[str, list[tuple[str, str]]] = {}
     by_node: dict[str, list[tuple[str, str]]] = {}
-    index_of = {r["uuid"]: r.get("idx") for r in rows}
+    index_of = {r.uuid: r.index for r in rows}
+    shown: list[StoredFinding] = []
     for f in findings:
-        pair = (str(f.get("severity") or ""), str(f.get("kind") or ""))
-        if f.get("gpu_uuid"):
-            by_gpu.setdefault(f["gpu_uuid"], []).append(pair)
-            f.setdefault("gpu_index", index_of.get(f["gpu_uuid"]))
-        elif f.get("node"):
-            by_node.setdefault(f["node"], []).append(pair)
-    for r in rows:
-        r["findings"] = by_gpu.get(r["uuid"], []) + by_node.get(r["node"], [])
+        pair = (str(f.severity or ""), str(f.kind or ""))
+        if f.gpu_uuid:
+            by_gpu.setdefault(f.gpu_uuid, []).append(pair)
+            if f.gpu_index is None:
+                f = replace(f, gpu_index=index_of.get(f.gpu_uuid))
+        elif f.node:
+            by_node.setdefault(f.node, []).append(pair)
+        shown.append(f)
+    return [replace(r, findings=tuple(by_gpu.get(r.uuid, []) + by_node.get(r.node, []))) for r in rows], shown

@@ -9,7 +9,7 @@ from fleetmon.cli.reporting import EXITS, add_report_common, fleet_of, now_of, o
 
 
 def run(args: argparse.Namespace) -> int:
-    from fleetmon import healthdb
+    from fleetmon import assess
     from fleetmon.health import render
 
     short_lived()
@@ -17,7 +17,7 @@ def run(args: argparse.Namespace) -> int:
     fleet = fleet_of(args)
     db, _ = open_for_report(args.db, write=False)
     try:
-        outcome = healthdb.run_preflight(db, now, args.nodes, args.days, fleet)
+        outcome = assess.run_preflight(db, now, args.nodes, args.days, fleet)
     finally:
         db.close()
     result = outcome.result

@@ -1,4 +1,4 @@
-"""`fleetmon report`: the daily inspection of the fleet (``fleetmon.healthdb`` and ``fleetmon.health.render``)."""
+"""`fleetmon report`: the daily inspection of the fleet (``fleetmon.assess`` and ``fleetmon.health.render``)."""
 
 from __future__ import annotations
 
@@ -9,16 +9,16 @@ from fleetmon.cli.reporting import EXITS, add_report_common, fleet_of, now_of, o
 
 
 def run(args: argparse.Namespace) -> int:
-    from fleetmon import healthdb
+    from fleetmon import assess
     from fleetmon.health import render
 
     short_lived()
-    since_s = healthdb.parse_duration(args.since)
+    since_s = assess.parse_duration(args.since)
     now = now_of(args)
     fleet = fleet_of(args)
     db, writable = open_for_report(args.db, write=True)
     try:
-        outcome = healthdb.run_report(db, now, since_s, args.group, fleet, save=writable)
+        outcome = assess.run_report(db, now, since_s, args.group, fleet, save=writable)
     finally:
         db.close()
     result = outcome.result

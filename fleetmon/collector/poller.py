@@ -39,7 +39,7 @@ thread: :func:`storage.rollup.maintain` (hourly/daily rollups, raw-minute
 retention of the fleet's ``raw_retention_days``) and, at most every
 ``health_every_s`` (default 60 s; at least ten times the last evaluation's
 duration, so a large fleet is not judged back to back), the health engine
-(:func:`fleetmon.healthdb.evaluate_and_store`), so the open findings in the
+(:func:`fleetmon.assess.evaluate_and_store`), so the open findings in the
 database are never more than a minute or two old and a fault that persists
 is named within 10 minutes of its onset. ``--once`` evaluates once, after the
 backlogs are fetched. A failure of either step is logged and polling goes on.
@@ -120,7 +120,7 @@ class Collector:
     """Polls a fleet into a database on a schedule (or once).
 
     Args:
-        fleet: a :class:`fleetmon.fleetfile.Fleet` (nodes, timeouts, TLS, tokens).
+        fleet: a :class:`fleetmon.fleet.Fleet` (nodes, timeouts, TLS, tokens).
         db: an open read-write sqlite-utils Database; this collector is its writer.
         interval_s: poll interval; default the fleet's ``poll_interval_s``.
         on_cycle: called with each cycle's polls (from the polling thread).
@@ -170,7 +170,7 @@ class Collector:
         """
         from storage.queries import nodes as stored_nodes
 
-        stored = {r["name"]: r for r in stored_nodes(self.db)}
+        stored = {r.name: r for r in stored_nodes(self.db)}
         tokens: dict[str, tuple[str | None, str | None]] = {}
         ssl_error: str | None = None
         now = time.monotonic()
@@ -193,14 +193,14 @@ class Collector:
                 ssl_error = self._load_ssl()
             if error is None and spec.url.startswith("https:") and ssl_error:
                 error = ssl_error
-            row = stored.get(spec.name, {})
-            m_cursor, e_cursor = int(row.get("minutes_cursor") or 0), int(row.get("events_cursor") or 0)
+            row = stored.get(spec.name)
+            m_cursor, e_cursor = (row.minutes_cursor, row.events_cursor) if row is not None else (0, 0)
             if state.cursors is not None:
                 if state.cursors == (m_cursor, e_cursor):
                     state.cursors = None  # storage holds the reset cursors now
                 else:
                     m_cursor, e_cursor = state.cursors
-            buffer_id = row.get("buffer_id") or state.buffer_id
+            buffer_id = (row.buffer_id if row is not None else None) or state.buffer_id
             inventory = (state.inventory_due or state.inventory_at is None
                          or now - state.inventory_at >= self.inventory_every_s)
             out.append(Target(name=spec.name, url=spec.url, group=getattr(spec, "group", None), token=token,
@@ -333,7 +333,7 @@ class Collector:
             return
         if not force_health and time.monotonic() < self.health_due:
             return
-        from fleetmon.healthdb import evaluate_and_store
+        from fleetmon.assess import evaluate_and_store
 
         t0 = time.monotonic()
         try:

@@ -480,7 +480,7 @@ class FleetHistory:
 
         ``minutes``, ``hourly`` and ``placements`` are keyed by GPU UUID,
         ``polls`` by node name. Groups may be dicts, ``GroupExpect`` or
-        ``fleetmon.fleetfile.Group`` objects. ``thresholds`` may be a
+        ``fleetmon.fleet.Group`` objects. ``thresholds`` may be a
         Thresholds or a dict of overrides (the fleet file's ``[thresholds]``).
         """
         minutes = minutes or {}

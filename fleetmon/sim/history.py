@@ -1,6 +1,6 @@
 """A fast synthetic fleet history for tests and benchmarks (pure, seeded).
 
-:func:`generate` builds a :class:`~fleetmon.health.history.FleetHistory`
+:func:`generate` builds a :class:`~fleetmon.health.fleet.FleetHistory`
 directly (no NVML, no database): per-minute rows for the recent hours and
 hourly rows for the older days, for healthy GPUs of several catalog models
 running busy/idle jobs, plus injected faults (:class:`SimFault`, one kind per

@@ -8,8 +8,9 @@ import json
 import subprocess
 import sys
 
-from storage.history import save_findings
+from storage.findings import save_findings
 from storage.ingest import ingest_polls
+from storage.rows import NewFinding
 from helpers import T0, fresh_db, poll, uuid_of  # noqa: F401
 
 from fleetmon.export import COLUMNS, inventory_rows, render
@@ -17,10 +18,10 @@ from fleetmon.export import COLUMNS, inventory_rows, render
 
 def _fill(db):
     ingest_polls(db, [poll("n1", T0, gpus=2), poll("n2", T0, gpus=1, driver="535.161.08")])
-    save_findings(db, [{"key": "k1", "kind": "ecc-uncorrectable", "severity": "critical", "node": "n1",
-                        "gpu_uuid": uuid_of("n1", 1)},
-                       {"key": "k2", "kind": "pcie-replay", "severity": "warning", "node": "n1",
-                        "gpu_uuid": uuid_of("n1", 1)}], now=T0 + 60)
+    save_findings(db, [NewFinding(key="k1", kind="ecc-uncorrectable", severity="critical", node="n1",
+                                  gpu_uuid=uuid_of("n1", 1)),
+                       NewFinding(key="k2", kind="pcie-replay", severity="warning", node="n1",
+                                  gpu_uuid=uuid_of("n1", 1))], now=T0 + 60)
 
 
 def test_rows_and_csv(fresh_db):

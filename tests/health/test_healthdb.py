@@ -1,4 +1,4 @@
-"""fleetmon.healthdb: the database round trip of the health engine.
+"""fleetmon.assess: the database round trip of the health engine.
 
 Polls built like the collector's (tests/helpers) are ingested
 and rolled up; then load_history → evaluate_and_store → findings stored,
@@ -13,13 +13,15 @@ from typing import Any
 
 import pytest
 
-from fleetmon import healthdb
+from fleetmon import assess
 from fleetmon.errors import KnownError
 from fleetmon.fleet import parse_fleet
 from fleetmon.health import engine
 from fleetmon.health.hourly import rollup_hourly
 from fleetmon.health.series import Series
-from storage import history as stored
+from storage import findings as stored
+from storage.health_input import load_minutes
+from storage.rows import DeratingDay, NewFinding
 from storage.db import open_database, query
 from storage.ingest import ingest_polls
 from storage.rollup import rollup
@@ -48,10 +50,10 @@ def test_hourly_health_matches_the_engines_reference_rollup(db):
     feeder.feed(T0, T0 + 3600, {("n1", 0): lambda ts: {**hot(ts), **failed(ts), **pending(ts)}})
     # A few idle minutes in the second hour.
     feeder.feed(T0 + 3600, T0 + 7200, {("n1", 0): lambda ts: {"busy_n": 0 if ts < T0 + 4200 else 12}})
-    history = healthdb.load_history(db, T0 + 7200, T0, minutes_s=4 * 3600)
+    history = assess.load_history(db, T0 + 7200, T0, minutes_s=4 * 3600)
     (gpu,) = history.gpus
     reference = rollup_hourly(gpu.minutes)
-    got = healthdb.load_history(db, T0 + 7200, T0, minutes_s=0).gpus[0].hourly
+    got = assess.load_history(db, T0 + 7200, T0, minutes_s=0).gpus[0].hourly
     for key in ("ts", "busy_minutes", "sm_clock_busy_minutes", "failed_power_w", "remap_pending_max",
                 "lost_minutes", "n", "busy_n"):
         assert list(got.col(key)) == list(reference.col(key)), key
@@ -64,8 +66,8 @@ def test_column_reader_gives_what_the_row_loader_gives(db):
     feeder = Feeder(db, nodes=["n1", "n2"], gpus=2)
     feeder.feed(T0, T0 + 1800, {("n2", 1): lambda ts: {"ecc_corr_vol": (ts - T0) // 60, "pcie_gen_busy_min": 2,
                                                         "status": {"power_w": "failed"}}})
-    history = healthdb.load_history(db, T0 + 1800, T0, minutes_s=3600)
-    rows = stored.load_minutes(db, T0, T0 + 1801)
+    history = assess.load_history(db, T0 + 1800, T0, minutes_s=3600)
+    rows = load_minutes(db, T0, T0 + 1801)
     assert len(history.gpus) == 4
     for gpu in history.gpus:
         ref = Series.from_rows(rows[gpu.uuid])
@@ -85,7 +87,7 @@ def test_a_fault_is_stored_resolved_when_it_stops_and_reopened_when_it_recurs(db
     feeder = Feeder(db)
     key_of = lambda found: next(k for k, r in found.items() if r["kind"] == "thermal-throttle")  # noqa: E731
     feeder.feed(T0, T0 + 3600, {("n2", 1): between(T0 + 1800, T0 + 3600, HOT)})
-    out = healthdb.evaluate_and_store(db, T0 + 3600)
+    out = assess.evaluate_and_store(db, T0 + 3600)
     found = _findings(db)
     key = key_of(found)
     assert key in out["new"]
@@ -94,19 +96,19 @@ def test_a_fault_is_stored_resolved_when_it_stops_and_reopened_when_it_recurs(db
         "n2", uuid_of("n2", 1), "warning", None)
     assert (row["first_seen"], row["last_seen"]) == (T0 + 1800, T0 + 3600)  # onset, end of the latest evidence
     assert row["evidence"] and '"summary":"n2 gpu1: thermal slowdown' in row["evidence"]
-    assert [f["key"] for f in stored.open_findings(db) if f["kind"] == "thermal-throttle"] == [key]
+    assert [f.key for f in stored.open_findings(db) if f.kind == "thermal-throttle"] == [key]
 
     # The fault stops: an hour later it is resolved, and the row is still there.
     feeder.feed(T0 + 3600, T0 + 7200)
-    out = healthdb.evaluate_and_store(db, T0 + 7200)
+    out = assess.evaluate_and_store(db, T0 + 7200)
     assert key in out["resolved"]
     row = _findings(db)[key]
     assert row["resolved_at"] == T0 + 7200
-    assert key not in {f["key"] for f in stored.open_findings(db)}
+    assert key not in {f.key for f in stored.open_findings(db)}
 
     # It comes back: the same finding reopens.
     feeder.feed(T0 + 7200, T0 + 8400, {("n2", 1): between(T0 + 7800, T0 + 8400, HOT)})
-    out = healthdb.evaluate_and_store(db, T0 + 8400)
+    out = assess.evaluate_and_store(db, T0 + 8400)
     assert key in out["reopened"] and key in out["new"]
     assert _findings(db)[key]["resolved_at"] is None
     assert len([r for r in _findings(db).values() if r["kind"] == "thermal-throttle"]) == 1
@@ -116,27 +118,27 @@ def test_a_fault_is_named_within_10_minutes_of_its_onset(db):
     feeder = Feeder(db)
     onset = T0 + 3000
     feeder.feed(T0, onset + 600, {("n1", 0): between(onset, onset + 600, HOT)})
-    out = healthdb.evaluate_and_store(db, onset + 600)
-    kinds = {r["kind"] for r in stored.open_findings(db) if r["node"] == "n1"}
+    out = assess.evaluate_and_store(db, onset + 600)
+    kinds = {r.kind for r in stored.open_findings(db) if r.node == "n1"}
     assert "thermal-throttle" in kinds, out
 
 
 def test_derating_rows_are_stored_for_today_only(db):
     feeder = Feeder(db)
     feeder.feed(T0 - 7200, T0 + 5400)  # spans midnight
-    out = healthdb.evaluate_and_store(db, T0 + 5400)
+    out = assess.evaluate_and_store(db, T0 + 5400)
     got = stored.derating_history(db, None, 0, T0 + 86400)
     assert out["derating_rows"] == len(got) == 6
-    assert {r["day"] for r in got} == {T0}
-    assert all(r["sm_clock_busy_mhz"] and r["clock_ratio"] for r in got)
+    assert {r.day for r in got} == {T0}
+    assert all(r.sm_clock_busy_mhz and r.clock_ratio for r in got)
 
 
 def test_stored_daily_rows_feed_the_trend(db):
     feeder = Feeder(db)
     feeder.feed(T0, T0 + 3600)
-    stored.save_derating(db, [{"uuid": uuid_of("n1", 0), "day": T0 - d * 86400, "clock_ratio": 0.8 + 0.01 * d}
+    stored.save_derating(db, [DeratingDay(gpu_uuid=uuid_of("n1", 0), day=T0 - d * 86400, clock_ratio=0.8 + 0.01 * d)
                               for d in range(1, 21)])
-    history = healthdb.load_history(db, T0 + 3600, T0)
+    history = assess.load_history(db, T0 + 3600, T0)
     days = {r["day"] for r in history.daily}
     assert len(days) == 20 and "2023-11-13" in days
     findings = engine.evaluate(history)
@@ -180,7 +182,7 @@ group = "other"
 def test_fleet_file_sets_groups_expectations_and_thresholds(db, tmp_path):
     fleet = _fleet(tmp_path, FLEET)
     Feeder(db, drivers={"n1": "535.161.08"}).feed(T0, T0 + 3600, {("n2", 1): between(T0 + 1800, T0 + 3600, HOT)})
-    history = healthdb.load_history(db, T0 + 3600, T0, fleet=fleet)
+    history = assess.load_history(db, T0 + 3600, T0, fleet=fleet)
     assert {n.name: n.group for n in history.nodes} == {"n1": "a100", "n2": "a100", "n3": "other"}
     assert history.thresholds.thermal_minutes == 40
     findings = engine.evaluate(history)
@@ -188,14 +190,14 @@ def test_fleet_file_sets_groups_expectations_and_thresholds(db, tmp_path):
     assert ("n2", "driver-mismatch") in kinds  # 550 where the group expects 535
     assert ("n1", "driver-mismatch") not in kinds
     assert ("n2", "thermal-throttle") not in kinds  # 30 hot minutes < 40
-    without = engine.evaluate(healthdb.load_history(db, T0 + 3600, T0))
+    without = engine.evaluate(assess.load_history(db, T0 + 3600, T0))
     assert ("n2", "thermal-throttle") in {(f.node, f.kind) for f in without}
 
 
 def test_invalid_threshold_override_is_a_clear_error(db, tmp_path):
     fleet = _fleet(tmp_path, FLEET.replace("thermal_minutes = 40", "thermal_minuets = 40"))
     with pytest.raises(KnownError, match="thermal_minuets.*did you mean thermal_minutes"):
-        healthdb.load_history(db, T0, T0 - 3600, fleet=fleet)
+        assess.load_history(db, T0, T0 - 3600, fleet=fleet)
 
 
 # -- outages ------------------------------------------------------------------------------------
@@ -206,7 +208,7 @@ def test_outages_come_from_the_reachability_events(db):
     feeder.feed(T0, T0 + 1800)
     for k in range(1, 13):  # n3 down for an hour, polled every 5 minutes
         feeder.feed(T0 + 1800 + 300 * (k - 1), T0 + 1800 + 300 * k, down=["n3"])
-    history = healthdb.load_history(db, T0 + 5400, T0)
+    history = assess.load_history(db, T0 + 5400, T0)
     n3 = history.node("n3")
     assert n3 is not None and len(n3.outages) == 1 and n3.outages[0].end is None
     assert n3.outages[0].start == T0 + 2100
@@ -220,20 +222,20 @@ def test_outages_come_from_the_reachability_events(db):
 def test_report_says_what_changed_since_the_previous_report(db):
     feeder = Feeder(db)
     feeder.feed(T0, T0 + 3600, {("n2", 1): between(T0 + 1800, T0 + 3600, HOT)})
-    first = healthdb.run_report(db, T0 + 3600, 86400, None).result
+    first = assess.run_report(db, T0 + 3600, 86400, None).result
     assert not first.previous and first.verdicts == {"n1": "pass", "n2": "warn", "n3": "pass"}
     assert [f.kind for f in first.new if f.severity != "info"] == ["thermal-throttle"]
 
     # n2 cools down; n3 gets new uncorrectable ECC errors.
     ecc = lambda ts: {"ecc_unc_vol": 2, "ecc_unc_agg": 2} if ts >= T0 + 6000 else {}  # noqa: E731
     feeder.feed(T0 + 3600, T0 + 7200, {("n3", 0): ecc})
-    second = healthdb.run_report(db, T0 + 7200, 86400, None).result
+    second = assess.run_report(db, T0 + 7200, 86400, None).result
     assert second.previous
     assert [f.kind for f in second.resolved if f.severity != "info"] == ["thermal-throttle"]
     assert [(f.kind, f.node) for f in second.new if f.severity == "critical"] == [("ecc-uncorrectable", "n3")]
     assert second.verdicts["n3"] == "fail" and second.critical
 
-    third = healthdb.run_report(db, T0 + 7300, 86400, None).result
+    third = assess.run_report(db, T0 + 7300, 86400, None).result
     assert third.previous and not [f for f in third.new if f.severity != "info"] and not third.resolved
     assert len(query(db, "SELECT * FROM reports WHERE kind = 'report'")) == 3
 
@@ -242,24 +244,24 @@ def test_group_report_compares_with_the_previous_report_of_that_group(db, tmp_pa
     fleet = _fleet(tmp_path, FLEET)
     feeder = Feeder(db)
     feeder.feed(T0, T0 + 3600)
-    healthdb.run_report(db, T0 + 3600, 86400, None, fleet)
-    first = healthdb.run_report(db, T0 + 3600, 86400, "a100", fleet).result
+    assess.run_report(db, T0 + 3600, 86400, None, fleet)
+    first = assess.run_report(db, T0 + 3600, 86400, "a100", fleet).result
     assert not first.previous and set(first.verdicts) == {"n1", "n2"}
-    assert healthdb.run_report(db, T0 + 3700, 86400, "a100", fleet).result.previous
+    assert assess.run_report(db, T0 + 3700, 86400, "a100", fleet).result.previous
     with pytest.raises(KnownError, match="unknown group 'gpu'; known groups: a100, other"):
-        healthdb.run_report(db, T0 + 3700, 86400, "gpu", fleet)
+        assess.run_report(db, T0 + 3700, 86400, "gpu", fleet)
 
 
 @pytest.mark.parametrize("text,seconds", [("24h", 86400), ("7d", 604800), ("90m", 5400), ("3600s", 3600),
                                           ("3600", 3600), ("2w", 1209600), (" 1.5h ", 5400)])
 def test_durations(text, seconds):
-    assert healthdb.parse_duration(text) == seconds
+    assert assess.parse_duration(text) == seconds
 
 
 @pytest.mark.parametrize("text", ["", "h", "24x", "-1h", "0", "1y", "20000d"])
 def test_bad_durations(text):
     with pytest.raises(KnownError, match="--since"):
-        healthdb.parse_duration(text)
+        assess.parse_duration(text)
 
 
 # -- preflight ----------------------------------------------------------------------------------
@@ -269,16 +271,16 @@ def test_preflight_from_the_database_with_a_hostlist(db):
     feeder = Feeder(db, nodes=["gpu01", "gpu02", "gpu03", "gpu07", "gpu08"])
     feeder.feed(T0, T0 + 3 * 3600, {("gpu03", 1): between(T0 + 9000, T0 + 3 * 3600, HOT)})
     # The collector saw gpu08 lose a GPU yesterday; it is resolved since.
-    lost = {"key": "gpu-lost|gpu:GPU-gpu08-00|", "kind": "gpu-lost", "severity": "critical", "node": "gpu08",
-            "gpu_uuid": uuid_of("gpu08", 0), "evidence": {"summary": "gpu08 gpu0: GPU lost (fell off the bus)"},
-            "action": "Drain and reboot"}
+    lost = NewFinding(key="gpu-lost|gpu:GPU-gpu08-00|", kind="gpu-lost", severity="critical", node="gpu08",
+                      gpu_uuid=uuid_of("gpu08", 0), evidence={"summary": "gpu08 gpu0: GPU lost (fell off the bus)"},
+                      action="Drain and reboot")
     stored.save_findings(db, [lost], T0 + 600)
     stored.save_findings(db, [], T0 + 1200)
     # A warning left open by a collector that stopped judging long ago does not block.
-    fan = {"key": "fan-stopped|gpu:GPU-gpu07-00|", "kind": "fan-stopped", "severity": "warning", "node": "gpu07",
-           "gpu_uuid": uuid_of("gpu07", 0), "evidence": {"summary": "gpu07 gpu0: fan stopped"}}
+    fan = NewFinding(key="fan-stopped|gpu:GPU-gpu07-00|", kind="fan-stopped", severity="warning", node="gpu07",
+                     gpu_uuid=uuid_of("gpu07", 0), evidence={"summary": "gpu07 gpu0: fan stopped"})
     stored.save_findings(db, [fan], T0 + 1300)
-    run = healthdb.run_preflight(db, T0 + 3 * 3600, "gpu[01-03,07-08],gpu09", 14, None)
+    run = assess.run_preflight(db, T0 + 3 * 3600, "gpu[01-03,07-08],gpu09", 14, None)
     result = run.result
     assert result.go == ["gpu01", "gpu02", "gpu07"]
     assert result.no_go == ["gpu03", "gpu08", "gpu09"]
@@ -295,20 +297,20 @@ def test_preflight_from_the_database_with_a_hostlist(db):
 
 def test_preflight_rejects_bad_input(db):
     with pytest.raises(KnownError, match="--nodes"):
-        healthdb.run_preflight(db, T0, "gpu[3-1]", 14, None)
+        assess.run_preflight(db, T0, "gpu[3-1]", 14, None)
     with pytest.raises(KnownError, match="names no node"):
-        healthdb.run_preflight(db, T0, " ", 14, None)
+        assess.run_preflight(db, T0, " ", 14, None)
     with pytest.raises(KnownError, match="--days"):
-        healthdb.run_preflight(db, T0, "gpu1", 0, None)
+        assess.run_preflight(db, T0, "gpu1", 0, None)
 
 
 def test_a_node_that_never_answered_is_unreachable_since_its_first_attempt(db):
     feeder = Feeder(db, nodes=["n1", "n4"])
     for k in range(4):
         feeder.feed(T0 + 300 * k, T0 + 300 * (k + 1), down=["n4"])
-    early = engine.evaluate(healthdb.load_history(db, T0 + 400, T0))
+    early = engine.evaluate(assess.load_history(db, T0 + 400, T0))
     assert [f for f in early if f.kind == "node-unreachable"] == []  # 100 s: too short to judge
-    history = healthdb.load_history(db, T0 + 1200, T0)
+    history = assess.load_history(db, T0 + 1200, T0)
     n4 = history.node("n4")
     assert n4 is not None and n4.last_ok is None and [(o.start, o.end, o.failed) for o in n4.outages] == [
         (T0 + 300, None, 4)]
@@ -346,19 +348,19 @@ def test_collect_once_rolls_up_and_stores_findings_after_catching_up(tmp_path, s
     collector = Collector(_collector_fleet(tmp_path, sim_node.url), db, record_budget=60)
     assert collector.raw_days == 7
     evaluations: list[int] = []
-    real = healthdb.evaluate_and_store
+    real = assess.evaluate_and_store
 
     def counting(*args: Any, **kwargs: Any) -> dict[str, Any]:
         evaluations.append(query(db, "SELECT count(*) AS n FROM samples")[0]["n"])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(healthdb, "evaluate_and_store", counting)
+    monkeypatch.setattr(assess, "evaluate_and_store", counting)
     collector.collect_once()
     assert evaluations == [180]  # once, after the whole backlog (3 cycles of 60 records)
     assert query(db, "SELECT count(*) AS n FROM hourly")[0]["n"] >= 2
     assert query(db, "SELECT count(*) AS n FROM hourly_health")[0]["n"] >= 2
     assert collector.last_health is not None and collector.last_health["open"] >= 1
-    assert {f["kind"] for f in stored.open_findings(db)} >= {"driver-mismatch"}
+    assert {f.kind for f in stored.open_findings(db)} >= {"driver-mismatch"}
 
 
 def test_health_runs_at_most_every_period_and_backs_off_when_slow(tmp_path, sim_node, db, monkeypatch):
@@ -373,7 +375,7 @@ def test_health_runs_at_most_every_period_and_backs_off_when_slow(tmp_path, sim_
         _time.sleep(0.05)
         return {"open": 0, "new": [], "resolved": []}
 
-    monkeypatch.setattr(healthdb, "evaluate_and_store", slow)
+    monkeypatch.setattr(assess, "evaluate_and_store", slow)
     collector = Collector(_collector_fleet(tmp_path, sim_node.url), db, health_every_s=0.01)
     _time.sleep(0.02)
     collector.run_cycle()
@@ -393,7 +395,7 @@ def test_failing_maintenance_never_stops_polling(tmp_path, sim_node, db, monkeyp
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(healthdb, "evaluate_and_store", broken)
+    monkeypatch.setattr(assess, "evaluate_and_store", broken)
     monkeypatch.setattr(storage.rollup, "maintain", broken)
     collector = Collector(_collector_fleet(tmp_path, sim_node.url), db)
     polls = collector.collect_once()
@@ -410,8 +412,8 @@ def test_hours_not_rolled_up_yet_are_read_per_minute(db):
     polls = [poll("n1", T0 + 3 * 3600, gpus=1, minutes=[minute("n1", 0, ts, seq=1000 + k) for k, ts in
                                                          enumerate(range(T0 + 3600, T0 + 3 * 3600, 60))])]
     ingest_polls(db, polls)
-    (gpu,) = healthdb.load_history(db, T0 + 3 * 3600, T0, minutes_s=0).gpus
+    (gpu,) = assess.load_history(db, T0 + 3 * 3600, T0, minutes_s=0).gpus
     assert len(gpu.hourly) == 1 and gpu.minutes.ts[0] == T0 + 3600 and len(gpu.minutes) == 120
     rollup(db, T0 + 3 * 3600)
-    (gpu,) = healthdb.load_history(db, T0 + 3 * 3600, T0, minutes_s=0).gpus
+    (gpu,) = assess.load_history(db, T0 + 3 * 3600, T0, minutes_s=0).gpus
     assert len(gpu.hourly) == 3 and len(gpu.minutes) == 0

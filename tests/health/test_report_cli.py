@@ -168,9 +168,9 @@ def test_report_on_a_read_only_database_is_printed_but_not_saved(dbs, tmp_path):
 
 
 def test_a_report_that_cannot_be_saved_still_prints(dbs, tmp_path, monkeypatch):
-    from fleetmon import healthdb
+    from fleetmon import assess
     from fleetmon.errors import StorageError
-    from storage import history as stored
+    from storage import findings as stored
 
     def full(*args, **kwargs):
         raise StorageError("database x: the disk is full")
@@ -178,7 +178,7 @@ def test_a_report_that_cannot_be_saved_still_prints(dbs, tmp_path, monkeypatch):
     monkeypatch.setattr(stored, "save_report", full)
     db = open_database(dbs["healthy"])
     try:
-        run = healthdb.run_report(db, NOW, 86400, None)
+        run = assess.run_report(db, NOW, 86400, None)
     finally:
         db.close()
     assert not run.saved and "disk is full" in (run.save_error or "")

@@ -51,20 +51,20 @@ def test_one_pass_stores_nodes_gpus_and_readings(collected):
     rows = fleet_latest(db)
     by_node: dict[str, list] = {}
     for r in rows:
-        by_node.setdefault(r["node"], []).append(r)
+        by_node.setdefault(r.node, []).append(r)
     assert len(by_node["node-a"]) == 8 and len(by_node["node-b"]) == 4
-    assert [r["idx"] for r in by_node["node-a"]] == list(range(8))
+    assert [r.index for r in by_node["node-a"]] == list(range(8))
     for r in rows:
-        assert r["uuid"].startswith("GPU-")
-        assert 10 < r["values"]["temp_c"] < 100
-        assert r["values"]["power_w"] > 0
-        assert r["latest_ts"] is not None
-    assert {r["name"] for r in by_node["node-a"]} == {"NVIDIA A100-SXM4-80GB"}
-    assert {r["name"] for r in by_node["node-b"]} == {"NVIDIA GeForce RTX 3090"}
+        assert r.uuid.startswith("GPU-")
+        assert 10 < r.values["temp_c"] < 100
+        assert r.values["power_w"] > 0
+        assert r.latest_ts is not None
+    assert {r.model for r in by_node["node-a"]} == {"NVIDIA A100-SXM4-80GB"}
+    assert {r.model for r in by_node["node-b"]} == {"NVIDIA GeForce RTX 3090"}
     # GeForce has no ECC: recorded as unsupported, never as a value or a failure.
     geforce = by_node["node-b"][0]
-    assert geforce["values"]["ecc_unc_vol"] is None
-    assert geforce["status"]["ecc_unc_vol"] == "unsupported"
+    assert geforce.values["ecc_unc_vol"] is None
+    assert geforce.status["ecc_unc_vol"] == "unsupported"
     a100_inv = json.loads(query(db, "SELECT inventory FROM gpus WHERE node='node-a' LIMIT 1")[0]["inventory"])
     assert a100_inv["values"]["ecc_mode_current"] is True
     assert query(db, "SELECT count(*) AS n FROM poll_log WHERE ok = 1")[0]["n"] == 2
@@ -156,7 +156,7 @@ def test_selecting_a_gpu_plots_its_history(collected, qtbot, tmp_path):
     copy = tmp_path / "hist.db"
     shutil.copy(db_path, copy)
     db = open_database(copy)
-    uuid = fleet_latest(db)[0]["uuid"]
+    uuid = fleet_latest(db)[0].uuid
     now = int(time.time()) // 60 * 60
     minutes = [GpuMinute(seq=i + 1, ts=now - 60 * (90 - i), uuid=uuid, index=0, n=12,
                          values={"temp_c_mean": 50.0 + i % 7, "temp_c_max": 60.0, "power_w_mean": 250.0,
@@ -169,7 +169,7 @@ def test_selecting_a_gpu_plots_its_history(collected, qtbot, tmp_path):
     qtbot.addWidget(window)
     with qtbot.waitSignal(window.rows_shown, timeout=10000):
         window.request_load()
-    row = next(r for r in range(window.model.rowCount()) if window.model.row(r)["uuid"] == uuid)
+    row = next(r for r in range(window.model.rowCount()) if window.model.row(r).uuid == uuid)
     with qtbot.waitSignal(window.history_shown, timeout=10000) as blocker:
         window.select_gpu(row)
     assert blocker.args == [uuid, 90]

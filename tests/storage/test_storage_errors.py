@@ -9,7 +9,7 @@ import pytest
 
 from fleetmon.errors import StorageError
 from storage.db import open_database, query
-from storage.history import save_report
+from storage.findings import save_report
 from storage.ingest import ingest_polls
 from storage.queries import fleet_latest
 from helpers import T0, minutes_for, poll

@@ -9,9 +9,9 @@ import pytest
 from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES
 from fleetmon.records import Event
 from storage.db import query
-from storage.history import load_minutes, load_placements
+from storage.health_input import load_minutes
 from storage.ingest import ingest_polls
-from storage.queries import events, fleet_latest, inventory_changes, poll_log
+from storage.queries import events, fleet_latest, inventory_changes, placements, poll_log
 from storage.schema import (GAUGE_SCALE, _encode_values_fast, _encode_values_slow, decode_status, encode_minute,
                             encode_status, row_decoder)
 from helpers import T0, fresh_db, inventory, minute, minute_values, minutes_for, poll, uuid_of  # noqa: F401
@@ -120,7 +120,7 @@ def test_load_minutes_returns_decoded_rows(fresh_db):
 
 
 def _kinds(db):
-    return [(c["kind"], c["gpu_uuid"]) for c in inventory_changes(db)]
+    return [(c.kind, c.gpu_uuid) for c in inventory_changes(db)]
 
 
 def test_inventory_changes_each_kind(fresh_db):
@@ -137,40 +137,40 @@ def test_inventory_changes_each_kind(fresh_db):
            inventory("n1", 1)]
     ingest_polls(db, [poll("n1", T0 + 60, inv=inv, driver="555.42.02")])
     changes = inventory_changes(db, since=T0 + 60)
-    assert [(c["kind"], c["gpu_uuid"]) for c in changes] == [
+    assert [(c.kind, c.gpu_uuid) for c in changes] == [
         ("driver_changed", None), ("vbios_changed", g0), ("serial_changed", g0), ("power_limit_changed", g0)]
-    assert changes[0]["old"] == "550.54.15" and changes[0]["new"] == "555.42.02"
-    assert changes[3]["old"]["enforced_w"] == 400.0 and changes[3]["new"]["enforced_w"] == 300.0
+    assert changes[0].old == "550.54.15" and changes[0].new == "555.42.02"
+    assert changes[3].old["enforced_w"] == 400.0 and changes[3].new["enforced_w"] == 300.0
 
     # GPU 1 leaves n1 (disappeared), then shows up in n2's slot 1 (appeared + moved).
     ingest_polls(db, [poll("n1", T0 + 90, inv=[inv[0]], driver="555.42.02")])
     ingest_polls(db, [poll("n2", T0 + 120, inv=[inventory("n2", 0), inventory("n2", 1, uuid=g1, serial="SN-n1-1")])])
     changes = inventory_changes(db, since=T0 + 90)
-    assert [(c["kind"], c["gpu_uuid"]) for c in changes] == [
+    assert [(c.kind, c.gpu_uuid) for c in changes] == [
         ("disappeared", g1), ("appeared", g1), ("moved", g1)]
-    assert changes[2]["old"]["node"] == "n1" and changes[2]["new"] == {
+    assert changes[2].old["node"] == "n1" and changes[2].new == {
         "node": "n2", "index": 1, "pci_bus_id": "00000000:11:00.0"}
-    states = {r["uuid"]: (r["node"], r["state"]) for r in fleet_latest(db)}
+    states = {r.uuid: (r.node, r.state) for r in fleet_latest(db)}
     assert states[g1] == ("n2", "ok")
 
     # Same node, other slot.
     ingest_polls(db, [poll("n1", T0 + 150, inv=[inventory("n1", 3, uuid=g0, vbios="96.00.01.00.01", serial="SN-NEW", power_enforced_w=300.0)], driver="555.42.02")])
     moved = inventory_changes(db, since=T0 + 150, node="n1")
-    assert [(c["kind"], c["old"]["index"], c["new"]["index"]) for c in moved] == [("moved", 0, 3)]
-    places = load_placements(db, g1)
-    assert [(p["node"], p["index"], p["until"]) for p in places] == [("n1", 1, T0 + 90), ("n2", 1, None)]
+    assert [(c.kind, c.old["index"], c.new["index"]) for c in moved] == [("moved", 0, 3)]
+    places = placements(db, g1)
+    assert [(p.node, p.index, p.until) for p in places] == [("n1", 1, T0 + 90), ("n2", 1, None)]
 
 
 def test_failed_or_empty_poll_never_reports_disappearance(fresh_db):
     ingest_polls(fresh_db, [poll("n1", T0, gpus=2)])
     ingest_polls(fresh_db, [poll("n1", T0 + 30, ok=False), poll("n1", T0 + 60, inv=[])])
-    assert [c["kind"] for c in inventory_changes(fresh_db)] == ["enrolled", "enrolled"]
+    assert [c.kind for c in inventory_changes(fresh_db)] == ["enrolled", "enrolled"]
 
 
 def test_a_card_added_to_a_known_node_appears(fresh_db):
     ingest_polls(fresh_db, [poll("n1", T0, gpus=1)])
     ingest_polls(fresh_db, [poll("n1", T0 + 60, gpus=2)])
-    assert [(c["kind"], c["gpu_uuid"]) for c in inventory_changes(fresh_db)] == [
+    assert [(c.kind, c.gpu_uuid) for c in inventory_changes(fresh_db)] == [
         ("enrolled", uuid_of("n1", 0)), ("appeared", uuid_of("n1", 1))]
 
 
@@ -183,11 +183,11 @@ def test_reachability_events(fresh_db):
     ingest_polls(db, [poll("n1", T0 + 90, ok=False)])
     ingest_polls(db, [poll("n1", T0 + 120)])
     got = events(db, node="n1")
-    assert [(e["kind"], e["ts"], e["seq"]) for e in got] == [("node_unreachable", T0 + 60, None),
+    assert [(e.kind, e.ts, e.seq) for e in got] == [("node_unreachable", T0 + 60, None),
                                                              ("node_back", T0 + 120, None)]
-    assert "refused" in got[0]["message"]
-    assert [e["kind"] for e in events(db, kinds=["node_back"])] == ["node_back"]
-    assert [p["ok"] for p in poll_log(db, "n1")] == [False, True, False, False, True]
+    assert "refused" in (got[0].message or "")
+    assert [e.kind for e in events(db, kinds=["node_back"])] == ["node_back"]
+    assert [p.ok for p in poll_log(db, "n1")] == [False, True, False, False, True]
 
 
 def test_agent_and_collector_events_coexist(fresh_db):
@@ -195,13 +195,13 @@ def test_agent_and_collector_events_coexist(fresh_db):
     ingest_polls(fresh_db, [poll("n1", T0 + 10, events=ev)])
     ingest_polls(fresh_db, [poll("n1", T0 + 20, ok=False)])
     ingest_polls(fresh_db, [poll("n1", T0 + 30, events=ev)])  # resent: ignored
-    assert [e["kind"] for e in events(fresh_db)] == ["xid", "xid", "node_unreachable", "node_back"]
+    assert [e.kind for e in events(fresh_db)] == ["xid", "xid", "node_unreachable", "node_back"]
 
 
 def test_minute_for_unknown_gpu_creates_it(fresh_db):
     m = minute("n1", 5, T0)
     ingest_polls(fresh_db, [poll("n1", T0 + 60, minutes=[m])])
-    assert uuid_of("n1", 5) in {r["uuid"] for r in fleet_latest(fresh_db)}
+    assert uuid_of("n1", 5) in {r.uuid for r in fleet_latest(fresh_db)}
     assert fresh_db.execute("SELECT count(*) FROM samples").fetchone()[0] == 1
 
 
@@ -220,8 +220,8 @@ def test_latest_sample_state_reaches_the_gpu_row(fresh_db):
     p = poll("n1", T0 + 30, gpus=2)
     p = replace(p, latest=[replace(s, state="lost") if s.index == 1 else s for s in p.latest])
     ingest_polls(fresh_db, [p])
-    rows = {r["idx"]: r for r in fleet_latest(fresh_db)}
-    assert rows[0]["state"] == "ok" and rows[1]["state"] == "lost"
-    assert rows[1]["latest_ts"] == T0 + 30 and rows[1]["values"]["temp_c"] == 40
+    rows = {r.index: r for r in fleet_latest(fresh_db)}
+    assert rows[0].state == "ok" and rows[1].state == "lost"
+    assert rows[1].latest_ts == T0 + 30 and rows[1].values["temp_c"] == 40
     ingest_polls(fresh_db, [poll("n1", T0 + 60, gpus=2)])  # back
-    assert {r["idx"]: r["state"] for r in fleet_latest(fresh_db)} == {0: "ok", 1: "ok"}
+    assert {r.index: r.state for r in fleet_latest(fresh_db)} == {0: "ok", 1: "ok"}

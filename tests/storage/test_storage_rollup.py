@@ -25,14 +25,14 @@ def test_hourly_values_weighted_mean_throttle_and_pcie(fresh_db):
     ms[1] = type(ms[1])(**{**ms[1].to_dict(), "n": 4})  # fewer samples: weighs less
     _ingest(fresh_db, ms)
     rollup(fresh_db, T0 + 120)
-    rows = gpu_history(fresh_db, G0, T0, T0 + HOUR, resolution="hour")["rows"]
+    rows = gpu_history(fresh_db, G0, T0, T0 + HOUR, resolution="hour").rows
     assert len(rows) == 1
     h = rows[0]
     assert h["minutes"] == 2 and h["n"] == 16
     assert h["power_w_min"] == 100.0 and h["power_w_max"] == 310.0
     assert h["power_w_mean"] == (150.0 * 12 + 300.0 * 4) / 16
     assert h["thr_hw_slowdown"] == 4 and h["busy_n"] == 18 and h["pcie_gen_busy_min"] == 3
-    day = gpu_history(fresh_db, G0, T0, T0 + DAY, resolution="day")["rows"][0]
+    day = gpu_history(fresh_db, G0, T0, T0 + DAY, resolution="day").rows[0]
     assert (day["power_w_min"], day["power_w_mean"], day["power_w_max"]) == (100.0, 187.5, 310.0)
 
 
@@ -44,11 +44,11 @@ def test_counter_deltas_handle_resets_and_span_buckets(fresh_db):
           for t, e, c in zip(ts, energy, [0, 2, 5, 0, 1])]
     _ingest(fresh_db, ms)
     rollup(fresh_db, T0 + 2 * HOUR)
-    hours = gpu_history(fresh_db, G0, T0, T0 + 2 * HOUR, resolution="hour")["rows"]
+    hours = gpu_history(fresh_db, G0, T0, T0 + 2 * HOUR, resolution="hour").rows
     assert [(h["energy_mj_delta"], h["energy_mj"]) for h in hours] == [(2_000_000, 3_000_000),
                                                                        (1_500_000, 1_500_000)]
     assert [(h["ecc_corr_vol_delta"], h["ecc_corr_vol"]) for h in hours] == [(5, 5), (1, 1)]
-    day = gpu_history(fresh_db, G0, T0, T0 + DAY, resolution="day")["rows"][0]
+    day = gpu_history(fresh_db, G0, T0, T0 + DAY, resolution="day").rows[0]
     assert day["energy_mj_delta"] == 3_500_000 and day["ecc_corr_vol_delta"] == 6 and day["energy_mj"] == 1_500_000
 
 
@@ -57,7 +57,7 @@ def test_delta_reaches_back_over_a_long_gap(fresh_db):
     rollup(fresh_db, T0 + 60)
     _ingest(fresh_db, [minute("n1", 0, T0 + 5 * HOUR, energy_mj=4_000_000)])  # node was away 5 h
     rollup(fresh_db, T0 + 5 * HOUR + 60)
-    hours = gpu_history(fresh_db, G0, T0, T0 + DAY, resolution="hour")["rows"]
+    hours = gpu_history(fresh_db, G0, T0, T0 + DAY, resolution="hour").rows
     assert [h["energy_mj_delta"] for h in hours] == [0, 3_000_000]
 
 
@@ -76,7 +76,7 @@ def test_recompute_is_idempotent_and_late_minutes_refresh_their_hour(fresh_db):
     _ingest(fresh_db, [minute("n1", 0, T0 + 60, power_w_max=999.0)], ts=T0 + 3 * HOUR + 30)
     assert get_meta(fresh_db, "rollup_dirty_from") == T0 + 60
     rollup(fresh_db, T0 + 3 * HOUR + 60)
-    h0 = gpu_history(fresh_db, G0, T0, T0 + HOUR, resolution="hour")["rows"][0]
+    h0 = gpu_history(fresh_db, G0, T0, T0 + HOUR, resolution="hour").rows[0]
     assert h0["power_w_max"] == 999.0
 
 
@@ -92,7 +92,7 @@ def test_prune_waits_for_rollup_and_keeps_rollups(fresh_db):
     # Pruned windows are served from rollups even when short.
     assert pick_resolution(fresh_db, T0, T0 + HOUR) == "hour"
     h = gpu_history(fresh_db, G0, T0, T0 + 2 * HOUR)
-    assert h["resolution"] == "hour" and len(h["rows"]) == 2
+    assert h.resolution == "hour" and len(h.rows) == 2
     # A rollup after pruning never rebuilds pruned hours from what is left.
     rollup(fresh_db, now, since=0)
     assert fresh_db.execute("SELECT sum(minutes) FROM hourly").fetchone()[0] == 120
@@ -131,6 +131,6 @@ def test_resolution_choice():
 def test_gpu_history_field_selection(fresh_db):
     _ingest(fresh_db, minutes_for("n1", 1, T0, 5))
     h = gpu_history(fresh_db, G0, T0, T0 + 300, fields=["temp_c", "busy_n"])
-    assert h["resolution"] == "minute" and h["step_s"] == 60
-    assert set(h["rows"][0]) == {"ts", "temp_c_min", "temp_c_mean", "temp_c_max", "busy_n"}
-    assert gpu_history(fresh_db, "GPU-nope", T0, T0 + 300)["rows"] == []
+    assert h.resolution == "minute" and h.step_s == 60
+    assert set(h.rows[0]) == {"ts", "temp_c_min", "temp_c_mean", "temp_c_max", "busy_n"}
+    assert gpu_history(fresh_db, "GPU-nope", T0, T0 + 300).rows == ()

@@ -58,9 +58,9 @@ def test_older_database_upgrades_and_keeps_its_data(tmp_path):
     assert {"hourly", "daily", "findings", "reports"} <= set(db.table_names())
     assert db.execute("SELECT count(*) FROM samples").fetchone()[0] == 6
     assert query(db, "SELECT minutes_cursor FROM nodes")[0]["minutes_cursor"] == 6
-    latest = {r["uuid"]: r for r in fleet_latest(db)}  # m006 moved the latest sample to its own table
-    assert latest[uuid_of("n1", 0)]["values"] == {"temp_c": 41} and latest[uuid_of("n1", 0)]["latest_ts"] == T0
-    assert latest[uuid_of("n1", 1)]["values"] == {}
+    latest = {r.uuid: r for r in fleet_latest(db)}  # m006 moved the latest sample to its own table
+    assert latest[uuid_of("n1", 0)].values == {"temp_c": 41} and latest[uuid_of("n1", 0)].latest_ts == T0
+    assert latest[uuid_of("n1", 1)].values == {}
     db.close()
 
 

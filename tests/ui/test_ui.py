@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from storage.rows import FleetRow, StoredFinding
 from ui import format as fmt
 
 
@@ -38,11 +39,17 @@ def test_gpu_status(node, gpu, ts, expected):
 
 def _row(node, idx, **kw):
     base = {"node": node, "node_status": "ok", "last_ok": 1.0, "last_error": None, "driver_version": "535.161.08",
-            "uuid": f"GPU-{node}-{idx}", "idx": idx, "name": "NVIDIA A100-SXM4-80GB", "state": "ok",
+            "uuid": f"GPU-{node}-{idx}", "index": idx, "model": "NVIDIA A100-SXM4-80GB", "state": "ok",
             "latest_ts": 995.0, "power_default_w": 400.0, "power_enforced_w": 400.0,
             "values": {"temp_c": 55, "power_w": 301.2, "power_limit_w": 400.0, "util_gpu_pct": 88}, "status": {}}
     base.update(kw)
-    return base
+    return FleetRow(**base)
+
+
+def _finding(i, **kw):
+    base = {"id": i, "key": f"k{i}", "first_seen": 0.0, "last_seen": 0.0, "updated_at": 0.0}
+    base.update(kw)
+    return StoredFinding(**base)
 
 
 @pytest.mark.gui
@@ -74,13 +81,13 @@ def test_attach_findings_gives_node_findings_to_every_gpu():
     from ui.reader import attach_findings
 
     rows = [_row("a", 0), _row("a", 1), _row("b", 0)]
-    findings = [{"severity": "critical", "kind": "gpu-lost", "node": "a", "gpu_uuid": "GPU-a-1"},
-                {"severity": "warning", "kind": "driver-mismatch", "node": "a", "gpu_uuid": None}]
-    attach_findings(rows, findings)
-    assert rows[0]["findings"] == [("warning", "driver-mismatch")]
-    assert rows[1]["findings"] == [("critical", "gpu-lost"), ("warning", "driver-mismatch")]
-    assert rows[2]["findings"] == []
-    assert findings[0]["gpu_index"] == 1
+    findings = [_finding(1, severity="critical", kind="gpu-lost", node="a", gpu_uuid="GPU-a-1"),
+                _finding(2, severity="warning", kind="driver-mismatch", node="a", gpu_uuid=None)]
+    rows, findings = attach_findings(rows, findings)
+    assert rows[0].findings == (("warning", "driver-mismatch"),)
+    assert rows[1].findings == (("critical", "gpu-lost"), ("warning", "driver-mismatch"))
+    assert rows[2].findings == ()
+    assert findings[0].gpu_index == 1
 
 
 @pytest.mark.gui
@@ -89,10 +96,10 @@ def test_findings_model_sorts_worst_first(qtmodeltester):
 
     model = FindingsTableModel()
     model.set_rows([
-        {"severity": "info", "kind": "derating", "node": "b", "gpu_uuid": "G2", "first_seen": 900.0,
-         "last_seen": 990.0, "action": "compare", "evidence": {"ratio": 0.6}},
-        {"severity": "critical", "kind": "ecc-uncorrectable", "node": "a", "gpu_uuid": "G1", "gpu_index": 3,
-         "first_seen": 400.0, "last_seen": 995.0, "action": "drain the node", "evidence": {"new_errors": 2}},
+        _finding(1, severity="info", kind="derating", node="b", gpu_uuid="G2", first_seen=900.0,
+                 last_seen=990.0, action="compare", evidence={"ratio": 0.6}),
+        _finding(2, severity="critical", kind="ecc-uncorrectable", node="a", gpu_uuid="G1", gpu_index=3,
+                 first_seen=400.0, last_seen=995.0, action="drain the node", evidence={"new_errors": 2}),
     ], now=1000.0)
     qtmodeltester.check(model)
     assert [model.data(model.index(0, c)) for c in range(7)] == [

@@ -1,1 +1,1 @@
-"""Qt item models over plain rows from storage queries."""
+"""Qt item models over the typed rows of storage queries (storage.rows)."""

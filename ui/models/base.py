@@ -1,24 +1,25 @@
-"""RowsTableModel: the shared plumbing of read-only table models over a list of dict rows."""
+"""RowsTableModel: the shared plumbing of read-only table models over a list of typed rows."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
 Index = QModelIndex | QPersistentModelIndex
+Row = TypeVar("Row")
 
 
-class RowsTableModel(QAbstractTableModel):
-    """Subclasses set ``COLUMNS`` and implement ``data``; rows are plain dicts."""
+class RowsTableModel(QAbstractTableModel, Generic[Row]):
+    """Subclasses set ``COLUMNS`` and implement ``data``; rows are storage's typed rows (``Row``)."""
 
     COLUMNS: tuple[str, ...] = ()
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
-        self._rows: list[dict[str, Any]] = []
+        self._rows: list[Row] = []
 
-    def row(self, r: int) -> dict[str, Any]:
+    def row(self, r: int) -> Row:
         return self._rows[r]
 
     def rowCount(self, parent: Index = QModelIndex()) -> int:  # noqa: B008, N802 - Qt API

@@ -1,4 +1,4 @@
-"""FleetTableModel: one row per GPU of the fleet, from storage.queries.fleet_latest rows."""
+"""FleetTableModel: one row per GPU of the fleet, from storage.queries.fleet_latest rows (FleetRow)."""
 
 from __future__ import annotations
 
@@ -8,14 +8,15 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 
+from storage.rows import FleetRow
 from ui import format as fmt
 from ui.models.base import Index, RowsTableModel
 
 COLUMNS = ("Node", "GPU", "Model", "Driver", "Temp", "Power / limit", "Util", "Last seen", "Status", "Health")
 
 
-class FleetTableModel(RowsTableModel):
-    """Rows are dicts as returned by storage.queries.fleet_latest."""
+class FleetTableModel(RowsTableModel[FleetRow]):
+    """Rows are FleetRows as returned by storage.queries.fleet_latest (with their findings attached)."""
 
     COLUMNS = COLUMNS
 
@@ -23,10 +24,10 @@ class FleetTableModel(RowsTableModel):
         super().__init__(parent)
         self._now = time.time()
 
-    def set_rows(self, rows: list[dict[str, Any]], now: float | None = None) -> None:
+    def set_rows(self, rows: list[FleetRow], now: float | None = None) -> None:
         """Replace the rows (keeps the view's selection when the shape is unchanged)."""
         self._now = time.time() if now is None else now
-        same_shape = [(r["node"], r["uuid"]) for r in rows] == [(r["node"], r["uuid"]) for r in self._rows]
+        same_shape = [(r.node, r.uuid) for r in rows] == [(r.node, r.uuid) for r in self._rows]
         if same_shape and rows:
             self._rows = rows
             self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
@@ -35,47 +36,47 @@ class FleetTableModel(RowsTableModel):
         self._rows = rows
         self.endResetModel()
 
-    def _status(self, r: dict[str, Any]) -> str:
-        return fmt.gpu_status(r.get("node_status"), r.get("state"), r.get("latest_ts"), self._now)
+    def _status(self, r: FleetRow) -> str:
+        return fmt.gpu_status(r.node_status, r.state, r.latest_ts, self._now)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or index.row() >= len(self._rows):
             return None
         r = self._rows[index.row()]
         col = index.column()
-        v = r.get("values") or {}
+        v = r.values
         if role == Qt.ItemDataRole.DisplayRole:
             if col == 0:
-                return r["node"]
+                return r.node
             if col == 1:
-                return str(r.get("idx")) if r.get("idx") is not None else fmt.DASH
+                return str(r.index) if r.index is not None else fmt.DASH
             if col == 2:
-                return r.get("name") or fmt.DASH
+                return r.model or fmt.DASH
             if col == 3:
-                return r.get("driver_version") or fmt.DASH
+                return r.driver_version or fmt.DASH
             if col == 4:
                 return fmt.number(v.get("temp_c"), "°C")
             if col == 5:
-                return fmt.power(v.get("power_w"), v.get("power_limit_w") or r.get("power_enforced_w"))
+                return fmt.power(v.get("power_w"), v.get("power_limit_w") or r.power_enforced_w)
             if col == 6:
                 return fmt.number(v.get("util_gpu_pct"), "%")
             if col == 7:
-                return fmt.age(r.get("latest_ts"), self._now)
+                return fmt.age(r.latest_ts, self._now)
             if col == 8:
                 status = self._status(r)
-                if status == "unreachable" and r.get("last_error"):
-                    return f"unreachable: {r['last_error']}"
+                if status == "unreachable" and r.last_error:
+                    return f"unreachable: {r.last_error}"
                 return status
             if col == 9:
-                return fmt.health(r.get("findings") or [])
+                return fmt.health(list(r.findings))
         if role == Qt.ItemDataRole.ForegroundRole and col == 8:
             return QBrush(QColor(fmt.STATUS_COLORS.get(self._status(r), "#000000")))
         if role == Qt.ItemDataRole.ForegroundRole and col == 9:
-            found = r.get("findings") or []
+            found = r.findings
             worst = max((f[0] for f in found), key=fmt.severity_rank, default="")
             return QBrush(QColor(fmt.SEVERITY_COLORS.get(worst, "#2e7d32")))
         if role == Qt.ItemDataRole.TextAlignmentRole and col in (1, 4, 5, 6):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{r['node']} GPU {r.get('idx')}: {r.get('name')}\nUUID {r.get('uuid')}"
+            return f"{r.node} GPU {r.index}: {r.model}\nUUID {r.uuid}"
         return None

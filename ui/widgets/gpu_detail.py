@@ -8,6 +8,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from fleetmon import specs
+from storage.rows import FleetRow
+from ui.reader import GpuDetail
 from ui.widgets.gpu_plot import GpuHistoryPlot
 
 WINDOWS: tuple[tuple[str, int], ...] = (
@@ -24,7 +26,7 @@ class GpuDetailWidget(QWidget):
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self.uuid: str | None = None
-        self.row: dict[str, Any] = {}
+        self.row: FleetRow | None = None
         self.title = QLabel("Select a GPU to see its history.")
         self.title.setWordWrap(True)
         self.resolution = QLabel("")
@@ -47,30 +49,30 @@ class GpuDetailWidget(QWidget):
     def window_seconds(self) -> int:
         return int(self.window.currentData())
 
-    def show_gpu(self, row: dict[str, Any]) -> None:
-        self.uuid = row["uuid"]
+    def show_gpu(self, row: FleetRow) -> None:
+        self.uuid = row.uuid
         self.row = row
-        spec = specs.lookup(row.get("name") or "")
+        spec = specs.lookup(row.model or "")
         nominal = "not in the spec catalog" if spec is None else (
             f"nominal: boost {spec.boost_clock_mhz} MHz, TDP {spec.tdp_w} W, {spec.memory_gb} GB")
-        self.title.setText(f"<b>{row['node']} GPU {row.get('idx')}</b> — {row.get('name')} · {row['uuid']} · "
-                           f"driver {row.get('driver_version') or '—'} · {nominal}")
+        self.title.setText(f"<b>{row.node} GPU {row.index}</b> — {row.model} · {row.uuid} · "
+                           f"driver {row.driver_version or '—'} · {nominal}")
         self.refresh()
 
     def refresh(self) -> None:
         if self.uuid:
             self.history_requested.emit(self.uuid, self.window_seconds())
 
-    def set_history(self, uuid: str, history: dict[str, Any]) -> None:
-        if uuid != self.uuid:
+    def set_history(self, uuid: str, history: GpuDetail) -> None:
+        if uuid != self.uuid or self.row is None:
             return  # an answer for a GPU no longer selected
-        rows = history.get("rows", [])
-        self.resolution.setText(f"{len(rows)} points · {history.get('resolution', 'minute')} resolution")
-        spec = specs.lookup(self.row.get("name") or "")
-        refs = {
-            "power_w": self.row.get("power_enforced_w"),
+        window = history.window
+        self.resolution.setText(f"{len(window.rows)} points · {window.resolution} resolution")
+        spec = specs.lookup(self.row.model or "")
+        refs: dict[str, float | None] = {
+            "power_w": self.row.power_enforced_w,
             "sm_clock_mhz": None if spec is None else spec.boost_clock_mhz,
-            "temp_c": (history.get("inventory") or {}).get("temp_slowdown_c"),
+            "temp_c": history.inventory.get("temp_slowdown_c"),
         }
-        self.plot.set_history(rows, refs)
-        self.plot.set_derating(history.get("derating") or [])
+        self.plot.set_history(window, refs)
+        self.plot.set_derating(history.derating)

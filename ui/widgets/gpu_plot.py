@@ -8,10 +8,13 @@ they show as gaps; long windows are downsampled by peak.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
+
+from storage.rows import DeratingDay, HistoryWindow
 
 # (key in history rows, title, unit, pen colour, optional reference key in `refs`)
 PANELS: tuple[tuple[str, str, str], ...] = (
@@ -31,10 +34,10 @@ DERATING_SERIES: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def _column(rows: list[dict[str, Any]], key: str) -> np.ndarray:
-    out = np.empty(len(rows), dtype=float)
-    for i, r in enumerate(rows):
-        v = r.get(key)
+def _array(values: Sequence[Any]) -> np.ndarray:
+    """Values as floats, None as NaN (a gap in a ``connect="finite"`` curve)."""
+    out = np.empty(len(values), dtype=float)
+    for i, v in enumerate(values):
         out[i] = math.nan if v is None else float(v)
     return out
 
@@ -81,18 +84,18 @@ class GpuHistoryPlot(pg.GraphicsLayoutWidget):
         self.derating.addItem(pg.InfiniteLine(angle=0, pos=1.0, pen=pg.mkPen("#888888",
                                                                             style=pg.QtCore.Qt.PenStyle.DotLine)))
 
-    def set_derating(self, rows: list[dict[str, Any]]) -> None:
-        """Show stored per-day ratios (rows with ``day`` and the DERATING_SERIES keys)."""
-        x = _column(rows, "day")
+    def set_derating(self, days: Sequence[DeratingDay]) -> None:
+        """Show stored per-day ratios (the DERATING_SERIES figures of each day)."""
+        x = _array([d.day for d in days])
         for key, _, _ in DERATING_SERIES:
-            self.derating_curves[key].setData(x, _column(rows, key), connect="finite")
+            self.derating_curves[key].setData(x, _array([getattr(d, key) for d in days]), connect="finite")
 
-    def set_history(self, rows: list[dict[str, Any]], refs: dict[str, float | None] | None = None) -> None:
-        """Show rows (each: ts plus ``<gauge>_mean`` / ``<gauge>_max``); refs draw dashed limits."""
-        x = _column(rows, "ts")
+    def set_history(self, window: HistoryWindow, refs: Mapping[str, float | None] | None = None) -> None:
+        """Show a window's rows (each: ts plus ``<gauge>_mean`` / ``<gauge>_max``); refs draw dashed limits."""
+        x = _array(window.column("ts"))
         for key, _, _ in PANELS:
-            self.mean_curves[key].setData(x, _column(rows, f"{key}_mean"), connect="finite")
-            self.max_curves[key].setData(x, _column(rows, f"{key}_max"), connect="finite")
+            self.mean_curves[key].setData(x, _array(window.column(f"{key}_mean")), connect="finite")
+            self.max_curves[key].setData(x, _array(window.column(f"{key}_max")), connect="finite")
             ref = (refs or {}).get(key)
             line = self.ref_lines[key]
             line.setVisible(ref is not None)

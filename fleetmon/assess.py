@@ -1,32 +1,24 @@
-"""The glue between the database and the pure health engine.
+"""Run the health engine over the stored history.
 
-:mod:`fleetmon.health` judges a :class:`~fleetmon.health.history.FleetHistory`
+:mod:`fleetmon.health` judges a :class:`~fleetmon.health.fleet.FleetHistory`
 and never touches a file; :mod:`storage` keeps the fleet's records and knows
-nothing of health rules. This module reads the one into the other, runs the
-engine and stores what it found:
+nothing of health rules. This module is the glue: it loads the recorded window
+through storage, runs the engine and stores what it found through storage. It
+holds no SQL and names no table.
 
-* :func:`load_history`: the recorded window as a FleetHistory. Per-minute rows
-  for the recent part (``minutes_s``, at most the last 24 h) and hourly
-  rollups (with their ``hourly_health`` companions) for the older part, read
-  column by column; node outages from the collector's ``node_unreachable`` /
-  ``node_back`` events (one per status flip, cheap over any window) rather
-  than every poll (a node that never answered: one outage since its first
-  attempt); events, inventory changes and placements of the window;
-  group expectations and threshold overrides from the fleet file; stored
-  daily derating rows for the week-long trends.
+* :func:`load_history`: the recorded window
+  (:func:`storage.health_input.read_window`) as a FleetHistory: per-minute
+  telemetry for the recent part (``minutes_s``, at most the last 24 h),
+  hourly rollups for the older part, node outages (a node that never
+  answered: one outage since its first attempt), events, inventory changes
+  and placements of the window; group expectations and threshold overrides
+  from the fleet file; stored daily derating rows for the week-long trends.
 * :func:`evaluate_and_store`: what the collector runs every minute or so:
   evaluate the last 24 h, store the open findings (those that stopped are
-  marked resolved by :func:`storage.history.save_findings`, never deleted;
+  marked resolved by :func:`storage.findings.save_findings`, never deleted;
   one that comes back reopens) and today's derating figures.
 * :func:`run_report` / :func:`run_preflight`: the ``fleetmon report`` and
   ``fleetmon preflight`` commands without their rendering.
-
-Telemetry comes through :func:`storage.columns.read_columns`: the engine scans
-a few keys over many rows, and reading only those keys, decoded in SQL, with
-rarely changing integers packed per row, takes 2.4 s for 24 h of 512 GPUs,
-half the time of a plain ``SELECT *`` of the same rows (one dict per row, as
-``storage.history.load_minutes`` gives, took 10 s). The column specs below say
-which keys the rules use; all SQL stays in ``storage/``.
 """
 
 from __future__ import annotations
@@ -38,7 +30,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from fleetmon import hostlist
@@ -49,11 +41,10 @@ from fleetmon.health.fleet import FleetHistory, GpuHistory, NodeHistory, Outage,
 from fleetmon.health.rules.derating import daily_ratios
 from fleetmon.health.series import DAY_S, HOUR_S, MINUTE_S, Series
 from fleetmon.health.thresholds import Thresholds
-from storage import history as stored
-from storage import queries
-from storage import columns
-from storage.db import get_meta, rows
-from storage.schema import HEALTH_HOURLY_COLUMN_NAMES, gauge_scale
+from storage import findings as stored
+from storage import health_input, queries
+from storage.rows import (DERATING_RATIOS, DeratingDay, EventRow, GpuRow, InventoryChangeRow, NewFinding, NodeRow,
+                          StoredFinding)
 
 __all__ = [
     "HEALTH_MINUTES_S",
@@ -86,74 +77,6 @@ at most a minute old) are merged in, so a short fault is not lost to the
 coarser rollups."""
 
 REPORT_KIND = "report"
-
-# -- what the engine reads ----------------------------------------------------------
-
-_GAUGES: tuple[tuple[str, str, str], ...] = (
-    # (key, gauge, statistic)
-    ("power_limit_w_mean", "power_limit_w", "mean"),
-    ("temp_c_mean", "temp_c", "mean"),
-    ("temp_c_max", "temp_c", "max"),
-    ("power_w_mean", "power_w", "mean"),
-    ("power_w_min", "power_w", "min"),
-    ("power_w_max", "power_w", "max"),
-    ("util_gpu_pct_min", "util_gpu_pct", "min"),
-    ("sm_clock_mhz_mean", "sm_clock_mhz", "mean"),
-    ("fan_pct_max", "fan_pct", "max"),
-)
-_COUNTERS = ("ecc_corr_vol", "ecc_corr_agg", "ecc_unc_vol", "ecc_unc_agg", "retired_sbe", "retired_dbe",
-             "remap_corr", "remap_unc", "pcie_replay")
-_STATES = ("retired_pending", "remap_pending", "remap_failure")
-_THROTTLES = ("thr_hw_thermal", "thr_hw_power_brake", "thr_sw_thermal", "thr_sw_power_cap", "thr_hw_slowdown")
-_LINKS = ("pcie_gen_busy_min", "pcie_width_busy_min")
-
-
-_HW_THROTTLES = ("thr_hw_thermal", "thr_hw_power_brake", "thr_sw_thermal", "thr_hw_slowdown")
-"""Throttle counts that are zero on a healthy GPU (SwPowerCap is how a busy GPU normally runs)."""
-_STICKY = ("n", "lost") + _COUNTERS + _STATES + _LINKS + _HW_THROTTLES
-_POWER_LIMIT = (("power_limit_w_mean", "power_limit_w_mean", gauge_scale("power_limit_w")),)
-
-# (The mean temperature is judged on hourly rows only: a minute is judged by its maximum.)
-_MINUTES = columns.ColumnSpec(
-    table="samples",
-    plain=(("ts", "ts"), ("status", "status"), ("busy_n", "busy_n"), ("thr_sw_power_cap", "thr_sw_power_cap"))
-    + tuple((key, columns.gauge_sql(g, st)) for key, g, st in _GAUGES if key not in ("power_limit_w_mean", "temp_c_mean")),
-    packs=(columns.int_columns(_STICKY) + _POWER_LIMIT,),
-)
-
-# Hourly rows are few and their sums change every hour: only what a healthy GPU keeps
-# constant is packed. The minimum power and utilization are read per minute only.
-_HOURLY = columns.ColumnSpec(
-    table="hourly",
-    plain=(("ts", "ts"), ("busy_n", "busy_n"), ("thr_sw_power_cap", "thr_sw_power_cap"))
-    + tuple((key, columns.gauge_sql(g, st)) for key, g, st in _GAUGES
-            if key not in ("power_limit_w_mean", "power_w_min", "util_gpu_pct_min")),
-    packs=(
-        columns.int_columns(_STICKY) + _POWER_LIMIT,
-        columns.int_columns(tuple(f"{c}_delta" for c in _COUNTERS)),
-    ),
-)
-
-_HOURLY_HEALTH = columns.ColumnSpec(table="hourly_health", plain=(("ts", "ts"),) + tuple(
-    (k, k) for k in HEALTH_HOURLY_COLUMN_NAMES))
-
-
-def _join_health(hourly: dict[str, dict[str, Sequence[Any]]], health: Mapping[str, Mapping[str, Sequence[Any]]]
-                 ) -> None:
-    """Add the ``hourly_health`` keys to each GPU's hourly columns (None for hours without a row)."""
-    for uuid, cols in hourly.items():
-        cols["lost_minutes"] = cols["lost"]
-        extra = health.get(uuid)
-        ts = cols["ts"]
-        if extra is not None and list(extra["ts"]) == list(ts):
-            for k in HEALTH_HOURLY_COLUMN_NAMES:
-                cols[k] = extra[k]
-            continue
-        at = {t: i for i, t in enumerate(extra["ts"])} if extra is not None else {}
-        for k in HEALTH_HOURLY_COLUMN_NAMES:
-            src = extra[k] if extra is not None else ()
-            cols[k] = [src[at[t]] if t in at else None for t in ts]
-
 
 # -- loading ------------------------------------------------------------------------
 
@@ -210,7 +133,7 @@ def load_history(
         nodes: read telemetry only for these nodes (default: all). Every
             node and card is still listed, so group majorities (drivers,
             VBIOS) compare with the whole group.
-        fleet: a :class:`fleetmon.fleetfile.Fleet` for group expectations,
+        fleet: a :class:`fleetmon.fleet.Fleet` for group expectations,
             node groups and threshold overrides (None: the groups the
             collector recorded, default thresholds).
         minutes_s: how much of the recent window is read per minute (at most
@@ -230,84 +153,66 @@ def _load_history(db: Any, now: float, since: float, nodes: Iterable[str] | None
     thresholds = _thresholds(fleet)
     now = float(now)
     since = min(float(since), now)
-    # Minutes from an hour boundary (hourly rows cover whole hours), and at the
-    # latest from the oldest minute not rolled up yet: an hour whose rollup is
-    # missing or stale is read per minute.
-    minute_start = max(since, now - max(0.0, minutes_s))
-    dirty = get_meta(db, "rollup_dirty_from")
-    if dirty is not None:
-        minute_start = min(minute_start, float(dirty))
-    minute_start = float(int(minute_start) // HOUR_S * HOUR_S) if minute_start > since else since
-    hour_start = int(since) // HOUR_S * HOUR_S
+    trend_from = _day_start(_day_text(now)) - thresholds.derate_trend_days * DAY_S
+    window = health_input.read_window(db, now, since, nodes=nodes, minutes_s=minutes_s, derating_since=trend_from)
 
     # Nodes, with their groups from the fleet file where it names them.
-    node_rows = stored.load_nodes(db)
     groups_by_node: dict[str, str | None] = {}
     if fleet is not None:
         groups_by_node = {spec.name: spec.group for spec in fleet.nodes}
-    for r in node_rows:
-        if r["name"] in groups_by_node:
-            r["grp"] = groups_by_node[r["name"]]
-    scope = set(nodes) if nodes is not None else None
-
-    # Cards seen in the window (a card gone before it started is history, not a finding).
-    gpu_rows = [g for g in stored.load_gpus(db) if g.get("last_seen") is None or g["last_seen"] >= since]
-    id_of = stored.gpu_ids(db)
-    wanted = {id_of[g["uuid"]]: g["uuid"] for g in gpu_rows   # gpu id -> uuid, telemetry read for these
-              if g["uuid"] in id_of and (scope is None or g.get("node") in scope)}
-    wanted_uuids = set(wanted.values())
-    minutes = columns.read_columns(db, _MINUTES, wanted, minute_start, now) if minute_start <= now else {}
-    hourly: dict[str, dict[str, Sequence[Any]]] = {}
-    if minute_start > since:
-        hourly = columns.read_columns(db, _HOURLY, wanted, hour_start, minute_start - 1)
-        _join_health(hourly, columns.read_columns(db, _HOURLY_HEALTH, wanted, hour_start, minute_start - 1))
-
-    placements: dict[str, list[dict[str, Any]]] = {}
-    for p in stored.load_placements(db):
-        if p["uuid"] in wanted_uuids:
-            placements.setdefault(p["uuid"], []).append(p)
-
-    # Reachability: outages from the status-flip events (all of them: an outage
-    # that began before the window is still an outage), first attempts for
-    # nodes that never answered.
-    flips: dict[str, list[dict[str, Any]]] = {}
-    for e in queries.events(db, until=now + 1, kinds=("node_unreachable", "node_back")):
-        flips.setdefault(e["node"], []).append(e)
-    never = stored.never_answered(db)
     node_list = []
-    for r in node_rows:
-        outages = outages_from_events(flips.get(r["name"], ()))
-        if r.get("last_ok") is None and r["name"] in never:
+    for n in window.nodes:
+        outages = outages_from_events([_event(e) for e in window.outage_events.get(n.name, ())])
+        if n.last_ok is None and n.name in window.never_answered:
             # Never answered: one outage since the first attempt (no status flip to record it).
-            first, failed = never[r["name"]]
-            outages = (Outage(first, None, r.get("last_error"), failed),)
-        node_list.append(NodeHistory.from_row(r, (), outages))
+            first, failed = window.never_answered[n.name]
+            outages = (Outage(first, None, n.last_error, failed),)
+        node_list.append(NodeHistory.from_row(_node(n, groups_by_node), (), outages))
 
     gpus = []
-    for g in gpu_rows:
-        uuid = g["uuid"]
-        mins = minutes.get(uuid)
-        hrs = hourly.get(uuid)
+    for g in window.gpus:
+        mins = window.minutes.get(g.uuid)
+        hrs = window.hourly.get(g.uuid)
         gpus.append(GpuHistory.from_row(
-            g,
+            _gpu(g),
             Series.from_columns(mins, MINUTE_S) if mins else None,
             Series.from_columns(hrs, HOUR_S) if hrs else None,
-            placements.get(uuid, ()),
+            [asdict(p) for p in window.placements.get(g.uuid, ())],
         ))
 
-    events = [e for e in queries.events(db, since=since, until=now + 1)
-              if e["kind"] not in ("node_unreachable", "node_back")]
     # A node's first inventory ("enrolled") is how the fleet came to be known, not a change.
-    changes = [_change(c) for c in queries.inventory_changes(db, since=since, until=now + 1)
-               if c.get("kind") != "enrolled"]
-    trend_from = _day_start(_day_text(now)) - thresholds.derate_trend_days * DAY_S
-    daily = [{**r, "uuid": r["gpu_uuid"], "day": _day_text(r["day"])}
-             for r in stored.derating_history(db, None, trend_from, now + 1)]
+    changes = [_change(c) for c in window.inventory_changes if c.kind != "enrolled"]
+    daily = [_daily(d) for d in window.derating]
     base = FleetHistory.from_rows(
-        now, since, events=events, inventory_changes=changes,
+        now, since, events=[_event(e) for e in window.events], inventory_changes=changes,
         groups=getattr(fleet, "groups", None) or {}, thresholds=thresholds, daily=daily,
     )
     return replace(base, nodes=tuple(node_list), gpus=tuple(gpus), _cache={})
+
+
+def _node(n: NodeRow, groups_by_node: Mapping[str, str | None]) -> dict[str, Any]:
+    """A stored node in the words of :meth:`NodeHistory.from_row` (the fleet file's group wins)."""
+    row = asdict(n)
+    if n.name in groups_by_node:
+        row["group"] = groups_by_node[n.name]
+    return row
+
+
+def _gpu(g: GpuRow) -> dict[str, Any]:
+    """A stored card in the words of :meth:`GpuHistory.from_row`."""
+    row = asdict(g)
+    row["name"] = row.pop("model")
+    return row
+
+
+def _event(e: EventRow) -> dict[str, Any]:
+    """A stored event as the engine's ``EventRecord.from_dict`` and ``outages_from_events`` read it."""
+    return asdict(e)
+
+
+def _daily(d: DeratingDay) -> dict[str, Any]:
+    """A stored derating day as :func:`fleetmon.health.rules.derating.daily_ratios` gives it (``day`` as text)."""
+    return {**asdict(d), "uuid": d.gpu_uuid, "day": _day_text(d.day)}
 
 
 _CHANGE_KINDS = {"appeared": "gpu_added", "disappeared": "gpu_removed", "moved": "gpu_moved"}
@@ -324,41 +229,41 @@ def _place_text(value: Any) -> Any:
     return ", ".join(f"{k}={v}" for k, v in value.items())
 
 
-def _change(row: Mapping[str, Any]) -> dict[str, Any]:
+def _change(c: InventoryChangeRow) -> dict[str, Any]:
     """An inventory change in the engine's words (gpu_added/removed/moved, plain before/after)."""
-    return {**row, "kind": _CHANGE_KINDS.get(str(row.get("kind")), row.get("kind")),
-            "old": _place_text(row.get("old")), "new": _place_text(row.get("new"))}
+    return {**asdict(c), "kind": _CHANGE_KINDS.get(c.kind, c.kind), "old": _place_text(c.old),
+            "new": _place_text(c.new)}
 
 
 # -- the collector's periodic evaluation ------------------------------------------------
 
 
-def _finding_row(f: Finding) -> dict[str, Any]:
-    """A finding as storage.history.save_findings takes it (the summary rides in the evidence)."""
-    return {"key": f.key, "kind": f.kind, "severity": f.severity, "node": f.node, "gpu_uuid": f.gpu_uuid,
-            "first_seen": f.first_seen, "last_seen": f.last_seen,
-            "evidence": {"summary": f.summary, **f.evidence}, "action": f.action}
+def _finding_row(f: Finding) -> NewFinding:
+    """A finding as storage.findings.save_findings takes it (the summary rides in the evidence)."""
+    return NewFinding(key=f.key, kind=f.kind, severity=f.severity, node=f.node, gpu_uuid=f.gpu_uuid,
+                      first_seen=f.first_seen, last_seen=f.last_seen,
+                      evidence={"summary": f.summary, **f.evidence}, action=f.action)
 
 
-def _stored_finding(r: Mapping[str, Any], now: float, stale_s: float,
+def _stored_finding(r: StoredFinding, now: float, stale_s: float,
                     index_of: Mapping[str, int | None]) -> Finding | None:
     """A Finding from a stored row (None for a kind or severity this build does not know).
 
     A row still open whose last refresh is older than ``stale_s`` counts as
     resolved: no collector has judged it since.
     """
-    evidence = dict(r.get("evidence") or {})
-    summary = str(evidence.pop("summary", "") or f"{r.get('node')}: {r.get('kind')}")
+    evidence = dict(r.evidence or {})
+    summary = str(evidence.pop("summary", "") or f"{r.node}: {r.kind}")
     # updated_at: when the collector last judged it open (last_seen is the latest evidence).
-    refreshed = r.get("updated_at") if r.get("updated_at") is not None else r["last_seen"]
-    resolved = r.get("resolved_at") is not None or float(refreshed) < now - stale_s
+    refreshed = r.updated_at if r.updated_at is not None else r.last_seen
+    resolved = r.resolved_at is not None or float(refreshed) < now - stale_s
     try:
         return Finding(
-            kind=str(r["kind"]), severity=str(r["severity"]), node=str(r.get("node") or ""),
-            gpu_uuid=r.get("gpu_uuid"), first_seen=float(r["first_seen"]), last_seen=float(r["last_seen"]),
-            evidence=evidence, action=str(r.get("action") or ""), summary=summary, key=str(r["key"]),
+            kind=str(r.kind), severity=str(r.severity), node=str(r.node or ""),
+            gpu_uuid=r.gpu_uuid, first_seen=float(r.first_seen), last_seen=float(r.last_seen),
+            evidence=evidence, action=str(r.action or ""), summary=summary, key=str(r.key),
             state="resolved" if resolved else "open",
-            gpu_index=index_of.get(r["gpu_uuid"]) if r.get("gpu_uuid") else None,
+            gpu_index=index_of.get(r.gpu_uuid) if r.gpu_uuid else None,
         )
     except (ValueError, TypeError):
         return None
@@ -370,7 +275,7 @@ def evaluate_and_store(db: Any, now: float, *, fleet: Any = None, window_s: floa
 
     Open findings are upserted; a stored open finding the engine no longer
     reports open is marked resolved (kept, never deleted) and reopens if it
-    comes back (:func:`storage.history.save_findings`). Derating rows are
+    comes back (:func:`storage.findings.save_findings`). Derating rows are
     written for the days whose whole elapsed part lies in the window (today),
     so a later, shorter look never overwrites a fuller day.
 
@@ -389,16 +294,19 @@ def evaluate_and_store(db: Any, now: float, *, fleet: Any = None, window_s: floa
     t2 = time.perf_counter()
     open_ = [f for f in findings if f.is_open]
     changed = stored.save_findings(db, [_finding_row(f) for f in open_], now)
-    derating = [
-        {**r, "day": _day_start(r["day"])} for r in daily_ratios(history)
-        if _day_start(r["day"]) >= history.since
-    ]
+    derating = [_derating_day(r) for r in daily_ratios(history) if _day_start(r["day"]) >= history.since]
     written = stored.save_derating(db, derating) if derating else 0
     t3 = time.perf_counter()
-    out: dict[str, Any] = {what: [r["key"] for r in found] for what, found in changed.items()}
+    out: dict[str, Any] = dict(changed.keys())
     out.update(findings=len(findings), open=len(open_), derating_rows=written,
                load_s=t1 - t0, evaluate_s=t2 - t1, store_s=t3 - t2)
     return out
+
+
+def _derating_day(r: Mapping[str, Any]) -> DeratingDay:
+    """A row of :func:`fleetmon.health.rules.derating.daily_ratios` as storage keeps it (``day``: its start)."""
+    return DeratingDay(gpu_uuid=str(r.get("gpu_uuid") or r.get("uuid")), day=_day_start(r["day"]),
+                       node=r.get("node"), **{k: r.get(k) for k in DERATING_RATIOS})
 
 
 # -- reports --------------------------------------------------------------------------
@@ -444,7 +352,7 @@ def parse_duration(text: str) -> float:
 
 
 def _known_groups(db: Any, fleet: Any) -> set[str]:
-    names = {r["grp"] for r in stored.load_nodes(db) if r.get("grp")}
+    names = {n.group for n in queries.nodes(db) if n.group}
     if fleet is not None:
         names |= set(getattr(fleet, "groups", {}) or {})
         names |= {spec.group for spec in fleet.nodes if spec.group}
@@ -476,8 +384,8 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
     kind = REPORT_KIND if group is None else f"{REPORT_KIND}:{group}"
     previous = stored.last_report(db, kind, before=now + 1e-6)
     previous_open: list[Finding] = []
-    if previous and isinstance(previous.get("summary"), Mapping):
-        for d in previous["summary"].get("open", []):
+    if previous and isinstance(previous.summary, Mapping):
+        for d in previous.summary.get("open", []):
             try:
                 previous_open.append(Finding.from_dict(d))
             except (ValueError, TypeError):
@@ -536,7 +444,7 @@ def run_preflight(db: Any, now: float, nodes_expr: str | Sequence[str], days: fl
     index_of = {g.uuid: g.index for g in history.gpus}
     merged = list(fresh)
     for r in stored.findings_between(db, since, now + 1):
-        if r["key"] in keys or r.get("node") not in wanted:
+        if r.key in keys or r.node not in wanted:
             continue
         f = _stored_finding(r, now, stale_s, index_of)
         if f is not None:

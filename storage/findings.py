@@ -1,0 +1,169 @@
+"""The health engine's outputs: findings with their life cycle, daily derating figures, reports.
+
+Pure data in and out, no health logic: writers store what the engine computed,
+readers return typed rows (:mod:`storage.rows`).
+
+* ``findings``: one row per finding key (the engine's stable identity of a
+  problem, e.g. ``"ecc_unc:GPU-…"``), with its open/resolved life cycle;
+* ``derating_daily``: per GPU and UTC day, how far the card performs below
+  what it should;
+* ``reports``: each report's summary, so the next one can say what changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from sqlite_utils import Database
+
+from storage.db import query, transaction
+from storage.rows import DERATING_RATIOS, DeratingDay, FindingChanges, NewFinding, ReportRow, StoredFinding
+
+SEVERITY_RANK: dict[str, int] = {"ok": 0, "info": 1, "notice": 1, "careful": 2, "warning": 3, "critical": 4}
+"""Order of string severities for "worsened"; integer severities compare as numbers."""
+
+DERATING_COLUMNS: tuple[str, ...] = DERATING_RATIOS
+
+
+# -- findings ------------------------------------------------------------------------
+
+def _rank(severity: Any) -> int:
+    if isinstance(severity, (int, float)):
+        return int(severity)
+    return SEVERITY_RANK.get(str(severity).lower(), 0)
+
+
+def _finding(r: dict[str, Any]) -> StoredFinding:
+    return StoredFinding(
+        id=int(r["id"]), key=r["key"], kind=r["kind"], severity=r["severity"], first_seen=r["first_seen"],
+        last_seen=r["last_seen"], updated_at=r["updated_at"], node=r["node"], gpu_uuid=r["gpu_uuid"],
+        resolved_at=r["resolved_at"], evidence=json.loads(r["evidence"]) if r.get("evidence") else None,
+        action=r["action"])
+
+
+def save_findings(db: Database, findings: Sequence[NewFinding], now: float) -> FindingChanges:
+    """Store the health engine's current findings; return what changed.
+
+    ``severity`` is a name from :data:`SEVERITY_RANK` or an int; ``first_seen``
+    / ``last_seen`` default to ``now``; ``evidence`` must be JSON-able.
+
+    Upsert by key. An open finding missing from ``findings`` is resolved
+    (``resolved_at = now``); a resolved one that comes back reopens (its
+    ``first_seen`` restarts at the new onset); a higher severity than stored is
+    "worsened".
+
+    Returns:
+        the new, reopened (also in new), resolved and worsened findings as stored now.
+    """
+    result: dict[str, list[str]] = {"new": [], "reopened": [], "resolved": [], "worsened": []}
+    by_key = {f.key: f for f in findings}
+    with transaction(db) as conn:
+        cur = conn.execute("SELECT * FROM findings")
+        names = [d[0] for d in cur.description]
+        stored = {r["key"]: r for r in (dict(zip(names, row)) for row in cur.fetchall())}
+        for key, f in by_key.items():
+            evidence = json.dumps(f.evidence, separators=(",", ":"), sort_keys=True, default=str) \
+                if f.evidence is not None else None
+            old = stored.get(key)
+            if old is None:
+                conn.execute(
+                    """INSERT INTO findings (key, kind, severity, node, gpu_uuid, first_seen, last_seen, evidence,
+                                             action, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (key, f.kind, f.severity, f.node, f.gpu_uuid, f.first_seen or now, f.last_seen or now, evidence,
+                     f.action, now))
+                result["new"].append(key)
+                continue
+            reopened = old["resolved_at"] is not None
+            conn.execute(
+                """UPDATE findings SET kind = ?, severity = ?, node = ?, gpu_uuid = ?, last_seen = ?, evidence = ?,
+                       action = ?, updated_at = ?, resolved_at = NULL,
+                       first_seen = CASE WHEN ? THEN ? ELSE first_seen END WHERE key = ?""",
+                (f.kind, f.severity, f.node, f.gpu_uuid, f.last_seen or now, evidence, f.action, now, reopened,
+                 f.first_seen or now, key))
+            if reopened:
+                result["new"].append(key)
+                result["reopened"].append(key)
+            elif _rank(f.severity) > _rank(old["severity"]):
+                result["worsened"].append(key)
+        gone = [k for k, r in stored.items() if r["resolved_at"] is None and k not in by_key]
+        conn.executemany("UPDATE findings SET resolved_at = ?, updated_at = ? WHERE key = ?",
+                         [(now, now, k) for k in gone])
+        result["resolved"] = gone
+        wanted = {k for keys in result.values() for k in keys}
+        cur = conn.execute("SELECT * FROM findings")
+        names = [d[0] for d in cur.description]
+        full = {r["key"]: _finding(r) for r in (dict(zip(names, row)) for row in cur.fetchall())
+                if r["key"] in wanted}
+    return FindingChanges(**{what: tuple(full[k] for k in keys) for what, keys in result.items()})
+
+
+def open_findings(db: Database) -> list[StoredFinding]:
+    """Findings not resolved, oldest first. ``evidence`` is decoded."""
+    return [_finding(r) for r in query(db, "SELECT * FROM findings WHERE resolved_at IS NULL ORDER BY first_seen, id")]
+
+
+def findings_between(db: Database, since: float, until: float) -> list[StoredFinding]:
+    """Findings open at any moment of [since, until): opened before ``until``, not resolved before ``since``."""
+    return [_finding(r) for r in query(db, """
+        SELECT * FROM findings WHERE first_seen < ? AND (resolved_at IS NULL OR resolved_at >= ?)
+        ORDER BY first_seen, id""", (until, since))]
+
+
+# -- derating ------------------------------------------------------------------------
+
+def save_derating(db: Database, days: Sequence[DeratingDay]) -> int:
+    """Upsert daily derating figures (None figures are stored as NULL); returns rows written.
+
+    Rows for unknown GPUs are skipped.
+    """
+    with transaction(db) as conn:
+        ids = {u: i for i, u in conn.execute("SELECT id, uuid FROM gpus")}
+        data = []
+        for d in days:
+            gid = ids.get(d.gpu_uuid)
+            if gid is None:
+                continue
+            data.append((gid, int(d.day), *(getattr(d, c) for c in DERATING_COLUMNS)))
+        conn.executemany(
+            f"INSERT OR REPLACE INTO derating_daily (gpu_id, day, {', '.join(DERATING_COLUMNS)}) "
+            f"VALUES ({', '.join('?' for _ in range(len(DERATING_COLUMNS) + 2))})", data)
+    return len(data)
+
+
+def derating_history(db: Database, uuid: str | None, since: float, until: float) -> list[DeratingDay]:
+    """Derating rows with ``day`` in [since, until), by GPU then day; ``uuid`` None for every GPU."""
+    where = "d.day >= ? AND d.day < ?"
+    params: list[Any] = [since, until]
+    if uuid is not None:
+        where += " AND g.uuid = ?"
+        params.append(uuid)
+    return [DeratingDay(**r) for r in query(db, f"""
+        SELECT g.uuid AS gpu_uuid, g.node, d.day, {', '.join('d.' + c for c in DERATING_COLUMNS)}
+        FROM derating_daily d JOIN gpus g ON g.id = d.gpu_id WHERE {where} ORDER BY g.uuid, d.day""", params)]
+
+
+# -- reports -------------------------------------------------------------------------
+
+def save_report(db: Database, kind: str, ts: float, summary: Any) -> int:
+    """Store a report's summary (JSON-able); returns its id."""
+    with transaction(db) as conn:
+        cur = conn.execute("INSERT INTO reports (ts, kind, summary) VALUES (?, ?, ?)",
+                           (ts, kind, json.dumps(summary, separators=(",", ":"), sort_keys=True, default=str)))
+        return int(cur.lastrowid or 0)
+
+
+def last_report(db: Database, kind: str, before: float | None = None) -> ReportRow | None:
+    """The newest report of ``kind`` (before ``before`` if given), or None."""
+    sql = "SELECT * FROM reports WHERE kind = ?"
+    params: list[Any] = [kind]
+    if before is not None:
+        sql += " AND ts < ?"
+        params.append(before)
+    found = query(db, sql + " ORDER BY ts DESC, id DESC LIMIT 1", params)
+    if not found:
+        return None
+    r = found[0]
+    return ReportRow(id=int(r["id"]), ts=r["ts"], kind=r["kind"],
+                     summary=json.loads(r["summary"]) if r["summary"] else None)
