@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from fleetmon.errors import KnownError
+from fleetmon.vocab import severity_rank
 
 COLUMNS: tuple[str, ...] = (
     "node", "group", "gpu_index", "model", "uuid", "serial", "board_part_number", "vbios", "pci_bus_id",
     "memory_total_mib", "power_default_w", "power_enforced_w", "driver_version", "cuda_driver_version",
     "state", "first_seen", "last_seen", "open_findings", "worst_finding",
 )
-_RANK = {"info": 1, "warning": 2, "critical": 3}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -61,7 +61,7 @@ def inventory_rows(db: Any, *, current: bool = False, group: str | None = None) 
             continue
         inv = g.get("inventory") or {}
         mine = findings.get(g["uuid"], [])
-        worst = max(mine, key=lambda f: _RANK.get(str(f.get("severity")), 0), default=None)
+        worst = max(mine, key=lambda f: severity_rank(f.get("severity")), default=None)
         out.append({
             "node": g.get("node") or "", "group": n.get("grp") or "", "gpu_index": g.get("idx"),
             "model": g.get("name") or "", "uuid": g["uuid"], "serial": g.get("serial") or "",

@@ -43,6 +43,7 @@ from typing import Any
 
 from fleetmon import hostlist
 from fleetmon.errors import KnownError, StorageError
+from fleetmon.fields import HW_THROTTLE_REASONS
 from fleetmon.health import engine
 from fleetmon.health.derating import daily_ratios
 from fleetmon.health.findings import Finding
@@ -113,11 +114,10 @@ _GAUGES: tuple[tuple[str, str, str], ...] = (
 _COUNTERS = ("ecc_corr_vol", "ecc_corr_agg", "ecc_unc_vol", "ecc_unc_agg", "retired_sbe", "retired_dbe",
              "remap_corr", "remap_unc", "pcie_replay")
 _STATES = ("retired_pending", "remap_pending", "remap_failure")
-_THROTTLES = ("thr_hw_thermal", "thr_hw_power_brake", "thr_sw_thermal", "thr_sw_power_cap", "thr_hw_slowdown")
 _LINKS = ("pcie_gen_busy_min", "pcie_width_busy_min")
 
 
-_HW_THROTTLES = ("thr_hw_thermal", "thr_hw_power_brake", "thr_sw_thermal", "thr_hw_slowdown")
+_HW_THROTTLES = tuple("thr_" + r for r in HW_THROTTLE_REASONS)
 """Throttle counts that are zero on a healthy GPU (SwPowerCap is how a busy GPU normally runs)."""
 _STICKY = ("n", "lost") + _COUNTERS + _STATES + _LINKS + _HW_THROTTLES
 _POWER_LIMIT = (("power_limit_w_mean", "power_limit_w_mean", gauge_scale("power_limit_w")),)

@@ -19,11 +19,10 @@ from typing import Any, Iterable
 
 from sqlite_utils import Database
 
+from fleetmon.vocab import Severity
 from storage.db import query, rows, transaction
 from storage.schema import row_decoder
 
-SEVERITY_RANK: dict[str, int] = {"ok": 0, "info": 1, "notice": 1, "careful": 2, "warning": 3, "critical": 4}
-"""Order of string severities for "worsened"; integer severities compare as numbers."""
 
 DERATING_COLUMNS: tuple[str, ...] = ("sm_clock_busy_mhz", "clock_ratio", "power_limit_ratio", "memory_ratio",
                                      "pcie_ratio", "clock_vs_fleet")
@@ -153,9 +152,10 @@ def load_placements(db: Database, uuid: str | None = None) -> list[dict[str, Any
 # -- findings ------------------------------------------------------------------------
 
 def _rank(severity: Any) -> int:
+    """Order for "worsened": a :class:`fleetmon.vocab.Severity` by its rank, an integer as itself."""
     if isinstance(severity, (int, float)):
         return int(severity)
-    return SEVERITY_RANK.get(str(severity).lower(), 0)
+    return Severity.parse(severity).rank
 
 
 def _finding(r: dict[str, Any]) -> dict[str, Any]:
@@ -168,7 +168,7 @@ def save_findings(db: Database, findings: list[dict[str, Any]], now: float) -> d
     """Store the health engine's current findings; return what changed.
 
     Each finding: ``key`` (stable identity), ``kind``, ``severity`` (a name from
-    :data:`SEVERITY_RANK` or an int), optional ``node``, ``gpu_uuid``,
+    :class:`fleetmon.vocab.Severity` or an int), optional ``node``, ``gpu_uuid``,
     ``first_seen`` / ``last_seen`` (the onset and the latest evidence, Unix s;
     ``now`` when absent), ``evidence`` (JSON-able), ``action`` (text).
 

@@ -33,7 +33,7 @@ from typing import Any, Callable
 
 from sqlite_utils import Database, Migrations
 
-from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, HW_THROTTLE_REASONS, STATE_NAMES, THROTTLE_NAMES
 
 MIGRATION_SET = "fleetmon"
 migrations = Migrations(MIGRATION_SET)
@@ -496,8 +496,8 @@ that cleared within the hour still shows). Keys as in
 
 HEALTH_HOURLY_COLUMN_NAMES: list[str] = [name for name, _ in HEALTH_HOURLY_COLUMNS]
 
-CLEAN_CLOCK_THROTTLES: tuple[str, ...] = ("hw_slowdown", "hw_thermal", "sw_thermal", "hw_power_brake")
-"""Throttle reasons that disqualify a minute's SM clock from the derating mean."""
+CLEAN_CLOCK_THROTTLES: tuple[str, ...] = HW_THROTTLE_REASONS
+"""Throttle reasons that disqualify a minute's SM clock from the derating mean (the hardware ones)."""
 
 
 def status_failed_sql(field: str, column: str = "status") -> str:

@@ -46,6 +46,7 @@ from typing import Any, Callable
 from fleetmon import __version__
 from fleetmon.errors import NvmlUnavailable
 from fleetmon.fields import ALL_FIELDS, INVENTORY_FIELDS
+from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, NodeInfo, Status
 
 log = logging.getLogger("fleetmon.nvml")
@@ -923,18 +924,6 @@ def _field_value(fv: Any) -> float | None:
         return None
 
 
-def normalize_bus_id(bus_id: str) -> str:
-    """NVML gives "00000000:3B:00.0"; use the kernel's "0000:3b:00.0"."""
-    bus_id = bus_id.strip().lower()
-    if ":" in bus_id:
-        domain, rest = bus_id.split(":", 1)
-        if len(domain) > 4:
-            domain = domain[-4:]
-        return f"{domain}:{rest}"
-    return bus_id
-
-
-_normalize_bus_id = normalize_bus_id
 
 
 @functools.lru_cache(maxsize=1)

@@ -21,10 +21,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fleetmon import hostlist
-from fleetmon.health.findings import SEVERITY_RANK, Finding
+from fleetmon.health.findings import Finding
 from fleetmon.health.history import FleetHistory
 from fleetmon.health.rules import RULES, Rule
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.vocab import Severity
 
 __all__ = [
     "NO_GO_WARNINGS",
@@ -67,7 +68,7 @@ category pcie or power joins the family of that name)."""
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     """Most severe first, open before resolved, then node, GPU, kind, key."""
     return sorted(findings, key=lambda f: (
-        -SEVERITY_RANK[f.severity], f.state != "open", hostlist.sort_key(f.node),
+        -f.rank, f.state != "open", hostlist.sort_key(f.node),
         -1 if f.gpu_index is None else f.gpu_index, f.gpu_uuid or "", f.kind, f.key,
     ))
 
@@ -184,9 +185,9 @@ def node_verdicts(findings: Iterable[Finding], nodes: Iterable[str] | None = Non
         current = verdict.setdefault(f.node, "pass")
         if not f.is_open:
             continue
-        if f.severity == "critical":
+        if f.severity == Severity.CRITICAL:
             verdict[f.node] = "fail"
-        elif f.severity == "warning" and current != "fail":
+        elif f.severity == Severity.WARNING and current != "fail":
             verdict[f.node] = "warn"
     return {n: verdict[n] for n in sorted(verdict, key=hostlist.sort_key)}
 
@@ -263,7 +264,7 @@ class ReportResult:
     @property
     def critical(self) -> bool:
         """Whether any open critical finding is in the report."""
-        return any(f.is_open and f.severity == "critical" for f in self.findings)
+        return any(f.is_open and f.severity == Severity.CRITICAL for f in self.findings)
 
 
 def _in_group(history: FleetHistory, group: str | None) -> list[str]:
@@ -528,10 +529,10 @@ def preflight(
             continue
         reasons, warnings = [], []
         for f in sort_findings(by_node.get(name, ())):
-            if f.severity == "critical":
+            if f.severity == Severity.CRITICAL:
                 when = "open" if f.is_open else "resolved"
                 reasons.append(f"{f.summary} [{f.kind}, {when}]")
-            elif f.severity == "warning" and f.is_open:
+            elif f.severity == Severity.WARNING and f.is_open:
                 if f.kind in NO_GO_WARNINGS:
                     reasons.append(f"{f.summary} [{f.kind}]")
                 else:

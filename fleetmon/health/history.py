@@ -57,7 +57,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, HW_THROTTLE_REASONS, STATE_NAMES, THROTTLE_NAMES
 
 __all__ = [
     "EMPTY",
@@ -80,7 +80,6 @@ MINUTE_S = 60
 HOUR_S = 3600
 DAY_S = 86400
 
-_HW_THROTTLES = ("hw_slowdown", "hw_thermal", "sw_thermal", "hw_power_brake")
 
 
 # ---------------------------------------------------------------------------
@@ -485,7 +484,7 @@ def busy_clean_clock(series: Series) -> list[float | None]:
         s if (s is not None and b and nn and b >= 0.8 * nn) else None
         for s, b, nn in zip(sm, busy, n)
     ]
-    for key in _HW_THROTTLES:
+    for key in HW_THROTTLE_REASONS:
         values = series.col("thr_" + key)
         if any(values):
             out = [None if v else o for o, v in zip(out, values)]

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetmon import xid as xidcat
+from fleetmon.fields import HW_THROTTLE_REASONS
 from fleetmon.health.findings import Finding, finding_key
 from fleetmon.health.history import DAY_S, FleetHistory, GpuHistory, NodeHistory, Series
 from fleetmon.health.thresholds import Thresholds
@@ -309,8 +310,7 @@ def _minutes(amount_s: float) -> int:
 
 
 def _hw_rows(series: Series) -> tuple[Sequence[Any], ...]:
-    return tuple(series.col("thr_" + r) for r in ("hw_slowdown", "hw_thermal", "sw_thermal",
-                                                  "hw_power_brake"))
+    return tuple(series.col("thr_" + r) for r in HW_THROTTLE_REASONS)
 
 
 def _amount(dur: float, count: Any, n: Any) -> float:

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetmon.fields import THROTTLE_NAMES
 from fleetmon.health.history import (
     HOUR_S,
     MINUTE_S,
@@ -54,6 +55,10 @@ __all__ = [
 ]
 
 SAMPLES = 12  # samples per minute (a 5 s agent interval)
+_QUIET_THROTTLES: tuple[str, ...] = tuple(r for r in THROTTLE_NAMES if r not in ("gpu_idle", "sw_power_cap"))
+"""Every throttle reason a synthetic healthy minute leaves at zero: all but idle and the software
+power cap, which the generators fill; faults then raise the hardware ones (not the same set as
+:data:`fleetmon.fields.HW_THROTTLE_REASONS`: this one also zeroes the configuration reasons)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,8 +346,7 @@ def _minute_columns(model: SimModel, mask: Sequence[bool], tables: dict[str, dic
     cols["thr_gpu_idle"] = level(0, SAMPLES)
     cols["thr_sw_power_cap"] = seg("swcap")
     zero = const(0)
-    for r in ("app_clocks", "hw_slowdown", "sync_boost", "sw_thermal", "hw_thermal", "hw_power_brake",
-              "display_clocks"):
+    for r in _QUIET_THROTTLES:
         cols["thr_" + r] = zero
     gen, width = model.pcie
     cols["pcie_gen"] = level(gen, 1)
@@ -391,8 +395,7 @@ def _hourly_columns(model: SimModel, fractions: Sequence[float], ts: list[int], 
     cols["thr_gpu_idle"] = [n_h - b for b in cols["busy_n"]]
     cols["thr_sw_power_cap"] = [round(b * 0.1) for b in cols["busy_n"]]
     zero = [0] * len(ts)
-    for key in ("app_clocks", "hw_slowdown", "sync_boost", "sw_thermal", "hw_thermal", "hw_power_brake",
-                "display_clocks"):
+    for key in _QUIET_THROTTLES:
         cols["thr_" + key] = zero
     gen, width = model.pcie
     cols["pcie_gen_busy_min"] = [gen if f > 0 else None for f in fractions]
