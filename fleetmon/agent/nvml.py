@@ -48,6 +48,7 @@ from fleetmon.errors import NvmlUnavailable
 from fleetmon.fields import ALL_FIELDS, INVENTORY_FIELDS
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, NodeInfo, Status
+from fleetmon.vocab import GpuState
 
 log = logging.getLogger("fleetmon.nvml")
 
@@ -366,7 +367,7 @@ class _Slot:
 
     @property
     def state(self) -> str:
-        return "lost" if (self.lost or self.vanished) else "ok"
+        return GpuState.LOST if (self.lost or self.vanished) else GpuState.OK
 
 
 class NvmlSession:
@@ -608,7 +609,7 @@ class NvmlSession:
             values = dict(slot.values)
             status = dict(slot.status)
             state = slot.state
-        if state == "lost":
+        if state == GpuState.LOST:
             status = {k: (_LOST if v == _FAILED else v) for k, v in status.items()}
         return GpuInventory(uuid=str(values.get("uuid")), index=index, name=str(values.get("name") or "unknown"),
                             values=values, status=status, state=state)

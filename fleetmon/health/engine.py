@@ -25,7 +25,8 @@ from fleetmon.health.findings import Finding
 from fleetmon.health.history import FleetHistory
 from fleetmon.health.rules import RULES, Rule
 from fleetmon.health.thresholds import Thresholds
-from fleetmon.vocab import Severity
+from fleetmon.records import Status
+from fleetmon.vocab import GpuState, Severity
 
 __all__ = [
     "NO_GO_WARNINGS",
@@ -286,7 +287,7 @@ def fleet_summary(
     models: Counter[str] = Counter()
     gpus = 0
     for gpu in history.gpus:
-        if gpu.node in names and gpu.state != "missing":
+        if gpu.node in names and gpu.state != GpuState.MISSING:
             models[gpu.name or "unknown"] += 1
             gpus += 1
     drivers: Counter[str] = Counter(
@@ -469,7 +470,7 @@ def _ecc_power(history: FleetHistory, node: str) -> tuple[dict[str, Any], dict[s
         for st, hf in zip(statuses, sel(tl.col("failed_power_w"))):
             if hf:
                 unreadable += hf
-            elif st and st.get("power_w") == "failed":
+            elif st and st.get("power_w") == Status.FAILED:
                 unreadable += 1
         default = gpu.inv("power_default_w")
         limit = next((v for v in reversed(tl.col("power_limit_w_mean")) if v is not None),
@@ -542,7 +543,7 @@ def preflight(
         ecc, power = _ecc_power(history, name)
         result.append(NodePreflight(
             name, not reasons, tuple(reasons), tuple(warnings), ecc, power,
-            gpus=len([g for g in history.gpus_on(name) if g.state != "missing"]),
+            gpus=len([g for g in history.gpus_on(name) if g.state != GpuState.MISSING]),
             expected=history.expected_gpus(node),
         ))
     no_go = [n.name for n in result if not n.go]

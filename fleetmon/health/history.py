@@ -58,6 +58,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, HW_THROTTLE_REASONS, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.records import Status
+from fleetmon.vocab import GpuState
 
 __all__ = [
     "EMPTY",
@@ -274,7 +276,7 @@ class Series:
         flag = self.col("lost")
         minutes = self.col("lost_minutes")
         out = [
-            s == "lost" or bool(f) or bool(m)
+            s == GpuState.LOST or bool(f) or bool(m)
             for s, f, m in zip(state, flag, minutes)
         ]
         self._cache["lost"] = out
@@ -459,10 +461,10 @@ def rollup_hourly(minutes: Series) -> Series:
     lost = minutes.lost()
     cols["lost_minutes"] = [sum(1 for i in range(a, b) if lost[i]) for _, a, b in groups]
     statuses = minutes.statuses()
-    failed_fields = sorted({k for s in statuses if s for k, v in s.items() if v == "failed"})
+    failed_fields = sorted({k for s in statuses if s for k, v in s.items() if v == Status.FAILED})
     for f in failed_fields:
         cols["failed_" + f] = [
-            sum(1 for st in statuses[a:b] if st is not None and st.get(f) == "failed")
+            sum(1 for st in statuses[a:b] if st is not None and st.get(f) == Status.FAILED)
             for _, a, b in groups
         ]
     return Series(columns=cols, step_s=HOUR_S)
@@ -762,9 +764,9 @@ class GpuHistory:
             vbios, power_default_w, power_enforced_w, memory_total_mib,
             pcie_max_gen, pcie_max_width, pcie_gpu_max_gen, temp_slowdown_c,
             ecc_mode_current, ...). Missing keys are fine.
-        state: "ok", "lost" (fell off the bus) or "missing" (no longer
-            enumerated on its node; the storage layer's "gone" is read as
-            "missing").
+        state: a :class:`fleetmon.vocab.GpuState`: OK, LOST (fell off the
+            bus) or MISSING (no longer enumerated on its node; the storage
+            layer's "gone" is read as MISSING by ``GpuState.for_rules``).
         first_seen, last_seen: Unix s.
         minutes: per-minute rows (recent, e.g. the last 24 h).
         hourly: hourly rows (older than the minutes; optional).
@@ -778,7 +780,7 @@ class GpuHistory:
     pci_bus_id: str | None = None
     serial: str | None = None
     inventory: Mapping[str, Any] = field(default_factory=dict)
-    state: str = "ok"
+    state: str = GpuState.OK
     first_seen: float | None = None
     last_seen: float | None = None
     minutes: Series = EMPTY
@@ -823,7 +825,7 @@ class GpuHistory:
             pci_bus_id=pci,
             serial=row.get("serial") or inventory.get("serial") or None,
             inventory=inventory,
-            state=_STATE_ALIASES.get(str(row.get("state") or "ok"), str(row.get("state") or "ok")),
+            state=GpuState.for_rules(row.get("state")),
             first_seen=row.get("first_seen"),
             last_seen=row.get("last_seen"),
             minutes=mins,
@@ -863,9 +865,6 @@ class GpuHistory:
     def inv(self, key: str) -> Any:
         """One inventory value, or None."""
         return self.inventory.get(key)
-
-
-_STATE_ALIASES = {"gone": "missing", "disappeared": "missing"}
 
 
 def _inventory(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -36,6 +36,8 @@ from fleetmon.fields import HW_THROTTLE_REASONS
 from fleetmon.health.findings import Finding, finding_key
 from fleetmon.health.history import DAY_S, FleetHistory, GpuHistory, NodeHistory, Series
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.records import Status
+from fleetmon.vocab import GpuState
 
 __all__ = [
     "RULES",
@@ -785,8 +787,8 @@ def check_gpu_lost(history: FleetHistory, thresholds: Thresholds | None = None) 
     for gpu in history.gpus:
         tl = gpu.timeline()
         state_col = tl.col("state")
-        quick = ("lost" in state_col or any(tl.col("lost")) or any(tl.col("lost_minutes"))
-                 or gpu.state == "lost" or gpu.uuid in events)
+        quick = (GpuState.LOST in state_col or any(tl.col("lost")) or any(tl.col("lost_minutes"))
+                 or gpu.state == GpuState.LOST or gpu.uuid in events)
         if not quick:
             continue
         lost = tl.lost()
@@ -796,13 +798,13 @@ def check_gpu_lost(history: FleetHistory, thresholds: Thresholds | None = None) 
         lost_ts = [e.ts for e in evs if e.kind == "gpu_lost"]
         back_ts = [e.ts for e in evs if e.kind == "gpu_back"]
         starts = [float(ts[i]) for i in rows[:1]] + lost_ts[:1]
-        if not starts and gpu.state != "lost":
+        if not starts and gpu.state != GpuState.LOST:
             continue
         first = min(starts) if starts else (gpu.last_seen or history.now)
         ends = [float(ts[rows[-1]]) + float(dur[rows[-1]])] if rows else []
         ends += lost_ts[-1:]
-        still = gpu.state == "lost" or (bool(lost_ts) and (not back_ts or back_ts[-1] < lost_ts[-1])
-                                        and gpu.state != "ok") or (bool(rows) and rows[-1] == len(tl) - 1)
+        still = gpu.state == GpuState.LOST or (bool(lost_ts) and (not back_ts or back_ts[-1] < lost_ts[-1])
+                                        and gpu.state != GpuState.OK) or (bool(rows) and rows[-1] == len(tl) - 1)
         last = history.now if still else max(ends + back_ts[-1:] or [first])
         minutes = sum(_amount(float(dur[i]), tl.col("lost_minutes")[i] or 1, (float(dur[i]) / 60) if dur[i] > 60 else 1)
                       for i in rows) / 60.0
@@ -840,7 +842,7 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
             continue
         assert node is not None and node.last_ok is not None
         gone = node.last_ok - gpu.last_seen >= t.gpu_missing_minutes * 60
-        if gpu.state != "missing" and not gone:
+        if gpu.state != GpuState.MISSING and not gone:
             continue
         per_node[gpu.node] += 1
         out.append(_gpu_finding(
@@ -857,7 +859,7 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
             continue
         reported = node.gpu_count
         if reported is None:
-            reported = sum(1 for g in history.gpus_on(node.name) if g.state != "missing"
+            reported = sum(1 for g in history.gpus_on(node.name) if g.state != GpuState.MISSING
                            and not (node.last_ok and g.last_seen and
                                     node.last_ok - g.last_seen >= t.gpu_missing_minutes * 60))
         short = expected - reported
@@ -1044,7 +1046,7 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
     out: list[Finding] = []
     groups: dict[tuple[str, str], list[GpuHistory]] = defaultdict(list)
     for gpu in history.gpus:
-        if gpu.state == "missing" or not gpu.inv("vbios"):
+        if gpu.state == GpuState.MISSING or not gpu.inv("vbios"):
             continue
         node = history.node(gpu.node)
         groups[((node.group if node else None) or "", gpu.name)].append(gpu)
@@ -1410,7 +1412,7 @@ def check_power_unreadable(history: FleetHistory, thresholds: Thresholds | None 
     for gpu in history.gpus:
         tl = gpu.timeline()
         hourly_failed = tl.col("failed_power_w")
-        rows = tl.rows_with_status("power_w", "failed")
+        rows = tl.rows_with_status("power_w", Status.FAILED)
         if not rows and not any(hourly_failed):
             continue
         ts, dur = tl.ts, tl.dur

@@ -40,6 +40,8 @@ from fleetmon.health.history import (
     Series,
 )
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.records import Status
+from fleetmon.vocab import GpuState
 
 __all__ = [
     "FAULT_KINDS",
@@ -282,7 +284,7 @@ _MINUTE_GAUGES = {
     "util_gpu_pct": "util", "power_w": "pw", "sm_clock_mhz": "sm", "temp_c": "t", "fan_pct": "fan",
 }
 
-_UNSUPPORTED_ECC = {k: "unsupported" for k in (
+_UNSUPPORTED_ECC = {k: Status.UNSUPPORTED for k in (
     "ecc_corr_vol", "ecc_unc_vol", "ecc_corr_agg", "ecc_unc_agg", "retired_sbe", "retired_dbe",
     "remap_corr", "remap_unc", "retired_pending", "remap_pending", "remap_failure", "mem_temp_c")}
 
@@ -356,7 +358,7 @@ def _minute_columns(model: SimModel, mask: Sequence[bool], tables: dict[str, dic
     cols["pstate"] = level(0, 8)
     for key, value in counters.items():
         cols[key] = const(value)
-    cols["state"] = const("ok")
+    cols["state"] = const(GpuState.OK)
     cols["status"] = const(None) if model.ecc else const(_UNSUPPORTED_ECC)
     return cols
 
@@ -502,7 +504,7 @@ class _Card:
         self.minutes: dict[str, list[Any]] = {}
         self.hourly: dict[str, list[Any]] = {}
         self.inventory: dict[str, Any] = {}
-        self.state = "ok"
+        self.state = GpuState.OK
         self.first_seen: float = 0.0
         self.last_seen: float = 0.0
         self.present = True
@@ -599,11 +601,11 @@ def _apply(card: _Card, fault: SimFault) -> None:
                     for i in rows:
                         col[i] = None
             for i in rows:
-                lost_col[i] = "lost" if step == 60 else 60
-                status[i] = {"power_w": "gpu_lost", "temp_c": "gpu_lost"}
+                lost_col[i] = GpuState.LOST if step == 60 else 60
+                status[i] = {"power_w": Status.GPU_LOST, "temp_c": Status.GPU_LOST}
                 busy[i] = 0
             if fault.until is None:
-                card.state = "lost"
+                card.state = GpuState.LOST
         elif kind == "pcie-link-degraded":
             gen_b, width_b = _mut(cols, "pcie_gen_busy_min"), _mut(cols, "pcie_width_busy_min")
             gen = _mut(cols, "pcie_gen")
@@ -639,7 +641,7 @@ def _apply(card: _Card, fault: SimFault) -> None:
             for i in rows:
                 if step == 60:
                     base = status[i] or {}
-                    status[i] = {**base, "power_w": "failed"}
+                    status[i] = {**base, "power_w": Status.FAILED}
                 else:
                     status[i] = 60
         elif kind == "power-capped":
@@ -840,7 +842,7 @@ def generate(
                 events.append(EventRecord(f.until, place.node, "gpu_back", target.uuid, place.pci_bus_id))
         elif f.kind == "gpu-missing" and target:
             truncate[target.uuid] = f.onset
-            target.state = "missing"
+            target.state = GpuState.MISSING
         elif f.kind == "node-unreachable":
             outages.setdefault(f.node, []).append(Outage(f.onset, None, "timed out", 10))
             for c in cards:
@@ -947,7 +949,7 @@ def generate(
         last_ok = float(now_i - 10)
         if outs and outs[-1].end is None:
             last_ok = outs[-1].start - 30
-        present = sum(1 for c in cards if c.placements[-1].node == node.name and c.state != "missing")
+        present = sum(1 for c in cards if c.placements[-1].node == node.name and c.state != GpuState.MISSING)
         node_hist.append(NodeHistory(
             name=node.name, group=node.group,
             driver_version=over.get("driver", node.driver or DRIVERS[fam][0]),
