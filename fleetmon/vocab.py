@@ -50,7 +50,7 @@ class Severity(enum.StrEnum):
 
     @classmethod
     def parse(cls, value: str | Severity) -> Severity:
-        """The member named by ``value`` (case and surrounding blanks ignored).
+        """The member spelled exactly ``value`` (one vocabulary, one spelling: lower case).
 
         Raises:
             VocabularyError: ``value`` is not a severity.
@@ -59,7 +59,7 @@ class Severity(enum.StrEnum):
             return value
         if isinstance(value, str):
             try:
-                return cls(value.strip().lower())
+                return cls(value)
             except ValueError:
                 pass
         raise VocabularyError(f"unknown severity {value!r} (expected one of: {', '.join(cls)})")
@@ -115,7 +115,7 @@ class GpuState(enum.StrEnum):
             return cls.OK
         if isinstance(value, str):
             try:
-                return cls(value.strip().lower())
+                return cls(value)
             except ValueError:
                 pass
         raise VocabularyError(f"unknown GPU state {value!r} (expected one of: {', '.join(cls)})")
@@ -124,8 +124,7 @@ class GpuState(enum.StrEnum):
     def for_rules(cls, value: str | GpuState | None) -> GpuState:
         """A stored state as the health rules see it: "gone" (storage) and "disappeared"
         (the inventory change log's word) both mean :attr:`MISSING`; anything else as :meth:`parse`."""
-        text = value.strip().lower() if isinstance(value, str) else value
-        alias = _STATE_ALIASES.get(text) if isinstance(text, str) else None
+        alias = _STATE_ALIASES.get(value) if isinstance(value, str) else None
         return alias if alias is not None else cls.parse(value)
 
 

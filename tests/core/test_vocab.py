@@ -41,9 +41,9 @@ def test_one_rank_order() -> None:
 
 
 def test_parse_and_worst() -> None:
-    assert Severity.parse(" Critical ") is Severity.CRITICAL
+    assert Severity.parse("critical") is Severity.CRITICAL
     assert Severity.parse(Severity.INFO) is Severity.INFO
-    for bad in ("notice", "careful", "ok", "", 3, None):
+    for bad in ("notice", "careful", "ok", "", "Critical", " info", 3, None):
         with pytest.raises(VocabularyError, match=r"unknown severity .* \(expected one of: info, warning, critical\)"):
             Severity.parse(bad)  # type: ignore[arg-type]
     assert issubclass(VocabularyError, ValueError)
@@ -69,7 +69,7 @@ def test_every_user_of_severity_agrees() -> None:
 
 def test_gpu_state() -> None:
     assert [s.value for s in GpuState] == ["ok", "lost", "gone", "missing"]
-    assert GpuState.parse(None) is GpuState.OK and GpuState.parse("LOST") is GpuState.LOST
+    assert GpuState.parse(None) is GpuState.OK and GpuState.parse("lost") is GpuState.LOST
     with pytest.raises(VocabularyError, match="unknown GPU state 'vanished'"):
         GpuState.parse("vanished")
     assert GpuState.for_rules("gone") is GpuState.MISSING
