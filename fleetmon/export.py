@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fleetmon.vocab import severity_rank
 from fleetmon.errors import KnownError
 
 COLUMNS: tuple[str, ...] = (
@@ -25,7 +26,6 @@ COLUMNS: tuple[str, ...] = (
     "memory_total_mib", "power_default_w", "power_enforced_w", "driver_version", "cuda_driver_version",
     "state", "first_seen", "last_seen", "open_findings", "worst_finding",
 )
-_RANK = {"info": 1, "warning": 2, "critical": 3}
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -61,7 +61,7 @@ def inventory_rows(db: Any, *, current: bool = False, group: str | None = None) 
         if group is not None and (n.group if n else None) != group:
             continue
         mine = findings.get(g.uuid, [])
-        worst = max(mine, key=lambda f: _RANK.get(str(f.severity), 0), default=None)
+        worst = max(mine, key=lambda f: severity_rank(f.severity), default=None)
         out.append({
             "node": g.node or "", "group": (n.group if n else None) or "", "gpu_index": g.index,
             "model": g.model or "", "uuid": g.uuid, "serial": g.serial or "",

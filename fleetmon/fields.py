@@ -106,6 +106,13 @@ THROTTLE_REASONS: tuple[ThrottleReason, ...] = (
     ThrottleReason("display_clocks", 0x100, "Limited by display clocks", False),
 )
 THROTTLE_NAMES: tuple[str, ...] = tuple(r.name for r in THROTTLE_REASONS)
+HW_THROTTLE_REASONS: tuple[str, ...] = tuple(r.name for r in THROTTLE_REASONS if r.hardware)
+"""The reasons flagged ``hardware`` (hw_slowdown, sw_thermal, hw_thermal, hw_power_brake), in catalog order.
+
+The one list of throttle reasons that are zero on a healthy GPU (a busy GPU normally runs
+under sw_power_cap; idle, app clocks, sync boost and display clocks are configuration): a
+minute with any of them is not a clean clock sample for derating, and they are the sticky
+throttle columns the health rules load."""
 
 
 def throttle_names(mask: int) -> list[str]:

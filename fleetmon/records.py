@@ -15,11 +15,13 @@ import enum
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from fleetmon.vocab import GpuState
+
 WIRE_SCHEMA = 1
 
 
-class Status(str, enum.Enum):
-    """How one reading turned out."""
+class Status(enum.StrEnum):
+    """How one reading turned out (a member is its wire string: ``Status.FAILED == "failed"``)."""
 
     OK = "ok"
     UNSUPPORTED = "unsupported"  # NVML_ERROR_NOT_SUPPORTED / FUNCTION_NOT_FOUND: permanent, never an alarm
@@ -72,8 +74,8 @@ class NodeInfo(_Wire):
 class GpuInventory(_Wire):
     """Static facts about one GPU (fleetmon.fields.INVENTORY_FIELDS in ``values``).
 
-    ``state`` is "ok" or "lost". ``uuid`` and ``index`` duplicate the values for
-    convenience.
+    ``state`` is :class:`~fleetmon.vocab.GpuState` ``OK`` or ``LOST``. ``uuid`` and
+    ``index`` duplicate the values for convenience.
     """
 
     uuid: str
@@ -81,7 +83,7 @@ class GpuInventory(_Wire):
     name: str
     values: Values = field(default_factory=dict)
     status: Statuses = field(default_factory=dict)
-    state: str = "ok"
+    state: str = GpuState.OK
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +98,7 @@ class GpuSample(_Wire):
     index: int
     values: Values = field(default_factory=dict)
     status: Statuses = field(default_factory=dict)
-    state: str = "ok"
+    state: str = GpuState.OK
 
 
 def minute_key(gauge: str, stat: str) -> str:
@@ -124,7 +126,7 @@ class GpuMinute(_Wire):
             with the GPU busy; ``pcie_gen_busy_min`` / ``pcie_width_busy_min`` =
             lowest link seen while busy (None if never busy).
         status: per field, the worst non-OK status seen during the minute.
-        state: "ok" or "lost" (lost if the GPU was lost at the minute's end).
+        state: GpuState ``OK`` or ``LOST`` (lost if the GPU was lost at the minute's end).
     """
 
     seq: int
@@ -134,7 +136,7 @@ class GpuMinute(_Wire):
     n: int
     values: Values = field(default_factory=dict)
     status: Statuses = field(default_factory=dict)
-    state: str = "ok"
+    state: str = GpuState.OK
 
 
 @dataclass(frozen=True, slots=True)

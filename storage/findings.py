@@ -18,11 +18,9 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from fleetmon.vocab import Severity
 from storage.db import query, transaction
 from storage.rows import DERATING_RATIOS, DeratingDay, FindingChanges, NewFinding, ReportRow, StoredFinding
-
-SEVERITY_RANK: dict[str, int] = {"ok": 0, "info": 1, "notice": 1, "careful": 2, "warning": 3, "critical": 4}
-"""Order of string severities for "worsened"; integer severities compare as numbers."""
 
 DERATING_COLUMNS: tuple[str, ...] = DERATING_RATIOS
 
@@ -30,9 +28,10 @@ DERATING_COLUMNS: tuple[str, ...] = DERATING_RATIOS
 # -- findings ------------------------------------------------------------------------
 
 def _rank(severity: Any) -> int:
+    """Order for "worsened": a :class:`fleetmon.vocab.Severity` by its rank, an integer as itself."""
     if isinstance(severity, (int, float)):
         return int(severity)
-    return SEVERITY_RANK.get(str(severity).lower(), 0)
+    return Severity.parse(severity).rank
 
 
 def _finding(r: dict[str, Any]) -> StoredFinding:
@@ -46,7 +45,7 @@ def _finding(r: dict[str, Any]) -> StoredFinding:
 def save_findings(db: Database, findings: Sequence[NewFinding], now: float) -> FindingChanges:
     """Store the health engine's current findings; return what changed.
 
-    ``severity`` is a name from :data:`SEVERITY_RANK` or an int; ``first_seen``
+    ``severity`` is a :class:`fleetmon.vocab.Severity` name or an int; ``first_seen``
     / ``last_seen`` default to ``now``; ``evidence`` must be JSON-able.
 
     Upsert by key. An open finding missing from ``findings`` is resolved

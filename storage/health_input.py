@@ -30,6 +30,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from fleetmon.fields import HW_THROTTLE_REASONS
 from storage import columns, findings, queries
 from storage.db import get_meta, query, rows
 from storage.rows import (DeratingDay, EventRow, GpuColumns, GpuRow, InventoryChangeRow, NodeRow, PlacementRow)
@@ -60,7 +61,7 @@ _STATES = ("retired_pending", "remap_pending", "remap_failure")
 _LINKS = ("pcie_gen_busy_min", "pcie_width_busy_min")
 
 
-_HW_THROTTLES = ("thr_hw_thermal", "thr_hw_power_brake", "thr_sw_thermal", "thr_hw_slowdown")
+_HW_THROTTLES = tuple("thr_" + r for r in HW_THROTTLE_REASONS)
 """Throttle counts that are zero on a healthy GPU (SwPowerCap is how a busy GPU normally runs)."""
 _STICKY = ("n", "lost") + _COUNTERS + _STATES + _LINKS + _HW_THROTTLES
 _POWER_LIMIT = (("power_limit_w_mean", "power_limit_w_mean", gauge_scale("power_limit_w")),)

@@ -34,6 +34,7 @@ from typing import Any, Iterable
 from sqlite_utils import Database
 
 from fleetmon.records import GpuInventory, NodePoll
+from fleetmon.vocab import GpuState
 from storage.db import transaction
 from storage.schema import SAMPLE_COLUMNS, encode_minute
 
@@ -270,10 +271,10 @@ def _inventory(batch: _Batch, poll: NodePoll) -> None:
     if not poll.gpus:
         return  # an empty inventory is no evidence that every GPU left
     for old in list(batch.gpus.values()):
-        if old.node == node and old.uuid not in seen and old.state != "gone":
+        if old.node == node and old.uuid not in seen and old.state != GpuState.GONE:
             batch.change(ts, old.uuid, node, "disappeared", place_text(old.node, old.idx, old.pci_bus_id), None)
-            conn.execute("UPDATE gpus SET state = 'gone' WHERE id = ?", (old.id,))
-            old.state = "gone"
+            conn.execute("UPDATE gpus SET state = ? WHERE id = ?", (GpuState.GONE.value, old.id))
+            old.state = GpuState.GONE
 
 
 def _upsert_gpu(batch: _Batch, node: str, g: GpuInventory, ts: float) -> None:
@@ -297,7 +298,7 @@ def _upsert_gpu(batch: _Batch, node: str, g: GpuInventory, ts: float) -> None:
         batch.gpus[g.uuid] = old
         batch.change(ts, g.uuid, node, "appeared", None, place_text(node, g.index, pci))
     else:
-        if old.state == "gone":
+        if old.state == GpuState.GONE:
             batch.change(ts, g.uuid, node, "appeared", None, place_text(node, g.index, pci))
         # A row made from samples alone knows only its node; compare what is known.
         known = (old.node, old.idx, old.pci_bus_id) if old.has_inventory else (old.node,)

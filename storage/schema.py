@@ -33,7 +33,9 @@ from typing import Any, Callable
 
 from sqlite_utils import Database, Migrations
 
-from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, HW_THROTTLE_REASONS, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.records import Status
+from fleetmon.vocab import GpuState
 
 MIGRATION_SET = "fleetmon"
 migrations = Migrations(MIGRATION_SET)
@@ -50,8 +52,8 @@ GAUGE_SCALE: dict[str, float] = {
 COUNTER_SCALE: dict[str, float] = {"energy_mj": 0.001}
 """Counters stored coarser than their unit (energy: whole joules)."""
 
-STATUS_CODES: dict[str, int] = {"unsupported": 1, "failed": 2, "gpu_lost": 3}
-_STATUS_NAMES = {v: k for k, v in STATUS_CODES.items()}
+STATUS_CODES: dict[str, int] = {Status.UNSUPPORTED: 1, Status.FAILED: 2, Status.GPU_LOST: 3}
+_STATUS_NAMES = {v: str(k) for k, v in STATUS_CODES.items()}
 
 STATUS_FIELDS: tuple[str, ...] = (
     "temp_c", "mem_temp_c", "fan_pct", "power_w", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz",
@@ -216,7 +218,7 @@ def encode_minute(gpu_id: int, ts: int, n: int, state: str, values: dict[str, An
                 _status_memo.clear()
     else:
         code = None
-    return (gpu_id, int(ts), n, 1 if state == "lost" else 0) + vals + (code,)
+    return (gpu_id, int(ts), n, 1 if state == GpuState.LOST else 0) + vals + (code,)
 
 
 _status_memo: dict[tuple[tuple[str, str], ...], int | str | None] = {}
@@ -297,7 +299,7 @@ def row_decoder(kind: str, want: set[str] | None = None
         for step in steps:
             step(row, out)
         if kind == "minute" and "lost" in out:
-            out["state"] = "lost" if out.pop("lost") else "ok"
+            out["state"] = GpuState.LOST if out.pop("lost") else GpuState.OK
         return out
     return cols, decode
 
@@ -496,17 +498,17 @@ that cleared within the hour still shows). Keys as in
 
 HEALTH_HOURLY_COLUMN_NAMES: list[str] = [name for name, _ in HEALTH_HOURLY_COLUMNS]
 
-CLEAN_CLOCK_THROTTLES: tuple[str, ...] = ("hw_slowdown", "hw_thermal", "sw_thermal", "hw_power_brake")
-"""Throttle reasons that disqualify a minute's SM clock from the derating mean."""
+CLEAN_CLOCK_THROTTLES: tuple[str, ...] = HW_THROTTLE_REASONS
+"""Throttle reasons that disqualify a minute's SM clock from the derating mean (the hardware ones)."""
 
 
 def status_failed_sql(field: str, column: str = "status") -> str:
     """SQL expression: 1 when the stored ``status`` gives ``field`` the status "failed", else 0."""
     bit = _STATUS_BIT[field]
-    code = STATUS_CODES["failed"]
+    code = STATUS_CODES[Status.FAILED]
     return (f"(CASE WHEN typeof({column}) = 'integer' THEN (({column} >> {bit}) & 3) = {code} "
             f"WHEN typeof({column}) = 'text' AND json_valid({column}) "
-            f"THEN coalesce(json_extract({column}, '$.{field}') = 'failed', 0) ELSE 0 END)")
+            f"THEN coalesce(json_extract({column}, '$.{field}') = '{Status.FAILED}', 0) ELSE 0 END)")
 
 
 @migrations(name="m005_hourly_health")

@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from fleetmon.vocab import GpuState, Severity
+from fleetmon.vocab import severity_rank as vocab_severity_rank
+
 DASH = "—"
 
 
@@ -50,7 +53,7 @@ def gpu_status(node_status: str | None, gpu_state: str | None, latest_ts: Any, n
     now = time.time() if now is None else now
     if node_status == "unreachable":
         return "unreachable"
-    if gpu_state == "lost":
+    if gpu_state == GpuState.LOST:
         return "lost"
     if latest_ts is None:
         return "unknown"
@@ -68,13 +71,13 @@ STATUS_COLORS = {
 }
 
 
-SEVERITY_RANK = {"info": 1, "warning": 2, "critical": 3}
-SEVERITY_COLORS = {"critical": "#c62828", "warning": "#ef6c00", "info": "#1565c0"}
+SEVERITY_COLORS: dict[str, str] = {Severity.CRITICAL: "#c62828", Severity.WARNING: "#ef6c00", Severity.INFO: "#1565c0"}
+"""Keyed by :class:`fleetmon.vocab.Severity` (whose members are their strings, so ``.get("critical")`` works)."""
 
 
 def severity_rank(severity: Any) -> int:
-    """Order of a severity name (unknown: 0)."""
-    return SEVERITY_RANK.get(str(severity or "").lower(), 0)
+    """Order of a severity (:attr:`fleetmon.vocab.Severity.rank`); 0 for None or "" (no finding)."""
+    return vocab_severity_rank(severity)
 
 
 def health(findings: list[tuple[str, str]]) -> str:

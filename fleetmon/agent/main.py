@@ -15,7 +15,6 @@ import logging
 import os
 import signal
 import ssl
-import stat
 import sys
 import threading
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fleetmon.errors import KnownError, NvmlUnavailable
+from fleetmon.tokens import read_token_file
 
 DEFAULT_PORT = 9414
 DEFAULT_BIND = "127.0.0.1"
@@ -64,30 +64,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backfill-step", type=float, default=15.0, metavar="SECONDS",
                    help="simulated sampling interval of --backfill-minutes (default 15; 1 to 60)")
     p.add_argument("-v", "--verbose", action="store_true", help="log more")
-
-
-def read_token_file(path: str) -> str:
-    """Read a bearer token; refuse a file readable by group or others.
-
-    Raises:
-        KnownError: unreadable, too permissive, or a token under 16 characters.
-    """
-    try:
-        st = os.stat(path)
-    except OSError as exc:
-        raise KnownError(f"cannot read token file {path}: {exc.strerror}") from exc
-    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise KnownError(f"token file {path} is readable by group or others (mode {stat.S_IMODE(st.st_mode):04o});"
-                         f" run: chmod 600 {path}")
-    try:
-        token = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KnownError(f"cannot read token file {path}: {exc}") from exc
-    if len(token) < 16:
-        raise KnownError(f"token file {path} holds a token shorter than 16 characters")
-    if any(c.isspace() for c in token):
-        raise KnownError(f"token file {path} holds whitespace inside the token")
-    return token
 
 
 def default_buffer_path() -> Path:

@@ -46,7 +46,9 @@ from typing import Any, Callable
 from fleetmon import __version__
 from fleetmon.errors import NvmlUnavailable
 from fleetmon.fields import ALL_FIELDS, INVENTORY_FIELDS
+from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, NodeInfo, Status
+from fleetmon.vocab import GpuState
 
 log = logging.getLogger("fleetmon.nvml")
 
@@ -365,7 +367,7 @@ class _Slot:
 
     @property
     def state(self) -> str:
-        return "lost" if (self.lost or self.vanished) else "ok"
+        return GpuState.LOST if (self.lost or self.vanished) else GpuState.OK
 
 
 class NvmlSession:
@@ -607,7 +609,7 @@ class NvmlSession:
             values = dict(slot.values)
             status = dict(slot.status)
             state = slot.state
-        if state == "lost":
+        if state == GpuState.LOST:
             status = {k: (_LOST if v == _FAILED else v) for k, v in status.items()}
         return GpuInventory(uuid=str(values.get("uuid")), index=index, name=str(values.get("name") or "unknown"),
                             values=values, status=status, state=state)
@@ -923,18 +925,6 @@ def _field_value(fv: Any) -> float | None:
         return None
 
 
-def normalize_bus_id(bus_id: str) -> str:
-    """NVML gives "00000000:3B:00.0"; use the kernel's "0000:3b:00.0"."""
-    bus_id = bus_id.strip().lower()
-    if ":" in bus_id:
-        domain, rest = bus_id.split(":", 1)
-        if len(domain) > 4:
-            domain = domain[-4:]
-        return f"{domain}:{rest}"
-    return bus_id
-
-
-_normalize_bus_id = normalize_bus_id
 
 
 @functools.lru_cache(maxsize=1)

@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from fleetmon.fields import FIELDS, THROTTLE_REASONS
 from fleetmon.records import GpuInventory, GpuSample, NodeInfo, Status
+from fleetmon.vocab import GpuState
 
 # Telemetry field -> (metric, type, help). DCGM names and help texts are those of
 # dcgm-exporter's default-counters.csv where it lists the field, else of
@@ -181,7 +182,7 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
                  for g in inventory])
     page.family("fleetmon_gpu_lost", "gauge",
                 "Whether the GPU is lost (1: fell off the bus or left enumeration) or not (0).",
-                [(lbl[i], 1 if (s_state == "lost") else 0) for i, s_state in _states(inventory, samples)])
+                [(lbl[i], 1 if (s_state == GpuState.LOST) else 0) for i, s_state in _states(inventory, samples)])
 
     rows = []
     for s in samples:

@@ -21,6 +21,7 @@ from fleetmon.agent.aggregate import MinuteAggregator
 from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.nvml import SAMPLE_FIELDS, NvmlSession
 from fleetmon.records import Event, GpuSample, Status
+from fleetmon.vocab import GpuState
 
 log = logging.getLogger("fleetmon.sampler")
 
@@ -49,7 +50,7 @@ class GpuHealth:
 
     index: int
     uuid: str
-    state: str = "ok"
+    state: str = GpuState.OK
     last_read_ms: float | None = None
     max_read_ms: float = 0.0
     calls: int = 0
@@ -195,14 +196,14 @@ class Sampler:
                             self.read_timeout_s)
                 self._event(now, "gpu_hung", inv.uuid, pci,
                             f"NVML reads of GPU {index} have not returned for {self.read_timeout_s:.1f} s")
-            lost = inv.state == "lost"
+            lost = inv.state == GpuState.LOST
             st = _LOST if lost else _FAILED
             values: dict[str, Any] = {name: None for name in SAMPLE_FIELDS}
             status = {name: st for name in SAMPLE_FIELDS}
             health.state = inv.state
             self._note_failing(health, status, now)
             return GpuSample(ts=now, uuid=inv.uuid, index=index, values=values, status=status,
-                             state="lost" if lost else "ok")
+                             state=GpuState.LOST if lost else GpuState.OK)
         try:
             values, status, lost, ms, calls = fut.result()
         except Exception as exc:  # a bug or an unexpected library error: keep serving
@@ -213,12 +214,12 @@ class Sampler:
             status["error"] = f"{type(exc).__name__}: {exc}"[:200]
         inv = self.session.inventory(index)  # the read may have completed the inventory
         pci = inv.values.get("pci_bus_id")
-        lost = lost or inv.state == "lost"
+        lost = lost or inv.state == GpuState.LOST
         if health.hung_since is not None:
             health.hung_since = None
             self._event(now, "gpu_unhung", inv.uuid, pci, f"NVML reads of GPU {index} answer again")
         health.uuid = inv.uuid
-        health.state = "lost" if lost else "ok"
+        health.state = GpuState.LOST if lost else GpuState.OK
         health.last_read_ms = round(ms, 3)
         health.max_read_ms = max(health.max_read_ms, ms)
         health.calls = calls
@@ -240,7 +241,7 @@ class Sampler:
                             "energy counter went backwards: driver reload or GPU reset")
             self._last_energy[index] = energy
         return GpuSample(ts=now, uuid=inv.uuid, index=index, values=values, status=status,
-                         state="lost" if lost else "ok")
+                         state=GpuState.LOST if lost else GpuState.OK)
 
     @staticmethod
     def _note_failing(health: GpuHealth, status: dict[str, str], now: float) -> None:

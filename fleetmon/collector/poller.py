@@ -55,7 +55,6 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Callable
 
 from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
@@ -64,6 +63,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from fleetmon.collector.client import CYCLE_RECORD_BUDGET, Target, make_ssl_context, poll_all
 from fleetmon.errors import KnownError
 from fleetmon.records import NodePoll
+from fleetmon.tokens import TokenFileError, read_token_file
 
 log = logging.getLogger("fleetmon.poll")
 
@@ -104,16 +104,11 @@ def backoff_cycles(failures: int, interval_s: float, max_backoff_s: float = MAX_
 
 
 def _read_token(path: str) -> tuple[str | None, str | None]:
-    """(token, None) or (None, one-line error)."""
+    """(token, None) or (None, one-line error): :func:`fleetmon.tokens.read_token_file`'s rules."""
     try:
-        token = Path(path).expanduser().read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        return None, f"token file {path}: cannot read it ({exc.strerror or exc})"
-    except UnicodeDecodeError:
-        return None, f"token file {path}: not UTF-8 text"
-    if not token:
-        return None, f"token file {path} is empty"
-    return token, None
+        return read_token_file(path), None
+    except TokenFileError as exc:
+        return None, str(exc)
 
 
 class Collector:

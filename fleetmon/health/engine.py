@@ -20,8 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetmon.vocab import GpuState, Severity
+from fleetmon.records import Status
 from fleetmon import hostlist
-from fleetmon.health.findings import SEVERITY_RANK, Finding
+from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory
 from fleetmon.health.rules import RULES, Rule
 from fleetmon.health.thresholds import Thresholds
@@ -67,7 +69,7 @@ category pcie or power joins the family of that name)."""
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
     """Most severe first, open before resolved, then node, GPU, kind, key."""
     return sorted(findings, key=lambda f: (
-        -SEVERITY_RANK[f.severity], f.state != "open", hostlist.sort_key(f.node),
+        -f.rank, f.state != "open", hostlist.sort_key(f.node),
         -1 if f.gpu_index is None else f.gpu_index, f.gpu_uuid or "", f.kind, f.key,
     ))
 
@@ -184,9 +186,9 @@ def node_verdicts(findings: Iterable[Finding], nodes: Iterable[str] | None = Non
         current = verdict.setdefault(f.node, "pass")
         if not f.is_open:
             continue
-        if f.severity == "critical":
+        if f.severity == Severity.CRITICAL:
             verdict[f.node] = "fail"
-        elif f.severity == "warning" and current != "fail":
+        elif f.severity == Severity.WARNING and current != "fail":
             verdict[f.node] = "warn"
     return {n: verdict[n] for n in sorted(verdict, key=hostlist.sort_key)}
 
@@ -263,7 +265,7 @@ class ReportResult:
     @property
     def critical(self) -> bool:
         """Whether any open critical finding is in the report."""
-        return any(f.is_open and f.severity == "critical" for f in self.findings)
+        return any(f.is_open and f.severity == Severity.CRITICAL for f in self.findings)
 
 
 def _in_group(history: FleetHistory, group: str | None) -> list[str]:
@@ -285,7 +287,7 @@ def fleet_summary(
     models: Counter[str] = Counter()
     gpus = 0
     for gpu in history.gpus:
-        if gpu.node in names and gpu.state != "missing":
+        if gpu.node in names and gpu.state != GpuState.MISSING:
             models[gpu.name or "unknown"] += 1
             gpus += 1
     drivers: Counter[str] = Counter(
@@ -468,7 +470,7 @@ def _ecc_power(history: FleetHistory, node: str) -> tuple[dict[str, Any], dict[s
         for st, hf in zip(statuses, sel(tl.col("failed_power_w"))):
             if hf:
                 unreadable += hf
-            elif st and st.get("power_w") == "failed":
+            elif st and st.get("power_w") == Status.FAILED:
                 unreadable += 1
         default = gpu.inv("power_default_w")
         limit = next((v for v in reversed(tl.col("power_limit_w_mean")) if v is not None),
@@ -528,10 +530,10 @@ def preflight(
             continue
         reasons, warnings = [], []
         for f in sort_findings(by_node.get(name, ())):
-            if f.severity == "critical":
+            if f.severity == Severity.CRITICAL:
                 when = "open" if f.is_open else "resolved"
                 reasons.append(f"{f.summary} [{f.kind}, {when}]")
-            elif f.severity == "warning" and f.is_open:
+            elif f.severity == Severity.WARNING and f.is_open:
                 if f.kind in NO_GO_WARNINGS:
                     reasons.append(f"{f.summary} [{f.kind}]")
                 else:
@@ -541,7 +543,7 @@ def preflight(
         ecc, power = _ecc_power(history, name)
         result.append(NodePreflight(
             name, not reasons, tuple(reasons), tuple(warnings), ecc, power,
-            gpus=len([g for g in history.gpus_on(name) if g.state != "missing"]),
+            gpus=len([g for g in history.gpus_on(name) if g.state != GpuState.MISSING]),
             expected=history.expected_gpus(node),
         ))
     no_go = [n.name for n in result if not n.go]

@@ -18,21 +18,19 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from fleetmon.vocab import Severity
+
 __all__ = [
     "KINDS",
     "SEVERITIES",
-    "SEVERITY_RANK",
     "STATES",
     "Finding",
     "finding_key",
     "kinds_markdown",
 ]
 
-SEVERITIES: tuple[str, ...] = ("critical", "warning", "info")
-"""Most severe first. critical: drain/service (a node with one fails);
-warning: needs attention (the node warns); info: worth knowing, no action."""
-
-SEVERITY_RANK: dict[str, int] = {"info": 0, "warning": 1, "critical": 2}
+SEVERITIES: tuple[str, ...] = tuple(Severity.most_severe_first())
+"""Most severe first (the members of :class:`fleetmon.vocab.Severity`, which says what each means)."""
 
 STATES: tuple[str, ...] = ("open", "resolved")
 """open: the evidence is recent; resolved: it stopped recurring (kept, not deleted)."""
@@ -129,7 +127,7 @@ class Finding:
 
     Attributes:
         kind: one of :data:`KINDS`.
-        severity: "critical", "warning" or "info".
+        severity: a :class:`fleetmon.vocab.Severity` (text is parsed into one).
         node: the node (where the card sat when last seen with the problem).
         gpu_uuid: the card, or None for a node finding.
         first_seen, last_seen: Unix s; the onset and the latest evidence.
@@ -160,8 +158,7 @@ class Finding:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"unknown finding kind {self.kind!r}")
-        if self.severity not in SEVERITY_RANK:
-            raise ValueError(f"unknown severity {self.severity!r}")
+        object.__setattr__(self, "severity", Severity.parse(self.severity))  # VocabularyError: a ValueError
         if self.state not in STATES:
             raise ValueError(f"unknown state {self.state!r}")
         if not self.key:
@@ -173,7 +170,7 @@ class Finding:
 
     @property
     def rank(self) -> int:
-        return SEVERITY_RANK[self.severity]
+        return Severity.parse(self.severity).rank
 
     def where(self) -> str:
         """``node`` or ``node gpuN`` for display."""

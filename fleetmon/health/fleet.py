@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetmon.vocab import GpuState
 from fleetmon.health.series import EMPTY, HOUR_S, MINUTE_S, Series
 from fleetmon.health.thresholds import Thresholds
 
@@ -290,9 +291,9 @@ class GpuHistory:
             vbios, power_default_w, power_enforced_w, memory_total_mib,
             pcie_max_gen, pcie_max_width, pcie_gpu_max_gen, temp_slowdown_c,
             ecc_mode_current, ...). Missing keys are fine.
-        state: "ok", "lost" (fell off the bus) or "missing" (no longer
-            enumerated on its node; the storage layer's "gone" is read as
-            "missing").
+        state: a :class:`fleetmon.vocab.GpuState`: OK, LOST (fell off the
+            bus) or MISSING (no longer enumerated on its node; the storage
+            layer's "gone" is read as MISSING by ``GpuState.for_rules``).
         first_seen, last_seen: Unix s.
         minutes: per-minute rows (recent, e.g. the last 24 h).
         hourly: hourly rows (older than the minutes; optional).
@@ -306,7 +307,7 @@ class GpuHistory:
     pci_bus_id: str | None = None
     serial: str | None = None
     inventory: Mapping[str, Any] = field(default_factory=dict)
-    state: str = "ok"
+    state: str = GpuState.OK
     first_seen: float | None = None
     last_seen: float | None = None
     minutes: Series = EMPTY
@@ -351,7 +352,7 @@ class GpuHistory:
             pci_bus_id=pci,
             serial=row.get("serial") or inventory.get("serial") or None,
             inventory=inventory,
-            state=_STATE_ALIASES.get(str(row.get("state") or "ok"), str(row.get("state") or "ok")),
+            state=GpuState.for_rules(row.get("state")),
             first_seen=row.get("first_seen"),
             last_seen=row.get("last_seen"),
             minutes=mins,
@@ -391,9 +392,6 @@ class GpuHistory:
     def inv(self, key: str) -> Any:
         """One inventory value, or None."""
         return self.inventory.get(key)
-
-
-_STATE_ALIASES = {"gone": "missing", "disappeared": "missing"}
 
 
 def _inventory(row: Mapping[str, Any]) -> dict[str, Any]:

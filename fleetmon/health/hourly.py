@@ -24,12 +24,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.records import Status
+from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, HW_THROTTLE_REASONS, STATE_NAMES, THROTTLE_NAMES
 from fleetmon.health.series import HOUR_S, Series
 
 __all__ = ["busy_clean_clock", "rollup_hourly"]
-
-_HW_THROTTLES = ("hw_slowdown", "hw_thermal", "sw_thermal", "hw_power_brake")
 
 
 def rollup_hourly(minutes: Series) -> Series:
@@ -103,10 +102,10 @@ def rollup_hourly(minutes: Series) -> Series:
     lost = minutes.lost()
     cols["lost_minutes"] = [sum(1 for i in range(a, b) if lost[i]) for _, a, b in groups]
     statuses = minutes.statuses()
-    failed_fields = sorted({k for s in statuses if s for k, v in s.items() if v == "failed"})
+    failed_fields = sorted({k for s in statuses if s for k, v in s.items() if v == Status.FAILED})
     for f in failed_fields:
         cols["failed_" + f] = [
-            sum(1 for st in statuses[a:b] if st is not None and st.get(f) == "failed")
+            sum(1 for st in statuses[a:b] if st is not None and st.get(f) == Status.FAILED)
             for _, a, b in groups
         ]
     return Series(columns=cols, step_s=HOUR_S)
@@ -128,7 +127,7 @@ def busy_clean_clock(series: Series) -> list[float | None]:
         s if (s is not None and b and nn and b >= 0.8 * nn) else None
         for s, b, nn in zip(sm, busy, n)
     ]
-    for key in _HW_THROTTLES:
+    for key in HW_THROTTLE_REASONS:
         values = series.col("thr_" + key)
         if any(values):
             out = [None if v else o for o, v in zip(out, values)]

@@ -40,6 +40,8 @@ from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from fleetmon.vocab import GpuState
+
 __all__ = ["DAY_S", "EMPTY", "HOUR_S", "MINUTE_S", "Series", "day_of"]
 
 MINUTE_S = 60
@@ -239,7 +241,7 @@ class Series:
         flag = self.col("lost")
         minutes = self.col("lost_minutes")
         out = [
-            s == "lost" or bool(f) or bool(m)
+            s == GpuState.LOST or bool(f) or bool(m)
             for s, f, m in zip(state, flag, minutes)
         ]
         self._cache["lost"] = out

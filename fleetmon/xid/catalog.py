@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleetmon.vocab import Severity
+
 __all__ = ["BUS_INFO", "CATEGORIES", "SEVERITIES", "XID_CATALOG", "XidInfo", "lookup"]
 
 CATEGORIES: tuple[str, ...] = (
@@ -41,7 +43,7 @@ CATEGORIES: tuple[str, ...] = (
     "secondary",
     "unknown",
 )
-SEVERITIES: tuple[str, ...] = ("critical", "warning", "info")
+SEVERITIES: tuple[str, ...] = tuple(Severity.most_severe_first())
 
 
 @dataclass(frozen=True, slots=True)

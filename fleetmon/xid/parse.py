@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from fleetmon.pci import normalize_bus_id as normalize_pci
 from fleetmon.xid.catalog import BUS_INFO, lookup
 
 __all__ = [
@@ -118,24 +119,6 @@ class BusEvent:
 KernelEvent = XidEvent | BusEvent
 
 
-def normalize_pci(address: str) -> str:
-    """Return ``address`` as "dddd:bb:dd.f" in lowercase hex.
-
-    Accepts "38:00", "0000:38:00", "00000000:38:00.0" (nvidia-smi), "PCI:0018:01:00".
-    Adds domain 0000 and function .0 when missing. Returns the stripped,
-    lowercased input when it is not a PCI address.
-    """
-    text = address.strip()
-    if text[:4].upper() == "PCI:":
-        text = text[4:]
-    m = _PCI_FULL_RE.fullmatch(text)
-    if m is None:
-        return text.lower()
-    domain = int(m.group("domain"), 16) if m.group("domain") else 0
-    function = int(m.group("function")) if m.group("function") else 0
-    return f"{domain:04x}:{int(m.group('bus'), 16):02x}:{int(m.group('device'), 16):02x}.{function}"
-
-
 def event_severity(event: KernelEvent) -> str:
     """Severity of one event: the catalog's, refined by the message.
 
@@ -211,9 +194,6 @@ def to_json(event: KernelEvent, gpu_map: dict[str, str] | None = None) -> dict[s
 # --------------------------------------------------------------------------
 
 _HEX = "[0-9A-Fa-f]"
-_PCI_FULL_RE = re.compile(
-    rf"(?:(?P<domain>{_HEX}{{4,8}}):)?(?P<bus>{_HEX}{{2}}):(?P<device>{_HEX}{{2}})(?:\.(?P<function>[0-7]))?"
-)
 _PCI_TEXT = rf"(?:{_HEX}{{4,8}}:)?{_HEX}{{2}}:{_HEX}{{2}}(?:\.[0-7])?"
 
 _KMSG_RE = re.compile(r"(?P<prio>\d+),(?P<seq>\d+),(?P<usec>\d+),[^;]*;")

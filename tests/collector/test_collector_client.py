@@ -421,6 +421,11 @@ def test_tokens_are_read_per_cycle_and_a_missing_file_is_that_nodes_error(tmp_pa
     assert polls["other"].ok
     assert guarded.requests == []  # nothing sent without the token
     token.write_text("wrong-token-but-long-enough\n")
+    token.chmod(0o644)  # the agent's rule, one reader for both: a token others may read is refused
+    polls = {p.node: p for p in collector.run_cycle(force=True)}
+    assert polls["guarded"].error.startswith(f"token file {token} is readable by group or others")
+    assert guarded.requests == []
+    token.chmod(0o600)
     polls = {p.node: p for p in collector.run_cycle(force=True)}
     assert "401 unauthorized" in polls["guarded"].error
     token.write_text(secret + "\n")

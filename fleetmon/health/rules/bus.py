@@ -6,6 +6,7 @@ import datetime as _dt
 from collections import Counter, defaultdict
 from typing import Any
 
+from fleetmon.vocab import GpuState
 from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory, NodeHistory
 from fleetmon.health.rules.helpers import (
@@ -34,8 +35,8 @@ def check_gpu_lost(history: FleetHistory, thresholds: Thresholds | None = None) 
     for gpu in history.gpus:
         tl = gpu.timeline()
         state_col = tl.col("state")
-        quick = ("lost" in state_col or any(tl.col("lost")) or any(tl.col("lost_minutes"))
-                 or gpu.state == "lost" or gpu.uuid in events)
+        quick = (GpuState.LOST in state_col or any(tl.col("lost")) or any(tl.col("lost_minutes"))
+                 or gpu.state == GpuState.LOST or gpu.uuid in events)
         if not quick:
             continue
         lost = tl.lost()
@@ -45,13 +46,13 @@ def check_gpu_lost(history: FleetHistory, thresholds: Thresholds | None = None) 
         lost_ts = [e.ts for e in evs if e.kind == "gpu_lost"]
         back_ts = [e.ts for e in evs if e.kind == "gpu_back"]
         starts = [float(ts[i]) for i in rows[:1]] + lost_ts[:1]
-        if not starts and gpu.state != "lost":
+        if not starts and gpu.state != GpuState.LOST:
             continue
         first = min(starts) if starts else (gpu.last_seen or history.now)
         ends = [float(ts[rows[-1]]) + float(dur[rows[-1]])] if rows else []
         ends += lost_ts[-1:]
-        still = gpu.state == "lost" or (bool(lost_ts) and (not back_ts or back_ts[-1] < lost_ts[-1])
-                                        and gpu.state != "ok") or (bool(rows) and rows[-1] == len(tl) - 1)
+        still = gpu.state == GpuState.LOST or (bool(lost_ts) and (not back_ts or back_ts[-1] < lost_ts[-1])
+                                        and gpu.state != GpuState.OK) or (bool(rows) and rows[-1] == len(tl) - 1)
         last = history.now if still else max(ends + back_ts[-1:] or [first])
         minutes = sum(held_seconds(float(dur[i]), tl.col("lost_minutes")[i] or 1, (float(dur[i]) / 60) if dur[i] > 60 else 1)
                       for i in rows) / 60.0
@@ -89,7 +90,7 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
             continue
         assert node is not None and node.last_ok is not None
         gone = node.last_ok - gpu.last_seen >= t.gpu_missing_minutes * 60
-        if gpu.state != "missing" and not gone:
+        if gpu.state != GpuState.MISSING and not gone:
             continue
         per_node[gpu.node] += 1
         out.append(gpu_finding(
@@ -106,7 +107,7 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
             continue
         reported = node.gpu_count
         if reported is None:
-            reported = sum(1 for g in history.gpus_on(node.name) if g.state != "missing"
+            reported = sum(1 for g in history.gpus_on(node.name) if g.state != GpuState.MISSING
                            and not (node.last_ok and g.last_seen and
                                     node.last_ok - g.last_seen >= t.gpu_missing_minutes * 60))
         short = expected - reported

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from fleetmon.records import Status
+from fleetmon.fields import HW_THROTTLE_REASONS
 from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory
 from fleetmon.health.rules.helpers import (
@@ -27,8 +29,7 @@ __all__ = ["check_power_brake", "check_power_capped", "check_power_instability",
 
 
 def _hw_rows(series: Series) -> tuple[Sequence[Any], ...]:
-    return tuple(series.col("thr_" + r) for r in ("hw_slowdown", "hw_thermal", "sw_thermal",
-                                                  "hw_power_brake"))
+    return tuple(series.col("thr_" + r) for r in HW_THROTTLE_REASONS)
 
 
 def check_power_brake(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
@@ -144,7 +145,7 @@ def check_power_unreadable(history: FleetHistory, thresholds: Thresholds | None 
     for gpu in history.gpus:
         tl = gpu.timeline()
         hourly_failed = tl.col("failed_power_w")
-        rows = tl.rows_with_status("power_w", "failed")
+        rows = tl.rows_with_status("power_w", Status.FAILED)
         if not rows and not any(hourly_failed):
             continue
         ts, dur = tl.ts, tl.dur

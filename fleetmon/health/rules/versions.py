@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from fleetmon.vocab import GpuState
 from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory, GpuHistory, NodeHistory
 from fleetmon.health.rules.helpers import (
@@ -90,7 +91,7 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
     out: list[Finding] = []
     groups: dict[tuple[str, str], list[GpuHistory]] = defaultdict(list)
     for gpu in history.gpus:
-        if gpu.state == "missing" or not gpu.inv("vbios"):
+        if gpu.state == GpuState.MISSING or not gpu.inv("vbios"):
             continue
         node = history.node(gpu.node)
         groups[((node.group if node else None) or "", gpu.name)].append(gpu)

@@ -1,0 +1,62 @@
+"""Bearer-token files: one reader with one set of rules for the agent and the collector.
+
+The agent reads ``--token-file`` at start (a bad file stops it); the collector
+reads each node's ``token_file`` once per poll cycle (a bad file is that node's
+error, the other nodes are polled). Both refuse the same files, with the same
+messages:
+
+* a file that cannot be read (missing, a directory, no permission) or is not UTF-8;
+* a file group or others may read (the token is a password): ``chmod 600`` it;
+* an empty file, a token under :data:`MIN_TOKEN_LENGTH` characters, or whitespace
+  inside the token (two lines, a token with a blank in it: neither side could
+  tell which part is meant).
+
+One trailing newline (or surrounding blanks) is fine: ``echo TOKEN > file`` works.
+
+Core module: standard library only (the agent imports it).
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from fleetmon.errors import KnownError
+
+__all__ = ["MIN_TOKEN_LENGTH", "TokenFileError", "read_token_file"]
+
+MIN_TOKEN_LENGTH = 16
+
+
+class TokenFileError(KnownError):
+    """A token file that cannot be used; the message names the file and what to do."""
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The bearer token held in ``path`` (``~`` expanded), stripped of surrounding blanks.
+
+    Raises:
+        TokenFileError: unreadable, readable by group or others, empty, shorter
+            than :data:`MIN_TOKEN_LENGTH`, or with whitespace inside.
+    """
+    file = Path(path).expanduser()
+    try:
+        st = file.stat()
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise TokenFileError(f"token file {path}: cannot read it ({exc.strerror or exc})") from exc
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise TokenFileError(f"token file {path} is readable by group or others (mode {stat.S_IMODE(st.st_mode):04o});"
+                             f" run: chmod 600 {path}")
+    try:
+        token = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise TokenFileError(f"token file {path}: cannot read it (not UTF-8 text)") from exc
+    if not token:
+        raise TokenFileError(f"token file {path} is empty")
+    if len(token) < MIN_TOKEN_LENGTH:
+        raise TokenFileError(f"token file {path} holds a token shorter than {MIN_TOKEN_LENGTH} characters")
+    if any(c.isspace() for c in token):
+        raise TokenFileError(f"token file {path} holds whitespace inside the token (one line, one token)")
+    return token
