@@ -12,7 +12,7 @@ quality tests compare with the findings.
 Speed: columns are assembled from pre-computed noise tables by slicing per
 busy/idle stretch, so 512 GPUs x 1,440 minutes take well under a second.
 
-Unlike :mod:`fleetmon.agent.simnvml` (which simulates NVML calls live), this
+Unlike :mod:`fleetmon.sim.nvml` (which simulates NVML calls live), this
 module produces already aggregated history. Model constants follow the spec
 catalog (:mod:`fleetmon.specs`) and the twin's profiles.
 """
