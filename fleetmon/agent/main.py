@@ -235,7 +235,7 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
     """Open NVML and the buffer, take a first sample and start serving.
 
     Args:
-        module: a pynvml-compatible module (None: the real pynvml).
+        module: the pynvml API from :func:`fleetmon.agent.nvml.load_nvml` (None: the real pynvml).
         buffer: a Buffer, or a path for one (created with ``keep_days``/``max_bytes``).
         bind, port: where to listen (port 0: any free port).
         interval_s, read_timeout_s, clock: passed to the Sampler.
