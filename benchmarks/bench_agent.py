@@ -43,11 +43,11 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from fleetmon.agent import simnvml  # noqa: E402
 from fleetmon.agent.buffer import Buffer  # noqa: E402
 from fleetmon.agent.nvml import open_nvml  # noqa: E402
 from fleetmon.agent.sampler import Sampler  # noqa: E402
 from fleetmon.records import GpuMinute  # noqa: E402
+from fleetmon.sim.nvml import SimulatedNvml  # noqa: E402
 
 TARGET_CPU_PCT = 1.0
 TARGET_RSS_MB = 60.0
@@ -65,8 +65,7 @@ class _Clock:
 def bench_sampling(gpus: int, rounds: int, interval_s: float) -> dict[str, float]:
     """CPU per sample per GPU of the in-process sampler, and of the bare fake NVML reads."""
     clock = _Clock(float(int(time.time()) // 60 * 60))
-    simnvml.configure(f"a100*{gpus}", clock=clock)
-    session = open_nvml(simnvml)
+    session = open_nvml(SimulatedNvml(f"a100*{gpus}", clock=clock))
     folder = tempfile.mkdtemp(prefix="bench-agent-")
     buffer = Buffer(Path(folder) / "agent.db")
     sampler = Sampler(session, buffer, interval_s=interval_s, clock=clock)
@@ -103,8 +102,7 @@ def bench_sampling(gpus: int, rounds: int, interval_s: float) -> dict[str, float
 def _minute_records(gpus: int, hours: float, end_ts: int) -> list[GpuMinute]:
     """A realistic backlog: one real minute per GPU from the sampler, copied back in time."""
     clock = _Clock(float(end_ts - 120))
-    simnvml.configure(f"a100*{gpus}", clock=clock)
-    session = open_nvml(simnvml)
+    session = open_nvml(SimulatedNvml(f"a100*{gpus}", clock=clock))
     buf = Buffer(None)
     sampler = Sampler(session, buf, interval_s=5.0, clock=clock)
     for _ in range(13):

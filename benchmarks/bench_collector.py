@@ -1,6 +1,6 @@
 """Benchmark: poll cycles of a simulated fleet on 127.0.0.1 with the real collector.
 
-Starts ``--procs`` processes of ``python -m fleetmon.collector.simfleet``
+Starts ``--procs`` processes of ``python -m fleetmon.sim.fleet``
 serving ``--nodes`` simulated agents in total (``--gpus`` GPUs each, each node
 on its own port, real agent code), writes a fleet file, and measures in the
 same run:
@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO))
 import aiohttp  # noqa: E402
 
 from fleetmon.collector.poller import Collector  # noqa: E402
-from fleetmon.collector.simfleet import raise_fd_limit  # noqa: E402
+from fleetmon.sim.fleet import raise_fd_limit  # noqa: E402
 from fleetmon.fleet import load_fleet  # noqa: E402
 from storage.db import open_database  # noqa: E402
 from storage.queries import counts  # noqa: E402
@@ -70,7 +70,7 @@ class SimProcs:
         files = []
         for i, count in enumerate(c for c in per if c > 0):
             port_file = folder / f"sim{i}.json"
-            cmd = [sys.executable, "-m", "fleetmon.collector.simfleet", "--nodes", str(count), "--gpus", str(gpus),
+            cmd = [sys.executable, "-m", "fleetmon.sim.fleet", "--nodes", str(count), "--gpus", str(gpus),
                    "--prefix", f"p{i}", "--seed", str(i * 10_000), "--backfill-minutes", str(backfill),
                    "--sample-interval", "0", "--port-file", str(port_file), "--control"]
             log = open(folder / f"sim{i}.log", "w")

@@ -18,7 +18,6 @@ import ssl
 import sys
 import threading
 import time
-import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -128,46 +127,14 @@ def backfill(agent: RunningAgent, clock: BackfillClock, step_s: float = 15.0,
     registered at the start (the live watcher registers only afterwards), so
     the buffer holds them with their simulated time. Leaves ``clock`` live.
     """
-    from fleetmon import xid as xidmod
-    from fleetmon.records import Event
+    from fleetmon.agent.xidwatch import xid_event
 
-    session, nv = agent.session, agent.session.nv
-    events: Any = None
-    try:
-        events = nv.nvmlEventSetCreate()
-        etype = getattr(nv, "nvmlEventTypeXidCriticalError", 0x8)
-        for index in session.indices():
-            handle = session.handle(index)
-            if handle is not None:
-                try:
-                    nv.nvmlDeviceRegisterEvents(handle, etype, events)
-                except nv.NVMLError:
-                    pass  # a lost GPU: its Xid came before
-    except Exception:  # an NVML without the event API: backfill telemetry only
-        events = None
+    events = agent.session.xid_events()
+    events.register(timeout_s=None)  # a lost GPU stays unregistered: its Xid came before
 
     def drain() -> None:
-        if events is None:
-            return
-        for _ in range(10_000):
-            try:
-                data = nv.nvmlEventSetWait_v2(events, 0)
-            except nv.NVMLError as exc:
-                if isinstance(exc, getattr(nv, "NVMLError_Timeout", ())):
-                    return
-                continue  # GPU_IS_LOST is raised once per lost GPU; keep draining
-            index = session.index_for_handle(data.device)
-            uuid = pci = None
-            if index is not None:
-                inv = session.inventory(index)
-                uuid, pci = inv.uuid, inv.values.get("pci_bus_id")
-            code = int(data.eventData)
-            info = xidmod.lookup(code)
-            agent.sampler.record_event(Event(
-                seq=0, ts=clock(), kind="xid", uuid=uuid, pci_bus_id=pci, code=code,
-                message=f"Xid {code} (NVML event)",
-                data={"source": "nvml", "gpu": index, "name": info.name, "category": info.category,
-                      "severity": info.severity, "action": info.action}))
+        for notice in events.drain():
+            agent.sampler.record_event(xid_event(notice, clock()))
 
     steps = 0
     try:
@@ -180,11 +147,7 @@ def backfill(agent: RunningAgent, clock: BackfillClock, step_s: float = 15.0,
     finally:
         clock.live = True
         drain()
-        if events is not None:
-            try:
-                nv.nvmlEventSetFree(events)
-            except Exception:
-                pass
+        events.close()
     return steps
 
 
@@ -248,7 +211,7 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
     """Open NVML and the buffer, take a first sample and start serving.
 
     Args:
-        module: a pynvml-compatible module (None: the real pynvml).
+        module: the pynvml API from :func:`fleetmon.agent.nvml.load_nvml` (None: the real pynvml).
         buffer: a Buffer, or a path for one (created with ``keep_days``/``max_bytes``).
         bind, port: where to listen (port 0: any free port).
         interval_s, read_timeout_s, clock: passed to the Sampler.
@@ -336,16 +299,14 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.list_scenarios:
-        from fleetmon.agent import simnvml
-        for name in simnvml.scenario_names():
-            print(f"{name:24} {simnvml.describe(name)}")
+        from fleetmon.sim import scenarios
+        for name in scenarios.scenario_names():
+            print(f"{name:24} {scenarios.describe(name)}")
         return 0
     token = _check_args(args)
-    module: Any = None
     clock: Callable[[], float] = time.time
     before_serve = None
     if args.simulate:
-        from fleetmon.agent import simnvml
         if args.backfill_minutes:
             clock = fill = BackfillClock(time.time() - args.backfill_minutes * 60)
             step = args.backfill_step
@@ -355,14 +316,13 @@ def run(args: argparse.Namespace) -> int:
                 steps = backfill(agent, fill, step)
                 log.info("backfilled %g minutes in %d steps (%.1f s)", args.backfill_minutes, steps,
                          time.monotonic() - t0)
-        try:
-            spec = simnvml.configure(args.simulate, clock=clock, start=clock())
-            if args.node_name:  # one scenario on many nodes: distinct cards per node
-                seed = (spec.seed + zlib.crc32(args.node_name.encode())) & 0x7FFFFFFF
-                simnvml.configure(args.simulate, clock=clock, start=clock(), seed=seed)
-        except (KeyError, ValueError, OSError) as exc:
-            raise KnownError(f"unknown or invalid scenario {args.simulate!r}: {exc}") from exc
-        module = simnvml
+
+    from fleetmon.agent.nvml import load_nvml
+
+    try:  # one scenario on many nodes: the node name gives distinct cards per node
+        module = load_nvml(args.simulate or None, clock=clock, node_name=args.node_name or None)
+    except (KeyError, ValueError, OSError) as exc:
+        raise KnownError(f"unknown or invalid scenario {args.simulate!r}: {exc}") from exc
     agent = start_agent(module, buffer=Path(args.buffer) if args.buffer else default_buffer_path(),
                         bind=args.bind, port=args.port, interval_s=args.interval, token=token,
                         tls_cert=args.tls_cert, tls_key=args.tls_key, request_timeout_s=args.http_timeout,

@@ -4,9 +4,12 @@ Everything above this module sees plain values plus a :class:`Status` per
 field; ``pynvml.NVMLError`` never escapes. Units follow fleetmon.fields
 (watts, °C, MiB, MHz, KB/s), not NVML's (mW, bytes …).
 
-The ``pynvml`` module comes from the nvidia-ml-py distribution. Any module with
-the same API works: the simulated twin :mod:`fleetmon.agent.simnvml` is passed
-in for ``--simulate``, and tests may put a fake ``pynvml`` first on PYTHONPATH.
+The ``pynvml`` module comes from the nvidia-ml-py distribution. Anything with
+the same API works: :func:`load_nvml` is the one place that chooses the real
+module or the simulated twin (:class:`fleetmon.sim.nvml.SimulatedNvml`, for
+``--simulate``), and tests may put a fake ``pynvml`` first on PYTHONPATH. The
+raw module stays inside this file (``NvmlSession._nv``): NVML's Xid events, too,
+leave it only as :class:`XidNotice` values (:meth:`NvmlSession.xid_events`).
 
 Facts this follows (NVML docs, nvitop, gpustat): initialise once, cache device
 handles (the first lookup costs 170–300 ms; later calls 0.1–0.4 ms each), read
@@ -97,13 +100,42 @@ def load_pynvml() -> ModuleType:
     return pynvml
 
 
-def open_nvml(module: ModuleType | None = None, *, known_inventory: list[dict[str, Any]] | None = None,
+PynvmlApi = Any
+"""The pynvml API: the real module or a ``fleetmon.sim.nvml.SimulatedNvml``.
+
+Left untyped on purpose (a stated opt-out): pynvml ships no type stubs, and
+calls are looked up by name so that an older pynvml reads as unsupported.
+"""
+
+
+def load_nvml(simulate: str | None = None, *, clock: Callable[[], float] = time.time,
+              node_name: str | None = None) -> PynvmlApi:
+    """The NVML to open: the real pynvml, or the simulated node of scenario ``simulate``.
+
+    Args:
+        simulate: a scenario of :mod:`fleetmon.sim.scenarios` (name, composite
+            spec, JSON file); None for the real GPUs.
+        clock: the simulation's clock (its time 0 is ``clock()`` now).
+        node_name: one scenario on many nodes: distinct cards per node name.
+
+    Raises:
+        NvmlUnavailable: the real pynvml is not installed.
+        KeyError, ValueError, OSError: an unknown or malformed scenario.
+    """
+    if simulate is None:
+        return load_pynvml()
+    from fleetmon.sim.nvml import SimulatedNvml  # only a simulating agent loads the simulator
+
+    return SimulatedNvml(simulate, node_name, clock=clock, start=clock())
+
+
+def open_nvml(module: PynvmlApi | None = None, *, known_inventory: list[dict[str, Any]] | None = None,
               inventory_wait_s: float = DEFAULT_INVENTORY_WAIT_S,
               call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> "NvmlSession":
     """Initialise NVML once and return a session (``nvidia-smi`` starts the same way).
 
     Args:
-        module: a pynvml-compatible module; the real pynvml when None.
+        module: the pynvml API (see :func:`load_nvml`); the real pynvml when None.
         known_inventory: inventory rows (``GpuInventory.to_dict()``) of a
             previous run, to name GPUs that cannot be read now.
         inventory_wait_s: how long to wait for the GPUs' inventory before
@@ -378,10 +410,10 @@ class NvmlSession:
     deadline.
     """
 
-    def __init__(self, nv: ModuleType, *, known_inventory: list[dict[str, Any]] | None = None,
+    def __init__(self, nv: PynvmlApi, *, known_inventory: list[dict[str, Any]] | None = None,
                  inventory_wait_s: float = DEFAULT_INVENTORY_WAIT_S,
                  call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> None:
-        self.nv = nv
+        self._nv = nv  # the raw pynvml: private to this module
         self.call_timeout_s = call_timeout_s
         self.hostname = socket.gethostname()
         self._memo: set[tuple[str, str]] = set()
@@ -402,7 +434,7 @@ class NvmlSession:
     # -- node ------------------------------------------------------------------
 
     def _read_node(self) -> None:
-        nv = self.nv
+        nv = self._nv
         r = _Reader(nv, self._memo)
         r.set("driver_version", "nvmlSystemGetDriverVersion", conv=_text)
         r.set("nvml_version", "nvmlSystemGetNVMLVersion", conv=_text)
@@ -433,7 +465,7 @@ class NvmlSession:
 
     def _enumerate(self, read_node: bool) -> tuple[int, list[tuple[int, Any, str | None]]]:
         """Runs on the enumeration worker: device count and one handle per index."""
-        nv = self.nv
+        nv = self._nv
         if read_node:
             self._read_node()
         count = int(nv.nvmlDeviceGetCount())
@@ -645,7 +677,7 @@ class NvmlSession:
 
     def _read_inventory(self, slot: _Slot, deadline: float | None) -> None:
         """Read (or re-read) the static facts of one GPU; runs on its worker."""
-        nv = self.nv
+        nv = self._nv
         h = slot.handle
         slot.inv_tried_at = time.monotonic()
         if h is None:
@@ -761,7 +793,7 @@ class NvmlSession:
         return values, status, lost
 
     def _read_sample(self, slot: _Slot, deadline: float | None) -> tuple[dict[str, Any], dict[str, str], bool, int]:
-        nv = self.nv
+        nv = self._nv
         r = _Reader(nv, self._memo, deadline=deadline, unsupported=slot.unsupported)
         h = slot.handle
         if h is None or slot.vanished:
@@ -827,7 +859,7 @@ class NvmlSession:
                 self.inventory_version += 1
 
     def _read_mem_temp(self, r: _Reader, h: Any) -> None:
-        nv = self.nv
+        nv = self._nv
         field_id = getattr(nv, "NVML_FI_DEV_MEMORY_TEMP", None)
         if field_id is None:
             r.mark(("mem_temp_c",), _UNSUPPORTED)
@@ -891,7 +923,11 @@ class NvmlSession:
             r._unsupported.pop("throttle_mask", None)  # the memo key is shared by both names
         r.set("throttle_mask", "nvmlDeviceGetCurrentClocksThrottleReasons", h, conv=int)
 
-    # -- generic bounded calls (xidwatch) ---------------------------------------
+    # -- events and generic bounded calls ---------------------------------------
+
+    def xid_events(self) -> XidEvents:
+        """A new NVML event set for critical Xid events (check ``available``; never raises)."""
+        return XidEvents(self, self._nv)
 
     def submit(self, index: int, fn: Callable[..., Any], *args: Any) -> cf.Future[Any] | None:
         """Run ``fn(*args)`` on GPU ``index``'s worker (None while it is busy)."""
@@ -908,9 +944,154 @@ class NvmlSession:
             log.warning("an NVML call still hangs; not calling nvmlShutdown")
             return
         try:
-            self.nv.nvmlShutdown()
-        except self.nv.NVMLError:
+            self._nv.nvmlShutdown()
+        except self._nv.NVMLError:
             pass
+
+
+# ---------------------------------------------------------------------------
+# Xid events
+# ---------------------------------------------------------------------------
+
+_XID_CRITICAL = 0x8
+"""``nvmlEventTypeXidCriticalError``, for a pynvml that lacks the name."""
+
+
+@dataclass(frozen=True)
+class XidNotice:
+    """One critical Xid from NVML's event API: the code and the GPU, no message (the kernel log has it).
+
+    ``gpu`` is the agent's index, None when the event names a handle the
+    session does not know; ``uuid`` and ``pci_bus_id`` come from the inventory.
+    """
+
+    code: int
+    gpu: int | None
+    uuid: str | None
+    pci_bus_id: str | None
+
+
+@dataclass(frozen=True)
+class EventWaitError:
+    """A wait that ended in an error other than a timeout.
+
+    ``nvml`` is True for an NVML error (GPU_IS_LOST is reported once per lost
+    GPU, among others: worth a log line, then wait on), False for anything
+    unexpected from the binding.
+    """
+
+    message: str
+    nvml: bool
+
+
+class XidEvents:
+    """An NVML event set for critical Xid events, made by :meth:`NvmlSession.xid_events`.
+
+    No NVML error leaves it: a missing event API reads ``available`` False
+    with the reason in ``error``; registration returns its errors by GPU; a
+    wait returns an :class:`XidNotice`, None on timeout, or an
+    :class:`EventWaitError`. Thread safety: register from one thread, wait
+    from one thread (NVML's event sets are not shared between waiters).
+    """
+
+    def __init__(self, session: NvmlSession, nv: PynvmlApi) -> None:
+        self._session = session
+        self._nv = nv
+        self._set: Any = None
+        self.error = ""
+        self.registered: set[int] = set()
+        self._etype = getattr(nv, "nvmlEventTypeXidCriticalError", _XID_CRITICAL)
+        try:
+            self._set = nv.nvmlEventSetCreate()
+        except Exception as exc:  # NVMLError, or a pynvml without the event API
+            self.error = str(exc) or type(exc).__name__
+        wait = getattr(nv, "nvmlEventSetWait_v2", None) or getattr(nv, "nvmlEventSetWait", None)
+        self._wait: Callable[[Any, int], Any] | None = wait
+        self._timeout_cls: Any = getattr(nv, "NVMLError_Timeout", ())
+
+    @property
+    def available(self) -> bool:
+        """Whether the event set exists (False: see ``error``)."""
+        return self._set is not None and self._wait is not None
+
+    def register(self, timeout_s: float | None) -> dict[int, str]:
+        """Register every GPU not registered yet; returns the errors by GPU index.
+
+        With ``timeout_s`` each registration runs on its GPU's worker and all
+        together wait at most that long, so a hung GPU delays nobody; a GPU not
+        answered in time is neither registered nor in error (try again later).
+        With None they run in this thread (a simulated backfill, before serving).
+        """
+        if self._set is None:
+            return {}
+        session = self._session
+        errors: dict[int, str] = {}
+        pending: dict[int, cf.Future[Any]] = {}
+        for index in session.indices():
+            handle = session.handle(index)
+            if index in self.registered or handle is None:
+                continue
+            if timeout_s is None:
+                try:
+                    self._nv.nvmlDeviceRegisterEvents(handle, self._etype, self._set)
+                    self.registered.add(index)
+                except Exception as exc:  # NVMLError (a lost GPU: its Xid came before), or the binding
+                    errors[index] = str(exc) or type(exc).__name__
+                continue
+            fut = session.submit(index, self._nv.nvmlDeviceRegisterEvents, handle, self._etype, self._set)
+            if fut is not None:
+                pending[index] = fut
+        if pending:
+            cf.wait(list(pending.values()), timeout=timeout_s)
+        for index, fut in pending.items():
+            if not fut.done():
+                continue
+            exc = fut.exception()
+            if exc is None:
+                self.registered.add(index)
+            else:
+                errors[index] = str(exc) or type(exc).__name__
+        return errors
+
+    def wait(self, timeout_ms: int) -> XidNotice | EventWaitError | None:
+        """The next Xid, waiting up to ``timeout_ms``; None when none came."""
+        if self._set is None or self._wait is None:
+            return EventWaitError(self.error or "no event set", nvml=False)
+        try:
+            data = self._wait(self._set, timeout_ms)
+        except self._nv.NVMLError as exc:
+            if isinstance(exc, self._timeout_cls):
+                return None
+            return EventWaitError(str(exc), nvml=True)
+        except Exception as exc:  # the binding itself: never stop the watcher
+            return EventWaitError(f"{type(exc).__name__}: {exc}", nvml=False)
+        session = self._session
+        index = session.index_for_handle(data.device)
+        uuid = pci = None
+        if index is not None:
+            inv = session.inventory(index)
+            uuid, pci = inv.uuid, inv.values.get("pci_bus_id")
+        return XidNotice(code=int(data.eventData), gpu=index, uuid=uuid, pci_bus_id=pci)
+
+    def drain(self, limit: int = 10_000) -> list[XidNotice]:
+        """Every Xid already due, without waiting (errors such as GPU_IS_LOST are skipped)."""
+        out: list[XidNotice] = []
+        for _ in range(limit):
+            got = self.wait(0)
+            if got is None or (isinstance(got, EventWaitError) and not got.nvml):
+                break
+            if isinstance(got, XidNotice):
+                out.append(got)
+        return out
+
+    def close(self) -> None:
+        """Free the event set (errors ignored: NVML may be shutting down)."""
+        event_set, self._set = self._set, None
+        if event_set is not None:
+            try:
+                self._nv.nvmlEventSetFree(event_set)
+            except Exception:  # noqa: S110 - freeing is best effort
+                pass
 
 
 def _field_value(fv: Any) -> float | None:

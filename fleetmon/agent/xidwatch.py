@@ -8,18 +8,19 @@ several lines (GSP tables, stack traces) is one event even when its lines
 arrive in different reads. Both sources feed the same event buffer; the
 node's ``xid_source`` says which work, and names the reason when neither does.
 
-NVML calls that touch one GPU (event registration) run on that GPU's worker
-with a deadline, so a hung GPU delays neither the agent's start nor the others.
+NVML's events come through the boundary (:class:`fleetmon.agent.nvml.XidEvents`):
+registration runs on each GPU's worker with a deadline, so a hung GPU delays
+neither the agent's start nor the others, and no NVML error reaches this module.
 """
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import logging
 import threading
 import time
 from typing import Any, Callable
 
+from fleetmon.agent.nvml import EventWaitError, NvmlSession, XidNotice
 from fleetmon.records import Event
 
 log = logging.getLogger("fleetmon.xid")
@@ -46,7 +47,7 @@ class XidWatcher:
         kernel_poll_s: how often an idle kernel log is polled.
     """
 
-    def __init__(self, session: Any, emit: Callable[[Event], None], *, simulate: bool = False,
+    def __init__(self, session: NvmlSession, emit: Callable[[Event], None], *, simulate: bool = False,
                  kernel_log: Any = None, clock: Callable[[], float] = time.time,
                  quiet_flush_s: float = QUIET_FLUSH_S, kernel_poll_s: float = KERNEL_POLL_S) -> None:
         self.session = session
@@ -55,18 +56,12 @@ class XidWatcher:
         self.clock = clock
         self.quiet_flush_s = quiet_flush_s
         self.kernel_poll_s = kernel_poll_s
-        self._event_set: Any = None
-        self._registered: set[int] = set()
-        self._nvml_error = ""
-        self._nvml_state = "starting"  # starting | ok | none
+        self._events = session.xid_events()
+        self._nvml_error = self._events.error
+        self._nvml_state = "starting" if self._events.available else "none"  # starting | ok | none
         self._kernel = kernel_log
         self._kernel_status = "none: simulated node" if simulate else "none: not started"
         self._events_seen = 0
-        try:
-            self._event_set = session.nv.nvmlEventSetCreate()
-        except Exception as exc:  # NVMLError, or a pynvml without the event API
-            self._nvml_error = str(exc) or type(exc).__name__
-            self._nvml_state = "none"
         if not simulate and kernel_log is None:
             try:
                 from fleetmon.agent.kernlog import open_kernel_log
@@ -88,7 +83,7 @@ class XidWatcher:
     def nvml_status(self) -> str:
         if self._nvml_state == "none":
             return f"none: {self._nvml_error or 'unavailable'}"
-        if self._registered:
+        if self._events.registered:
             return "nvml"
         if self._nvml_state == "starting":
             return "nvml (registering)"
@@ -110,14 +105,14 @@ class XidWatcher:
     def status_dict(self) -> dict[str, Any]:
         """For /v1/health: both sources and what they delivered."""
         return {"source": self.source, "nvml": self.nvml_status, "kernel_log": self.kernel_status,
-                "registered_gpus": sorted(self._registered), "events": self._events_seen,
+                "registered_gpus": sorted(self._events.registered), "events": self._events_seen,
                 "kernel_log_dropped": getattr(self._kernel, "dropped", 0) if self._kernel else 0}
 
     # -- threads -------------------------------------------------------------------
 
     def start(self, stop: threading.Event) -> None:
         """Start the NVML and kernel-log threads (daemons; they end when ``stop`` is set)."""
-        if self._event_set is not None:
+        if self._events.available:
             threading.Thread(target=self._nvml_loop, args=(stop,), name="xid-nvml", daemon=True).start()
         if self._kernel is not None and not self.kernel_status.startswith("none"):
             threading.Thread(target=self._kernel_loop, args=(stop,), name="xid-kmsg", daemon=True).start()
@@ -128,66 +123,34 @@ class XidWatcher:
 
     def _register(self) -> None:
         """Register Xid events for each GPU not registered yet, bounded per GPU."""
-        nv = self.session.nv
-        etype = getattr(nv, "nvmlEventTypeXidCriticalError", 0x8)
-        pending: dict[int, cf.Future[Any]] = {}
-        for index in self.session.indices():
-            if index in self._registered:
-                continue
-            h = self.session.handle(index)
-            if h is None:
-                continue
-            fut = self.session.submit(index, nv.nvmlDeviceRegisterEvents, h, etype, self._event_set)
-            if fut is not None:
-                pending[index] = fut
-        if pending:
-            cf.wait(list(pending.values()), timeout=REGISTER_TIMEOUT_S)
-        for index, fut in pending.items():
-            if not fut.done():
-                continue
-            exc = fut.exception()
-            if exc is None:
-                self._registered.add(index)
-            else:
-                self._nvml_error = f"GPU {index}: {exc}"
-                log.info("GPU %d: Xid events not available: %s", index, exc)
-        self._nvml_state = "ok" if self._registered else "none_registered"
+        for index, error in self._events.register(REGISTER_TIMEOUT_S).items():
+            self._nvml_error = f"GPU {index}: {error}"
+            log.info("GPU %d: Xid events not available: %s", index, error)
+        self._nvml_state = "ok" if self._events.registered else "none_registered"
 
     def _nvml_loop(self, stop: threading.Event) -> None:
-        nv = self.session.nv
-        wait = getattr(nv, "nvmlEventSetWait_v2", None) or nv.nvmlEventSetWait
-        timeout_cls = getattr(nv, "NVMLError_Timeout", ())
         self._register()
         next_register = time.monotonic() + REGISTER_RETRY_S
         while not stop.is_set():
             if time.monotonic() >= next_register:
                 next_register = time.monotonic() + REGISTER_RETRY_S
-                if len(self._registered) < len(self.session.indices()):
+                if len(self._events.registered) < len(self.session.indices()):
                     self._register()
-            if not self._registered:
+            if not self._events.registered:
                 stop.wait(1.0)
                 continue
-            try:
-                data = wait(self._event_set, 1000)
-            except nv.NVMLError as exc:
-                if isinstance(exc, timeout_cls):
-                    continue
-                log.info("NVML event wait: %s", exc)  # GPU_IS_LOST once per lost GPU, among others
-                stop.wait(1.0)
+            got = self._events.wait(1000)
+            if got is None:
                 continue
-            except Exception:
-                log.exception("NVML event wait failed")
-                stop.wait(5.0)
+            if isinstance(got, EventWaitError):
+                if got.nvml:
+                    log.info("NVML event wait: %s", got.message)  # GPU_IS_LOST once per lost GPU, among others
+                    stop.wait(1.0)
+                else:
+                    log.error("NVML event wait failed: %s", got.message)
+                    stop.wait(5.0)
                 continue
-            index = self.session.index_for_handle(data.device)
-            uuid = pci = None
-            if index is not None:
-                inv = self.session.inventory(index)
-                uuid, pci = inv.uuid, inv.values.get("pci_bus_id")
-            code = int(data.eventData)
-            self._emit(Event(seq=0, ts=self.clock(), kind="xid", uuid=uuid, pci_bus_id=pci, code=code,
-                             message=f"Xid {code} (NVML event)",
-                             data={"source": "nvml", "gpu": index, **_catalog(code)}))
+            self._emit(xid_event(got, self.clock()))
 
     def _pci_map(self) -> dict[str, str]:
         out = {}
@@ -245,6 +208,13 @@ class XidWatcher:
     def close(self) -> None:
         if self._kernel is not None:
             self._kernel.close()
+
+
+def xid_event(notice: XidNotice, ts: float) -> Event:
+    """The buffer's Event for an NVML Xid notice, named from fleetmon.xid's catalog (watcher and backfill)."""
+    return Event(seq=0, ts=ts, kind="xid", uuid=notice.uuid, pci_bus_id=notice.pci_bus_id, code=notice.code,
+                 message=f"Xid {notice.code} (NVML event)",
+                 data={"source": "nvml", "gpu": notice.gpu, **_catalog(notice.code)})
 
 
 def _catalog(code: int) -> dict[str, Any]:

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
-from fleetmon.agent import simnvml
 from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.main import RunningAgent, start_agent
 from fleetmon.agent.nvml import SAMPLE_FIELDS
 from fleetmon.fields import INVENTORY_FIELDS, NODE_FIELDS
 from fleetmon.records import Event, GpuMinute
+from fleetmon.sim.nvml import SimulatedNvml
 
 T0 = 1_800_000_000.0  # a multiple of 60: minute boundaries are easy to reason about
 
@@ -63,12 +63,13 @@ def make_agent(tmp_path):
     agents: list[RunningAgent] = []
 
     def make(scenario: str = "healthy", *, clock: Any = None, buffer: Path | Buffer | None = None,
-             hang_s: float | None = None, loop: bool = False, configure: bool = True, **kw: Any) -> RunningAgent:
+             hang_s: float | None = None, loop: bool = False, nvml: SimulatedNvml | None = None,
+             **kw: Any) -> RunningAgent:
         clock = clock or FakeClock()
-        if configure:
-            simnvml.configure(scenario, clock=clock, hang_s=hang_s)
+        if nvml is None:
+            nvml = SimulatedNvml(scenario, clock=clock, hang_s=hang_s)
         kw.setdefault("inventory_wait_s", 0.5)
-        agent = start_agent(simnvml, buffer=buffer or tmp_path / f"{scenario}.db", clock=clock, loop=loop,
+        agent = start_agent(nvml, buffer=buffer or tmp_path / f"{scenario}.db", clock=clock, loop=loop,
                             watch_xid=False, simulate=True, poll_interval_s=0.05, **kw)
         agents.append(agent)
         return agent
@@ -233,8 +234,8 @@ def test_lost_gpu_keeps_its_uuid_from_the_previous_run(make_agent, tmp_path):
     _, doc = get(first, "/v1/node")
     uuid2 = doc["gpus"][2]["uuid"]
     first.close()
-    simnvml.configure("a100*4+gpu_lost@2:0", clock=clock)  # same node (same seed): GPU 2 now lost at start
-    second = make_agent(clock=clock, buffer=db, configure=False)
+    lost = SimulatedNvml("a100*4+gpu_lost@2:0", clock=clock)  # same node (same seed): GPU 2 now lost at start
+    second = make_agent(clock=clock, buffer=db, nvml=lost)
     _, doc = get(second, "/v1/node")
     gpu2 = doc["gpus"][2]
     assert gpu2["state"] == "lost" and gpu2["uuid"] == uuid2
@@ -303,7 +304,8 @@ def _page_all(agent: RunningAgent, path: str, after: int, limit: int) -> tuple[l
 def test_minutes_cursor_no_gap_no_duplicate_across_restart(make_agent, tmp_path):
     clock = FakeClock()
     db = tmp_path / "cursor.db"
-    agent = make_agent("healthy", clock=clock, buffer=db)
+    nvml = SimulatedNvml("healthy", clock=clock)  # the same simulated machine across the restart
+    agent = make_agent("healthy", clock=clock, buffer=db, nvml=nvml)
     run_rounds(agent, clock, 12 * 5)  # 5 minutes of 2 GPUs
     got, cursor = _page_all(agent, "/v1/minutes", 0, 3)
     seqs = [r["seq"] for r in got]
@@ -313,7 +315,7 @@ def test_minutes_cursor_no_gap_no_duplicate_across_restart(make_agent, tmp_path)
     buffer_id = agent.buffer.buffer_id
     agent.close()
 
-    agent = make_agent("healthy", clock=clock, buffer=db, configure=False)  # restart on the same file
+    agent = make_agent("healthy", clock=clock, buffer=db, nvml=nvml)  # restart on the same file
     assert agent.buffer.buffer_id == buffer_id
     run_rounds(agent, clock, 12 * 3)
     more, cursor2 = _page_all(agent, "/v1/minutes", cursor, 4)

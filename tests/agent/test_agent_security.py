@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from fleetmon.agent import simnvml
 from fleetmon.agent.main import RunningAgent, read_token_file, start_agent
 from fleetmon.errors import KnownError
+from fleetmon.sim.nvml import SimulatedNvml
 
 TOKEN = "s3cret-token-0123456789abcdef"
 
@@ -28,9 +28,9 @@ def make_agent(tmp_path):
     agents: list[RunningAgent] = []
 
     def make(**kw: Any) -> RunningAgent:
-        simnvml.configure(kw.pop("scenario", "healthy"))
+        nvml = SimulatedNvml(kw.pop("scenario", "healthy"))
         kw.setdefault("request_timeout_s", 0.5)
-        agent = start_agent(simnvml, buffer=tmp_path / f"a{len(agents)}.db", loop=False, watch_xid=False,
+        agent = start_agent(nvml, buffer=tmp_path / f"a{len(agents)}.db", loop=False, watch_xid=False,
                             simulate=True, inventory_wait_s=0.5, poll_interval_s=0.05, **kw)
         agents.append(agent)
         return agent

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import threading
 import time
-import types
 from pathlib import Path
 
 import pytest
 
-from fleetmon.agent import simnvml
 from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.kernlog import KernelLog
 from fleetmon.agent.nvml import open_nvml
 from fleetmon.agent.xidwatch import XidWatcher
 from fleetmon.records import Event
+from fleetmon.sim.nvml import SimulatedNvml
 
 XID119_HEAD = [
     "[ 5000.100000] NVRM: Xid (PCI:0000:9b:00): 119, pid=2024380, name=nvidia-smi, Timeout after 6s of waiting "
@@ -38,8 +37,7 @@ def wait_for(predicate, timeout: float = 5.0) -> None:
 
 @pytest.fixture
 def session():
-    simnvml.configure("healthy")
-    s = open_nvml(simnvml)
+    s = open_nvml(SimulatedNvml("healthy"))
     yield s
     s.close()
 
@@ -93,7 +91,7 @@ def test_kernel_xid_names_the_gpu_by_pci_address(session, tmp_path: Path):
 
 
 def test_nvml_xid_events_reach_the_buffer(tmp_path: Path):
-    simnvml.configure("healthy")
+    simnvml = SimulatedNvml("healthy")
     s = open_nvml(simnvml)
     buf = Buffer(tmp_path / "x.db")
     watcher = XidWatcher(s, buf.append_event, simulate=True)
@@ -114,14 +112,17 @@ def test_nvml_xid_events_reach_the_buffer(tmp_path: Path):
     buf.close()
 
 
-def test_xid_source_says_why_when_nothing_is_readable(session):
-    def refuse():
+class _NoEventApi(SimulatedNvml):
+    """A pynvml whose event API fails (an old binding)."""
+
+    def nvmlEventSetCreate(self) -> None:  # noqa: N802 - pynvml's name
         raise RuntimeError("event API missing in this pynvml")
 
-    stub = types.SimpleNamespace(nv=types.SimpleNamespace(nvmlEventSetCreate=refuse, NVMLError=RuntimeError),
-                                 indices=lambda: [], inventory=session.inventory)
+
+def test_xid_source_says_why_when_nothing_is_readable():
+    session = open_nvml(_NoEventApi("healthy"))
     events: list[Event] = []
-    watcher = XidWatcher(stub, events.append, kernel_log=KernelLog.none("/dev/kmsg: Permission denied; "
+    watcher = XidWatcher(session, events.append, kernel_log=KernelLog.none("/dev/kmsg: Permission denied; "
                                                                         "journalctl: not found"))
     source = watcher.source
     assert source.startswith("none: ")
@@ -129,11 +130,11 @@ def test_xid_source_says_why_when_nothing_is_readable(session):
     watcher.start(threading.Event())
     (ev,) = events  # the missing kernel log is an event too
     assert ev.kind == "xid_source" and "Permission denied" in ev.message
+    session.close()
 
 
 def test_hung_gpu_does_not_delay_event_registration():
-    simnvml.configure("hung", hang_s=2.0)
-    s = open_nvml(simnvml, inventory_wait_s=0.1, call_timeout_s=0.2)
+    s = open_nvml(SimulatedNvml("hung", hang_s=2.0), inventory_wait_s=0.1, call_timeout_s=0.2)
     try:
         t0 = time.monotonic()
         watcher = XidWatcher(s, lambda e: None, simulate=True)

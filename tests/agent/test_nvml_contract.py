@@ -1,6 +1,6 @@
 """Contract of the NVML boundary, run against each implementation of pynvml.
 
-The simulated twin (``fleetmon.agent.simnvml``, scenario by scenario) always;
+The simulated twin (``fleetmon.sim.nvml.SimulatedNvml``, scenario by scenario) always;
 the real pynvml under the ``nvml`` marker, skipped where NVML cannot start
 (no driver, no GPU). Whatever the implementation, ``open_nvml`` works, every
 telemetry field is a value of the right type or a status in {unsupported,
@@ -15,10 +15,10 @@ from types import ModuleType
 
 import pytest
 
-from fleetmon.agent import simnvml
 from fleetmon.agent.nvml import SAMPLE_FIELDS, NvmlSession, load_pynvml, open_nvml
 from fleetmon.errors import NvmlUnavailable
 from fleetmon.fields import INVENTORY_FIELDS, NODE_FIELDS
+from fleetmon.sim.nvml import SimulatedNvml
 
 NOT_A_VALUE = {"unsupported", "failed", "gpu_lost"}
 FLOAT_FIELDS = {"mem_temp_c", "fan_pct", "power_w", "power_limit_w"}  # numbers; everything else an int
@@ -51,8 +51,7 @@ def session(request):
     if request.param == "real":
         s = _real_session()
     else:
-        simnvml.configure(request.param)
-        s = open_nvml(simnvml, inventory_wait_s=2.0)
+        s = open_nvml(SimulatedNvml(request.param), inventory_wait_s=2.0)
     yield s
     s.close()
 
@@ -107,8 +106,7 @@ def test_read_sample_returns_every_field(session):
 
 
 def test_bounded_read_of_a_hung_gpu():
-    simnvml.configure("hung", hang_s=1.5)
-    s = open_nvml(simnvml, inventory_wait_s=0.2, call_timeout_s=0.3)
+    s = open_nvml(SimulatedNvml("hung", hang_s=1.5), inventory_wait_s=0.2, call_timeout_s=0.3)
     try:
         assert s.inventory(1).status["name"] == "failed" and s.inventory(1).state == "ok"
         assert s.inventory(0).status.get("name") is None
@@ -138,6 +136,9 @@ def _names_used_by_the_boundary() -> tuple[set[str], set[str]]:
     functions = set(re.findall(r'"(nvml(?:Device|System)\w+)"', src)) | {"nvmlInit", "nvmlShutdown"}
     constants = set(re.findall(r'"(NVML_\w+)"', src))
     return functions, constants
+
+
+simnvml = SimulatedNvml()  # the twin's pynvml names, for the checks below
 
 
 def test_twin_has_what_the_boundary_calls(real_pynvml):

@@ -10,10 +10,10 @@ import urllib.request
 
 import pytest
 
-from fleetmon.agent import simnvml
 from fleetmon.agent.main import start_agent
 from fleetmon.agent.prom import INVENTORY_METRICS, SAMPLE_METRICS
 from fleetmon.records import Event
+from fleetmon.sim.nvml import SimulatedNvml
 
 _NAME = r"[a-zA-Z_:][a-zA-Z0-9_:]*"
 _LABEL = r"[a-zA-Z_][a-zA-Z0-9_]*"
@@ -80,8 +80,7 @@ def pages(tmp_path_factory):
     folder = tmp_path_factory.mktemp("prom")
     out = {}
     for scenario in ("healthy-a100", "geforce", "v100-retired", "lost", "old-driver"):
-        simnvml.configure(scenario)
-        agent = start_agent(simnvml, buffer=folder / f"{scenario}.db", loop=False, watch_xid=False, simulate=True,
+        agent = start_agent(SimulatedNvml(scenario), buffer=folder / f"{scenario}.db", loop=False, watch_xid=False, simulate=True,
                             inventory_wait_s=0.5, poll_interval_s=0.05)
         try:
             agent.sampler.record_event(Event(seq=0, ts=0.0, kind="xid", code=79,

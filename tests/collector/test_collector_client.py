@@ -3,7 +3,7 @@
 A FakeAgent is a tiny http.server on 127.0.0.1 serving valid documents (with
 an offset clock, a buffer id, pruned records) or one failure mode: garbage,
 truncated bodies, a wrong schema, HTTP errors, a hang, a closed connection.
-The real agents come from fleetmon.collector.simfleet (the agent's own
+The real agents come from fleetmon.sim.fleet (the agent's own
 sampler, buffer and HTTP server in this process).
 """
 
@@ -26,7 +26,7 @@ import pytest
 
 from fleetmon.collector.client import Target, poll_all
 from fleetmon.collector.poller import Collector
-from fleetmon.collector.simfleet import make_node
+from fleetmon.sim.fleet import make_node
 from fleetmon.fleet import load_fleet
 from storage.db import open_database, query
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fleetmon.collector.poller import MAX_BACKOFF_S, Collector, backoff_cycles
-from fleetmon.collector.simfleet import make_node
+from fleetmon.sim.fleet import make_node
 from fleetmon.fleet import load_fleet
 from storage.db import open_database, query
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,41 @@ def test_agent_runs_on_stdlib_and_pynvml_only():
     for path in _files("fleetmon/agent"):
         bad = {n for n in _imports(path) if _top(n) in third_party}
         assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
+
+
+# The simulated twin implements the pynvml API, so it defines (and calls its own) nvml* names.
+_PYNVML_TWIN = {REPO / "fleetmon" / "sim" / name for name in (
+    "nvml.py", "nvml_constants.py", "nvml_device.py", "nvml_errors.py", "nvml_structs.py", "device.py")}
+_BOUNDARY = REPO / "fleetmon" / "agent" / "nvml.py"
+_RAW_MODULE_ATTRS = {"nv", "_nv"}
+"""Attribute names under which the boundary keeps the raw pynvml (``NvmlSession._nv``)."""
+_PYNVML_NAME = re.compile(r"(c_)?nvml[A-Z]|NVML")
+"""pynvml's functions, constants, error classes and structures (``nvml_status`` is not one)."""
+
+
+def _pynvml_attribute_uses(path: Path) -> list[str]:
+    """``x.nvmlSomething`` / ``x.NVML_…`` / ``x.NVMLError`` and ``x.nv`` / ``x._nv`` in a file, as "line: name"."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and (_PYNVML_NAME.match(node.attr) or node.attr in _RAW_MODULE_ATTRS):
+            out.append(f"{node.lineno}: .{node.attr}")
+    return out
+
+
+def test_only_the_nvml_boundary_uses_pynvml_attributes():
+    """The boundary leaks by attribute as surely as by import: nobody else touches pynvml's names."""
+    for package in ("fleetmon", "storage", "ui"):
+        for path in _files(package):
+            if path == _BOUNDARY or path in _PYNVML_TWIN:
+                continue
+            uses = _pynvml_attribute_uses(path)
+            assert not uses, f"{path.relative_to(REPO)} uses pynvml attributes: {uses}"
+
+
+def test_the_attribute_check_catches_a_leak(tmp_path):
+    leak = tmp_path / "leak.py"
+    leak.write_text("def f(session, watcher):\n    s = session.nv.nvmlEventSetCreate()\n"
+                    "    return session._nv, s, pynvml.NVMLError_Timeout, watcher.nvml_status\n")
+    assert sorted(_pynvml_attribute_uses(leak)) == ["2: .nv", "2: .nvmlEventSetCreate", "3: .NVMLError_Timeout",
+                                                    "3: ._nv"]

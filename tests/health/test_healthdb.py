@@ -333,7 +333,7 @@ def _collector_fleet(tmp_path, url: str) -> Any:
 
 @pytest.fixture
 def sim_node():
-    from fleetmon.collector.simfleet import make_node
+    from fleetmon.sim.fleet import make_node
 
     node = make_node("sim1", gpus=2, sample=False)
     node.backfill(90)

@@ -5,7 +5,7 @@ Put ``tests/helpers/fakenvml`` first on PYTHONPATH and ``import pynvml`` loads t
 """
 import os
 
-from fleetmon.agent.simnvml import *  # noqa: F401,F403 - the pynvml API (__all__)
-from fleetmon.agent.simnvml import NVMLError, configure, inject, set_lost  # noqa: F401
+from fleetmon.sim.nvml import SimulatedNvml
 
-configure(os.environ.get("FLEETMON_SIM_SCENARIO", "healthy"))
+# The pynvml API plus configure/inject/set_lost, bound to this process's one simulated node.
+globals().update(SimulatedNvml(os.environ.get("FLEETMON_SIM_SCENARIO", "healthy")).namespace())

@@ -1,8 +1,7 @@
 """Many simulated agent nodes in one process, for collector tests and benchmarks.
 
-Each node runs the real agent code paths: its own copy of the simulated NVML
-module (:mod:`fleetmon.agent.simnvml` holds global state, so every node loads
-an independent copy), an ``NvmlSession``, a ``Sampler``, an in-memory
+Each node runs the real agent code paths: its own simulated NVML
+(:class:`fleetmon.sim.nvml.SimulatedNvml`, one object per node), an ``NvmlSession``, a ``Sampler``, an in-memory
 ``Buffer`` and an HTTP server from :mod:`fleetmon.agent.server` on its own
 127.0.0.1 port. Only the scheduling differs from ``fleetmon agent``: one
 thread samples every node at a slow cadence (once at start, then every
@@ -11,7 +10,7 @@ collector being measured.
 
 Command line (used by benchmarks/bench_collector.py)::
 
-    python -m fleetmon.collector.simfleet --nodes 125 --gpus 8 --port-file ports.json
+    python -m fleetmon.sim.fleet --nodes 125 --gpus 8 --port-file ports.json
 
 writes ``{"pid": …, "nodes": [{"name": …, "port": …, "url": …}, …]}`` to the
 port file once every node listens, prints one ``name url`` line per node, and
@@ -25,7 +24,6 @@ benchmark can give every node the same fresh backlog before a cycle.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import resource
@@ -35,17 +33,14 @@ import threading
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-from fleetmon.agent import simnvml as _simnvml_template
 from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.nvml import NvmlSession, open_nvml
 from fleetmon.agent.sampler import Sampler
 from fleetmon.agent.server import AgentState, make_server
 from fleetmon.records import GpuMinute, NodeInfo
-
-_SIMNVML_PATH = _simnvml_template.__file__
+from fleetmon.sim.nvml import SimulatedNvml
 
 
 class ShiftedClock:
@@ -58,22 +53,12 @@ class ShiftedClock:
         return time.time() + self.offset_s
 
 
-def load_simnvml(tag: str) -> ModuleType:
-    """An independent copy of the simnvml module (its own global simulated machine)."""
-    spec = importlib.util.spec_from_file_location(f"fleetmon_simnvml_{tag}", _SIMNVML_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the copy executes
-    spec.loader.exec_module(module)
-    return module
-
-
 @dataclass
 class SimNode:
-    """One simulated node: simnvml copy, session, sampler, buffer and HTTP server."""
+    """One simulated node: simulated NVML, session, sampler, buffer and HTTP server."""
 
     name: str
-    nvml: ModuleType
+    nvml: SimulatedNvml
     session: NvmlSession
     sampler: Sampler
     buffer: Buffer
@@ -158,10 +143,9 @@ def make_node(name: str, *, gpus: int = 8, model: str = "a100", seed: int = 0,
     ``clock_offset_s`` shifts the sampling clock (sample and minute
     timestamps); the server's ``now`` stays the process clock.
     """
-    nv = load_simnvml(f"{os.getpid()}_{name}".replace("-", "_").replace(".", "_"))
     clock = ShiftedClock(clock_offset_s)
-    nv.configure(f"{model}*{gpus};hostname={name};seed={seed}", clock=clock,
-                 start=clock() - 9 * 86400)  # simulation time stays positive during a backfill
+    nv = SimulatedNvml(f"{model}*{gpus};hostname={name};seed={seed}", clock=clock,
+                       start=clock() - 9 * 86400)  # simulation time stays positive during a backfill
     session = open_nvml(nv)
     buffer = Buffer(None)
     sampler = Sampler(session, buffer, interval_s=60.0, clock=clock)
@@ -225,7 +209,7 @@ class SimFleet:
                     try:
                         node.sampler.sample_once()
                     except Exception as exc:  # keep the other nodes sampling
-                        print(f"simfleet: sampling {node.name} failed: {exc}", file=sys.stderr)
+                        print(f"sim.fleet: sampling {node.name} failed: {exc}", file=sys.stderr)
 
     def add_minute(self) -> int:
         """Every node gets one more finished minute per GPU; returns records added."""
@@ -259,7 +243,7 @@ def raise_fd_limit(wanted: int) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m fleetmon.collector.simfleet",
+    p = argparse.ArgumentParser(prog="python -m fleetmon.sim.fleet",
                                 description="Serve many simulated fleetmon agents on 127.0.0.1 from one process.")
     p.add_argument("--nodes", type=int, default=125, help="number of simulated nodes (default 125)")
     p.add_argument("--gpus", type=int, default=8, help="GPUs per node (default 8)")

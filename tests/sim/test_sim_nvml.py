@@ -1,4 +1,4 @@
-"""Tests for the simulated NVML twin (fleetmon.agent.simnvml) and its scenario tables."""
+"""Tests for the simulated NVML twin (fleetmon.sim.nvml.SimulatedNvml) and its scenario tables."""
 
 from __future__ import annotations
 
@@ -14,8 +14,11 @@ from typing import Any, Callable
 
 import pytest
 
-from fleetmon.agent import scenarios
-from fleetmon.agent import simnvml as nv
+from fleetmon.sim import nvml as simnvml
+from fleetmon.sim import scenarios
+from fleetmon.sim.nvml import PYNVML_API, SIM_EXTRAS, SimulatedNvml
+
+nv = SimulatedNvml()  # one simulated node for these tests; configure() reloads it
 
 FAKE_DIR = Path(__file__).resolve().parents[1] / "helpers" / "fakenvml"
 BUSY_T = 200.0  # late in the first busy phase of the default workload (busy 0-240 s)
@@ -672,7 +675,7 @@ def test_scenario_table_covers_the_brief() -> None:
     assert any(n.startswith("demo-") for n in names)
     for n in names:
         assert isinstance(scenarios.describe(n), str) and scenarios.describe(n)
-    assert nv.SCENARIOS is scenarios.SCENARIOS
+    assert simnvml.SCENARIOS is scenarios.SCENARIOS
     for model in ("NVIDIA GeForce RTX 3090", "NVIDIA GeForce RTX 4090", "Tesla V100-SXM2-32GB",
                   "NVIDIA A100-SXM4-80GB", "Tesla T4", "NVIDIA H100 80GB HBM3", "NVIDIA A10"):
         assert scenarios.PROFILES[scenarios.model_key(model)].name == model
@@ -774,20 +777,20 @@ NVML_FI_DEV_MEMORY_TEMP NVML_INFOROM_OEM NVML_INFOROM_ECC NVML_INFOROM_POWER""".
 
 
 def test_simnvml_defines_everything_the_agent_calls() -> None:
-    missing = [n for n in REQUIRED if n not in nv.__all__]
+    missing = [n for n in REQUIRED if n not in PYNVML_API]
     assert not missing
-    assert not set(nv.__all__) & set(nv.SIM_EXTRAS)
+    assert not set(PYNVML_API) & set(SIM_EXTRAS)
 
 
 def test_conformance_with_real_pynvml() -> None:
     real = _real_pynvml()
-    absent = [n for n in nv.__all__ if not hasattr(real, n)]
+    absent = [n for n in PYNVML_API if not hasattr(real, n)]
     assert not absent, f"simnvml defines names the real pynvml lacks: {absent}"
-    for name in nv.__all__:
+    for name in PYNVML_API:
         ours, theirs = getattr(nv, name), getattr(real, name)
         if isinstance(ours, (int, str)) and not isinstance(ours, bool):
             assert ours == theirs, name
-        elif inspect.isfunction(ours):
+        elif inspect.isfunction(ours) or inspect.ismethod(ours):
             assert list(inspect.signature(ours).parameters) == list(inspect.signature(theirs).parameters), name
         elif isinstance(ours, type) and issubclass(ours, nv.NVMLError) and ours is not nv.NVMLError:
             assert ours().value == theirs().value, name

@@ -12,19 +12,19 @@ quality tests compare with the findings.
 Speed: columns are assembled from pre-computed noise tables by slicing per
 busy/idle stretch, so 512 GPUs x 1,440 minutes take well under a second.
 
-Unlike :mod:`fleetmon.agent.simnvml` (which simulates NVML calls live), this
+Unlike :mod:`fleetmon.sim.nvml` (which simulates NVML calls live), this
 module produces already aggregated history. Model constants follow the spec
 catalog (:mod:`fleetmon.specs`) and the twin's profiles.
 """
 
 from __future__ import annotations
 
-import itertools
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetmon.vocab import GpuState
 from fleetmon.health.fleet import (
     EventRecord,
     FleetHistory,
@@ -37,6 +37,19 @@ from fleetmon.health.fleet import (
 )
 from fleetmon.health.series import HOUR_S, MINUTE_S, Series
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.sim.synthetic_columns import (
+    _Const,
+    _counters,
+    _force,
+    _fractions,
+    _hourly_columns,
+    _mask,
+    _minute_columns,
+    _P,
+    _tables,
+    _workload,
+)
+from fleetmon.sim.synthetic_faults import _apply, _Card
 
 __all__ = [
     "FAULT_KINDS",
@@ -51,7 +64,6 @@ __all__ = [
     "with_now",
 ]
 
-SAMPLES = 12  # samples per minute (a 5 s agent interval)
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,493 +220,6 @@ def healthy_fleet(n_nodes: int = 64, gpus_per_node: int | None = None,
 
 
 # ---------------------------------------------------------------------------
-# Noise tables
-
-_P = 997  # table period (prime): per-card offsets give distinct noise
-
-
-def _tables(model: SimModel, length: int, rng: random.Random) -> dict[str, dict[str, list[Any]]]:
-    """Per-row values while busy and while idle, ``_P + length`` long."""
-    size = _P + length
-    busy: dict[str, list[Any]] = {k: [] for k in (
-        "util_min", "util_mean", "util_max", "pw_min", "pw_mean", "pw_max", "sm_min", "sm_mean",
-        "sm_max", "t_min", "t_mean", "t_max", "fan_min", "fan_mean", "fan_max", "swcap", "mem")}
-    idle: dict[str, list[Any]] = {k: [] for k in busy}
-    r = rng.random
-    for _ in range(size):
-        level = 0.80 + 0.14 * r()
-        pw = model.power_w * level
-        swcap = SAMPLES // 4 if level > 0.9 else 0
-        sm = model.boost_mhz * ((1.02 + 0.06 * r()) if model.geforce else (0.97 + 0.03 * r()))
-        if swcap:
-            sm *= 0.98
-        t = model.busy_temp_c + 4.0 * (r() - 0.5)
-        fan = max(30.0, min(100.0, 30.0 + (t - 35.0) * 1.6))
-        util = 94.0 + 5.0 * r()
-        busy["util_min"].append(round(util - 4.0, 1))
-        busy["util_mean"].append(round(util, 1))
-        busy["util_max"].append(100.0)
-        busy["pw_min"].append(round(pw * 0.93, 1))
-        busy["pw_mean"].append(round(pw, 1))
-        busy["pw_max"].append(round(min(pw * 1.05, model.power_w * 0.995), 1))
-        busy["sm_min"].append(round(sm * 0.97))
-        busy["sm_mean"].append(round(sm))
-        busy["sm_max"].append(round(min(sm * 1.01, model.boost_mhz * 1.1)))
-        busy["t_min"].append(round(t - 1.0, 1))
-        busy["t_mean"].append(round(t, 1))
-        busy["t_max"].append(round(t + 1.0, 1))
-        busy["fan_min"].append(round(fan - 1) if model.fans else None)
-        busy["fan_mean"].append(round(fan) if model.fans else None)
-        busy["fan_max"].append(round(fan + 1) if model.fans else None)
-        busy["swcap"].append(swcap)
-        busy["mem"].append(round(model.memory_mib * (0.55 + 0.4 * r())))
-        ti = model.idle_temp_c + 3.0 * (r() - 0.5)
-        pi = model.idle_w * (0.95 + 0.1 * r())
-        fi = max(30.0, 30.0 + (ti - 35.0) * 1.6)
-        idle["util_min"].append(0.0)
-        idle["util_mean"].append(0.0)
-        idle["util_max"].append(0.0)
-        idle["pw_min"].append(round(pi * 0.97, 1))
-        idle["pw_mean"].append(round(pi, 1))
-        idle["pw_max"].append(round(pi * 1.03, 1))
-        idle["sm_min"].append(model.idle_mhz)
-        idle["sm_mean"].append(model.idle_mhz)
-        idle["sm_max"].append(model.idle_mhz)
-        idle["t_min"].append(round(ti - 0.5, 1))
-        idle["t_mean"].append(round(ti, 1))
-        idle["t_max"].append(round(ti + 0.5, 1))
-        idle["fan_min"].append(round(fi) if model.fans else None)
-        idle["fan_mean"].append(round(fi) if model.fans else None)
-        idle["fan_max"].append(round(fi) if model.fans else None)
-        idle["swcap"].append(0)
-        idle["mem"].append(4)
-    return {"busy": busy, "idle": idle}
-
-
-_MINUTE_GAUGES = {
-    "util_gpu_pct": "util", "power_w": "pw", "sm_clock_mhz": "sm", "temp_c": "t", "fan_pct": "fan",
-}
-
-_UNSUPPORTED_ECC = {k: "unsupported" for k in (
-    "ecc_corr_vol", "ecc_unc_vol", "ecc_corr_agg", "ecc_unc_agg", "retired_sbe", "retired_dbe",
-    "remap_corr", "remap_unc", "retired_pending", "remap_pending", "remap_failure", "mem_temp_c")}
-
-
-def _runs(mask: Sequence[bool]) -> list[tuple[int, int, bool]]:
-    out = []
-    pos = 0
-    for busy, group in itertools.groupby(mask):
-        n = sum(1 for _ in group)
-        out.append((pos, n, busy))
-        pos += n
-    return out
-
-
-class _Const:
-    """Shared constant columns (never modified: faults copy before writing)."""
-
-    def __init__(self, length: int) -> None:
-        self.length = length
-        self.cache: dict[Any, list[Any]] = {}
-
-    def __call__(self, value: Any) -> list[Any]:
-        key = (type(value).__name__, value) if not isinstance(value, dict) else ("dict", id(value))
-        found = self.cache.get(key)
-        if found is None:
-            found = [value] * self.length
-            self.cache[key] = found
-        return found
-
-
-def _minute_columns(model: SimModel, mask: Sequence[bool], tables: dict[str, dict[str, list[Any]]],
-                    offset: int, ts: list[int], const: _Const, counters: Mapping[str, Any]) -> dict[str, list[Any]]:
-    runs = _runs(mask)
-    cols: dict[str, list[Any]] = {"ts": ts, "n": const(SAMPLES)}
-    busy_t, idle_t = tables["busy"], tables["idle"]
-
-    def seg(key: str) -> list[Any]:
-        out: list[Any] = []
-        for start, length, busy in runs:
-            k = (offset + start) % _P
-            out += (busy_t if busy else idle_t)[key][k:k + length]
-        return out
-
-    def level(busy_value: Any, idle_value: Any) -> list[Any]:
-        out: list[Any] = []
-        for _, length, busy in runs:
-            out += [busy_value if busy else idle_value] * length
-        return out
-
-    for gauge, short in _MINUTE_GAUGES.items():
-        if gauge == "fan_pct" and not model.fans:
-            continue
-        cols[gauge + "_min"] = seg(short + "_min")
-        cols[gauge + "_mean"] = seg(short + "_mean")
-        cols[gauge + "_max"] = seg(short + "_max")
-    limit = float(model.power_w)
-    cols["power_limit_w_min"] = cols["power_limit_w_mean"] = cols["power_limit_w_max"] = const(limit)
-    mem = seg("mem")
-    cols["mem_used_mib_min"] = cols["mem_used_mib_mean"] = cols["mem_used_mib_max"] = mem
-    cols["busy_n"] = level(SAMPLES, 0)
-    cols["thr_gpu_idle"] = level(0, SAMPLES)
-    cols["thr_sw_power_cap"] = seg("swcap")
-    zero = const(0)
-    for r in ("app_clocks", "hw_slowdown", "sync_boost", "sw_thermal", "hw_thermal", "hw_power_brake",
-              "display_clocks"):
-        cols["thr_" + r] = zero
-    gen, width = model.pcie
-    cols["pcie_gen"] = level(gen, 1)
-    cols["pcie_width"] = const(width)
-    cols["pcie_gen_busy_min"] = level(gen, None)
-    cols["pcie_width_busy_min"] = level(width, None)
-    cols["pstate"] = level(0, 8)
-    for key, value in counters.items():
-        cols[key] = const(value)
-    cols["state"] = const("ok")
-    cols["status"] = const(None) if model.ecc else const(_UNSUPPORTED_ECC)
-    return cols
-
-
-def _hourly_columns(model: SimModel, fractions: Sequence[float], ts: list[int], rng: random.Random,
-                    counters: Mapping[str, Any]) -> dict[str, list[Any]]:
-    r = rng.random
-    n_h = SAMPLES * 60
-    cols: dict[str, list[Any]] = {"ts": ts, "minutes": [60] * len(ts), "n": [n_h] * len(ts)}
-    busy_pw = [model.power_w * (0.85 + 0.06 * r()) for _ in fractions]
-    busy_sm = [model.boost_mhz * ((1.05 + 0.02 * r()) if model.geforce else (0.985 + 0.01 * r()))
-               for _ in fractions]
-    cols["busy_n"] = [round(f * n_h) for f in fractions]
-    cols["busy_minutes"] = [round(f * 60) for f in fractions]
-    cols["util_gpu_pct_mean"] = [round(95.0 * f, 1) for f in fractions]
-    cols["util_gpu_pct_min"] = [90.0 if f >= 1 else 0.0 for f in fractions]
-    cols["util_gpu_pct_max"] = [100.0 if f > 0 else 0.0 for f in fractions]
-    cols["power_w_mean"] = [round(f * p + (1 - f) * model.idle_w, 1) for f, p in zip(fractions, busy_pw)]
-    cols["power_w_min"] = [round((p * 0.9) if f >= 1 else model.idle_w * 0.95, 1)
-                           for f, p in zip(fractions, busy_pw)]
-    cols["power_w_max"] = [round(model.power_w * 0.99 if f > 0 else model.idle_w * 1.05, 1) for f in fractions]
-    cols["power_limit_w_min"] = cols["power_limit_w_mean"] = cols["power_limit_w_max"] = [
-        float(model.power_w)] * len(ts)
-    cols["sm_clock_mhz_mean"] = [round(f * s + (1 - f) * model.idle_mhz) for f, s in zip(fractions, busy_sm)]
-    cols["sm_clock_mhz_min"] = [round(s * 0.96) if f >= 1 else model.idle_mhz for f, s in zip(fractions, busy_sm)]
-    cols["sm_clock_mhz_max"] = [round(s * 1.01) if f > 0 else model.idle_mhz for f, s in zip(fractions, busy_sm)]
-    cols["sm_clock_busy_mhz"] = [round(s) if f * 60 >= 1 else None for f, s in zip(fractions, busy_sm)]
-    cols["sm_clock_busy_minutes"] = [round(f * 60) if f * 60 >= 1 else 0 for f in fractions]
-    cols["temp_c_mean"] = [round(f * model.busy_temp_c + (1 - f) * model.idle_temp_c, 1) for f in fractions]
-    cols["temp_c_min"] = [round(model.idle_temp_c - 1 if f < 1 else model.busy_temp_c - 3, 1) for f in fractions]
-    cols["temp_c_max"] = [round(model.busy_temp_c + 2 if f > 0 else model.idle_temp_c + 1.5, 1) for f in fractions]
-    if model.fans:
-        cols["fan_pct_mean"] = [round(30 + (t - 35) * 1.6) if t > 35 else 30 for t in cols["temp_c_mean"]]
-        cols["fan_pct_min"] = [30] * len(ts)
-        cols["fan_pct_max"] = [round(30 + (t - 35) * 1.6) if t > 35 else 30 for t in cols["temp_c_max"]]
-    cols["thr_gpu_idle"] = [n_h - b for b in cols["busy_n"]]
-    cols["thr_sw_power_cap"] = [round(b * 0.1) for b in cols["busy_n"]]
-    zero = [0] * len(ts)
-    for key in ("app_clocks", "hw_slowdown", "sync_boost", "sw_thermal", "hw_thermal", "hw_power_brake",
-                "display_clocks"):
-        cols["thr_" + key] = zero
-    gen, width = model.pcie
-    cols["pcie_gen_busy_min"] = [gen if f > 0 else None for f in fractions]
-    cols["pcie_width_busy_min"] = [width if f > 0 else None for f in fractions]
-    cols["pcie_gen"] = [gen if f >= 0.5 else 1 for f in fractions]
-    cols["pcie_width"] = [width] * len(ts)
-    for key, value in counters.items():
-        cols[key] = [value] * len(ts)
-        if key in _COUNTERS:
-            cols[key + "_delta"] = zero if value is not None else [None] * len(ts)
-    cols["lost_minutes"] = zero
-    return cols
-
-
-_COUNTERS = ("ecc_corr_vol", "ecc_unc_vol", "ecc_corr_agg", "ecc_unc_agg", "retired_sbe", "retired_dbe",
-             "remap_corr", "remap_unc", "pcie_replay")
-
-
-def _counters(model: SimModel, rng: random.Random) -> dict[str, Any]:
-    c: dict[str, Any] = {"pcie_replay": rng.randrange(0, 4)}
-    if model.ecc:
-        c.update(ecc_corr_vol=0, ecc_unc_vol=0, ecc_corr_agg=rng.randrange(0, 12), ecc_unc_agg=0)
-    else:
-        c.update(ecc_corr_vol=None, ecc_unc_vol=None, ecc_corr_agg=None, ecc_unc_agg=None)
-    if model.repair == "retire":
-        c.update(retired_sbe=0, retired_dbe=0, retired_pending=0)
-    else:
-        c.update(retired_sbe=None, retired_dbe=None, retired_pending=None)
-    if model.repair == "remap":
-        c.update(remap_corr=0, remap_unc=0, remap_pending=0, remap_failure=0)
-    else:
-        c.update(remap_corr=None, remap_unc=None, remap_pending=None, remap_failure=None)
-    return c
-
-
-# ---------------------------------------------------------------------------
-# Workloads
-
-
-def _workload(rng: random.Random, start: int, end: int) -> list[tuple[int, int]]:
-    """Busy stretches (start, end) in Unix s, minute aligned, between start and end."""
-    out = []
-    t = start - rng.randrange(0, 240) * 60
-    busy = rng.random() < 0.75
-    while t < end:
-        length = (rng.randrange(45, 480) if busy else rng.randrange(5, 120)) * 60
-        if busy:
-            out.append((t, t + length))
-        t += length
-        busy = not busy
-    return out
-
-
-def _force(stretches: list[tuple[int, int]], lo: float, hi: float) -> list[tuple[int, int]]:
-    """Busy stretches with [lo, hi) made busy."""
-    lo_i, hi_i = int(lo) // 60 * 60, int(hi + 59) // 60 * 60
-    out = [(a, b) for a, b in stretches if b <= lo_i or a >= hi_i]
-    for a, b in stretches:
-        if a < lo_i < b:
-            out.append((a, lo_i))
-        if a < hi_i < b:
-            out.append((hi_i, b))
-    out.append((lo_i, hi_i))
-    out.sort()
-    merged: list[tuple[int, int]] = []
-    for a, b in out:
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    return merged
-
-
-def _mask(stretches: Sequence[tuple[int, int]], m0: int, count: int) -> list[bool]:
-    mask = [False] * count
-    for a, b in stretches:
-        i, j = max(0, (a - m0) // 60), min(count, (b - m0) // 60)
-        if i < j:
-            mask[i:j] = [True] * (j - i)
-    return mask
-
-
-def _fractions(stretches: Sequence[tuple[int, int]], h0: int, count: int) -> list[float]:
-    out = [0.0] * count
-    for a, b in stretches:
-        for h in range(max(0, (a - h0) // HOUR_S), min(count, (b - h0 + HOUR_S - 1) // HOUR_S)):
-            lo, hi = h0 + h * HOUR_S, h0 + (h + 1) * HOUR_S
-            out[h] += max(0, min(b, hi) - max(a, lo)) / HOUR_S
-    return [min(1.0, f) for f in out]
-
-
-# ---------------------------------------------------------------------------
-# Faults
-
-
-class _Card:
-    """A card being generated: identity, placements and column dicts."""
-
-    def __init__(self, uuid: str, model: SimModel, serial: str | None) -> None:
-        self.uuid = uuid
-        self.model = model
-        self.serial = serial
-        self.placements: list[Placement] = []
-        self.minutes: dict[str, list[Any]] = {}
-        self.hourly: dict[str, list[Any]] = {}
-        self.inventory: dict[str, Any] = {}
-        self.state = "ok"
-        self.first_seen: float = 0.0
-        self.last_seen: float = 0.0
-        self.present = True
-
-    def slot_at(self, ts: float) -> Placement:
-        found = self.placements[0]
-        for p in self.placements:
-            if p.ts <= ts:
-                found = p
-        return found
-
-
-def _mut(cols: dict[str, list[Any]], key: str) -> list[Any]:
-    """The column, copied so it can be written (shared constants stay intact)."""
-    values = list(cols.get(key) or [None] * len(cols["ts"]))
-    cols[key] = values
-    return values
-
-
-def _rows(card: _Card, fault: SimFault, cols: dict[str, list[Any]], step: int) -> list[int]:
-    """Indices of the rows (of ``cols``) the fault applies to on this card."""
-    ts = cols["ts"]
-    out = []
-    for i, t in enumerate(ts):
-        if t + step <= fault.onset or (fault.until is not None and t >= fault.until):
-            continue
-        if fault.bound == "slot":
-            place = card.slot_at(t)
-            if (place.node, place.index) != (fault.node, fault.gpu):
-                continue
-        out.append(i)
-    return out
-
-
-_CAPPED_POWER = {"power_w_min": 0.93, "power_w_mean": 0.97, "power_w_max": 0.995}
-
-
-def _apply(card: _Card, fault: SimFault) -> None:
-    m = card.model
-    p = fault.params
-    for cols, step in ((card.minutes, MINUTE_S), (card.hourly, HOUR_S)):
-        if not cols or not cols.get("ts"):
-            continue
-        rows = _rows(card, fault, cols, step)
-        if not rows:
-            continue
-        kind = fault.kind
-        busy = cols["busy_n"]
-        n = cols["n"]
-        if kind in ("ecc-uncorrectable", "ecc-correctable-storm", "pcie-replay"):
-            keys = {"ecc-uncorrectable": ("ecc_unc_vol", "ecc_unc_agg"),
-                    "ecc-correctable-storm": ("ecc_corr_vol", "ecc_corr_agg"),
-                    "pcie-replay": ("pcie_replay",)}[kind]
-            per_row = {"ecc-uncorrectable": 0.0,
-                       "ecc-correctable-storm": float(p.get("per_min", 600)) * step / 60,
-                       "pcie-replay": float(p.get("per_min", 30)) * step / 60}[kind]
-            start = float(p.get("count", 1)) if kind == "ecc-uncorrectable" else 0.0
-            for key in keys:
-                col = _mut(cols, key)
-                delta = _mut(cols, key + "_delta") if step > 60 else None
-                added = 0.0
-                for k, i in enumerate(rows):
-                    inc = (start if k == 0 else 0.0) + per_row
-                    added += inc
-                    col[i] = int((col[i] or 0) + added)
-                    if delta is not None:
-                        delta[i] = int(inc)
-                last = rows[-1]
-                for i in range(last + 1, len(col)):
-                    col[i] = int((col[i] or 0) + added)
-        elif kind == "retired-pages":
-            sbe, dbe, pend = _mut(cols, "retired_sbe"), _mut(cols, "retired_dbe"), _mut(cols, "retired_pending")
-            for i in rows:
-                sbe[i], dbe[i], pend[i] = int(p.get("sbe", 50)), int(p.get("dbe", 8)), 1
-            if step > 60:
-                _mut(cols, "retired_pending_max")
-                for i in rows:
-                    cols["retired_pending_max"][i] = 1
-        elif kind == "row-remap":
-            if p.get("failure"):
-                fail, unc = _mut(cols, "remap_failure"), _mut(cols, "remap_unc")
-                for i in rows:
-                    fail[i], unc[i] = 1, 8
-            else:
-                pend, corr = _mut(cols, "remap_pending"), _mut(cols, "remap_corr")
-                for i in rows:
-                    pend[i], corr[i] = 1, 1
-        elif kind == "gpu-lost":
-            lost_col = _mut(cols, "state" if step == 60 else "lost_minutes")
-            status = _mut(cols, "status")
-            for key in list(cols):
-                if key.endswith(("_min", "_mean", "_max")) and not key.startswith("pcie_"):
-                    col = _mut(cols, key)
-                    for i in rows:
-                        col[i] = None
-            for i in rows:
-                lost_col[i] = "lost" if step == 60 else 60
-                status[i] = {"power_w": "gpu_lost", "temp_c": "gpu_lost"}
-                busy[i] = 0
-            if fault.until is None:
-                card.state = "lost"
-        elif kind == "pcie-link-degraded":
-            gen_b, width_b = _mut(cols, "pcie_gen_busy_min"), _mut(cols, "pcie_width_busy_min")
-            gen = _mut(cols, "pcie_gen")
-            for i in rows:
-                if busy[i]:
-                    gen_b[i] = int(p.get("gen", 1))
-                    width_b[i] = int(p.get("width", 8))
-                    gen[i] = int(p.get("gen", 1))
-        elif kind in ("power-brake", "power-instability"):
-            pmin, pmean = _mut(cols, "power_w_min"), _mut(cols, "power_w_mean")
-            for i in rows:
-                if not busy[i] or pmin[i] is None:
-                    continue
-                pmin[i] = round(m.power_w * 0.3, 1)
-                pmean[i] = round(pmean[i] * 0.8, 1)
-            if kind == "power-brake":
-                brake, slow = _mut(cols, "thr_hw_power_brake"), _mut(cols, "thr_hw_slowdown")
-                sm = _mut(cols, "sm_clock_mhz_mean")
-                for i in rows:
-                    if busy[i]:
-                        brake[i] = slow[i] = max(1, (busy[i] or 0) // 2)
-                        if sm[i] is not None:
-                            sm[i] = round(sm[i] * 0.7)
-                if step > 60 and "sm_clock_busy_mhz" in cols:
-                    _mut(cols, "sm_clock_busy_mhz")
-        elif kind == "power-unreadable":
-            status = _mut(cols, "status") if step == 60 else _mut(cols, "failed_power_w")
-            keys = ("power_w_min", "power_w_mean", "power_w_max")
-            for key in keys:
-                col = _mut(cols, key)
-                for i in rows:
-                    col[i] = None
-            for i in rows:
-                if step == 60:
-                    base = status[i] or {}
-                    status[i] = {**base, "power_w": "failed"}
-                else:
-                    status[i] = 60
-        elif kind == "power-capped":
-            frac = float(p.get("frac", 0.6))
-            limit = round(m.power_w * frac)
-            for key in ("power_limit_w_min", "power_limit_w_mean", "power_limit_w_max"):
-                col = _mut(cols, key)
-                for i in rows:
-                    col[i] = float(limit)
-            pw = {k: _mut(cols, k) for k in ("power_w_min", "power_w_mean", "power_w_max")}
-            cap, sm = _mut(cols, "thr_sw_power_cap"), _mut(cols, "sm_clock_mhz_mean")
-            for i in rows:
-                if busy[i]:
-                    for key, col in pw.items():
-                        if col[i] is not None:
-                            col[i] = round(limit * _CAPPED_POWER[key], 1)
-                    cap[i] = busy[i]
-                    if sm[i] is not None:
-                        sm[i] = round(sm[i] * 0.85)
-            card.inventory["power_enforced_w"] = float(limit)
-        elif kind in ("thermal-throttle", "temperature-high", "fan-stopped"):
-            target = m.slowdown_c + 1.5 if kind == "thermal-throttle" else m.slowdown_c - 3.0
-            tmin, tmean, tmax = _mut(cols, "temp_c_min"), _mut(cols, "temp_c_mean"), _mut(cols, "temp_c_max")
-            for i in rows:
-                if busy[i]:
-                    tmin[i], tmean[i], tmax[i] = target - 1, target, target + 0.5
-                elif kind == "fan-stopped" and tmean[i] is not None:
-                    tmin[i], tmean[i], tmax[i] = tmin[i] + 15, tmean[i] + 15, tmax[i] + 15
-            if kind == "thermal-throttle":
-                hw, sw, slow = _mut(cols, "thr_hw_thermal"), _mut(cols, "thr_sw_thermal"), _mut(cols, "thr_hw_slowdown")
-                for i in rows:
-                    if busy[i]:
-                        hw[i] = sw[i] = slow[i] = busy[i]
-            if kind == "fan-stopped":
-                for key in ("fan_pct_min", "fan_pct_mean", "fan_pct_max"):
-                    col = _mut(cols, key)
-                    for i in rows:
-                        col[i] = 0
-        elif kind == "derating":
-            frac = float(p.get("frac", 0.62))
-            sm_keys = ["sm_clock_mhz_min", "sm_clock_mhz_mean", "sm_clock_mhz_max"]
-            if step > 60:
-                sm_keys.append("sm_clock_busy_mhz")
-            for key in sm_keys:
-                col = _mut(cols, key)
-                for i in rows:
-                    if busy[i] and col[i] is not None:
-                        col[i] = round(col[i] * frac)
-            pmean = _mut(cols, "power_w_mean")
-            swcap = _mut(cols, "thr_sw_power_cap")
-            for i in rows:
-                if busy[i] and pmean[i] is not None:
-                    pmean[i] = round(pmean[i] * 0.7, 1)
-                    swcap[i] = 0
-        elif kind == "gpu-missing":
-            pass  # handled by truncation in generate()
-        _ = n
-
-
-# ---------------------------------------------------------------------------
 # generate()
 
 
@@ -835,7 +360,7 @@ def generate(
                 events.append(EventRecord(f.until, place.node, "gpu_back", target.uuid, place.pci_bus_id))
         elif f.kind == "gpu-missing" and target:
             truncate[target.uuid] = f.onset
-            target.state = "missing"
+            target.state = GpuState.MISSING
         elif f.kind == "node-unreachable":
             outages.setdefault(f.node, []).append(Outage(f.onset, None, "timed out", 10))
             for c in cards:
@@ -942,7 +467,7 @@ def generate(
         last_ok = float(now_i - 10)
         if outs and outs[-1].end is None:
             last_ok = outs[-1].start - 30
-        present = sum(1 for c in cards if c.placements[-1].node == node.name and c.state != "missing")
+        present = sum(1 for c in cards if c.placements[-1].node == node.name and c.state != GpuState.MISSING)
         node_hist.append(NodeHistory(
             name=node.name, group=node.group,
             driver_version=over.get("driver", node.driver or DRIVERS[fam][0]),

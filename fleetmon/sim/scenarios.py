@@ -1,4 +1,4 @@
-"""Scenario tables for the simulated NVML twin (:mod:`fleetmon.agent.simnvml`).
+"""Scenario tables for the simulated NVML twin (:class:`fleetmon.sim.nvml.SimulatedNvml`).
 
 Three kinds of data, plus small pure helpers:
 
