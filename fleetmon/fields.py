@@ -1,20 +1,113 @@
-"""The field catalog: every metric fleetmon reads, with unit, kind and help.
+"""The field catalog: every telemetry field fleetmon reads, in one declaration.
 
-This list is data. The agent's sampler, the per-minute aggregation, the
-storage columns and the UI derive from it; the Prometheus endpoint maps these
-names to its metrics in :mod:`fleetmon.agent.prom`.
+Each :class:`Field` states everything the code needs about it (the model is
+dcgm-exporter's counters CSV: one row per metric): name, unit, kind and help;
+how the agent reads it from NVML (:class:`NvmlCall`), or which hand-written
+reader of :mod:`fleetmon.agent.nvml` does; how storage keeps it
+(:class:`Stored`); its Prometheus metric (:class:`Prom`); its fleet-table
+column (:class:`UiColumn`). The sampler, the per-minute aggregation, the
+storage columns and rollups, ``/metrics`` and the fleet table are loops over
+:data:`CATALOG`; adding a simple field is one entry here (plus, when it is
+stored, the schema step named by ``Stored.since``).
 
-Kinds:
-    gauge:   a level (°C, W, MHz, %). Per minute the agent keeps min/mean/max.
+The order of :data:`CATALOG` is the order the agent reads the fields in and
+the order of the ``/metrics`` families (calls marked ``slow`` are made after
+the others). Stored columns do not follow it: the first release's layout is
+frozen in :mod:`storage.schema`, later fields' columns are appended by their
+schema step.
+
+Kinds (the kind is also the rollup):
+    gauge:   a level (°C, W, MHz, %). Per minute the agent keeps min/mean/max;
+             rollups keep min, the sample-weighted mean and max.
     counter: a monotonically growing count (ECC errors, energy, replays). Per
-             minute the agent keeps the last value; deltas are computed later.
+             minute the agent keeps the last value; rollups keep the last
+             value and the increase over the bucket (``<name>_delta``).
     state:   a small enumerated or boolean level (P-state, pending flags,
-             current PCIe link). Per minute the agent keeps the last value.
+             current PCIe link). Per minute and per rollup bucket: the last value.
+
+This module is stdlib-only: the agent imports it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+KINDS: tuple[str, ...] = ("gauge", "counter", "state")
+
+ROLLUPS: dict[str, str] = {"gauge": "min/mean/max", "counter": "last+delta", "state": "last"}
+"""What the per-minute record and the hourly/daily rollups keep of each kind."""
+
+CONVERSIONS: dict[str, str] = {
+    "int": "int(value)",
+    "milli": "value / 1000, rounded to 3 decimals (NVML's mW to W)",
+    "count": "len(value) (a list NVML returns, e.g. retired pages)",
+    "flag": "int(bool(value))",
+}
+"""How :class:`NvmlCall` turns NVML's answer into the field's unit (applied in fleetmon.agent.nvml)."""
+
+FIRST_SCHEMA_STEP = "m001_initial"
+
+
+@dataclass(frozen=True, slots=True)
+class NvmlCall:
+    """A field read by one NVML call: ``conv(pynvml.<fn>(handle, *args))``.
+
+    Attributes:
+        fn: the pynvml function name (a pynvml without it reads ``unsupported``).
+        args: arguments after the handle, as (pynvml constant name, value used
+            when this pynvml lacks the constant).
+        conv: a key of :data:`CONVERSIONS`.
+        slow: made after every other call of a sample (e.g.
+            nvmlDeviceGetPcieThroughput counts bytes over 20 ms), so that it
+            cannot hold the other fields past the read's deadline.
+    """
+
+    fn: str
+    args: tuple[tuple[str, int], ...] = ()
+    conv: str = "int"
+    slow: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """How storage keeps a field (see :mod:`storage.schema`'s compact encoding).
+
+    Attributes:
+        scale: stored INTEGER = round(value × scale) (gauges: of each of
+            min/mean/max; counters: of the value, e.g. energy in whole joules).
+        since: the schema step (migration name) that created the field's
+            columns. The first release's fields say ``m001_initial``; a new
+            field names a new step, which storage.schema registers for it.
+    """
+
+    scale: float = 1
+    since: str = FIRST_SCHEMA_STEP
+
+
+@dataclass(frozen=True, slots=True)
+class Prom:
+    """The field's Prometheus family on ``/metrics``.
+
+    Names and help texts are dcgm-exporter's (default-counters.csv, else
+    dcgm_fields.h) where DCGM has the field, else ``fleetmon_*``.
+    """
+
+    name: str
+    type: str  # "gauge" or "counter"
+    help: str
+
+
+@dataclass(frozen=True, slots=True)
+class UiColumn:
+    """The field's column in the GUI's fleet table.
+
+    Attributes:
+        header: column title.
+        format: "number" (value and unit) or "power" (value / enforced limit).
+    """
+
+    header: str
+    format: str = "number"
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,61 +117,185 @@ class Field:
     Attributes:
         name: key used everywhere (wire, DB column stem, rules), unit-suffixed.
         unit: human unit string.
-        kind: "gauge", "counter" or "state".
+        kind: "gauge", "counter" or "state" (see the module docstring).
         help: one-line description.
-
-    The Prometheus names (dcgm-exporter's where one exists) are in
-    :mod:`fleetmon.agent.prom`, keyed by these field names.
+        nvml: how the agent reads it, for a field one NVML call gives.
+        reader: otherwise, the hand-written reader in fleetmon.agent.nvml
+            (a call that gives several fields, or a read with fallbacks).
+        stored: how storage keeps it (None: not stored).
+        prom: its Prometheus family (None: not exported).
+        ui: its fleet-table column (None: not shown there).
     """
 
     name: str
     unit: str
     kind: str
     help: str
+    nvml: NvmlCall | None = None
+    reader: str = ""
+    stored: Stored | None = field(default_factory=Stored)
+    prom: Prom | None = None
+    ui: UiColumn | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"field {self.name}: unknown kind {self.kind!r}")
+        if (self.nvml is None) == (not self.reader):
+            raise ValueError(f"field {self.name}: give either an NVML call or the name of its reader")
+        if self.nvml is not None and self.nvml.conv not in CONVERSIONS:
+            raise ValueError(f"field {self.name}: unknown conversion {self.nvml.conv!r}")
+
+    @property
+    def rollup(self) -> str:
+        """What the minute record and the rollups keep of it (:data:`ROLLUPS`)."""
+        return ROLLUPS[self.kind]
 
 
-GAUGES: tuple[Field, ...] = (
-    Field("temp_c", "°C", "gauge", "GPU core temperature"),
-    Field("mem_temp_c", "°C", "gauge", "GPU memory (HBM) temperature"),
-    Field("fan_pct", "%", "gauge", "Fan speed, mean over the board's fans"),
-    Field("power_w", "W", "gauge", "Board power draw"),
-    Field("power_limit_w", "W", "gauge", "Enforced power limit"),
-    Field("sm_clock_mhz", "MHz", "gauge", "SM clock"),
-    Field("mem_clock_mhz", "MHz", "gauge", "Memory clock"),
-    Field("gr_clock_mhz", "MHz", "gauge", "Graphics clock"),
-    Field("util_gpu_pct", "%", "gauge", "GPU utilization"),
-    Field("util_mem_pct", "%", "gauge", "Memory controller utilization"),
-    Field("mem_used_mib", "MiB", "gauge", "Frame buffer memory used"),
-    Field("mem_free_mib", "MiB", "gauge", "Frame buffer memory free"),
-    Field("pcie_tx_kbs", "KB/s", "gauge", "PCIe transmit throughput"),
-    Field("pcie_rx_kbs", "KB/s", "gauge", "PCIe receive throughput"),
+_GPU = ("NVML_TEMPERATURE_GPU", 0)
+_CLOCK_SM, _CLOCK_MEM, _CLOCK_GRAPHICS = ("NVML_CLOCK_SM", 1), ("NVML_CLOCK_MEM", 2), ("NVML_CLOCK_GRAPHICS", 0)
+_CORRECTED = ("NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
+_UNCORRECTED = ("NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
+_VOLATILE, _AGGREGATE = ("NVML_VOLATILE_ECC", 0), ("NVML_AGGREGATE_ECC", 1)
+_ECC = "nvmlDeviceGetTotalEccErrors"
+_GAUGE, _COUNTER, _STATE = "gauge", "counter", "state"
+
+CATALOG: tuple[Field, ...] = (
+    Field("temp_c", "°C", _GAUGE, "GPU core temperature",
+          nvml=NvmlCall("nvmlDeviceGetTemperature", (_GPU,)), stored=Stored(scale=10),
+          prom=Prom("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."), ui=UiColumn("Temp")),
+    Field("mem_temp_c", "°C", _GAUGE, "GPU memory (HBM) temperature",
+          reader="_read_mem_temp", stored=Stored(scale=10),  # nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)
+          prom=Prom("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).")),
+    Field("fan_pct", "%", _GAUGE, "Fan speed, mean over the board's fans",
+          reader="_read_fans",  # nvmlDeviceGetNumFans, then nvmlDeviceGetFanSpeed_v2 per fan
+          prom=Prom("DCGM_FI_DEV_FAN_SPEED", "gauge", "Fan speed, mean over the board's fans (in %).")),
+    Field("power_w", "W", _GAUGE, "Board power draw",
+          nvml=NvmlCall("nvmlDeviceGetPowerUsage", conv="milli"), stored=Stored(scale=10),
+          prom=Prom("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
+          ui=UiColumn("Power / limit", "power")),
+    Field("power_limit_w", "W", _GAUGE, "Enforced power limit",
+          nvml=NvmlCall("nvmlDeviceGetEnforcedPowerLimit", conv="milli"), stored=Stored(scale=10),
+          prom=Prom("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge", "Effective power limit the driver enforces (in W).")),
+    Field("energy_mj", "mJ", _COUNTER, "Energy consumed since the driver was loaded",
+          nvml=NvmlCall("nvmlDeviceGetTotalEnergyConsumption"), stored=Stored(scale=0.001),  # whole joules
+          prom=Prom("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
+                    "Total energy consumption since the driver was loaded (in mJ).")),
+    Field("sm_clock_mhz", "MHz", _GAUGE, "SM clock",
+          nvml=NvmlCall("nvmlDeviceGetClockInfo", (_CLOCK_SM,)),
+          prom=Prom("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).")),
+    Field("mem_clock_mhz", "MHz", _GAUGE, "Memory clock",
+          nvml=NvmlCall("nvmlDeviceGetClockInfo", (_CLOCK_MEM,)),
+          prom=Prom("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).")),
+    Field("gr_clock_mhz", "MHz", _GAUGE, "Graphics clock",
+          nvml=NvmlCall("nvmlDeviceGetClockInfo", (_CLOCK_GRAPHICS,)),
+          prom=Prom("fleetmon_gpu_graphics_clock_mhz", "gauge", "Graphics clock frequency (in MHz).")),
+    Field("util_gpu_pct", "%", _GAUGE, "GPU utilization",
+          reader="_read_utilization",  # nvmlDeviceGetUtilizationRates gives both utilizations
+          prom=Prom("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."), ui=UiColumn("Util")),
+    Field("util_mem_pct", "%", _GAUGE, "Memory controller utilization",
+          reader="_read_utilization",
+          prom=Prom("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).")),
+    Field("mem_used_mib", "MiB", _GAUGE, "Frame buffer memory used",
+          reader="_read_memory",  # nvmlDeviceGetMemoryInfo gives used and free
+          prom=Prom("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).")),
+    Field("mem_free_mib", "MiB", _GAUGE, "Frame buffer memory free",
+          reader="_read_memory",
+          prom=Prom("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).")),
+    Field("pcie_tx_kbs", "KB/s", _GAUGE, "PCIe transmit throughput",
+          nvml=NvmlCall("nvmlDeviceGetPcieThroughput", (("NVML_PCIE_UTIL_TX_BYTES", 0),), slow=True),
+          stored=Stored(scale=0.001),  # MB/s
+          prom=Prom("DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge", "PCIe transmit throughput (in KB/s).")),
+    Field("pcie_rx_kbs", "KB/s", _GAUGE, "PCIe receive throughput",
+          nvml=NvmlCall("nvmlDeviceGetPcieThroughput", (("NVML_PCIE_UTIL_RX_BYTES", 1),), slow=True),
+          stored=Stored(scale=0.001),
+          prom=Prom("DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge", "PCIe receive throughput (in KB/s).")),
+    Field("pstate", "", _STATE, "Performance state (0 = P0, fastest)",
+          nvml=NvmlCall("nvmlDeviceGetPerformanceState"),
+          prom=Prom("DCGM_FI_DEV_PSTATE", "gauge", "Performance state (P-State) 0-15, 0 is the highest.")),
+    Field("throttle_mask", "bits", _STATE, "Current clocks-event (throttle) reasons bit mask",
+          reader="_read_throttle",  # the 535+ ClocksEventReasons name, else the older ThrottleReasons
+          prom=Prom("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
+                    "Current clock event (throttle) reasons, NVML bit mask.")),
+    Field("ecc_corr_vol", "errors", _COUNTER, "Corrected ECC errors since the last reset",
+          nvml=NvmlCall(_ECC, (_CORRECTED, _VOLATILE)),
+          prom=Prom("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter",
+                    "Total number of single-bit (corrected) volatile ECC errors.")),
+    Field("ecc_unc_vol", "errors", _COUNTER, "Uncorrected ECC errors since the last reset",
+          nvml=NvmlCall(_ECC, (_UNCORRECTED, _VOLATILE)),
+          prom=Prom("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
+                    "Total number of double-bit (uncorrected) volatile ECC errors.")),
+    Field("ecc_corr_agg", "errors", _COUNTER, "Corrected ECC errors, lifetime",
+          nvml=NvmlCall(_ECC, (_CORRECTED, _AGGREGATE)),
+          prom=Prom("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter",
+                    "Total number of single-bit (corrected) persistent ECC errors.")),
+    Field("ecc_unc_agg", "errors", _COUNTER, "Uncorrected ECC errors, lifetime",
+          nvml=NvmlCall(_ECC, (_UNCORRECTED, _AGGREGATE)),
+          prom=Prom("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter",
+                    "Total number of double-bit (uncorrected) persistent ECC errors.")),
+    Field("retired_sbe", "pages", _COUNTER, "Pages retired for multiple single-bit errors",
+          nvml=NvmlCall("nvmlDeviceGetRetiredPages",
+                        (("NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS", 0),), conv="count"),
+          prom=Prom("DCGM_FI_DEV_RETIRED_SBE", "counter", "Total number of retired pages due to single-bit errors.")),
+    Field("retired_dbe", "pages", _COUNTER, "Pages retired for double-bit errors",
+          nvml=NvmlCall("nvmlDeviceGetRetiredPages", (("NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR", 1),),
+                        conv="count"),
+          prom=Prom("DCGM_FI_DEV_RETIRED_DBE", "counter", "Total number of retired pages due to double-bit errors.")),
+    Field("retired_pending", "bool", _STATE, "A page retirement waits for a GPU reset",
+          nvml=NvmlCall("nvmlDeviceGetRetiredPagesPendingStatus", conv="flag"),
+          prom=Prom("DCGM_FI_DEV_RETIRED_PENDING", "gauge",
+                    "Whether a page retirement waits for a GPU reset (1) or not (0).")),
+    Field("remap_corr", "rows", _COUNTER, "Rows remapped for correctable errors",
+          reader="_read_remapped_rows",  # nvmlDeviceGetRemappedRows gives the four remap fields
+          prom=Prom("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
+                    "Number of remapped rows for correctable errors")),
+    Field("remap_unc", "rows", _COUNTER, "Rows remapped for uncorrectable errors",
+          reader="_read_remapped_rows",
+          prom=Prom("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+                    "Number of remapped rows for uncorrectable errors")),
+    Field("remap_pending", "bool", _STATE, "A row remap waits for a GPU reset",
+          reader="_read_remapped_rows",
+          prom=Prom("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether remapping of rows is pending")),
+    Field("remap_failure", "bool", _STATE, "A row remap failed (no spare rows)",
+          reader="_read_remapped_rows",
+          prom=Prom("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed")),
+    Field("pcie_gen", "", _STATE, "Current PCIe link generation",
+          nvml=NvmlCall("nvmlDeviceGetCurrPcieLinkGeneration"),
+          prom=Prom("DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe current link generation.")),
+    Field("pcie_width", "lanes", _STATE, "Current PCIe link width",
+          nvml=NvmlCall("nvmlDeviceGetCurrPcieLinkWidth"),
+          prom=Prom("DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe current link width (in lanes).")),
+    Field("pcie_replay", "replays", _COUNTER, "PCIe replay counter",
+          nvml=NvmlCall("nvmlDeviceGetPcieReplayCounter"),
+          prom=Prom("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.")),
 )
+"""Every telemetry field, in read and export order. Prometheus names and help texts are
+dcgm-exporter's default-counters.csv where it lists the field, else dcgm_fields.h
+(DCGM_FI_DEV_ENFORCED_POWER_LIMIT 164, PCIE_TX/RX_THROUGHPUT 200/201, PCIE_LINK_GEN/WIDTH
+237/238, ROW_REMAP_PENDING 396)."""
 
-COUNTERS: tuple[Field, ...] = (
-    Field("energy_mj", "mJ", "counter", "Energy consumed since the driver was loaded"),
-    Field("ecc_corr_vol", "errors", "counter", "Corrected ECC errors since the last reset"),
-    Field("ecc_unc_vol", "errors", "counter", "Uncorrected ECC errors since the last reset"),
-    Field("ecc_corr_agg", "errors", "counter", "Corrected ECC errors, lifetime"),
-    Field("ecc_unc_agg", "errors", "counter", "Uncorrected ECC errors, lifetime"),
-    Field("retired_sbe", "pages", "counter", "Pages retired for multiple single-bit errors"),
-    Field("retired_dbe", "pages", "counter", "Pages retired for double-bit errors"),
-    Field("remap_corr", "rows", "counter", "Rows remapped for correctable errors"),
-    Field("remap_unc", "rows", "counter", "Rows remapped for uncorrectable errors"),
-    Field("pcie_replay", "replays", "counter", "PCIe replay counter"),
-)
 
-STATES: tuple[Field, ...] = (
-    Field("pstate", "", "state", "Performance state (0 = P0, fastest)"),
-    Field("retired_pending", "bool", "state", "A page retirement waits for a GPU reset"),
-    Field("remap_pending", "bool", "state", "A row remap waits for a GPU reset"),
-    Field("remap_failure", "bool", "state", "A row remap failed (no spare rows)"),
-    Field("pcie_gen", "", "state", "Current PCIe link generation"),
-    Field("pcie_width", "lanes", "state", "Current PCIe link width"),
-    Field("throttle_mask", "bits", "state", "Current clocks-event (throttle) reasons bit mask"),
-)
+def of_kind(kind: str, fields: tuple[Field, ...] = CATALOG) -> tuple[Field, ...]:
+    """The fields of one kind, in catalog order."""
+    return tuple(f for f in fields if f.kind == kind)
+
+
+def by_name(fields: tuple[Field, ...] = CATALOG) -> dict[str, Field]:
+    """Name -> field; raises ValueError on a name given twice."""
+    out: dict[str, Field] = {}
+    for f in fields:
+        if f.name in out:
+            raise ValueError(f"field {f.name} is declared twice")
+        out[f.name] = f
+    return out
+
+
+GAUGES: tuple[Field, ...] = of_kind(_GAUGE)
+COUNTERS: tuple[Field, ...] = of_kind(_COUNTER)
+STATES: tuple[Field, ...] = of_kind(_STATE)
 
 ALL_FIELDS: tuple[Field, ...] = GAUGES + COUNTERS + STATES
-FIELDS: dict[str, Field] = {f.name: f for f in ALL_FIELDS}
+"""The catalog grouped by kind (gauges, counters, states): the order of a minute record's values."""
+FIELDS: dict[str, Field] = by_name()
 GAUGE_NAMES: tuple[str, ...] = tuple(f.name for f in GAUGES)
 COUNTER_NAMES: tuple[str, ...] = tuple(f.name for f in COUNTERS)
 STATE_NAMES: tuple[str, ...] = tuple(f.name for f in STATES)

@@ -36,10 +36,9 @@ from sqlite_utils import Database
 from fleetmon.records import GpuInventory, NodePoll
 from fleetmon.vocab import GpuState
 from storage.db import transaction
-from storage.schema import SAMPLE_COLUMNS, encode_minute
+from storage.schema import LAYOUT, Layout
 
-_SAMPLE_SQL = (f"INSERT OR IGNORE INTO samples ({', '.join(SAMPLE_COLUMNS)}) "
-               f"VALUES ({', '.join('?' for _ in SAMPLE_COLUMNS)})")
+_SAMPLE_SQL = LAYOUT.insert_sql()
 _EVENT_SQL = """INSERT OR IGNORE INTO events (node, seq, ts, kind, gpu_uuid, pci_bus_id, code, message, data)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _LATEST_SQL = "INSERT OR REPLACE INTO gpu_latest (gpu_id, ts, seen, latest) VALUES (?, ?, ?, ?)"
@@ -130,8 +129,10 @@ class _Batch:
 _LATEST_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
-def ingest_polls(db: Database, polls: Iterable[NodePoll]) -> int:
+def ingest_polls(db: Database, polls: Iterable[NodePoll], layout: Layout = LAYOUT) -> int:
     """Store a batch of polls in one transaction; returns the number of minute rows offered.
+
+    ``layout`` is the stored form of the field catalog (storage.schema.LAYOUT).
 
     Raises:
         StorageError: the database cannot be written (disk full, read-only,
@@ -143,12 +144,12 @@ def ingest_polls(db: Database, polls: Iterable[NodePoll]) -> int:
         with transaction(db) as conn:
             batch = _Batch(conn, seen, db.__dict__.get("_fleetmon_gpus"))
             for poll in polls:
-                offered += _ingest_one(batch, poll)
+                offered += _ingest_one(batch, poll, layout)
             if batch.poll_log_rows:
                 conn.executemany(_POLL_LOG_SQL, batch.poll_log_rows)
             if batch.minute_rows:
                 before = conn.total_changes
-                conn.executemany(_SAMPLE_SQL, batch.minute_rows)
+                conn.executemany(_SAMPLE_SQL if layout is LAYOUT else layout.insert_sql(), batch.minute_rows)
                 if conn.total_changes != before and batch.min_ts is not None:
                     conn.execute(_DIRTY_SQL, (batch.min_ts,))
             if batch.latest_rows:
@@ -180,7 +181,7 @@ def _node_row(conn: sqlite3.Connection, node: str) -> tuple[Any, ...]:
     return row
 
 
-def _ingest_one(batch: _Batch, poll: NodePoll) -> int:
+def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
     conn = batch.conn
     node = poll.node
     old_status, old_driver, last_ok, old_buffer = _node_row(conn, node)
@@ -232,6 +233,7 @@ def _ingest_one(batch: _Batch, poll: NodePoll) -> int:
         # so they give up their (node, seq) identity and the new buffer's numbers can be stored.
         conn.execute("UPDATE events SET seq = NULL WHERE node = ? AND seq IS NOT NULL", (node,))
     rows = batch.minute_rows
+    encode_minute = layout.encode_minute
     for m in poll.minutes:
         gid = batch.gpu_id(m.uuid, node, poll.ts, m.index)
         rows.append(encode_minute(gid, m.ts, m.n, m.state, m.values, m.status))

@@ -24,15 +24,15 @@ once when nothing is due.
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any
 
 from sqlite_utils import Database
 
-from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.fields import THROTTLE_NAMES
 from storage.db import get_meta, set_meta, transaction
-from storage.schema import (CLEAN_CLOCK_THROTTLES, EXTRA_INTS, HEALTH_HOURLY_COLUMN_NAMES, ROLLUP_COLUMNS,
-                            status_failed_sql)
+from storage.schema import CLEAN_CLOCK_THROTTLES, EXTRA_INTS, HEALTH_HOURLY_COLUMN_NAMES, LAYOUT, Layout, status_failed_sql
 
 HOUR = 3600
 DAY = 86400
@@ -44,18 +44,20 @@ PRUNE_EVERY_S = 3600
 _THR = [f"thr_{r}" for r in THROTTLE_NAMES]
 
 
-def _bucket_sql(source: str, width: int) -> str:
+def _bucket_sql(source: str, width: int, layout: Layout = LAYOUT) -> str:
     """INSERT OR REPLACE of the rollup buckets of ``width`` seconds with ts >= :t0.
 
-    ``source`` is "samples" (minutes → hourly) or "hourly" (hours → daily).
+    ``source`` is "samples" (minutes → hourly) or "hourly" (hours → daily). The
+    gauges, counters and states are the layout's (its field catalog's).
     """
+    gauges, counters, states = layout.gauges, layout.counters, layout.states
     target = "hourly" if source == "samples" else "daily"
     src_cols = ["gpu_id", "ts", f"(ts / {width}) * {width} AS b", "max(coalesce(n, 1), 1) AS w",
                 "coalesce(n, 0) AS n", "coalesce(lost, 0) AS lost",
                 "1 AS minutes" if source == "samples" else "minutes"]
-    for g in GAUGE_NAMES:
+    for g in gauges:
         src_cols += [f"{g}_mean AS {g}_m", f"{g}_mean - {g}_dmin AS {g}_lo", f"{g}_mean + {g}_dmax AS {g}_hi"]
-    for c in COUNTER_NAMES:
+    for c in counters:
         if source == "samples":
             prev = f"lag({c}) OVER w"
             src_cols.append(f"CASE WHEN {c} IS NULL THEN NULL WHEN {prev} IS NULL THEN 0 "
@@ -76,25 +78,26 @@ def _bucket_sql(source: str, width: int) -> str:
         base = "SELECT * FROM hourly WHERE gpu_id IN (SELECT id FROM gpus) AND ts >= :t0"
         window = ""
     agg = ["gpu_id", "b", "sum(minutes) AS minutes", "sum(n) AS n", "sum(lost) AS lost", "max(ts) AS last_ts"]
-    for g in GAUGE_NAMES:
+    for g in gauges:
         agg += [f"CAST(round(sum({g}_m * w) * 1.0 / sum(CASE WHEN {g}_m IS NOT NULL THEN w END)) AS INTEGER)"
                 f" AS {g}_mean", f"min({g}_lo) AS {g}_lo", f"max({g}_hi) AS {g}_hi"]
-    agg += [f"sum({c}_d) AS {c}_delta" for c in COUNTER_NAMES]
+    agg += [f"sum({c}_d) AS {c}_delta" for c in counters]
     agg += [f"sum({t}) AS {t}" for t in _THR + ["busy_n"]]
     agg += [f"min({x}) AS {x}" for x in ("pcie_gen_busy_min", "pcie_width_busy_min")]
     out = {"gpu_id": "a.gpu_id", "ts": "a.b", "minutes": "a.minutes", "n": "a.n", "lost": "a.lost"}
-    for g in GAUGE_NAMES:
+    for g in gauges:
         out[f"{g}_mean"] = f"a.{g}_mean"
         out[f"{g}_dmin"] = f"a.{g}_mean - a.{g}_lo"
         out[f"{g}_dmax"] = f"a.{g}_hi - a.{g}_mean"
-    for c in COUNTER_NAMES:
+    for c in counters:
         out[c] = f"l.{c}"
         out[f"{c}_delta"] = f"a.{c}_delta"
-    for s in STATE_NAMES:
+    for s in states:
         out[s] = f"l.{s}"
     for t in _THR + list(EXTRA_INTS):
         out[t] = f"a.{t}"
-    assert list(out) == ROLLUP_COLUMNS
+    assert sorted(out) == sorted(layout.rollup_column_names)
+    out = {c: out[c] for c in layout.rollup_column_names}  # later fields' columns come after the first release's
     return f"""
         WITH src AS (SELECT {', '.join(src_cols)} FROM ({base}){window}),
              agg AS (SELECT {', '.join(agg)} FROM src WHERE ts >= :t0 GROUP BY gpu_id, b)
@@ -105,6 +108,14 @@ def _bucket_sql(source: str, width: int) -> str:
 
 _HOURLY_SQL = _bucket_sql("samples", HOUR)
 _DAILY_SQL = _bucket_sql("hourly", DAY)
+
+
+@functools.lru_cache(maxsize=8)
+def _rollup_sql(layout: Layout) -> tuple[str, str]:
+    """(hourly, daily) rollup statements of a layout (the default one's are built at import)."""
+    if layout is LAYOUT:
+        return _HOURLY_SQL, _DAILY_SQL
+    return _bucket_sql("samples", HOUR, layout), _bucket_sql("hourly", DAY, layout)
 
 
 def _health_sql() -> str:
@@ -130,35 +141,38 @@ def _health_sql() -> str:
 _HEALTH_SQL = _health_sql()
 
 
-def rollup(db: Database, now: float | None = None, since: int | None = None) -> dict[str, Any]:
+def rollup(db: Database, now: float | None = None, since: int | None = None,
+           layout: Layout = LAYOUT) -> dict[str, Any]:
     """Recompute the hourly and daily buckets touched since the last run.
 
     Args:
         now: current time, Unix seconds (recorded as the run time).
         since: recompute from this time instead of the dirty mark (e.g. 0 to
             rebuild everything still held raw).
+        layout: the stored form of the field catalog (storage.schema.LAYOUT).
 
     Returns:
         ``{"from": bucket start or None, "hours": rows written, "days": rows written}``.
     """
     now = time.time() if now is None else now
     with transaction(db) as conn:
-        return _rollup(conn, db, now, since)
+        return _rollup(conn, db, now, since, layout)
 
 
-def _rollup(conn: Any, db: Database, now: float, since: int | None) -> dict[str, Any]:
+def _rollup(conn: Any, db: Database, now: float, since: int | None, layout: Layout = LAYOUT) -> dict[str, Any]:
     dirty = get_meta(db, "rollup_dirty_from") if since is None else since
     if dirty is None:
         return {"from": None, "hours": 0, "days": 0}
     # Minutes older than the pruned horizon may have lost their neighbours:
     # recomputing those hours would overwrite good rollups with partial ones.
     t0 = max(int(dirty) // HOUR * HOUR, int(get_meta(db, "pruned_before", 0)))
+    hourly_sql, daily_sql = _rollup_sql(layout)
     before = conn.total_changes
-    conn.execute(_HOURLY_SQL, {"t0": t0})
+    conn.execute(hourly_sql, {"t0": t0})
     hours = conn.total_changes - before
     conn.execute(_HEALTH_SQL, {"t0": t0})
     before = conn.total_changes
-    conn.execute(_DAILY_SQL, {"t0": int(dirty) // DAY * DAY})  # days read hourly rows only: no clamp
+    conn.execute(daily_sql, {"t0": int(dirty) // DAY * DAY})  # days read hourly rows only: no clamp
     days = conn.total_changes - before
     conn.execute("DELETE FROM meta WHERE key = 'rollup_dirty_from'")
     set_meta(conn, "rollup_at", now)

@@ -1,7 +1,7 @@
 """Per-minute aggregation of instantaneous GPU samples (pure, no I/O).
 
 For each GPU and wall-clock minute the agent keeps min/mean/max of every gauge,
-the last value of every counter and state, for each throttle reason the number
+the last value of every counter and state (the kinds of fleetmon.fields' catalog), for each throttle reason the number
 of samples in which it was active, and the lowest PCIe generation/width seen
 while the GPU was busy (links power down at idle, so idle samples never count).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES, THROTTLE_REASONS
+from fleetmon.fields import CATALOG, THROTTLE_REASONS, Field
 from fleetmon.records import GpuMinute, GpuSample, Status, minute_key, throttle_key
 
 BUSY_UTIL_PCT = 50.0
@@ -28,11 +28,29 @@ def is_busy(values: dict[str, Any]) -> bool:
     return util is not None and util >= BUSY_UTIL_PCT and not (int(mask) & _IDLE_BIT)
 
 
+@dataclass(frozen=True)
+class _Names:
+    """The catalog's field names by what a minute keeps of them (fleetmon.fields.ROLLUPS)."""
+
+    gauges: tuple[str, ...]  # min/mean/max
+    last: tuple[str, ...]  # counters, then states: the last value
+
+    @classmethod
+    def of(cls, fields: tuple[Field, ...]) -> "_Names":
+        return cls(tuple(f.name for f in fields if f.kind == "gauge"),
+                   tuple(f.name for f in fields if f.kind == "counter")
+                   + tuple(f.name for f in fields if f.kind == "state"))
+
+
+_DEFAULT_NAMES = _Names.of(CATALOG)
+
+
 @dataclass
 class _Acc:
     ts: int
     uuid: str
     index: int
+    names: _Names = _DEFAULT_NAMES
     n: int = 0
     sums: dict[str, float] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
@@ -50,7 +68,7 @@ class _Acc:
         self.n += 1
         self.state = s.state
         v = s.values
-        for g in GAUGE_NAMES:
+        for g in self.names.gauges:
             x = v.get(g)
             if x is None:
                 continue
@@ -59,7 +77,7 @@ class _Acc:
             self.counts[g] = self.counts.get(g, 0) + 1
             self.mins[g] = min(self.mins.get(g, x), x)
             self.maxs[g] = max(self.maxs.get(g, x), x)
-        for c in COUNTER_NAMES + STATE_NAMES:
+        for c in self.names.last:
             x = v.get(c)
             if x is not None:
                 self.last[c] = x
@@ -81,7 +99,7 @@ class _Acc:
 
     def finish(self, seq: int) -> GpuMinute:
         values: dict[str, Any] = {}
-        for g in GAUGE_NAMES:
+        for g in self.names.gauges:
             if g in self.counts:
                 values[minute_key(g, "min")] = self.mins[g]
                 values[minute_key(g, "mean")] = round(self.sums[g] / self.counts[g], 3)
@@ -89,7 +107,7 @@ class _Acc:
             else:
                 for stat in ("min", "mean", "max"):
                     values[minute_key(g, stat)] = None
-        for c in COUNTER_NAMES + STATE_NAMES:
+        for c in self.names.last:
             values[c] = self.last.get(c)
         for r in THROTTLE_REASONS:
             values[throttle_key(r.name)] = self.throttle.get(r.name, 0)
@@ -107,10 +125,12 @@ class MinuteAggregator:
 
     ``add`` returns the minutes completed by this sample (the sample's minute
     differs from the open one). Sequence numbers are assigned by the buffer;
-    records come out with ``seq=0``.
+    records come out with ``seq=0``. ``fields`` is the field catalog whose
+    gauges, counters and states a minute keeps.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, fields: tuple[Field, ...] = CATALOG) -> None:
+        self._names = _DEFAULT_NAMES if fields is CATALOG else _Names.of(fields)
         self._open: dict[str, _Acc] = {}
 
     def add(self, sample: GpuSample) -> list[GpuMinute]:
@@ -121,7 +141,7 @@ class MinuteAggregator:
             done.append(acc.finish(0))
             acc = None
         if acc is None:
-            acc = _Acc(ts=minute, uuid=sample.uuid, index=sample.index)
+            acc = _Acc(ts=minute, uuid=sample.uuid, index=sample.index, names=self._names)
             self._open[sample.uuid] = acc
         acc.add(sample)
         return done

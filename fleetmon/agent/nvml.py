@@ -48,7 +48,7 @@ from typing import Any, Callable
 
 from fleetmon import __version__
 from fleetmon.errors import NvmlUnavailable
-from fleetmon.fields import ALL_FIELDS, INVENTORY_FIELDS
+from fleetmon.fields import ALL_FIELDS, CATALOG, INVENTORY_FIELDS, Field, NvmlCall
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, NodeInfo, Status
 from fleetmon.vocab import GpuState
@@ -75,7 +75,8 @@ UNSUPPORTED_MEMO_S = 3600.0
 """How long a NOT_SUPPORTED answer is remembered before the call is tried again."""
 
 SAMPLE_FIELDS: tuple[str, ...] = tuple(f.name for f in ALL_FIELDS)
-"""Every telemetry field :meth:`NvmlSession.read_sample` returns (fleetmon.fields names).
+"""Every telemetry field :meth:`NvmlSession.read_sample` returns (fleetmon.fields names),
+for the default catalog (a session built with another one has its own ``sample_fields``).
 
 Besides these, a sample's values carry ``fan_speeds_pct`` (one value per fan,
 or None) so that one stuck fan of several is visible, not averaged away.
@@ -131,7 +132,8 @@ def load_nvml(simulate: str | None = None, *, clock: Callable[[], float] = time.
 
 def open_nvml(module: PynvmlApi | None = None, *, known_inventory: list[dict[str, Any]] | None = None,
               inventory_wait_s: float = DEFAULT_INVENTORY_WAIT_S,
-              call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> "NvmlSession":
+              call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S,
+              fields: tuple[Field, ...] = CATALOG) -> "NvmlSession":
     """Initialise NVML once and return a session (``nvidia-smi`` starts the same way).
 
     Args:
@@ -141,6 +143,7 @@ def open_nvml(module: PynvmlApi | None = None, *, known_inventory: list[dict[str
         inventory_wait_s: how long to wait for the GPUs' inventory before
             returning; GPUs not done by then are completed in the background.
         call_timeout_s: deadline of one inventory or enumeration job.
+        fields: the field catalog to sample (fleetmon.fields.CATALOG).
 
     Raises:
         NvmlUnavailable: no library, driver not loaded, library/driver mismatch.
@@ -155,7 +158,7 @@ def open_nvml(module: PynvmlApi | None = None, *, known_inventory: list[dict[str
     except OSError as exc:  # a broken libnvidia-ml.so
         raise NvmlUnavailable(f"NVML could not start: {exc}") from exc
     return NvmlSession(nv, known_inventory=known_inventory, inventory_wait_s=inventory_wait_s,
-                       call_timeout_s=call_timeout_s)
+                       call_timeout_s=call_timeout_s, fields=fields)
 
 
 # ---------------------------------------------------------------------------
@@ -412,8 +415,10 @@ class NvmlSession:
 
     def __init__(self, nv: PynvmlApi, *, known_inventory: list[dict[str, Any]] | None = None,
                  inventory_wait_s: float = DEFAULT_INVENTORY_WAIT_S,
-                 call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S) -> None:
+                 call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S, fields: tuple[Field, ...] = CATALOG) -> None:
         self._nv = nv  # the raw pynvml: private to this module
+        self.fields = check_readers(fields)
+        self.sample_fields: tuple[str, ...] = sample_field_names(fields)
         self.call_timeout_s = call_timeout_s
         self.hostname = socket.gethostname()
         self._memo: set[tuple[str, str]] = set()
@@ -798,54 +803,26 @@ class NvmlSession:
         h = slot.handle
         if h is None or slot.vanished:
             st = _LOST if (slot.lost or slot.vanished) else _FAILED
-            r.mark(SAMPLE_FIELDS, st)
+            r.mark(self.sample_fields, st)
             r.values["fan_speeds_pct"] = None
             return r.values, r.status, st == _LOST, 0
-        r.set("temp_c", "nvmlDeviceGetTemperature", h, getattr(nv, "NVML_TEMPERATURE_GPU", 0), conv=int)
-        self._read_mem_temp(r, h)
-        self._read_fans(r, h)
-        r.set("power_w", "nvmlDeviceGetPowerUsage", h, conv=_mw)
-        r.set("power_limit_w", "nvmlDeviceGetEnforcedPowerLimit", h, conv=_mw)
-        r.set("energy_mj", "nvmlDeviceGetTotalEnergyConsumption", h, conv=int)
-        r.set("sm_clock_mhz", "nvmlDeviceGetClockInfo", h, getattr(nv, "NVML_CLOCK_SM", 1), conv=int)
-        r.set("mem_clock_mhz", "nvmlDeviceGetClockInfo", h, getattr(nv, "NVML_CLOCK_MEM", 2), conv=int)
-        r.set("gr_clock_mhz", "nvmlDeviceGetClockInfo", h, getattr(nv, "NVML_CLOCK_GRAPHICS", 0), conv=int)
-        util = r.call(("util_gpu_pct", "util_mem_pct"), "nvmlDeviceGetUtilizationRates", h)
-        if util is not None:
-            r.values["util_gpu_pct"] = int(util.gpu)
-            r.values["util_mem_pct"] = int(util.memory)
-        mem = r.call(("mem_used_mib", "mem_free_mib"), "nvmlDeviceGetMemoryInfo", h)
-        if mem is not None:
-            r.values["mem_used_mib"] = int(mem.used) // _MIB
-            r.values["mem_free_mib"] = int(mem.free) // _MIB
-        r.set("pstate", "nvmlDeviceGetPerformanceState", h, conv=int)
-        self._read_throttle(r, h)
-        corrected = getattr(nv, "NVML_MEMORY_ERROR_TYPE_CORRECTED", 0)
-        uncorrected = getattr(nv, "NVML_MEMORY_ERROR_TYPE_UNCORRECTED", 1)
-        volatile = getattr(nv, "NVML_VOLATILE_ECC", 0)
-        aggregate = getattr(nv, "NVML_AGGREGATE_ECC", 1)
-        for key, etype, counter in (("ecc_corr_vol", corrected, volatile), ("ecc_unc_vol", uncorrected, volatile),
-                                    ("ecc_corr_agg", corrected, aggregate), ("ecc_unc_agg", uncorrected, aggregate)):
-            r.set(key, "nvmlDeviceGetTotalEccErrors", h, etype, counter, conv=int)
-        r.set("retired_sbe", "nvmlDeviceGetRetiredPages", h,
-              getattr(nv, "NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS", 0), conv=len)
-        r.set("retired_dbe", "nvmlDeviceGetRetiredPages", h,
-              getattr(nv, "NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR", 1), conv=len)
-        r.set("retired_pending", "nvmlDeviceGetRetiredPagesPendingStatus", h, conv=lambda v: int(bool(v)))
-        rows = r.call(("remap_corr", "remap_unc", "remap_pending", "remap_failure"), "nvmlDeviceGetRemappedRows", h)
-        if rows is not None:
-            r.values["remap_corr"] = int(rows[0])
-            r.values["remap_unc"] = int(rows[1])
-            r.values["remap_pending"] = int(bool(rows[2]))
-            r.values["remap_failure"] = int(bool(rows[3]))
-        r.set("pcie_gen", "nvmlDeviceGetCurrPcieLinkGeneration", h, conv=int)
-        r.set("pcie_width", "nvmlDeviceGetCurrPcieLinkWidth", h, conv=int)
-        r.set("pcie_replay", "nvmlDeviceGetPcieReplayCounter", h, conv=int)
-        r.set("pcie_tx_kbs", "nvmlDeviceGetPcieThroughput", h, getattr(nv, "NVML_PCIE_UTIL_TX_BYTES", 0), conv=int)
-        r.set("pcie_rx_kbs", "nvmlDeviceGetPcieThroughput", h, getattr(nv, "NVML_PCIE_UTIL_RX_BYTES", 1), conv=int)
+        slow: list[Field] = []
+        done: set[str] = set()
+        for f in self.fields:
+            if f.nvml is None:
+                if f.reader not in done:  # one call of a reader gives all of its fields
+                    done.add(f.reader)
+                    _READERS[f.reader](self, r, h)
+            elif f.nvml.slow:
+                slow.append(f)
+            else:
+                _read_simple(r, h, f.name, f.nvml)
+        for f in slow:
+            assert f.nvml is not None
+            _read_simple(r, h, f.name, f.nvml)
         if r.lost:
             # Everything after the first GPU_IS_LOST is lost too; make the record uniform.
-            r.mark(SAMPLE_FIELDS, _LOST)
+            r.mark(self.sample_fields, _LOST)
             r.values["fan_speeds_pct"] = None
         self._note_lost(slot, r.lost)
         return r.values, r.status, r.lost, r.calls
@@ -857,6 +834,26 @@ class NvmlSession:
                 if not slot.read_once or slot.placeholder:
                     self._fill_unread(slot)
                 self.inventory_version += 1
+
+    def _read_utilization(self, r: _Reader, h: Any) -> None:
+        util = r.call(("util_gpu_pct", "util_mem_pct"), "nvmlDeviceGetUtilizationRates", h)
+        if util is not None:
+            r.values["util_gpu_pct"] = int(util.gpu)
+            r.values["util_mem_pct"] = int(util.memory)
+
+    def _read_memory(self, r: _Reader, h: Any) -> None:
+        mem = r.call(("mem_used_mib", "mem_free_mib"), "nvmlDeviceGetMemoryInfo", h)
+        if mem is not None:
+            r.values["mem_used_mib"] = int(mem.used) // _MIB
+            r.values["mem_free_mib"] = int(mem.free) // _MIB
+
+    def _read_remapped_rows(self, r: _Reader, h: Any) -> None:
+        rows = r.call(("remap_corr", "remap_unc", "remap_pending", "remap_failure"), "nvmlDeviceGetRemappedRows", h)
+        if rows is not None:
+            r.values["remap_corr"] = int(rows[0])
+            r.values["remap_unc"] = int(rows[1])
+            r.values["remap_pending"] = int(bool(rows[2]))
+            r.values["remap_failure"] = int(bool(rows[3]))
 
     def _read_mem_temp(self, r: _Reader, h: Any) -> None:
         nv = self._nv
@@ -947,6 +944,54 @@ class NvmlSession:
             self._nv.nvmlShutdown()
         except self._nv.NVMLError:
             pass
+
+
+_READERS: dict[str, Callable[[NvmlSession, _Reader, Any], None]] = {
+    "_read_mem_temp": NvmlSession._read_mem_temp,
+    "_read_fans": NvmlSession._read_fans,
+    "_read_utilization": NvmlSession._read_utilization,
+    "_read_memory": NvmlSession._read_memory,
+    "_read_throttle": NvmlSession._read_throttle,
+    "_read_remapped_rows": NvmlSession._read_remapped_rows,
+}
+"""The hand-written readers the catalog names (``Field.reader``): calls that give several
+fields, or reads with fallbacks. Every other field is read by :func:`_read_simple`."""
+
+_CONVERSIONS: dict[str, Callable[[Any], Any]] = {
+    "int": int,
+    "milli": lambda v: _mw(v),
+    "count": len,
+    "flag": lambda v: int(bool(v)),
+}
+"""fleetmon.fields.CONVERSIONS, implemented."""
+
+
+def _read_simple(r: _Reader, h: Any, name: str, call: NvmlCall) -> None:
+    """Read one field the catalog describes as one NVML call (constants resolved on this pynvml)."""
+    args = [getattr(r.nv, const, default) for const, default in call.args]
+    r.set(name, call.fn, h, *args, conv=_CONVERSIONS[call.conv])
+
+
+def check_readers(fields: tuple[Field, ...]) -> tuple[Field, ...]:
+    """The catalog, after checking that this module can read every field of it.
+
+    Raises:
+        ValueError: a field names a reader or a conversion this module lacks.
+    """
+    for f in fields:
+        if f.nvml is None and f.reader not in _READERS:
+            raise ValueError(f"field {f.name}: fleetmon.agent.nvml has no reader {f.reader!r}")
+        if f.nvml is not None and f.nvml.conv not in _CONVERSIONS:
+            raise ValueError(f"field {f.name}: fleetmon.agent.nvml has no conversion {f.nvml.conv!r}")
+    return fields
+
+
+def sample_field_names(fields: tuple[Field, ...]) -> tuple[str, ...]:
+    """The field names of a sample, grouped by kind (gauges, counters, states) in catalog order."""
+    return tuple(f.name for kind in ("gauge", "counter", "state") for f in fields if f.kind == kind)
+
+
+check_readers(CATALOG)
 
 
 # ---------------------------------------------------------------------------

@@ -16,59 +16,17 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from fleetmon.fields import FIELDS, THROTTLE_REASONS
+from fleetmon.fields import CATALOG, THROTTLE_REASONS, Field
 from fleetmon.records import GpuInventory, GpuSample, NodeInfo, Status
 from fleetmon.vocab import GpuState
 
-# Telemetry field -> (metric, type, help). DCGM names and help texts are those of
-# dcgm-exporter's default-counters.csv where it lists the field, else of
-# dcgm_fields.h (DCGM_FI_DEV_ENFORCED_POWER_LIMIT 164, PCIE_TX/RX_THROUGHPUT
-# 200/201, PCIE_LINK_GEN/WIDTH 237/238, ROW_REMAP_PENDING 396).
-SAMPLE_METRICS: dict[str, tuple[str, str, str]] = {
-    "temp_c": ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C)."),
-    "mem_temp_c": ("DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C)."),
-    "fan_pct": ("DCGM_FI_DEV_FAN_SPEED", "gauge", "Fan speed, mean over the board's fans (in %)."),
-    "power_w": ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W)."),
-    "power_limit_w": ("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "gauge",
-                      "Effective power limit the driver enforces (in W)."),
-    "energy_mj": ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter",
-                  "Total energy consumption since the driver was loaded (in mJ)."),
-    "sm_clock_mhz": ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz)."),
-    "mem_clock_mhz": ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz)."),
-    "gr_clock_mhz": ("fleetmon_gpu_graphics_clock_mhz", "gauge", "Graphics clock frequency (in MHz)."),
-    "util_gpu_pct": ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %)."),
-    "util_mem_pct": ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %)."),
-    "mem_used_mib": ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB)."),
-    "mem_free_mib": ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB)."),
-    "pcie_tx_kbs": ("DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge", "PCIe transmit throughput (in KB/s)."),
-    "pcie_rx_kbs": ("DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge", "PCIe receive throughput (in KB/s)."),
-    "pstate": ("DCGM_FI_DEV_PSTATE", "gauge", "Performance state (P-State) 0-15, 0 is the highest."),
-    "throttle_mask": ("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
-                      "Current clock event (throttle) reasons, NVML bit mask."),
-    "ecc_corr_vol": ("DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter",
-                     "Total number of single-bit (corrected) volatile ECC errors."),
-    "ecc_unc_vol": ("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter",
-                    "Total number of double-bit (uncorrected) volatile ECC errors."),
-    "ecc_corr_agg": ("DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter",
-                     "Total number of single-bit (corrected) persistent ECC errors."),
-    "ecc_unc_agg": ("DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter",
-                    "Total number of double-bit (uncorrected) persistent ECC errors."),
-    "retired_sbe": ("DCGM_FI_DEV_RETIRED_SBE", "counter",
-                    "Total number of retired pages due to single-bit errors."),
-    "retired_dbe": ("DCGM_FI_DEV_RETIRED_DBE", "counter",
-                    "Total number of retired pages due to double-bit errors."),
-    "retired_pending": ("DCGM_FI_DEV_RETIRED_PENDING", "gauge",
-                        "Whether a page retirement waits for a GPU reset (1) or not (0)."),
-    "remap_corr": ("DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter",
-                   "Number of remapped rows for correctable errors"),
-    "remap_unc": ("DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
-                  "Number of remapped rows for uncorrectable errors"),
-    "remap_pending": ("DCGM_FI_DEV_ROW_REMAP_PENDING", "gauge", "Whether remapping of rows is pending"),
-    "remap_failure": ("DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed"),
-    "pcie_gen": ("DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe current link generation."),
-    "pcie_width": ("DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe current link width (in lanes)."),
-    "pcie_replay": ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries."),
-}
+def sample_metrics(fields: tuple[Field, ...] = CATALOG) -> dict[str, tuple[str, str, str]]:
+    """Telemetry field -> (metric, type, help) of the catalog's exported fields, in catalog order."""
+    return {f.name: (f.prom.name, f.prom.type, f.prom.help) for f in fields if f.prom is not None}
+
+
+SAMPLE_METRICS: dict[str, tuple[str, str, str]] = sample_metrics()
+"""The telemetry families of ``/metrics`` (declared in fleetmon.fields.CATALOG, ``Field.prom``)."""
 
 # Static inventory field -> (metric, help): exported as gauges.
 INVENTORY_METRICS: dict[str, tuple[str, str]] = {
@@ -130,7 +88,8 @@ def _escape_help(text: str) -> str:
 
 
 def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[GpuSample],
-                   agent: dict[str, Any], last_xid: dict[str, int] | None = None) -> str:
+                   agent: dict[str, Any], last_xid: dict[str, int] | None = None,
+                   fields: tuple[Field, ...] | None = None) -> str:
     """Render the whole /metrics page.
 
     Args:
@@ -140,7 +99,10 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
         agent: agent self-metrics: uptime_seconds, sample_lag_seconds,
             buffer_bytes, cycle_seconds, and ``gpus`` (per-GPU read health).
         last_xid: uuid -> code of the last Xid seen (DCGM_FI_DEV_XID_ERRORS).
+        fields: the field catalog whose ``prom`` families are exported
+            (None: fleetmon.fields.CATALOG).
     """
+    metrics = SAMPLE_METRICS if fields is None or fields is CATALOG else sample_metrics(fields)
     inv_by_index = {g.index: g for g in inventory}
     driver = node.values.get("driver_version") or ""
     page = _Page()
@@ -157,7 +119,7 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
         gpu_labels.setdefault(g.index, base(g.index, g.uuid))
     lbl = {i: _labels(pairs) for i, pairs in gpu_labels.items()}
 
-    for fname, (metric, mtype, help_text) in SAMPLE_METRICS.items():
+    for fname, (metric, mtype, help_text) in metrics.items():
         page.family(metric, mtype, help_text, [(lbl[s.index], s.values.get(fname)) for s in samples])
 
     xids = last_xid or {}
@@ -186,7 +148,7 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
 
     rows = []
     for s in samples:
-        for fname in SAMPLE_METRICS:
+        for fname in metrics:
             st = s.status.get(fname)
             if st in _OK_STATES:
                 continue
@@ -235,5 +197,3 @@ def metric_names() -> dict[str, str]:
     names.update({f: m for f, (m, _) in INVENTORY_METRICS.items()})
     return names
 
-
-assert set(SAMPLE_METRICS) <= set(FIELDS), "SAMPLE_METRICS names a field fleetmon.fields lacks"

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from fleetmon.agent.aggregate import MinuteAggregator
 from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.nvml import SAMPLE_FIELDS, NvmlSession
+from fleetmon.fields import CATALOG, Field
 from fleetmon.records import Event, GpuSample, Status
 from fleetmon.vocab import GpuState
 
@@ -94,7 +95,10 @@ class Sampler:
         self.read_timeout_s = read_timeout_s if read_timeout_s is not None else max(1.0, interval_s * 0.6)
         self.clock = clock
         self.refresh_every_s = refresh_every_s
-        self.aggregator = MinuteAggregator()
+        # The session's field catalog (fleetmon.fields.CATALOG unless it was built with another).
+        self.fields: tuple[Field, ...] = getattr(session, "fields", CATALOG)
+        self.sample_fields: tuple[str, ...] = getattr(session, "sample_fields", SAMPLE_FIELDS)
+        self.aggregator = MinuteAggregator(self.fields)
         self.latest: dict[int, GpuSample] = {}
         self.health: dict[int, GpuHealth] = {}
         self.last_sample_at: float | None = None
@@ -198,8 +202,8 @@ class Sampler:
                             f"NVML reads of GPU {index} have not returned for {self.read_timeout_s:.1f} s")
             lost = inv.state == GpuState.LOST
             st = _LOST if lost else _FAILED
-            values: dict[str, Any] = {name: None for name in SAMPLE_FIELDS}
-            status = {name: st for name in SAMPLE_FIELDS}
+            values: dict[str, Any] = {name: None for name in self.sample_fields}
+            status = {name: st for name in self.sample_fields}
             health.state = inv.state
             self._note_failing(health, status, now)
             return GpuSample(ts=now, uuid=inv.uuid, index=index, values=values, status=status,
@@ -208,8 +212,8 @@ class Sampler:
             values, status, lost, ms, calls = fut.result()
         except Exception as exc:  # a bug or an unexpected library error: keep serving
             log.exception("GPU %d: read raised", index)
-            values = {name: None for name in SAMPLE_FIELDS}
-            status = {name: _FAILED for name in SAMPLE_FIELDS}
+            values = {name: None for name in self.sample_fields}
+            status = {name: _FAILED for name in self.sample_fields}
             lost, ms, calls = False, 0.0, 0
             status["error"] = f"{type(exc).__name__}: {exc}"[:200]
         inv = self.session.inventory(index)  # the read may have completed the inventory

@@ -337,7 +337,7 @@ class _Handler(BaseHTTPRequestHandler):
             "buffer_bytes": st.buffer.size_bytes(),
             "cycle_seconds": health.get("last_cycle_s"),
             "gpus": health.get("gpus", []),
-        }, last_xid=getattr(st.sampler, "last_xid", None))
+        }, last_xid=getattr(st.sampler, "last_xid", None), fields=getattr(st.sampler, "fields", None))
         self._send(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
 
 

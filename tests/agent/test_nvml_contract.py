@@ -132,7 +132,9 @@ def real_pynvml() -> ModuleType:
 
 
 def _names_used_by_the_boundary() -> tuple[set[str], set[str]]:
-    src = (Path(__file__).resolve().parents[2] / "fleetmon" / "agent" / "nvml.py").read_text()
+    root = Path(__file__).resolve().parents[2] / "fleetmon"
+    # The boundary's own calls, and the simple fields' calls the field catalog declares for it.
+    src = (root / "agent" / "nvml.py").read_text() + (root / "fields.py").read_text()
     functions = set(re.findall(r'"(nvml(?:Device|System)\w+)"', src)) | {"nvmlInit", "nvmlShutdown"}
     constants = set(re.findall(r'"(NVML_\w+)"', src))
     return functions, constants

@@ -8,11 +8,17 @@ from typing import Any
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 
+from fleetmon.fields import CATALOG, Field
 from storage.rows import FleetRow
 from ui import format as fmt
 from ui.models.base import Index, RowsTableModel
 
-COLUMNS = ("Node", "GPU", "Model", "Driver", "Temp", "Power / limit", "Util", "Last seen", "Status", "Health")
+FIELD_COLUMNS: tuple[Field, ...] = tuple(f for f in CATALOG if f.ui is not None)
+"""The telemetry columns, declared in the field catalog (``Field.ui``), between Driver and Last seen."""
+_FIRST = 4  # Node, GPU, Model, Driver
+_LAST = _FIRST + len(FIELD_COLUMNS)
+COLUMNS = (("Node", "GPU", "Model", "Driver") + tuple(f.ui.header for f in FIELD_COLUMNS if f.ui is not None)
+           + ("Last seen", "Status", "Health"))
 
 
 class FleetTableModel(RowsTableModel[FleetRow]):
@@ -54,28 +60,27 @@ class FleetTableModel(RowsTableModel[FleetRow]):
                 return r.model or fmt.DASH
             if col == 3:
                 return r.driver_version or fmt.DASH
-            if col == 4:
-                return fmt.number(v.get("temp_c"), "°C")
-            if col == 5:
-                return fmt.power(v.get("power_w"), v.get("power_limit_w") or r.power_enforced_w)
-            if col == 6:
-                return fmt.number(v.get("util_gpu_pct"), "%")
-            if col == 7:
+            if _FIRST <= col < _LAST:
+                f = FIELD_COLUMNS[col - _FIRST]
+                if f.ui is not None and f.ui.format == "power":
+                    return fmt.power(v.get(f.name), v.get("power_limit_w") or r.power_enforced_w)
+                return fmt.number(v.get(f.name), f.unit)
+            if col == _LAST:
                 return fmt.age(r.latest_ts, self._now)
-            if col == 8:
+            if col == _LAST + 1:
                 status = self._status(r)
                 if status == "unreachable" and r.last_error:
                     return f"unreachable: {r.last_error}"
                 return status
-            if col == 9:
+            if col == _LAST + 2:
                 return fmt.health(list(r.findings))
-        if role == Qt.ItemDataRole.ForegroundRole and col == 8:
+        if role == Qt.ItemDataRole.ForegroundRole and col == _LAST + 1:
             return QBrush(QColor(fmt.STATUS_COLORS.get(self._status(r), "#000000")))
-        if role == Qt.ItemDataRole.ForegroundRole and col == 9:
+        if role == Qt.ItemDataRole.ForegroundRole and col == _LAST + 2:
             found = r.findings
             worst = max((f[0] for f in found), key=fmt.severity_rank, default="")
             return QBrush(QColor(fmt.SEVERITY_COLORS.get(worst, "#2e7d32")))
-        if role == Qt.ItemDataRole.TextAlignmentRole and col in (1, 4, 5, 6):
+        if role == Qt.ItemDataRole.TextAlignmentRole and (col == 1 or _FIRST <= col < _LAST):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:
             return f"{r.node} GPU {r.index}: {r.model}\nUUID {r.uuid}"
