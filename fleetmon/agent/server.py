@@ -106,7 +106,7 @@ def parse_addresses(texts: Iterable[str]) -> frozenset[str]:
     Raises:
         ValueError: one is not an IP address.
     """
-    out = set()
+    out: set[str] = set()
     for text in texts:
         try:
             out.add(_host(str(ipaddress.ip_address(text.strip().strip("[]")))))
