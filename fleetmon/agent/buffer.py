@@ -11,6 +11,14 @@ Identity: a random ``buffer_id`` is written to the ``meta`` table when the file
 is created. A client that sees another id than before knows the buffer was
 wiped or replaced (sequence numbers restarted) and resets its cursors.
 
+One agent, one node: the agent opens its buffer ``exclusive``, an ``flock`` on
+``FILE.lock`` beside it that holds the owner's PID, so a second agent started
+on the same file (a test instance, a manual start beside the systemd unit) is
+refused instead of serving the first one's GPUs and minutes as its own. The
+buffer also records the node it belongs to (host name and GPU UUIDs, see
+:meth:`Buffer.claim_node`); a file another node wrote is moved aside, never
+served as this node's history.
+
 Retention: records are kept ``keep_days`` (default 8) and the file is held
 under ``max_bytes`` (default 256 MiB) by dropping the oldest minutes first.
 One minute record of one GPU takes about 2.2 KiB on disk (measured: JSON with
@@ -22,8 +30,11 @@ holds at the current rate (documented in docs/agent-api.md).
 
 from __future__ import annotations
 
+import fcntl
 import json
+import logging
 import os
+import re
 import secrets
 import sqlite3
 import threading
@@ -31,7 +42,10 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from fleetmon.errors import KnownError
 from fleetmon.records import Event, GpuMinute
+
+log = logging.getLogger("fleetmon.buffer")
 
 DEFAULT_KEEP_DAYS = 8
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024
@@ -59,6 +73,41 @@ CREATE INDEX IF NOT EXISTS events_ts ON events (ts);
 _TABLES = ("minutes", "events")
 
 
+class BufferLocked(KnownError):
+    """Another process holds the buffer (``fleetmon agent`` exits with status 2)."""
+
+
+def _lock_file(path: str) -> int:
+    """Take the exclusive lock beside ``path`` and write our PID into it; returns the open descriptor.
+
+    ``flock`` is released by the kernel when the holder exits, however it
+    exits, so a stale lock file never blocks a restart.
+
+    Raises:
+        BufferLocked: another process holds the lock (the message names its PID).
+    """
+    lock_path = path + ".lock"
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        try:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        except OSError:
+            holder = "unknown"
+        os.close(fd)
+        raise BufferLocked(f"the buffer {path} is in use by another agent (PID {holder}); stop that one, "
+                           "or give this one its own --buffer") from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def _real_uuids(uuids: Iterable[str]) -> list[str]:
+    """The GPU UUIDs that name a card (not a placeholder such as ``lost-gpu-2-…``), sorted."""
+    return sorted({u for u in uuids if isinstance(u, str) and u.startswith("GPU-")})
+
+
 class Buffer:
     """Thread-safe store of minute records and events with sequence numbers.
 
@@ -66,16 +115,29 @@ class Buffer:
         path: the SQLite file (created with its folder), or None for memory.
         keep_days: drop records older than this.
         max_bytes: disk cap; the oldest minutes go first when it is exceeded.
+        exclusive: hold an exclusive lock on the file until :meth:`close` (the
+            agent does; tools that add records beside a running agent do not).
+
+    Raises:
+        BufferLocked: ``exclusive`` and another process holds the buffer.
     """
 
     def __init__(self, path: str | os.PathLike[str] | None, *, keep_days: float = DEFAULT_KEEP_DAYS,
-                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+                 max_bytes: int = DEFAULT_MAX_BYTES, exclusive: bool = False) -> None:
         self.path = str(path) if path is not None else ":memory:"
         if path is not None:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self.keep_days = keep_days
         self.max_bytes = max_bytes
         self._lock = threading.Lock()
+        self._lock_fd: int | None = _lock_file(self.path) if exclusive and path is not None else None
+        try:
+            self._open()
+        except BaseException:
+            self._unlock()
+            raise
+
+    def _open(self) -> None:
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         # Must precede the first table: lets prune() hand freed pages back to the file system.
         self._db.execute("PRAGMA auto_vacuum=INCREMENTAL")
@@ -248,9 +310,73 @@ class Buffer:
         if now - self._last_prune >= every_s:
             self.prune(now)
 
+    # -- the node it belongs to -------------------------------------------------
+
+    def claim_node(self, hostname: str, uuids: Iterable[str] | None = None) -> str | None:
+        """Make sure this buffer is this node's; returns a line to log when it was not.
+
+        The buffer remembers the host name and the sorted UUIDs of the GPUs it
+        was written for. When ``hostname`` differs, or ``uuids`` is given and
+        none of the GPUs is one the buffer knew (another machine, another
+        simulation), the file is renamed ``FILE.<old host>.<time>`` and a new,
+        empty buffer with a new ``buffer_id`` takes its place, so clients
+        restart their cursors and nothing of the other node is served. A swap
+        of some cards keeps the buffer: that is this node's history. A buffer
+        written before identities were recorded is adopted. Call it with the
+        host name before the previous run's inventory is used, and again with
+        the GPUs once they are known.
+        """
+        new_gpus = None if uuids is None else _real_uuids(uuids)
+        old_host = self.get_meta("node_hostname")
+        old_text = self.get_meta("node_gpus")
+        try:
+            old_gpus = _real_uuids(json.loads(old_text)) if old_text else []
+        except (TypeError, ValueError):
+            old_gpus = []
+        reason = None
+        if old_host is not None and old_host != hostname:
+            reason = f"host {old_host!r}, not {hostname!r}"
+        elif new_gpus and old_gpus and not set(new_gpus) & set(old_gpus):
+            reason = f"GPUs {', '.join(old_gpus[:3])}{' …' if len(old_gpus) > 3 else ''}, none of them here"
+        message = None
+        if reason is not None:
+            aside = self._set_aside(old_host or "unknown")
+            message = (f"the buffer {self.path} was written by another node ({reason}): "
+                       f"{'moved it to ' + aside if aside else 'discarded it'}; new buffer_id {self.buffer_id}")
+            log.warning("%s", message)
+        self.set_meta("node_hostname", hostname)
+        if new_gpus:
+            self.set_meta("node_gpus", json.dumps(new_gpus, separators=(",", ":")))
+        return message
+
+    def _set_aside(self, old_host: str) -> str | None:
+        """Close the file, rename it (with its WAL) to ``FILE.<host>.<time>`` and open a new one there."""
+        with self._lock:
+            self._db.close()
+            aside = None
+            if self.path != ":memory:":
+                tag = re.sub(r"[^A-Za-z0-9._-]", "_", old_host)[:64]
+                aside = f"{self.path}.{tag}.{time.strftime('%Y%m%dT%H%M%S')}"
+                n = 1
+                while os.path.exists(aside):
+                    n += 1
+                    aside = f"{self.path}.{tag}.{time.strftime('%Y%m%dT%H%M%S')}.{n}"
+                for suffix in ("-wal", "-shm"):
+                    if os.path.exists(self.path + suffix):
+                        os.replace(self.path + suffix, aside + suffix)
+                os.replace(self.path, aside)
+            self._open()
+        return aside
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = None
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
+            self._unlock()
 
 
 def _with_seq(seq: int, body: str) -> dict[str, Any]:

@@ -14,6 +14,7 @@ import argparse
 import logging
 import os
 import signal
+import socket
 import ssl
 import sys
 import threading
@@ -51,6 +52,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tls-key", help="private key for --tls-cert (PEM)")
     p.add_argument("--http-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="drop a client that sends nothing for this long (default 10)")
+    p.add_argument("--collector-address", action="append", default=[], metavar="IP",
+                   help="the collector's address: under a flood of connections it keeps a reserved slot "
+                        "(repeatable; without it the slot goes to requests with a valid token)")
     p.add_argument("--node-name", help="report this host name instead of the real one (simulations; with "
                                        "--simulate it also seeds the simulated cards, so nodes running one "
                                        "scenario hold distinct GPUs: UUIDs, serials, noise)")
@@ -207,7 +211,8 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
                 keep_days: float = 8.0, max_bytes: int = 256 * 1024 * 1024, loop: bool = True,
                 watch_xid: bool = True, inventory_wait_s: float = 2.0,
                 poll_interval_s: float = 0.5,
-                before_serve: Callable[[RunningAgent], Any] | None = None) -> RunningAgent:
+                before_serve: Callable[[RunningAgent], Any] | None = None,
+                http_limits: Any = None) -> RunningAgent:
     """Open NVML and the buffer, take a first sample and start serving.
 
     Args:
@@ -225,13 +230,15 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
         poll_interval_s: how often the HTTP server checks for shutdown.
         before_serve: called with the agent after its first sample, before the
             sampling loop, the Xid watcher and the server start (a backfill).
+        http_limits: a server.HttpLimits (connection caps, head deadline, the collector's slot).
 
     Raises:
         NvmlUnavailable: NVML cannot start.
+        BufferLocked: another agent holds the buffer file.
         KnownError: the buffer cannot be opened, the address not bound, TLS files not loaded.
     """
     from fleetmon import __version__
-    from fleetmon.agent.buffer import Buffer
+    from fleetmon.agent.buffer import Buffer, BufferLocked
     from fleetmon.agent.nvml import open_nvml
     from fleetmon.agent.sampler import Sampler
     from fleetmon.agent.server import AgentState, make_server, serve_in_thread
@@ -240,11 +247,17 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
 
     if not isinstance(buffer, Buffer):
         try:
-            buffer = Buffer(buffer, keep_days=keep_days, max_bytes=max_bytes)
+            buffer = Buffer(buffer, keep_days=keep_days, max_bytes=max_bytes, exclusive=True)
+        except BufferLocked:
+            raise
         except Exception as exc:
             raise KnownError(f"cannot open the buffer {buffer}: {exc}") from exc
     try:
+        host = node_name or socket.gethostname()
+        buffer.claim_node(host)  # another host's buffer goes aside before its inventory is used
         session = open_nvml(module, known_inventory=buffer.load_inventory(), inventory_wait_s=inventory_wait_s)
+        buffer.claim_node(host, [session.inventory(i).uuid for i in session.indices()
+                                 if session.inventory(i).values.get("inventory_source") != "previous_run"])
     except BaseException:
         buffer.close()
         raise
@@ -267,7 +280,7 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
                        extra_health=lambda: {"xid_source": watcher.source, "xid": watcher.status_dict()})
     try:
         server = make_server(state, bind, port, token=token, tls_cert=tls_cert, tls_key=tls_key,
-                             request_timeout_s=request_timeout_s)
+                             request_timeout_s=request_timeout_s, limits=http_limits)
     except (ssl.SSLError, OSError) as exc:
         watcher.close()
         buffer.close()
@@ -304,6 +317,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:24} {scenarios.describe(name)}")
         return 0
     token = _check_args(args)
+    from fleetmon.agent.server import HttpLimits, parse_addresses
+    try:
+        limits = HttpLimits(collector_addresses=parse_addresses(args.collector_address))
+    except ValueError as exc:
+        raise KnownError(f"--collector-address: {exc}") from exc
     clock: Callable[[], float] = time.time
     before_serve = None
     if args.simulate:
@@ -328,7 +346,7 @@ def run(args: argparse.Namespace) -> int:
                         tls_cert=args.tls_cert, tls_key=args.tls_key, request_timeout_s=args.http_timeout,
                         node_name=args.node_name, simulate=bool(args.simulate), keep_days=args.keep_days,
                         max_bytes=int(args.max_buffer_mb * 1024 * 1024), clock=clock,
-                        before_serve=before_serve)
+                        before_serve=before_serve, http_limits=limits)
 
     def _stop(signum: int, frame: Any) -> None:
         agent.stop.set()
@@ -348,8 +366,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(args: argparse.Namespace) -> int:
+    from fleetmon.agent.buffer import BufferLocked
     try:
         return run(args)
-    except NvmlUnavailable as exc:
+    except (NvmlUnavailable, BufferLocked) as exc:
         print(f"fleetmon agent: {exc}", file=sys.stderr)
         return 2
