@@ -397,7 +397,7 @@ async def _stream(fetch: _Fetcher, path: str, after: int, known_buffer: str | No
         ts_max = _ts_max()
         numeric = _STREAM_VALUES.get(path, frozenset())
         for r in records:
-            check_record(r, record_where(path, r), fields, ts_max, numeric)
+            check_record(r, record_where(path, r), fields, ts_max, numeric, keys=path != "/v1/minutes")
             if r["seq"] <= prev:
                 raise BadAnswer(f"{path}: sequence numbers out of order")
             prev = r["seq"]

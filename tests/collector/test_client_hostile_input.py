@@ -238,7 +238,7 @@ CASES: dict[str, tuple[Callable[[str, Doc], Doc | bytes | None], str]] = {
     "year_3000": (at("/v1/minutes", lambda d: _set(_minute(d), "ts", 32503680000)),
                   "/v1/minutes seq 3: field 'ts' 32503680000 is "),
     "event_year_3000": (at("/v1/events", lambda d: _set(d["records"][0], "ts", 32503680000.5)),
-                        "s ahead of the collector's clock (limit 86400 s)"),
+                        "s ahead of the collector's clock (limit 604800 s)"),
     "negative_ts": (at("/v1/latest", lambda d: _set(d["samples"][0], "ts", -5.0)),
                     "/v1/latest: field 'ts' is negative (-5.0)"),
     "uuid_empty": (at("/v1/node", lambda d: _set(d["gpus"][0], "uuid", "")),
