@@ -26,6 +26,18 @@ after 0.2 s and again after 0.5 s, but only while the node's poll stays within
 its deadline (``3 × timeout_s`` from its first request). A refused
 connection, a timeout or an unusable answer is not retried. A node that keeps
 failing is polled less often across cycles: see ``fleetmon.collector.poller``.
+
+Hostile answers (issue 11): what the checks refuse, and the reason strings, are
+in :mod:`fleetmon.collector.validate`; the limits in :mod:`fleetmon.collector.limits`.
+The client asks for ``gzip`` but inflates the body itself (the session's
+``auto_decompress`` is off), a bounded chunk at a time, and stops once the
+decompressed answer passes ``MAX_BODY_BYTES`` (16 MiB): a gzip bomb costs a
+few MB and one read, not gigabytes. Memory per node in flight is bounded by
+``MEMORY_PER_NODE_BYTES`` (160 MiB: body, inflater and the parsed document,
+whose size ``MAX_JSON_ITEMS`` bounds), plus the checked records the node's
+share of the cycle's record budget allows. JSON is decoded on the event loop:
+CPython's decoder holds the GIL, so a thread would not let the loop run
+(measured); the body cap bounds that pause to ≈ 0.3 s.
 """
 
 from __future__ import annotations
@@ -36,12 +48,24 @@ import math
 import os
 import ssl
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
+from fleetmon.collector.limits import (
+    MAX_BODY_BYTES, MAX_COMPRESSED_CHUNK, MAX_FUTURE_S, MAX_MESSAGE_CHARS, MAX_SEQ,
+)
+from fleetmon.collector.validate import (
+    INVENTORY_NUMERIC, INVENTORY_TEXT, MINUTE_NUMERIC, NODE_NUMERIC, NODE_TEXT, SAMPLE_NUMERIC, BadAnswer, Spec,
+    check_body, check_gpu_count, check_poll_uuids, check_record, check_text, check_unique_uuids, record_where,
+    spec,
+)
 from fleetmon.records import WIRE_SCHEMA, Event, GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll
+
+__all__ = ["BadAnswer", "CYCLE_RECORD_BUDGET", "MAX_BODY_BYTES", "Target", "make_ssl_context", "poll_all",
+           "poll_node"]
 
 PAGE_LIMIT = 2000
 """Records asked for per page (the agent serves at most 5000)."""
@@ -51,15 +75,10 @@ CYCLE_RECORD_BUDGET = 40_000
 """Minute records fetched per cycle over the whole fleet (≈ 8 KB of memory each once parsed)."""
 MIN_RECORDS_PER_NODE = 32
 """A node's share of the budget never drops below this (a 1,000-node fleet still catches up)."""
-MAX_BODY_BYTES = 32 * 1024 * 1024
 RETRY_DELAYS_S = (0.2, 0.5)
 RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 DEADLINE_FACTOR = 3.0
 """A node's whole poll must finish within DEADLINE_FACTOR × timeout_s."""
-
-
-class BadAnswer(Exception):
-    """The agent answered something unusable."""
 
 
 class _Transient(Exception):
@@ -126,7 +145,7 @@ class _Fetcher:
         self.skew: tuple[float, float] | None = None  # (round trip, skew) of the best request
         self.requests = 0
         self.path = "/v1/node"  # the request in progress, for error messages
-        self.headers = {"Accept": "application/json"}
+        self.headers = {"Accept": "application/json", "Accept-Encoding": "gzip, deflate"}
         if target.token:
             self.headers["Authorization"] = f"Bearer {target.token}"
         self.base = target.url.rstrip("/")
@@ -173,19 +192,9 @@ class _Fetcher:
             if resp.content_length is not None and resp.content_length > MAX_BODY_BYTES:
                 raise BadAnswer(f"{path}: answer of {resp.content_length} bytes is larger than "
                                 f"{MAX_BODY_BYTES}")
-            if resp.content_length is not None:
-                body = await resp.read()  # all of it, or ClientPayloadError when cut short
-            else:  # chunked: count as it comes
-                chunks: list[bytes] = []
-                size = 0
-                while chunk := await resp.content.read(1 << 20):
-                    size += len(chunk)
-                    if size > MAX_BODY_BYTES:
-                        raise BadAnswer(f"{path}: answer larger than {MAX_BODY_BYTES} bytes")
-                    chunks.append(chunk)
-                body = b"".join(chunks)
+            body = await _read_body(resp, self.path)
         received = time.monotonic()
-        doc = _decode(body, path)
+        doc = _decode(body, self.path)
         now = doc.get("now")
         if isinstance(now, (int, float)) and not isinstance(now, bool) and math.isfinite(now):
             rtt = received - sent
@@ -194,21 +203,70 @@ class _Fetcher:
         return doc
 
 
+def _inflater(resp: aiohttp.ClientResponse, path: str) -> Any:
+    """A zlib decompressor for the answer's Content-Encoding, or None for identity."""
+    encoding = resp.headers.get("Content-Encoding", "").strip().lower()
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip"):
+        return zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if encoding == "deflate":
+        return zlib.decompressobj(zlib.MAX_WBITS)
+    raise BadAnswer(f"{path}: unsupported Content-Encoding {encoding[:20]!r}")
+
+
+async def _read_body(resp: aiohttp.ClientResponse, path: str) -> bytes:
+    """The whole answer, inflated here a bounded chunk at a time, never past MAX_BODY_BYTES.
+
+    Raises:
+        BadAnswer: too large (after decompression), not valid gzip, or cut short.
+        aiohttp.ClientPayloadError: the connection ended before Content-Length.
+    """
+    inflater = _inflater(resp, path)
+    chunks: list[bytes] = []
+    size = 0
+    too_large = f"{path}: answer larger than {MAX_BODY_BYTES:,} bytes" + (
+        " after decompression" if inflater is not None else "")
+    try:
+        while chunk := await resp.content.read(MAX_COMPRESSED_CHUNK):
+            if inflater is not None:
+                # max_length: never more than one byte past the cap, whatever the ratio
+                chunk = inflater.decompress(chunk, MAX_BODY_BYTES - size + 1)
+                if inflater.unconsumed_tail:
+                    raise BadAnswer(too_large)
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise BadAnswer(too_large)
+            chunks.append(chunk)
+        if inflater is not None:
+            if not inflater.eof:
+                raise BadAnswer(f"{path}: truncated compressed answer")
+            chunks.append(inflater.flush())
+    except zlib.error as exc:
+        raise BadAnswer(f"{path}: not valid {resp.headers.get('Content-Encoding', '')[:20]} data "
+                        f"({_first_line(exc)})") from None
+    return b"".join(chunks)
+
+
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)  # NaN and Infinity are not JSON
 
 
 def _decode(body: bytes, path: str) -> dict[str, Any]:
+    check_body(body, path)
     try:
         doc = _DECODER.decode(body.decode("utf-8"))
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         reason = "empty answer" if not body.strip() else f"{exc.__class__.__name__}: {str(exc)[:80]}"
         raise BadAnswer(f"{path}: not valid JSON ({reason})") from exc
+    except RecursionError:
+        raise BadAnswer(f"{path}: not valid JSON (nested too deeply)") from None
     if not isinstance(doc, dict):
         raise BadAnswer(f"{path}: expected a JSON object, got {type(doc).__name__}")
     schema = doc.get("schema")
     if schema != WIRE_SCHEMA or isinstance(schema, bool):
         raise BadAnswer(f"{path}: unsupported schema version {repr(schema)[:20]} "
                         f"(this collector speaks {WIRE_SCHEMA})")
+    check_text(doc, body, path)
     return doc
 
 
@@ -227,67 +285,43 @@ def _need(doc: dict[str, Any], key: str, typ: type, where: str) -> Any:
     return value
 
 
-_KINDS: dict[str, frozenset[type]] = {
-    "int": frozenset({int}), "num": frozenset({int, float}), "str": frozenset({str}), "dict": frozenset({dict}),
-}
-_SCALARS = frozenset({type(None), bool, int, float, str})
-_Spec = tuple[tuple[str, frozenset[type], bool], ...]
+_NODE_SPEC = spec(hostname="str", agent_version="str", values="dict?", status="dict?", xid_source="str?",
+                  started_at="ts?")
+_INVENTORY_SPEC = spec(uuid="uuid", index="index", name="str", values="dict?", status="dict?", state="str?")
+_SAMPLE_SPEC = spec(ts="ts", uuid="uuid", index="index", values="dict?", status="dict?", state="str?")
+_MINUTE_SPEC = spec(seq="seq", ts="tsint", uuid="uuid", index="index", n="n", values="dict?", status="dict?",
+                    state="str?")
+_EVENT_SPEC = spec(seq="seq", ts="ts", kind="str", uuid="uuid?", pci_bus_id="str?", code="code?",
+                   message="msg?", data="dict?")
+_STREAM_VALUES = {"/v1/minutes": MINUTE_NUMERIC}
 
 
-def _spec(**fields: str) -> _Spec:
-    """Compile ``key="int" | "num" | "str" | "dict"`` (``?`` suffix: may be missing or null)."""
-    return tuple((key, _KINDS[kind.rstrip("?")], kind.endswith("?")) for key, kind in fields.items())
-
-
-def _check_fields(rec: Any, where: str, spec: _Spec) -> None:
-    """Check one record object against ``spec``; ``values``/``status`` hold scalars or lists of scalars.
-
-    ``type(v) in kinds`` rather than isinstance: a JSON true is never an int here.
-    """
-    if type(rec) is not dict:
-        raise BadAnswer(f"{where}: a record is not an object")
-    for key, kinds, optional in spec:
-        v = rec.get(key)
-        if type(v) not in kinds:
-            if v is None and optional:
-                continue
-            what = "missing" if key not in rec else f"of the wrong type ({type(v).__name__})"
-            raise BadAnswer(f"{where}: field {key!r} {what}")
-        if type(v) is float and not math.isfinite(v):
-            raise BadAnswer(f"{where}: field {key!r} is not a finite number")
-    for key in ("values", "status"):
-        d = rec.get(key)
-        if d:
-            for k, v in d.items():
-                if type(v) not in _SCALARS and not (type(v) is list and all(type(x) in _SCALARS for x in v)):
-                    raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type ({type(v).__name__})")
-
-
-_NODE_SPEC = _spec(hostname="str", agent_version="str", values="dict?", status="dict?", xid_source="str?",
-                   started_at="num?")
-_INVENTORY_SPEC = _spec(uuid="str", index="int", name="str", values="dict?", status="dict?", state="str?")
-_SAMPLE_SPEC = _spec(ts="num", uuid="str", index="int", values="dict?", status="dict?", state="str?")
-_MINUTE_SPEC = _spec(seq="int", ts="int", uuid="str", index="int", n="int", values="dict?", status="dict?",
-                     state="str?")
-_EVENT_SPEC = _spec(seq="int", ts="num", kind="str", uuid="str?", pci_bus_id="str?", code="int?",
-                    message="str?", data="dict?")
+def _ts_max() -> float:
+    """Latest record timestamp accepted now (the collector's clock + MAX_FUTURE_S)."""
+    return time.time() + MAX_FUTURE_S
 
 
 def parse_node(doc: dict[str, Any]) -> tuple[NodeInfo, list[GpuInventory]]:
     """Node description and GPU inventory from a /v1/node answer."""
     node = _need(doc, "node", dict, "/v1/node")
     gpus = _need(doc, "gpus", list, "/v1/node")
-    _check_fields(node, "/v1/node", _NODE_SPEC)
-    for g in gpus:
-        _check_fields(g, "/v1/node gpus", _INVENTORY_SPEC)
+    ts_max = _ts_max()
+    check_record(node, "/v1/node", _NODE_SPEC, ts_max, NODE_NUMERIC, NODE_TEXT)
+    check_gpu_count(len(gpus), "/v1/node")
+    for i, g in enumerate(gpus):
+        check_record(g, f"/v1/node gpus[{i}]", _INVENTORY_SPEC, ts_max, INVENTORY_NUMERIC, INVENTORY_TEXT)
+    check_unique_uuids([g["uuid"] for g in gpus], "/v1/node")
     return NodeInfo.from_dict(node), [GpuInventory.from_dict(g) for g in gpus]
 
 
 def parse_latest(doc: dict[str, Any]) -> list[GpuSample]:
     """The latest samples from a /v1/latest answer."""
     samples = _need(doc, "samples", list, "/v1/latest")
+    check_gpu_count(len(samples), "/v1/latest")
+    ts_max = _ts_max()
     for s in samples:
-        _check_fields(s, "/v1/latest", _SAMPLE_SPEC)
+        check_record(s, "/v1/latest", _SAMPLE_SPEC, ts_max, SAMPLE_NUMERIC)
+    check_unique_uuids([s["uuid"] for s in samples], "/v1/latest")
     return [GpuSample(ts=s["ts"], uuid=s["uuid"], index=s["index"], values=s.get("values") or {},
                       status=s.get("status") or {}, state=s.get("state") or "ok") for s in samples]
 
@@ -301,8 +335,11 @@ def _minute(r: dict[str, Any]) -> GpuMinute:
 
 
 def _event(r: dict[str, Any]) -> Event:
+    message = r.get("message") or ""
+    if len(message) > MAX_MESSAGE_CHARS:  # cut, not rejected: the event is worth keeping
+        message = message[:MAX_MESSAGE_CHARS - 1] + "…"
     return Event(seq=r["seq"], ts=r["ts"], kind=r["kind"], uuid=r.get("uuid"), pci_bus_id=r.get("pci_bus_id"),
-                 code=r.get("code"), message=r.get("message") or "", data=r.get("data") or {})
+                 code=r.get("code"), message=message, data=r.get("data") or {})
 
 
 @dataclass(slots=True)
@@ -320,13 +357,15 @@ def _page_header(doc: dict[str, Any], path: str) -> tuple[int | None, int | None
     first, last, bid = doc.get("first_seq"), doc.get("last_seq"), doc.get("buffer_id")
     if first is not None and not _is_int(first) or last is not None and not _is_int(last):
         raise BadAnswer(f"{path}: first_seq/last_seq of the wrong type")
+    if first is not None and not 0 <= first <= MAX_SEQ or last is not None and not 0 <= last <= MAX_SEQ:
+        raise BadAnswer(f"{path}: first_seq/last_seq out of range (allowed 0..{MAX_SEQ})")
     if bid is not None and not isinstance(bid, str):
         raise BadAnswer(f"{path}: buffer_id of the wrong type")
     return first, last, bid
 
 
 async def _stream(fetch: _Fetcher, path: str, after: int, known_buffer: str | None, budget: int,
-                  spec: _Spec, last_request: bool) -> _Stream:
+                  fields: Spec, last_request: bool) -> _Stream:
     """Fetch the records of ``path`` after ``after``, page by page, within ``budget`` records."""
     out: list[dict[str, Any]] = []
     cursor = after
@@ -355,8 +394,10 @@ async def _stream(fetch: _Fetcher, path: str, after: int, known_buffer: str | No
             gap = True
         records = _need(doc, "records", list, path)
         prev = cursor
+        ts_max = _ts_max()
+        numeric = _STREAM_VALUES.get(path, frozenset())
         for r in records:
-            _check_fields(r, path, spec)
+            check_record(r, record_where(path, r), fields, ts_max, numeric, keys=path != "/v1/minutes")
             if r["seq"] <= prev:
                 raise BadAnswer(f"{path}: sequence numbers out of order")
             prev = r["seq"]
@@ -430,6 +471,11 @@ async def _poll(fetch: _Fetcher, target: Target, now: float, t0: float, timeout_
         return _failed(target, now, t0, f"{fetch.path}: {exc.__class__.__name__}: {_first_line(exc)}")
     except (OSError, ValueError, UnicodeError) as exc:
         return _failed(target, now, t0, f"{exc.__class__.__name__}: {_first_line(exc)}")
+    try:
+        check_poll_uuids({r["uuid"] for r in minutes.records} | {r["uuid"] for r in events.records if r.get("uuid")},
+                         "/v1/minutes and /v1/events")
+    except BadAnswer as exc:
+        return _failed(target, now, t0, str(exc))
     ids = {b for b in (minutes.buffer_id, events.buffer_id) if b is not None}
     if len(ids) > 1:
         return _failed(target, now, t0, "the agent's buffer changed during the poll")
@@ -489,8 +535,9 @@ async def poll_all(targets: list[Target], *, concurrency: int = 64, timeout_s: f
     connector = aiohttp.TCPConnector(limit=0, limit_per_host=0, ttl_dns_cache=300)
     sem = asyncio.Semaphore(max(1, concurrency))
     share = min(MAX_PAGES_PER_POLL * PAGE_LIMIT, max(MIN_RECORDS_PER_NODE, record_budget // len(targets)))
+    # auto_decompress off: _read_body inflates with a cap (a gzip bomb must not fill memory).
     async with aiohttp.ClientSession(timeout=timeout, connector=connector, raise_for_status=False,
-                                     auto_decompress=True) as session:
+                                     auto_decompress=False) as session:
         async def one(t: Target) -> NodePoll:
             async with sem:
                 return await poll_node(session, t, ssl_ctx=ssl_ctx, timeout_s=timeout_s,

@@ -1,0 +1,338 @@
+"""Checking an agent's answer on the wire: plain code, one clear line per problem.
+
+Every problem raises :class:`BadAnswer` with a one-line reason in the form
+``"<path>[ <record>]: <what> <why>"``, for example::
+
+    /v1/minutes seq 17: field 'ts' 32503680000 is 969,000,000 s ahead of the collector's clock (limit 604800 s)
+    /v1/node gpus[3]: values['power_default_w'] of the wrong type (str)
+    /v1/node: field 'uuid' is not a GPU UUID ('<script>')
+    /v1/latest: 2 records for GPU UUID 'GPU-…'
+
+Decision: a bad value rejects the whole answer, so the node's poll fails and
+nothing of it reaches storage; a record is never dropped or altered silently
+(the one exception: event messages are cut to MAX_MESSAGE_CHARS). The cursors
+then stay where they were: the reason shows on the node's status every cycle
+until the agent stops sending the record (fixed, or pruned: then a gap is
+reported), and the rest of the fleet is not affected.
+
+Numbers: every number in ``values`` is within ±MAX_ABS_VALUE and finite; known
+numeric fields must be JSON numbers (never true/false, never strings), known
+text fields strings; identifiers have domain bounds (see
+:mod:`fleetmon.collector.limits`). ``null`` stays valid wherever a value may be
+unavailable. Unknown keys (a newer agent) pass under the same generic checks,
+so the wire stays forward compatible.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from functools import partial
+from operator import is_not
+from typing import Any
+
+from fleetmon.collector.limits import (
+    MAX_ABS_VALUE, MAX_EVENT_CODE, MAX_EVENT_DATA_CHARS, MAX_FUTURE_S, MAX_GPUS_PER_NODE, MAX_INDEX, MAX_JSON_ITEMS,
+    MAX_NAME_CHARS, MAX_SAMPLES_PER_MINUTE, MAX_SEQ, MAX_UUID_CHARS, MAX_UUIDS_PER_POLL, MAX_VALUES_KEYS,
+)
+from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.records import minute_key, throttle_key
+
+
+class BadAnswer(Exception):
+    """The agent answered something unusable."""
+
+
+UUID_RE = re.compile(r"(?:GPU|MIG|unknown-gpu|lost-gpu)-[A-Za-z0-9][A-Za-z0-9._:/-]*\Z")
+"""GPU UUID syntax: NVIDIA's ``GPU-``/``MIG-`` forms (hex and dashes; MIG's older
+``MIG-GPU-…/gi/ci``), and the agent's placeholders ``unknown-gpu-N-WHERE`` /
+``lost-gpu-N-WHERE``. Letters beyond hex are allowed after the prefix (simulated
+and test fleets name their GPUs); empty, whitespace, NUL, markup and non-ASCII
+never match."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+SAMPLE_NUMERIC: frozenset[str] = frozenset(GAUGE_NAMES + COUNTER_NAMES + STATE_NAMES)
+MINUTE_NUMERIC: frozenset[str] = frozenset(
+    [minute_key(g, s) for g in GAUGE_NAMES for s in ("min", "mean", "max")] + list(COUNTER_NAMES)
+    + list(STATE_NAMES) + [throttle_key(r) for r in THROTTLE_NAMES]
+    + ["busy_n", "pcie_gen_busy_min", "pcie_width_busy_min"])
+INVENTORY_NUMERIC: frozenset[str] = frozenset((
+    "index", "memory_total_mib", "power_default_w", "power_min_w", "power_max_w", "power_enforced_w",
+    "max_sm_clock_mhz", "max_mem_clock_mhz", "pcie_max_gen", "pcie_max_width", "pcie_gpu_max_gen",
+    "pcie_gpu_max_width", "temp_slowdown_c", "temp_shutdown_c"))
+INVENTORY_TEXT: frozenset[str] = frozenset((
+    "uuid", "name", "serial", "board_part_number", "vbios", "inforom_image", "inforom_oem", "inforom_ecc",
+    "inforom_power", "pci_bus_id", "pci_device_id", "pci_subsystem_id", "architecture", "compute_capability"))
+NODE_NUMERIC: frozenset[str] = frozenset({"gpu_count"})
+NODE_TEXT: frozenset[str] = frozenset((
+    "hostname", "driver_version", "nvml_version", "cuda_driver_version", "kernel", "os_release"))
+_NONE: frozenset[str] = frozenset()
+_NUMBER_TYPES = frozenset({int, float, type(None)})
+_not_none = partial(is_not, None)
+
+
+def _show(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+# ---------------------------------------------------------------------------
+# The whole document
+
+
+def check_body(body: bytes, path: str) -> None:
+    """Before decoding: the parsed document stays bounded (see MAX_JSON_ITEMS)."""
+    items = body.count(b",") + body.count(b":")
+    if items > MAX_JSON_ITEMS:
+        raise BadAnswer(f"{path}: answer of more than {MAX_JSON_ITEMS:,} JSON items ({items:,})")
+
+
+def check_text(doc: Any, body: bytes, path: str) -> None:
+    """Every string can be stored as UTF-8: no lone surrogate (``"\\ud800"``) anywhere, keys included.
+
+    Only a ``\\uD8xx``–``\\uDFxx`` escape can make one, so the document is
+    checked (in C) only when the text holds such an escape; a valid pair
+    (an escaped emoji) passes.
+    """
+    if not _SURROGATE_ESCAPE.search(body):
+        return
+    try:
+        json.dumps(doc, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadAnswer(f"{path}: text that is not valid Unicode (a lone surrogate) at {_find_surrogate(doc)}"
+                        ) from None
+
+
+def _find_surrogate(doc: Any) -> str:
+    stack: list[tuple[str, Any]] = [("", doc)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if not _encodable(k):
+                    return f"{where}[{_show(k)}] (a key)"
+                stack.append((f"{where}[{k!r}]", x))
+        elif isinstance(v, list):
+            stack.extend((f"{where}[{i}]", x) for i, x in enumerate(v))
+        elif isinstance(v, str) and not _encodable(v):
+            return where or "the top level"
+    return "an unknown place"
+
+
+def _encodable(s: str) -> bool:
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------
+# One record
+
+_KINDS = frozenset({"seq", "index", "n", "code", "ts", "tsint", "str", "uuid", "msg", "dict"})
+_INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "seq": (0, MAX_SEQ), "index": (0, MAX_INDEX), "n": (0, MAX_SAMPLES_PER_MINUTE), "code": (0, MAX_EVENT_CODE),
+}
+Spec = tuple[tuple[str, str, bool], ...]
+
+
+def spec(**fields: str) -> Spec:
+    """Compile ``key="seq" | "index" | "n" | "code" | "ts" | "tsint" | "str" | "uuid" | "msg" | "dict"``.
+
+    A ``?`` suffix: the field may be missing or null. ``ts`` is a number,
+    ``tsint`` an integer, both within 0 .. the collector's clock + MAX_FUTURE_S;
+    ``str`` is a short string (MAX_NAME_CHARS, no control characters); ``msg``
+    any string (cut later); ``uuid`` matches :data:`UUID_RE`.
+    """
+    out = []
+    for key, kind in fields.items():
+        base = kind.rstrip("?")
+        assert base in _KINDS, kind
+        out.append((key, base, kind.endswith("?")))
+    return tuple(out)
+
+
+def _wrong(where: str, key: str, rec: dict[str, Any], v: Any) -> BadAnswer:
+    what = "missing" if key not in rec else f"of the wrong type ({type(v).__name__})"
+    return BadAnswer(f"{where}: field {key!r} {what}")
+
+
+def check_fields(rec: Any, where: str, fields: Spec, ts_max: float) -> None:
+    """Check one record object against ``fields`` (types, then bounds).
+
+    ``type(v) is int`` rather than isinstance: a JSON true is never an int here.
+    """
+    if type(rec) is not dict:
+        raise BadAnswer(f"{where}: a record is not an object")
+    for key, kind, optional in fields:
+        v = rec.get(key)
+        if v is None and optional:
+            continue
+        t = type(v)
+        if kind in _INT_BOUNDS:
+            if t is not int:
+                raise _wrong(where, key, rec, v)
+            lo, hi = _INT_BOUNDS[kind]
+            if not lo <= v <= hi:
+                raise BadAnswer(f"{where}: field {key!r} out of range ({_show(v)}; allowed {lo}..{hi})")
+        elif kind == "ts" or kind == "tsint":
+            if t is not int and (t is not float or kind == "tsint"):
+                raise _wrong(where, key, rec, v)
+            if not 0 <= v <= ts_max:
+                if v != v or v in (math.inf, -math.inf):
+                    raise BadAnswer(f"{where}: field {key!r} is not a finite number")
+                if v < 0:
+                    raise BadAnswer(f"{where}: field {key!r} is negative ({_show(v)})")
+                ahead = v - (ts_max - MAX_FUTURE_S)
+                raise BadAnswer(f"{where}: field {key!r} {_show(v)} is {ahead:,.0f} s ahead of the collector's "
+                                f"clock (limit {MAX_FUTURE_S:g} s)")
+        elif kind == "dict":
+            if t is not dict:
+                raise _wrong(where, key, rec, v)
+        else:
+            if t is not str:
+                raise _wrong(where, key, rec, v)
+            if kind == "uuid":
+                if len(v) > MAX_UUID_CHARS:
+                    raise BadAnswer(f"{where}: field {key!r} longer than {MAX_UUID_CHARS} characters ({len(v):,})")
+                if not UUID_RE.match(v):
+                    raise BadAnswer(f"{where}: field {key!r} is not a GPU UUID ({_show(v)})")
+            elif kind == "str":
+                _check_short(v, where, f"field {key!r}")
+
+
+def _check_short(v: str, where: str, what: str) -> None:
+    if len(v) > MAX_NAME_CHARS:
+        raise BadAnswer(f"{where}: {what} longer than {MAX_NAME_CHARS} characters ({len(v):,})")
+    if _CONTROL.search(v):
+        raise BadAnswer(f"{where}: {what} holds control characters ({_show(v)})")
+
+
+def _bad_number(where: str, what: str, v: float) -> BadAnswer:
+    if v != v or v in (math.inf, -math.inf):
+        return BadAnswer(f"{where}: {what} is not a finite number")
+    return BadAnswer(f"{where}: {what} out of range ({_show(v)}; limit ±{MAX_ABS_VALUE:g})")
+
+
+def check_values(d: dict[str, Any], where: str, key: str, numeric: frozenset[str] = _NONE,
+                 texts: frozenset[str] = _NONE, keys: bool = True) -> None:
+    """``values``: scalars or lists of scalars; ``numeric`` keys numbers, ``texts`` keys strings (or null).
+
+    ``keys=False`` skips the key length check (minutes: storage keeps only the
+    catalog's keys of a minute, and the check is a tenth of a minute's cost).
+    """
+    if len(d) > MAX_VALUES_KEYS:
+        raise BadAnswer(f"{where}: {key} with more than {MAX_VALUES_KEYS} keys ({len(d):,})")
+    if keys and d and max(map(len, d)) > MAX_NAME_CHARS:
+        raise BadAnswer(f"{where}: {key} key longer than {MAX_NAME_CHARS} characters")
+    lim = MAX_ABS_VALUE
+    vals = d.values()
+    if not texts and _NUMBER_TYPES.issuperset(map(type, vals)):
+        # The common case (every minute): numbers and nulls only, checked in C.
+        nums = tuple(filter(_not_none, vals))
+        if not nums or -lim < min(nums) and max(nums) < lim:
+            return
+    for k, v in d.items():
+        t = type(v)
+        if t is float or t is int:
+            if not -lim < v < lim:
+                raise _bad_number(where, f"{key}[{k!r}]", v)
+            if k in texts:
+                raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type ({t.__name__})")
+        elif v is None:
+            continue
+        elif t is str:
+            if k in numeric:
+                raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type (str)")
+            _check_short(v, where, f"{key}[{k!r}]")
+        elif t is bool:
+            if k in numeric or k in texts:
+                raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type (bool)")
+        elif t is list and k not in numeric and k not in texts and len(v) <= MAX_VALUES_KEYS:
+            for x in v:
+                tx = type(x)
+                if tx is float or tx is int:
+                    if not -lim < x < lim:
+                        raise _bad_number(where, f"{key}[{k!r}]", x)
+                elif tx is str:
+                    _check_short(x, where, f"{key}[{k!r}]")
+                elif x is not None and tx is not bool:
+                    raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type (list of {tx.__name__})")
+        else:
+            raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type ({t.__name__})")
+
+
+def check_status(d: dict[str, Any], where: str) -> None:
+    """``status``: field name -> short status string (or null)."""
+    if len(d) > MAX_VALUES_KEYS:
+        raise BadAnswer(f"{where}: status with more than {MAX_VALUES_KEYS} keys ({len(d):,})")
+    if d and max(map(len, d)) > MAX_NAME_CHARS:
+        raise BadAnswer(f"{where}: status key longer than {MAX_NAME_CHARS} characters")
+    for k, v in d.items():
+        if type(v) is str:
+            if len(v) > MAX_NAME_CHARS:
+                raise BadAnswer(f"{where}: status[{k!r}] longer than {MAX_NAME_CHARS} characters")
+        elif v is not None:
+            raise BadAnswer(f"{where}: status[{k!r}] of the wrong type ({type(v).__name__})")
+
+
+def check_event_data(d: dict[str, Any], where: str) -> None:
+    """``data`` of an event: any JSON, finite, at most MAX_EVENT_DATA_CHARS as compact JSON."""
+    if not d:
+        return
+    try:
+        size = len(json.dumps(d, separators=(",", ":"), allow_nan=False))
+    except ValueError:
+        raise BadAnswer(f"{where}: field 'data' holds a number that is not finite") from None
+    if size > MAX_EVENT_DATA_CHARS:
+        raise BadAnswer(f"{where}: field 'data' larger than {MAX_EVENT_DATA_CHARS:,} characters ({size:,})")
+
+
+def check_record(rec: Any, where: str, fields: Spec, ts_max: float, numeric: frozenset[str] = _NONE,
+                 texts: frozenset[str] = _NONE, keys: bool = True) -> None:
+    """A record: its fields, then ``values`` and ``status`` (and an event's ``data``)."""
+    check_fields(rec, where, fields, ts_max)
+    values = rec.get("values")
+    if values:
+        check_values(values, where, "values", numeric, texts, keys)
+    status = rec.get("status")
+    if status:
+        check_status(status, where)
+    data = rec.get("data")
+    if data:
+        check_event_data(data, where)
+
+
+def check_gpu_count(count: int, path: str) -> None:
+    """One answer's GPUs: at most MAX_GPUS_PER_NODE (checked before the records themselves)."""
+    if count > MAX_GPUS_PER_NODE:
+        raise BadAnswer(f"{path}: {count:,} GPUs, more than {MAX_GPUS_PER_NODE} per node")
+
+
+def check_unique_uuids(uuids: list[str], path: str) -> None:
+    """No GPU UUID twice in one answer (two cards must never collapse into one)."""
+    if len(set(uuids)) != len(uuids):
+        seen: set[str] = set()
+        for u in uuids:
+            if u in seen:
+                raise BadAnswer(f"{path}: 2 records for GPU UUID {u!r}")
+            seen.add(u)
+
+
+def check_poll_uuids(uuids: set[str], path: str) -> None:
+    """Distinct GPU UUIDs among one poll's buffered records (MAX_UUIDS_PER_POLL)."""
+    if len(uuids) > MAX_UUIDS_PER_POLL:
+        raise BadAnswer(f"{path}: records for {len(uuids):,} GPUs, more than {MAX_UUIDS_PER_POLL} in one poll")
+
+
+def record_where(path: str, rec: Any) -> str:
+    """``/v1/minutes seq 17`` when the record has a usable seq, else the path."""
+    if type(rec) is dict:
+        seq = rec.get("seq")
+        if type(seq) is int and 0 <= seq <= MAX_SEQ:
+            return f"{path} seq {seq}"
+    return path
