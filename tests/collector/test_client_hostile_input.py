@@ -28,8 +28,8 @@ import pytest
 from fleetmon.collector.client import Target, poll_all
 from fleetmon.collector.limits import MAX_MESSAGE_CHARS, MEMORY_PER_NODE_BYTES
 from fleetmon.collector.poller import Collector
-from fleetmon.collector.simfleet import make_node
-from fleetmon.fleetfile import load_fleet
+from fleetmon.sim.fleet import make_node
+from fleetmon.fleet import load_fleet
 from fleetmon.records import NodePoll
 from storage.db import open_database, query
 
