@@ -1,6 +1,6 @@
 # fleetmon: the two commands of the README.
 #   make demo   set up and run the app on a built-in simulated fleet
-#   make test   set up and run the whole test suite
+#   make test   set up, type-check (mypy, config in pyproject.toml) and run the whole test suite
 # Each creates .venv, installs what it needs and is safe to run again.
 
 PYTHON ?= python3
@@ -23,11 +23,13 @@ demo: $(STAMP)
 	@PYTHON=$(PYTHON) sh packaging/system-deps.sh demo
 	$(BIN)/fleetmon demo
 
+# mypy first: a type error fails the target before the (slower) tests run.
 test: $(STAMP)
+	$(BIN)/python -m mypy
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache

@@ -61,7 +61,9 @@ def inventory_rows(db: Any, *, current: bool = False, group: str | None = None) 
         if group is not None and (n.group if n else None) != group:
             continue
         mine = findings.get(g.uuid, [])
-        worst = max(mine, key=lambda f: severity_rank(f.severity), default=None)
+        # An integer severity (older callers) ranks as itself, as storage orders them.
+        worst = max(mine, key=lambda f: f.severity if isinstance(f.severity, int) else severity_rank(f.severity),
+                    default=None)
         out.append({
             "node": g.node or "", "group": (n.group if n else None) or "", "gpu_index": g.index,
             "model": g.model or "", "uuid": g.uuid, "serial": g.serial or "",

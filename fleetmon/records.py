@@ -12,8 +12,8 @@ A value that could not be read is ``None`` in ``values`` and the reason is in
 from __future__ import annotations
 
 import enum
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from dataclasses import Field, asdict, dataclass, field, fields
+from typing import Any, ClassVar
 
 from fleetmon.vocab import GpuState
 
@@ -40,8 +40,11 @@ def _from_dict(cls: type, data: dict[str, Any]) -> Any:
 
 
 class _Wire:
+    # Every subclass is a @dataclass; declaring the field table here lets asdict() accept self.
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)  # type: ignore[call-overload]
+        return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Any:

@@ -66,12 +66,13 @@ def _runs(values: Sequence[Any]) -> list[tuple[Any, int]]:
 def _unpack(values: Sequence[str], pack: Sequence[tuple[str, str, float]], out: dict[str, Sequence[Any]]) -> None:
     """The columns of one GPU's packed texts, each run of equal texts parsed once."""
     runs = _runs(values)
-    parsed = [[int(x) if x else None for x in text.split(",")] for text, _ in runs]
+    parsed: list[list[float | None]] = [[int(x) if x else None for x in text.split(",")] for text, _ in runs]
     for j, (_, _, scale) in enumerate(pack):
         if scale != 1:
             for row in parsed:
-                if row[j] is not None:
-                    row[j] = row[j] / scale
+                value = row[j]
+                if value is not None:
+                    row[j] = value / scale
     n = len(values)
     for j, (key, _, _) in enumerate(pack):
         if len(runs) == 1:

@@ -88,7 +88,7 @@ class _Batch:
             gpus = {}
             for r in conn.execute("""SELECT id, uuid, node, idx, pci_bus_id, serial, vbios, power_default_w,
                                             power_enforced_w, state, inventory IS NOT NULL FROM gpus"""):
-                gpus[r[1]] = _Gpu(*r[:10], bool(r[10]))
+                gpus[r[1]] = _Gpu(*[*r[:10], bool(r[10])])
         # The stored GPU rows as of the last committed batch (this process is the only writer).
         self.gpus: dict[str, _Gpu] = gpus
         # Nodes that already had cards: on any other node a card's first sighting is the node's

@@ -25,6 +25,7 @@ once when nothing is due.
 from __future__ import annotations
 
 import functools
+import sqlite3
 import time
 from typing import Any
 
@@ -189,7 +190,7 @@ def prune(db: Database, now: float | None = None, raw_days: float = DEFAULT_RAW_
         return _prune(conn, db, now, raw_days)
 
 
-def _prune(conn: Any, db: Database, now: float, raw_days: float) -> int:
+def _prune(conn: sqlite3.Connection, db: Database, now: float, raw_days: float) -> int:
     cutoff = int(now - raw_days * DAY) // HOUR * HOUR
     dirty = get_meta(db, "rollup_dirty_from")
     if dirty is not None:

@@ -24,7 +24,7 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0) -> int:
     collector, lock, note = prepare_database(db_path, args.fleet, args.interval)
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("fleetmon")
-    app.setDesktopFileName("io.github.fleetmon.Fleetmon")
+    QApplication.setDesktopFileName("io.github.fleetmon.Fleetmon")
     window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note)
     bridge = Bridge()
     bridge.cycle_finished.connect(window.on_cycle_finished)

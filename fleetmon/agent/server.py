@@ -324,7 +324,9 @@ class _Handler(BaseHTTPRequestHandler):
     _first: bool = True
 
     def setup(self) -> None:
-        self.timeout = self.server.request_timeout_s
+        # typeshed marks StreamRequestHandler.timeout a ClassVar, but setup() reads it through self:
+        # a per-instance value is how a server's own timeout reaches its handlers.
+        self.timeout = self.server.request_timeout_s  # type: ignore[misc]
         super().setup()
         self.slot = self.server.slot_of(self.client_address)
         self._first = True

@@ -133,4 +133,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     fp = fsub.add_parser("check", help="validate a fleet file", description="Validate a fleet file.")
     add_check_arguments(fp)
     fp.set_defaults(func=main_check)
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+    def _help(args: argparse.Namespace) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=_help)

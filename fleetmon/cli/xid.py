@@ -117,4 +117,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                                      "one JSON object per Xid event.")
     add_arguments(xp)
     xp.set_defaults(func=_run_parse)
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+    def _help(args: argparse.Namespace) -> int:
+        p.print_help()
+        return 2
+
+    p.set_defaults(func=_help)

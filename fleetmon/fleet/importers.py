@@ -327,9 +327,9 @@ def groups_from_nodes(nodes: Iterable[Mapping[str, Any]]) -> dict[str, dict[str,
     """
     counts: dict[str, set[int | None]] = {}
     for node in nodes:
-        group = node.get("group")
-        if group:
-            counts.setdefault(group, set()).add(node.get("gpus"))
+        group_name = node.get("group")
+        if group_name:
+            counts.setdefault(group_name, set()).add(node.get("gpus"))
     groups: dict[str, dict[str, Any]] = {}
     for name, seen in counts.items():
         group: dict[str, Any] = {"name": name}

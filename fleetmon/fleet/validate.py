@@ -357,7 +357,7 @@ class _Validator:
         high: float | None = None,
         low_open: bool = False,
     ) -> float | int | None:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
             self.error(line, key, f"must be a number (got {_describe(value)})")
             return None
         if not math.isfinite(value):
@@ -372,7 +372,7 @@ class _Validator:
         return value
 
     def _integer(self, value: Any, line: int, key: str, low: int, high: int) -> int | None:
-        if isinstance(value, bool) or not isinstance(value, int):
+        if not isinstance(value, int) or isinstance(value, bool):
             self.error(line, key, f"must be an integer (got {_describe(value)})")
             return None
         if not low <= value <= high:

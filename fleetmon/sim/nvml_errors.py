@@ -24,6 +24,7 @@ from fleetmon.sim.nvml_constants import (
 class NVMLError(Exception):
     """Base NVML error; ``NVMLError(code)`` is an instance of the code's subclass."""
 
+    value: int  # the NVML return code, set by __new__ as pynvml does
     _valClassMapping: dict[int, type] = {}
     _errcode_to_string = {
         NVML_ERROR_UNINITIALIZED: "Uninitialized",
@@ -50,7 +51,7 @@ class NVMLError(Exception):
         NVML_ERROR_UNKNOWN: "Unknown Error",
     }
 
-    def __new__(typ, value: int) -> NVMLError:  # type: ignore[misc]  # noqa: N804 - pynvml's signature
+    def __new__(typ, value: int) -> NVMLError:  # noqa: N804 - pynvml's signature
         if typ == NVMLError:
             typ = NVMLError._valClassMapping.get(value, typ)
         obj = Exception.__new__(typ)

@@ -401,12 +401,13 @@ SCENARIOS: dict[str, dict[str, Any]] = {
         "faults": [_fault("fan_stuck", 1, 600.0), _fault("xid", 3, 300.0, code=13, repeat_s=1200.0, count=None)],
     },
 }
+_XID_REPEAT: dict[str, Any] = {"repeat_s": 60.0, "count": None}
 for _kind in FAULT_KINDS:
     _model = _FAULT_MODEL[_kind]
     _entry: dict[str, Any] = {
         "description": f"4x {PROFILES[_model].name}, GPU 1: {FAULT_KINDS[_kind][1]}",
         "gpus": [_model] * 4,
-        "faults": [_fault(_kind, 1, **({"repeat_s": 60.0, "count": None} if _kind == "xid" else {}))],
+        "faults": [_fault(_kind, 1, **(_XID_REPEAT if _kind == "xid" else {}))],
     }
     if _kind == "old_driver":
         _entry["driver"] = "525.147.05"

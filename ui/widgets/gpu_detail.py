@@ -30,16 +30,16 @@ class GpuDetailWidget(QWidget):
         self.title = QLabel("Select a GPU to see its history.")
         self.title.setWordWrap(True)
         self.resolution = QLabel("")
-        self.window = QComboBox()
+        self.window_choice = QComboBox()
         for label, seconds in WINDOWS:
-            self.window.addItem(label, seconds)
-        self.window.setCurrentIndex(1)
-        self.window.currentIndexChanged.connect(lambda _: self.refresh())
+            self.window_choice.addItem(label, seconds)
+        self.window_choice.setCurrentIndex(1)
+        self.window_choice.currentIndexChanged.connect(lambda _: self.refresh())
         top = QHBoxLayout()
         top.addWidget(self.title, 1)
         top.addWidget(self.resolution)
         top.addWidget(QLabel("Window:"))
-        top.addWidget(self.window)
+        top.addWidget(self.window_choice)
         self.plot = GpuHistoryPlot(self)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -47,7 +47,7 @@ class GpuDetailWidget(QWidget):
         layout.addWidget(self.plot, 1)
 
     def window_seconds(self) -> int:
-        return int(self.window.currentData())
+        return int(self.window_choice.currentData())
 
     def show_gpu(self, row: FleetRow) -> None:
         self.uuid = row.uuid
