@@ -2,7 +2,7 @@
 
 A node in the fleet file names its source by its URL (issue 12):
 
-* ``http://host:9100`` / ``https://…``: the fleetmon agent (the default; it buffers
+* ``http://host:9414`` / ``https://…``: the fleetmon agent (the default; it buffers
   per-minute records, so the collector backfills what it missed);
 * ``dcgm+http://host:9400/metrics`` / ``dcgm+https://…``: a dcgm-exporter endpoint
   (:mod:`fleetmon.sources.dcgm` parses its scrape);
