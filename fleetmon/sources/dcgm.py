@@ -120,14 +120,14 @@ def parse_dcgm(text: str) -> Capture:
             name = fam.name if fam.type == "counter" and s.name == f"{fam.name}_total" else s.name
             labels = dict(s.labels)
             uuid = _label(labels, "UUID", "uuid")
-            index = _label(labels, "gpu")
-            if uuid is None and index is None:
+            gpu_label = _label(labels, "gpu")
+            if uuid is None and gpu_label is None:
                 orphans += 1
                 continue
             host = _label(labels, "hostname", "Hostname")
             if host:
                 hosts[host] += 1
-            key = uuid or f"gpu{index}"
+            key = uuid or f"gpu{gpu_label}"
             g = gpus.get(key)
             if g is None:
                 g = gpus[key] = _Gpu(key, {}, {}, {}, {})

@@ -11,7 +11,7 @@ from fleetmon.agent.aggregate import MinuteAggregator
 from fleetmon.fields import INVENTORY_FIELDS, NODE_FIELDS
 from fleetmon.records import GpuSample, Status
 from fleetmon.sources import SourceError
-from fleetmon.sources.capture import SAMPLE_FIELDS, minute_of
+from fleetmon.sources.capture import SAMPLE_FIELDS, Capture, minute_of
 from fleetmon.sources.smi_xml import parse_smi_xml, parse_timestamp
 
 XML = "A_nvidia_smi_xml"
@@ -90,7 +90,7 @@ EXPECTED: dict[str, tuple[int, str, str, str | None, str | None, int | None, flo
 }
 
 
-def _parse(shared: Path, name: str):  # type: ignore[no-untyped-def]
+def _parse(shared: Path, name: str) -> Capture:
     return parse_smi_xml((shared / XML / name).read_bytes())
 
 
