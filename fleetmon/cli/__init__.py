@@ -14,13 +14,13 @@ import argparse
 import sys
 
 from fleetmon import __version__
-from fleetmon.cli import agent, collect, demo, export, fleet, gui, preflight, report, xid
+from fleetmon.cli import agent, collect, demo, export, fleet, gui, import_smi, preflight, report, xid
 from fleetmon.errors import KnownError
 
 __all__ = ["build_parser", "main"]
 
 # In the order `fleetmon --help` lists them.
-_COMMANDS = (agent, collect, gui, demo, xid, fleet, report, preflight, export)
+_COMMANDS = (agent, collect, gui, demo, xid, fleet, report, preflight, export, import_smi)
 
 
 def build_parser() -> argparse.ArgumentParser:
