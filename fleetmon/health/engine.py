@@ -611,8 +611,8 @@ def preflight(
                 else:
                     warnings.append(f"{f.summary} [{f.kind}]")
         state = reach.get(name)
-        if state == "unknown" and not any("node-unreachable" in r for r in reasons):
-            reasons.append("never reached: no successful poll yet [node-unreachable]")
+        if state == "unknown":
+            reasons.insert(0, "never reached: no successful poll yet [node-unreachable]")
         elif state == "unreachable" and not any("[node-unreachable, open]" in r for r in reasons):
             reasons.append(f"unreachable now: the latest poll failed ({node.last_error or 'no answer'}) "
                            "[node-unreachable]")

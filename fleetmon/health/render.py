@@ -365,8 +365,9 @@ def preflight_text(result: PreflightResult) -> str:
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em;color:#222;font-size:14px}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;width:100%;margin:.5em 0}th,td{border:1px solid #ddd;padding:4px 6px;
-text-align:left;vertical-align:top}th{background:#f3f3f3}.meta{color:#555}
+table{border-collapse:collapse;width:100%;margin:.5em 0;table-layout:auto}th,td{border:1px solid #ddd;
+padding:4px 6px;text-align:left;vertical-align:top;word-break:normal;overflow-wrap:normal}
+th{background:#f3f3f3}.meta{color:#555}.nw{white-space:nowrap}.tok{overflow-wrap:anywhere}
 .b{display:inline-block;padding:1px 6px;border-radius:3px;font-weight:600;font-size:.85em}
 .critical,.fail,.no-go{background:#c62828;color:#fff}.warning,.warn{background:#f9a825;color:#000}
 .info{background:#90a4ae;color:#fff}.pass,.go{background:#2e7d32;color:#fff}
@@ -398,9 +399,10 @@ def _findings_table(findings: Sequence[Finding], resolved: bool = False) -> str:
     for f in findings:
         cls = ' class="resolved"' if resolved or not f.is_open else ""
         rows.append(
-            f"<tr{cls}><td>{_badge(f.severity)}</td><td>{_e(f.where())}</td><td><code>{_e(f.kind)}</code>"
-            f"</td><td>{_e(f.summary)}</td><td>{_e(_short(f.first_seen))}</td>"
-            f"<td>{_e(_short(f.last_seen))}</td><td class=\"small\">{_e(f.action)}</td></tr>")
+            f"<tr{cls}><td class=\"nw\">{_badge(f.severity)}</td><td class=\"tok\">{_e(f.where())}</td>"
+            f"<td class=\"nw\"><code>{_e(f.kind)}</code></td><td>{_e(f.summary)}</td>"
+            f"<td class=\"nw\">{_e(_short(f.first_seen))}</td><td class=\"nw\">{_e(_short(f.last_seen))}</td>"
+            f"<td class=\"small\">{_e(f.action)}</td></tr>")
     rows.append("</table>")
     return "\n".join(rows)
 
