@@ -98,6 +98,6 @@ def health(findings: Sequence[tuple[str, str]] | Sequence[tuple[str, str, float 
         return status + (f" (+{len(findings)})" if findings else "")
     if not findings:
         return "pass"
-    worst = min(findings, key=lambda f: worst_order(str(f[0]), str(f[1]), f[2] if len(f) > 2 else None))  # type: ignore[misc]
+    worst = min(findings, key=lambda f: worst_order(str(f[0]), str(f[1]), f[2] if len(f) > 2 else None))
     more = f" (+{len(findings) - 1})" if len(findings) > 1 else ""
     return f"{worst[0]}: {worst[1]}{more}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ H100 = "NVIDIA H100 80GB HBM3"
 
 
 @pytest.fixture
-def db(tmp_path):
+def db(tmp_path: Any) -> Iterator[Any]:
     d = open_database(tmp_path / "fleet.db")
     yield d
     d.close()
@@ -41,7 +42,7 @@ def _ghost_and_dead(db: Any) -> engine.ReportResult:
 # -- verdicts -----------------------------------------------------------------------------------
 
 
-def test_a_node_never_reached_is_unknown_and_a_dead_agent_unreachable_in_every_format(db):
+def test_a_node_never_reached_is_unknown_and_a_dead_agent_unreachable_in_every_format(db: Any) -> None:
     result = _ghost_and_dead(db)
     assert result.verdicts == {"n1": "pass", "n2": "unreachable", "ghost": "unknown"}
     assert result.status == "unreachable" and render.exit_status(result) == render.EXIT_CRITICAL
@@ -58,7 +59,7 @@ def test_a_node_never_reached_is_unknown_and_a_dead_agent_unreachable_in_every_f
     assert '<td>n2</td><td><span class="b unreachable">UNREACHABLE</span>' in html
 
 
-def test_preflight_is_no_go_for_never_reached_and_unreachable_nodes(db):
+def test_preflight_is_no_go_for_never_reached_and_unreachable_nodes(db: Any) -> None:
     _ghost_and_dead(db)
     result = assess.run_preflight(db, T0 + 7260, "n[1-2],ghost", 1).result
     assert result.go == ["n1"] and set(result.no_go) == {"n2", "ghost"}
@@ -140,7 +141,7 @@ def test_docs_min_driver_table_is_generated() -> None:
 # -- onsets -------------------------------------------------------------------------------------
 
 
-def test_first_seen_is_the_real_onset_not_the_start_of_the_window(db):
+def test_first_seen_is_the_real_onset_not_the_start_of_the_window(db: Any) -> None:
     feeder = Feeder(db, nodes=("n1", "n2", "n3"), drivers={"n3": "535.161.08"})
     feeder.feed(T0, T0 + 7200)  # two hours of data, a 24 h window
     result = assess.run_report(db, T0 + 7200, 86400, None).result
@@ -149,7 +150,7 @@ def test_first_seen_is_the_real_onset_not_the_start_of_the_window(db):
     assert "since " + render._short(T0) in render.report_text(result)
 
 
-def test_a_report_carries_the_stored_onset_of_a_finding_older_than_its_window(db):
+def test_a_report_carries_the_stored_onset_of_a_finding_older_than_its_window(db: Any) -> None:
     feeder = Feeder(db, nodes=("n1", "n2", "n3"), drivers={"n3": "535.161.08"})
     feeder.feed(T0, T0 + 7200)
     assess.evaluate_and_store(db, T0 + 7200)
@@ -171,7 +172,7 @@ def test_kind_priority_lists_every_kind_once_and_orders_ties() -> None:
     assert worst_order("warning", "xid", 10.0) < worst_order("warning", "xid", 20.0)
 
 
-def test_report_orders_a_nodes_kinds_worst_first(db):
+def test_report_orders_a_nodes_kinds_worst_first(db: Any) -> None:
     feeder = Feeder(db, nodes=("n1", "n2", "n3"), drivers={"n3": "535.161.08"})
     feeder.feed(T0, T0 + 3600, {("n3", 0): between(T0 + 1800, T0 + 3600, HOT)})
     text = render.report_text(assess.run_report(db, T0 + 3600, 86400, None).result)
@@ -183,7 +184,7 @@ def test_report_orders_a_nodes_kinds_worst_first(db):
 # -- wording and layout -------------------------------------------------------------------------
 
 
-def test_counts_are_pluralised_and_host_lists_spaced(db):
+def test_counts_are_pluralised_and_host_lists_spaced(db: Any) -> None:
     feeder = Feeder(db, nodes=("n1", "x1", "gpu01", "gpu02", "gpu05"), gpus=1)
     feeder.feed(T0, T0 + 3600)
     text = render.report_text(assess.run_report(db, T0 + 3600, 86400, None).result)
@@ -198,14 +199,14 @@ def test_counts_are_pluralised_and_host_lists_spaced(db):
     assert "PASS 0" not in render.report_text(solo)
 
 
-def test_no_pass_line_when_no_node_passes(db):
+def test_no_pass_line_when_no_node_passes(db: Any) -> None:
     feeder = Feeder(db, nodes=("n1",))
     feeder.feed(T0, T0 + 3600, down=["n1"])
     text = render.report_text(assess.run_report(db, T0 + 3600, 86400, None).result)
     assert "PASS" not in text.split("Nodes", 1)[1].split("Open findings", 1)[0]
 
 
-def test_text_columns_stay_aligned_for_long_names(db):
+def test_text_columns_stay_aligned_for_long_names(db: Any) -> None:
     long = "a-very-long-node-name-in-rack-17"
     feeder = Feeder(db, nodes=("n1", long), drivers={long: "535.161.08"})
     feeder.feed(T0, T0 + 3600, {(long, 1): between(T0 + 1800, T0 + 3600, HOT), ("n1", 0): between(
@@ -219,7 +220,7 @@ def test_text_columns_stay_aligned_for_long_names(db):
     assert len({ln.index("thermal-throttle") for ln in nodes}) == 1, nodes
 
 
-def test_html_never_breaks_words_mid_way(db):
+def test_html_never_breaks_words_mid_way(db: Any) -> None:
     feeder = Feeder(db)
     feeder.feed(T0, T0 + 3600, {("n2", 1): between(T0 + 1800, T0 + 3600, HOT)})
     html = render.report_html(assess.run_report(db, T0 + 3600, 86400, None).result)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from typing import Any
 
 import pytest
 
@@ -55,7 +56,7 @@ def test_attach_findings_orders_each_gpu_worst_first_by_the_fixed_order() -> Non
 
 
 @pytest.mark.gui
-def test_fleet_table_health_of_an_unreachable_node(qtmodeltester) -> None:
+def test_fleet_table_health_of_an_unreachable_node(qtmodeltester: Any) -> None:
     from PySide6.QtCore import Qt
 
     from ui.models.fleet_table import COLUMNS, FleetTableModel
@@ -68,7 +69,7 @@ def test_fleet_table_health_of_an_unreachable_node(qtmodeltester) -> None:
 
 
 @pytest.mark.gui
-def test_all_nan_series_print_no_warning(qtbot) -> None:
+def test_all_nan_series_print_no_warning(qtbot: Any) -> None:
     from ui.widgets.gpu_plot import GpuHistoryPlot
 
     class Window:
@@ -82,8 +83,8 @@ def test_all_nan_series_print_no_warning(qtbot) -> None:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         plot.set_history(Window())  # type: ignore[arg-type]
-        plot.set_derating([DeratingDay(gpu_uuid="u", day=1e9 + 86400 * i) for i in range(5)])
+        plot.set_derating([DeratingDay(gpu_uuid="u", day=1_000_000_000 + 86400 * i) for i in range(5)])
         plot.grab()
-        plot.set_derating([DeratingDay(gpu_uuid="u", day=1e9, clock_ratio=math.nan)])
+        plot.set_derating([DeratingDay(gpu_uuid="u", day=1_000_000_000, clock_ratio=math.nan)])
         plot.grab()
     assert not [w for w in caught if "All-NaN" in str(w.message)]
