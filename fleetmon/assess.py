@@ -381,6 +381,7 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
         history = load_history(db, now, now - since_s, fleet=fleet, minutes_s=min(since_s, REPORT_MINUTES_S))
         t1 = time.perf_counter()
         findings = engine.evaluate(history)
+    findings = _carry_onsets(findings, stored.open_findings(db))
     kind = REPORT_KIND if group is None else f"{REPORT_KIND}:{group}"
     previous = stored.last_report(db, kind, before=now + 1e-6)
     previous_open: list[Finding] = []
@@ -404,6 +405,21 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
         except StorageError as exc:  # the report itself stands; only the next comparison suffers
             error = str(exc)
     return ReportRun(result, t1 - t0, t2 - t1, save and error is None, error)
+
+
+def _carry_onsets(findings: Sequence[Finding], rows: Iterable[StoredFinding]) -> list[Finding]:
+    """The real onset of findings that began before the window: the stored first_seen of the same key.
+
+    A report judges its window only, so a fault older than the window would
+    show the window's start as "first seen"; the collector stored the finding
+    when it began (and keeps that first_seen while it stays open).
+    """
+    onset = {r.key: float(r.first_seen) for r in rows if r.resolved_at is None}
+    out = []
+    for f in findings:
+        first = onset.get(f.key)
+        out.append(replace(f, first_seen=first) if first is not None and first < f.first_seen else f)
+    return out
 
 
 def run_preflight(db: Any, now: float, nodes_expr: str | Sequence[str], days: float, fleet: Any = None
@@ -443,12 +459,14 @@ def run_preflight(db: Any, now: float, nodes_expr: str | Sequence[str], days: fl
         else 1800.0
     index_of = {g.uuid: g.index for g in history.gpus}
     merged = list(fresh)
-    for r in stored.findings_between(db, since, now + 1):
+    rows = stored.findings_between(db, since, now + 1)
+    for r in rows:
         if r.key in keys or r.node not in wanted:
             continue
         f = _stored_finding(r, now, stale_s, index_of)
         if f is not None:
             merged.append(f)
+    merged = _carry_onsets(merged, rows)
     result = engine.preflight(history, names, days=days, findings=engine.sort_findings(merged))
     t2 = time.perf_counter()
     return PreflightRun(result, t1 - t0, t2 - t1)

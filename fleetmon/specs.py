@@ -257,6 +257,77 @@ def all_specs() -> tuple[GpuSpec, ...]:
     return _CATALOG
 
 
+@dataclass(frozen=True, slots=True)
+class MinDriver:
+    """The oldest Linux driver that supports an architecture.
+
+    Attributes:
+        architecture: as in :attr:`GpuSpec.architecture`.
+        version: the driver version ("520.61.05"), compared numerically.
+        cuda: the first CUDA toolkit that supports the architecture.
+        source: where the pairing comes from.
+    """
+
+    architecture: str
+    version: str
+    cuda: str
+    source: str
+
+
+# The first CUDA toolkit that compiles for an architecture, and the Linux
+# driver that toolkit requires (NVIDIA CUDA Toolkit Release Notes, table
+# "CUDA Toolkit and Corresponding Driver Versions",
+# https://docs.nvidia.com/cuda/cuda-toolkit-release-notes/ ; the compute
+# capabilities per toolkit from the CUDA C++ Programming Guide). Ampere is
+# taken at CUDA 11.1 / 455.23: GA100 (A100) runs from 11.0 / 450.51.05, but the
+# GA10x cards (RTX 30x0, A10, A6000) need 11.1 (sm_86), and one row per
+# architecture must not advise a driver a GA10x card cannot use.
+MIN_DRIVERS: tuple[MinDriver, ...] = (
+    MinDriver("Pascal", "367.48", "8.0 (8.0.44)",
+              "CUDA 8.0 adds sm_60/61; its driver >= 367.48 (CUDA release notes, driver table)"),
+    MinDriver("Volta", "384.81", "9.0 (9.0.76)",
+              "CUDA 9.0 adds sm_70; its driver >= 384.81 (CUDA release notes, driver table)"),
+    MinDriver("Turing", "410.48", "10.0 (10.0.130)",
+              "CUDA 10.0 adds sm_75; its driver >= 410.48 (CUDA release notes, driver table)"),
+    MinDriver("Ampere", "455.23", "11.1 (11.1.0)",
+              "CUDA 11.1 adds sm_86 (GA10x; GA100 sm_80 from 11.0 / 450.51.05); its driver >= 455.23 "
+              "(CUDA release notes, driver table)"),
+    MinDriver("Ada Lovelace", "520.61.05", "11.8 (11.8.0)",
+              "CUDA 11.8 adds sm_89; its driver >= 520.61.05 (CUDA release notes, driver table)"),
+    MinDriver("Hopper", "520.61.05", "11.8 (11.8.0)",
+              "CUDA 11.8 adds sm_90; its driver >= 520.61.05 (CUDA release notes, driver table)"),
+)
+_MIN_BY_ARCH: dict[str, MinDriver] = {m.architecture: m for m in MIN_DRIVERS}
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """A driver version as numbers for comparing ("535.161.08" -> (535, 161, 8)); non-digits end it."""
+    out: list[int] = []
+    for part in str(version).strip().split("."):
+        digits = ""
+        for ch in part:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        out.append(int(digits))
+    return tuple(out)
+
+
+def min_driver(gpu_name: str) -> MinDriver | None:
+    """The oldest driver that supports the card named ``gpu_name`` (None for a model not in the catalog)."""
+    spec = lookup(gpu_name)
+    return _MIN_BY_ARCH.get(spec.architecture) if spec is not None else None
+
+
+def min_drivers_markdown() -> str:
+    """The minimum drivers as a Markdown table (the second generated part of docs/spec-catalog.md)."""
+    lines = ["| Architecture | Oldest driver | First CUDA | Source |", "|---|---|---|---|"]
+    lines += [f"| {m.architecture} | {m.version} | {m.cuda} | {m.source} |" for m in MIN_DRIVERS]
+    return "\n".join(lines) + "\n"
+
+
 # Per-lane, per-direction payload rate after line encoding, GB/s:
 # Gen1 2.5 GT/s and Gen2 5 GT/s with 8b/10b; Gen3 8, Gen4 16, Gen5 32 GT/s with
 # 128b/130b; Gen6 64 GT/s PAM4 with 256-byte FLITs carrying 242 payload bytes.
@@ -370,4 +441,6 @@ def catalog_markdown() -> str:
 
 
 if __name__ == "__main__":  # pragma: no cover
-    print(catalog_markdown(), end="")
+    import sys
+
+    print(min_drivers_markdown() if sys.argv[1:] == ["--min-drivers"] else catalog_markdown(), end="")

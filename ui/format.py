@@ -5,6 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from collections.abc import Sequence
+
+from fleetmon.health.findings import worst_order
 from fleetmon.vocab import GpuState, Severity
 from fleetmon.vocab import severity_rank as vocab_severity_rank
 
@@ -80,10 +83,21 @@ def severity_rank(severity: Any) -> int:
     return vocab_severity_rank(severity)
 
 
-def health(findings: list[tuple[str, str]]) -> str:
-    """One cell for a GPU's open findings, e.g. "critical: ecc-uncorrectable (+2)"; "pass" when none."""
+def health(findings: Sequence[tuple[str, str]] | Sequence[tuple[str, str, float | None]],
+           status: str | None = None) -> str:
+    """One cell for a GPU's open findings, e.g. "critical: ecc-uncorrectable (+2)".
+
+    The worst finding leads, by the report's fixed order
+    (:func:`fleetmon.health.findings.worst_order`: severity, kind priority,
+    then the earlier onset when a third element gives it), so the same
+    faults always give the same label. With no findings the cell says "pass"
+    only on evidence: "unreachable" or "unknown" (see :func:`gpu_status`)
+    when the node does not answer or nothing was ever read.
+    """
+    if status in ("unreachable", "unknown"):
+        return status + (f" (+{len(findings)})" if findings else "")
     if not findings:
         return "pass"
-    worst = max(findings, key=lambda f: severity_rank(f[0]))
+    worst = min(findings, key=lambda f: worst_order(str(f[0]), str(f[1]), f[2] if len(f) > 2 else None))
     more = f" (+{len(findings) - 1})" if len(findings) > 1 else ""
     return f"{worst[0]}: {worst[1]}{more}"

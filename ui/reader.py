@@ -8,6 +8,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal, Slot
 
+from fleetmon.health.findings import worst_order
 from storage.rows import DeratingDay, FleetRow, HistoryWindow, StoredFinding
 
 
@@ -89,17 +90,22 @@ def attach_findings(rows: list[FleetRow], findings: list[StoredFinding]
 
     Also fills ``gpu_index`` of the findings from the rows, for display.
     """
-    by_gpu: dict[str, list[tuple[str, str]]] = {}
-    by_node: dict[str, list[tuple[str, str]]] = {}
+    by_gpu: dict[str, list[tuple[str, str, float]]] = {}
+    by_node: dict[str, list[tuple[str, str, float]]] = {}
     index_of = {r.uuid: r.index for r in rows}
     shown: list[StoredFinding] = []
     for f in findings:
-        pair = (str(f.severity or ""), str(f.kind or ""))
+        triple = (str(f.severity or ""), str(f.kind or ""), float(f.first_seen))
         if f.gpu_uuid:
-            by_gpu.setdefault(f.gpu_uuid, []).append(pair)
+            by_gpu.setdefault(f.gpu_uuid, []).append(triple)
             if f.gpu_index is None:
                 f = replace(f, gpu_index=index_of.get(f.gpu_uuid))
         elif f.node:
-            by_node.setdefault(f.node, []).append(pair)
+            by_node.setdefault(f.node, []).append(triple)
         shown.append(f)
-    return [replace(r, findings=tuple(by_gpu.get(r.uuid, []) + by_node.get(r.node, []))) for r in rows], shown
+
+    def worst_first(found: list[tuple[str, str, float]]) -> tuple[tuple[str, str], ...]:
+        # The one fixed order (severity, kind priority, onset), so a GPU's health label is stable.
+        return tuple((sev, kind) for sev, kind, _ in sorted(found, key=lambda t: worst_order(*t)))
+
+    return [replace(r, findings=worst_first(by_gpu.get(r.uuid, []) + by_node.get(r.node, []))) for r in rows], shown

@@ -340,7 +340,8 @@ def run(args: argparse.Namespace) -> int:
     try:  # one scenario on many nodes: the node name gives distinct cards per node
         module = load_nvml(args.simulate or None, clock=clock, node_name=args.node_name or None)
     except (KeyError, ValueError, OSError) as exc:
-        raise KnownError(f"unknown or invalid scenario {args.simulate!r}: {exc}") from exc
+        detail = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # str(KeyError) adds quotes
+        raise KnownError(f"unknown or invalid scenario {args.simulate!r}: {detail}") from exc
     agent = start_agent(module, buffer=Path(args.buffer) if args.buffer else default_buffer_path(),
                         bind=args.bind, port=args.port, interval_s=args.interval, token=token,
                         tls_cert=args.tls_cert, tls_key=args.tls_key, request_timeout_s=args.http_timeout,

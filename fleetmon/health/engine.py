@@ -5,7 +5,8 @@ return data; the CLI and storage layers do the reading and writing.
 
 * :func:`evaluate` runs every rule and returns the findings, sorted and
   deterministic, with slot/card attribution filled in.
-* :func:`node_verdicts` turns findings into pass / warn / fail per node.
+* :func:`node_verdicts` turns findings and reachability into a verdict per
+  node (:data:`VERDICTS`): a node passes only on evidence.
 * :func:`diff_findings` compares the previous report's open findings with
   the current ones: new, resolved, worsened.
 * :func:`report` builds the daily inspection (:class:`ReportResult`).
@@ -23,14 +24,15 @@ from typing import Any
 from fleetmon.vocab import GpuState, Severity
 from fleetmon.records import Status
 from fleetmon import hostlist
-from fleetmon.health.findings import Finding
-from fleetmon.health.fleet import FleetHistory
+from fleetmon.health.findings import Finding, kind_priority
+from fleetmon.health.fleet import FleetHistory, GpuHistory
 from fleetmon.health.rules import RULES, Rule
 from fleetmon.health.thresholds import Thresholds
 
 __all__ = [
     "NO_GO_WARNINGS",
     "SLOT_FAMILIES",
+    "VERDICTS",
     "NodePreflight",
     "PreflightResult",
     "ReportResult",
@@ -40,11 +42,18 @@ __all__ = [
     "fleet_summary",
     "node_verdicts",
     "preflight",
+    "reachability",
     "report",
     "sort_findings",
 ]
 
-VERDICTS = ("pass", "warn", "fail")
+VERDICTS: tuple[str, ...] = ("fail", "unreachable", "unknown", "warn", "pass")
+"""Node verdicts, worst first. fail: an open critical finding; unreachable:
+the node answered before but its latest poll failed (or a node-unreachable
+finding is open); unknown: the node never answered, so nothing is known of it;
+warn: an open warning; pass: polled, and no open warning or critical finding.
+Reachability decides first: findings of a node that does not answer now are
+not evidence that it is well."""
 
 NO_GO_WARNINGS: frozenset[str] = frozenset({
     "ecc-correctable-storm", "retired-pages", "row-remap", "pcie-link-degraded", "pcie-replay",
@@ -67,11 +76,40 @@ category pcie or power joins the family of that name)."""
 
 
 def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
-    """Most severe first, open before resolved, then node, GPU, kind, key."""
+    """Most severe first, open before resolved, then node, GPU, kind priority, onset, key."""
     return sorted(findings, key=lambda f: (
         -f.rank, f.state != "open", hostlist.sort_key(f.node),
-        -1 if f.gpu_index is None else f.gpu_index, f.gpu_uuid or "", f.kind, f.key,
+        -1 if f.gpu_index is None else f.gpu_index, f.gpu_uuid or "", kind_priority(f.kind),
+        f.first_seen, f.kind, f.key,
     ))
+
+
+def _onset(f: Finding, history: FleetHistory) -> Finding:
+    """A finding whose onset is the window's start began before the window or
+    when its subject was first seen, whichever is later: never show an onset
+    before there was any data (a rule that judges the whole window starts it
+    at ``history.since``)."""
+    if f.first_seen > history.since:
+        return f
+    gpu = history.gpu(f.gpu_uuid) if f.gpu_uuid else None
+    node = history.node(f.node)
+    if gpu is not None:
+        first = _data_start(gpu)
+    elif node is not None and node.first_seen is not None:
+        first = float(node.first_seen)
+    else:
+        starts = [t for t in (_data_start(g) for g in history.gpus_on(f.node)) if t is not None]
+        first = min(starts) if starts else None
+    if first is None or not history.since < first <= f.last_seen:
+        return f
+    return replace(f, first_seen=first)
+
+
+def _data_start(gpu: GpuHistory) -> float | None:
+    """When the card's data begins: its first recorded row, or when it was first seen."""
+    tl = gpu.timeline()
+    starts = [float(t) for t in (tl.ts[0] if len(tl) else None, gpu.first_seen) if t is not None]
+    return min(starts) if starts else None
 
 
 def evaluate(
@@ -105,7 +143,7 @@ def evaluate(
         by_key[f.key] = replace(
             keep, first_seen=min(f.first_seen, old.first_seen), last_seen=max(f.last_seen, old.last_seen),
             state="open" if (f.is_open or old.is_open) else "resolved")
-    return sort_findings(attribute_slots(list(by_key.values()), history))
+    return sort_findings(attribute_slots([_onset(f, history) for f in by_key.values()], history))
 
 
 def _family(f: Finding) -> str | None:
@@ -174,22 +212,50 @@ def attribute_slots(findings: Sequence[Finding], history: FleetHistory) -> list[
     return out
 
 
-def node_verdicts(findings: Iterable[Finding], nodes: Iterable[str] | None = None) -> dict[str, str]:
-    """pass / warn / fail per node from its open findings.
+def reachability(history: FleetHistory) -> dict[str, str]:
+    """The nodes that do not answer now: node -> "unknown" (never answered) or "unreachable".
+
+    Unreachable: the node answered once, and its latest poll failed or its
+    last outage is still open. This is the state right after an agent dies,
+    before the node-unreachable finding's threshold is reached.
+    """
+    out: dict[str, str] = {}
+    for node in history.nodes:
+        if node.last_ok is None:
+            out[node.name] = "unknown"
+        elif ((node.last_attempt is not None and node.last_attempt > node.last_ok)
+              or (node.outages and node.outages[-1].end is None)):
+            out[node.name] = "unreachable"
+    return out
+
+
+def node_verdicts(findings: Iterable[Finding], nodes: Iterable[str] | None = None,
+                  reach: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A verdict of :data:`VERDICTS` per node from its open findings and reachability.
 
     fail: an open critical finding; warn: an open warning; pass: otherwise
-    (info and resolved findings never change a verdict). Nodes given in
-    ``nodes`` but without findings pass; the result is ordered by node name.
+    (info and resolved findings never change a verdict). ``reach`` (see
+    :func:`reachability`) overrides: "unknown" for a node never reached,
+    "unreachable" for one not answering now; an open node-unreachable finding
+    also makes a node unreachable. Nodes given in ``nodes`` but without
+    findings pass; the result is ordered by node name.
     """
     verdict: dict[str, str] = {n: "pass" for n in (nodes or ())}
+    down: dict[str, str] = {}
     for f in findings:
         current = verdict.setdefault(f.node, "pass")
         if not f.is_open:
             continue
+        if f.kind == "node-unreachable":
+            down.setdefault(f.node, "unreachable")
         if f.severity == Severity.CRITICAL:
             verdict[f.node] = "fail"
         elif f.severity == Severity.WARNING and current != "fail":
             verdict[f.node] = "warn"
+    down.update(reach or {})
+    for name, state in down.items():
+        if name in verdict:
+            verdict[name] = state
     return {n: verdict[n] for n in sorted(verdict, key=hostlist.sort_key)}
 
 
@@ -238,7 +304,7 @@ class ReportResult:
     Attributes:
         now, since: the window (Unix s).
         group: the group reported on, or None for the whole fleet.
-        verdicts: node -> "pass" / "warn" / "fail".
+        verdicts: node -> one of :data:`VERDICTS`.
         findings: every finding in scope (open and resolved), sorted.
         new, resolved, worsened: changes since the previous report.
         summary: :func:`fleet_summary`.
@@ -258,14 +324,15 @@ class ReportResult:
 
     @property
     def status(self) -> str:
-        """The worst verdict: "fail", "warn" or "pass"."""
+        """The worst verdict (:data:`VERDICTS` order); "pass" for no nodes."""
         values = set(self.verdicts.values())
-        return "fail" if "fail" in values else "warn" if "warn" in values else "pass"
+        return next((v for v in VERDICTS if v in values), "pass")
 
     @property
     def critical(self) -> bool:
-        """Whether any open critical finding is in the report."""
-        return any(f.is_open and f.severity == Severity.CRITICAL for f in self.findings)
+        """Whether any open critical finding is in the report, or a node is unreachable or unknown."""
+        return any(f.is_open and f.severity == Severity.CRITICAL for f in self.findings) or any(
+            v in ("unreachable", "unknown") for v in self.verdicts.values())
 
 
 def _in_group(history: FleetHistory, group: str | None) -> list[str]:
@@ -279,7 +346,9 @@ def fleet_summary(
 
     Returns a dict: ``nodes``, ``gpus``, ``gpus_by_model`` (model -> count of
     cards present), ``driver_versions`` (version -> nodes), ``unreachable``
-    (nodes with an open node-unreachable finding, or no good poll), and
+    (nodes not answering now: an open node-unreachable finding, a failed
+    latest poll, or no good poll ever), ``never_reached`` (of those, the nodes
+    that never answered), and
     ``inventory_changes`` (the window's inventory-change findings as
     ``{ts, node, gpu_uuid, change, before, after, summary}``).
     """
@@ -292,11 +361,11 @@ def fleet_summary(
             gpus += 1
     drivers: Counter[str] = Counter(
         n.driver_version or "unknown" for n in history.nodes if n.name in names)
+    reach = {n: v for n, v in reachability(history).items() if n in names}
     unreachable = sorted(
         {f.node for f in findings if f.kind == "node-unreachable" and f.is_open and f.node in names}
-        | {n.name for n in history.nodes if n.name in names and n.last_ok is None
-           and n.last_attempt is not None},
-        key=hostlist.sort_key)
+        | set(reach), key=hostlist.sort_key)
+    never = sorted((n for n, v in reach.items() if v == "unknown"), key=hostlist.sort_key)
     changes = [
         {"ts": f.first_seen, "node": f.node, "gpu_uuid": f.gpu_uuid,
          "change": f.evidence.get("change"), "before": f.evidence.get("before"),
@@ -310,6 +379,7 @@ def fleet_summary(
         "gpus_by_model": dict(sorted(models.items(), key=lambda kv: (-kv[1], kv[0]))),
         "driver_versions": dict(sorted(drivers.items(), key=lambda kv: (-kv[1], kv[0]))),
         "unreachable": unreachable,
+        "never_reached": never,
         "inventory_changes": changes,
     }
 
@@ -343,7 +413,8 @@ def report(
     new, resolved, worsened = diff_findings(prev_mine, mine)
     return ReportResult(
         now=history.now, since=history.since, group=group,
-        verdicts=node_verdicts(mine, names), findings=tuple(sort_findings(mine)),
+        verdicts=node_verdicts(mine, names, {n: v for n, v in reachability(history).items() if n in scope}),
+        findings=tuple(sort_findings(mine)),
         new=tuple(new), resolved=tuple(resolved), worsened=tuple(worsened),
         summary=fleet_summary(history, mine, group),
         previous=bool(previous) if has_previous is None else has_previous,
@@ -523,6 +594,7 @@ def preflight(
         if f.last_seen >= since:
             by_node[f.node].append(f)
     result = []
+    reach = reachability(history)
     for name in names:
         node = history.node(name)
         if node is None:
@@ -538,8 +610,12 @@ def preflight(
                     reasons.append(f"{f.summary} [{f.kind}]")
                 else:
                     warnings.append(f"{f.summary} [{f.kind}]")
-        if node.last_ok is None and not any("node-unreachable" in r for r in reasons):
-            reasons.append("no successful poll in the window [node-unreachable]")
+        state = reach.get(name)
+        if state == "unknown":
+            reasons.insert(0, "never reached: no successful poll yet [node-unreachable]")
+        elif state == "unreachable" and not any("[node-unreachable, open]" in r for r in reasons):
+            reasons.append(f"unreachable now: the latest poll failed ({node.last_error or 'no answer'}) "
+                           "[node-unreachable]")
         ecc, power = _ecc_power(history, name)
         result.append(NodePreflight(
             name, not reasons, tuple(reasons), tuple(warnings), ecc, power,

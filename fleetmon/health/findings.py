@@ -18,15 +18,19 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from fleetmon.vocab import Severity
+from fleetmon.vocab import Severity, severity_rank
 
 __all__ = [
     "KINDS",
+    "KIND_PRIORITY",
     "SEVERITIES",
     "STATES",
     "Finding",
     "finding_key",
+    "kind_priority",
+    "kind_priority_markdown",
     "kinds_markdown",
+    "worst_order",
 ]
 
 SEVERITIES: tuple[str, ...] = tuple(Severity.most_severe_first())
@@ -49,9 +53,12 @@ class KindInfo:
 
 KINDS: dict[str, KindInfo] = {k.name: k for k in (
     KindInfo("driver-mismatch", "node", "warning (info when the group has no majority)",
-             "The node's NVIDIA driver or CUDA driver version differs from its group's expected "
-             "version, or from the group's majority when none is set.",
-             "field (driver/cuda), version, expected, basis (expected/majority), group"),
+             "The node's NVIDIA driver (or, with the same driver, its CUDA driver) differs from its "
+             "group's expected version, or from the group's majority when none is set; an ungrouped "
+             "node is compared with the ungrouped nodes of the same GPU model. One finding per node; "
+             "the advice never names a driver older than the oldest that supports the card.",
+             "field (driver/cuda), version, expected, basis (expected/majority), group, peers "
+             "(group/model), model, cuda_version, min_driver"),
     KindInfo("vbios-mismatch", "gpu", "warning (info without a majority)",
              "A card's VBIOS differs from the majority of cards of the same model in its group.",
              "vbios, expected, model, group, peers"),
@@ -119,6 +126,40 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
              "A card was added, removed or moved, or a version changed.",
              "change, before, after"),
 )}
+
+
+KIND_PRIORITY: tuple[str, ...] = (
+    "node-unreachable", "gpu-lost", "gpu-missing", "ecc-uncorrectable", "row-remap", "retired-pages",
+    "xid", "power-brake", "power-instability", "temperature-high", "fan-stopped", "thermal-throttle",
+    "pcie-link-degraded", "pcie-replay", "ecc-correctable-storm", "node-flapping", "power-unreadable",
+    "power-capped", "derating", "driver-mismatch", "vbios-mismatch", "inventory-change",
+)
+"""Which of two findings of the same severity leads (a GPU's health label, the
+report's order): the one that can stop a job soonest and is least ambiguous
+first. Every kind of :data:`KINDS` is listed once (checked at import)."""
+
+if sorted(KIND_PRIORITY) != sorted(KINDS):  # pragma: no cover - guards the two tables
+    raise ValueError("KIND_PRIORITY must list every kind of KINDS once")
+_PRIORITY = {k: i for i, k in enumerate(KIND_PRIORITY)}
+
+
+def kind_priority(kind: str) -> int:
+    """Position of ``kind`` in :data:`KIND_PRIORITY` (0 leads; an unknown kind comes last)."""
+    return _PRIORITY.get(kind, len(KIND_PRIORITY))
+
+
+def worst_order(severity: str, kind: str, first_seen: float | None = None) -> tuple[int, int, float, str]:
+    """Sort key, worst first: severity, then :data:`KIND_PRIORITY`, then the earlier onset.
+
+    The one order for "the worst finding of a GPU or node" (the report, the
+    GUI's health column), so the same faults always give the same label.
+    """
+    onset = float("inf") if first_seen is None else float(first_seen)
+    try:
+        rank = severity_rank(severity)
+    except ValueError:  # a severity this build does not know (a newer database): after the known ones
+        rank = 0
+    return (-rank, kind_priority(kind), onset, kind)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,3 +247,8 @@ def kinds_markdown() -> str:
     for k in KINDS.values():
         lines.append(f"| `{k.name}` | {k.scope} | {k.severities} | {k.meaning} | {k.evidence} |")
     return "\n".join(lines) + "\n"
+
+
+def kind_priority_markdown() -> str:
+    """:data:`KIND_PRIORITY` as a numbered Markdown list (embedded in docs/findings.md)."""
+    return "".join(f"{i}. `{k}`\n" for i, k in enumerate(KIND_PRIORITY, 1))

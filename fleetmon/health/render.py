@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fleetmon import hostlist
-from fleetmon.health.engine import NodePreflight, PreflightResult, ReportResult
-from fleetmon.health.findings import Finding
+from fleetmon.health.engine import VERDICTS, NodePreflight, PreflightResult, ReportResult
+from fleetmon.health.findings import Finding, worst_order
 
 __all__ = [
     "EXIT_CRITICAL",
@@ -49,6 +49,41 @@ EXIT_ERROR = 1
 EXIT_CRITICAL = 2
 
 _SEV = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
+
+
+def _plural(count: int, word: str, words: str | None = None) -> str:
+    """"1 node", "3 nodes", "0 nodes"."""
+    return f"{count} {word if count == 1 else (words or word + 's')}"
+
+
+def _hosts(names: Sequence[str]) -> str:
+    """Host names as a readable hostlist: ``a, b, gpu[01-03,07]`` (a space after each top-level comma)."""
+    text = hostlist.compress(names)
+    out, depth = [], 0
+    for ch in text:
+        depth += ch == "["
+        depth -= ch == "]"
+        out.append(", " if ch == "," and depth == 0 else ch)
+    return "".join(out)
+
+
+def _worst_kinds(findings: Iterable[Finding], with_severity: bool = False) -> list[str]:
+    """Distinct kinds of ``findings``, worst first (:func:`worst_order`)."""
+    seen: dict[str, str] = {}
+    for f in sorted(findings, key=lambda f: worst_order(f.severity, f.kind, f.first_seen)):
+        seen.setdefault(f.kind, f"{f.kind} ({f.severity})" if with_severity else f.kind)
+    return list(seen.values())
+
+
+def _verdict_counts(verdicts: Mapping[str, str]) -> dict[str, int]:
+    values = list(verdicts.values())
+    return {v: values.count(v) for v in VERDICTS}
+
+
+def _counts_line(counts: Mapping[str, int]) -> str:
+    """"1 fail, 0 warn, 2 pass" and, where there are any, "1 unreachable", "1 unknown"."""
+    parts = [f"{counts.get(v, 0)} {v}" for v in VERDICTS if v in ("fail", "warn", "pass") or counts.get(v)]
+    return ", ".join(parts)
 
 
 def exit_status(result: ReportResult | PreflightResult | Iterable[Finding]) -> int:
@@ -130,7 +165,7 @@ def report_dict(result: ReportResult) -> dict[str, Any]:
         "exit_status": exit_status(result),
         "summary": {
             **result.summary,
-            "verdicts": {v: verdicts.count(v) for v in ("pass", "warn", "fail")},
+            "verdicts": {v: verdicts.count(v) for v in VERDICTS},
         },
         "nodes": nodes,
         "changes": {
@@ -151,8 +186,13 @@ def report_json(result: ReportResult) -> str:
     return json.dumps(report_dict(result), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _finding_line(f: Finding) -> str:
-    return f"  {_SEV[f.severity]}  {f.where():<18} {f.kind:<22} {f.summary}"
+def _finding_line(f: Finding, where_w: int = 18) -> str:
+    return f"  {_SEV[f.severity]}  {f.where():<{where_w}} {f.kind:<22} {f.summary}"
+
+
+def _where_width(findings: Iterable[Finding]) -> int:
+    """The Where column's width: 18, or the longest place so long names keep the columns aligned."""
+    return max([18, *(len(f.where()) for f in findings)])
 
 
 def _models_line(models: Mapping[str, int]) -> str:
@@ -166,17 +206,21 @@ def _drivers_line(drivers: Mapping[str, int]) -> str:
 def report_text(result: ReportResult) -> str:
     """The report as plain text for a terminal or a mail."""
     s = result.summary
-    counts = {v: list(result.verdicts.values()).count(v) for v in ("fail", "warn", "pass")}
+    counts = _verdict_counts(result.verdicts)
+    never = set(s.get("never_reached") or ())
+    down = [n for n in s.get("unreachable") or () if n not in never]
+    ww = _where_width([*result.findings, *result.new, *result.resolved, *result.worsened])
     out = [
         "fleetmon report" + (f" — group {result.group}" if result.group else ""),
         f"Window: {_short(result.since)} .. {_short(result.now)} UTC ({_span(result.now - result.since)})",
-        f"Status: {result.status.upper()} — {counts['fail']} fail, {counts['warn']} warn, "
-        f"{counts['pass']} pass ({s.get('nodes', 0)} nodes, {s.get('gpus', 0)} GPUs)",
+        f"Status: {result.status.upper()} — {_counts_line(counts)} "
+        f"({_plural(s.get('nodes', 0), 'node')}, {_plural(s.get('gpus', 0), 'GPU')})",
         "",
         "Fleet",
         f"  GPUs by model: {_models_line(s.get('gpus_by_model', {}))}",
         f"  Drivers:       {_drivers_line(s.get('driver_versions', {}))}",
-        f"  Unreachable:   {hostlist.compress(s['unreachable']) if s.get('unreachable') else 'none'}",
+        f"  Unreachable:   {_hosts(down) if down else 'none'}",
+        f"  Never reached: {_hosts(sorted(never, key=hostlist.sort_key)) if never else 'none'}",
         "",
     ]
     if result.previous:
@@ -184,7 +228,7 @@ def report_text(result: ReportResult) -> str:
         for title, items in (("New", result.new), ("Resolved", result.resolved),
                              ("Worsened", result.worsened)):
             out.append(f"  {title} ({len(items)})")
-            out += ["  " + _finding_line(f) for f in items]
+            out += ["  " + _finding_line(f, ww) for f in items]
     else:
         out.append("Changes: no previous report to compare with")
     inventory = s.get("inventory_changes", [])
@@ -198,24 +242,34 @@ def report_text(result: ReportResult) -> str:
     for f in result.findings:
         if f.is_open and f.severity != "info":
             by_node.setdefault(f.node, []).append(f)
-    for name, verdict in result.verdicts.items():
+    name_w = max([12, *(len(n) for n, v in result.verdicts.items() if v != "pass")])
+    verdict_w = max([4, *(len(v) for v in result.verdicts.values())])
+    for name, verdict in sorted(result.verdicts.items(),
+                                key=lambda kv: (VERDICTS.index(kv[1]), hostlist.sort_key(kv[0]))):
         if verdict == "pass":
             passing.append(name)
             continue
-        kinds = sorted({f"{f.kind} ({f.severity})" for f in by_node.get(name, ())})
-        out.append(f"  {verdict.upper():<4}  {name:<12} {', '.join(kinds)}")
-    out.append(f"  PASS  {len(passing)} node(s)" + (f": {hostlist.compress(passing)}" if passing else ""))
+        kinds = _worst_kinds(by_node.get(name, ()), with_severity=True)
+        if verdict == "unknown":
+            kinds = ["never reached: no evidence"]
+        elif verdict == "unreachable" and not any(k.startswith("node-unreachable") for k in kinds):
+            kinds = ["not answering now", *kinds]
+        out.append(f"  {verdict.upper():<{verdict_w}}  {name:<{name_w}} {', '.join(kinds)}".rstrip())
+    if passing:
+        out.append(f"  {'PASS':<{verdict_w}}  {_plural(len(passing), 'node')}: {_hosts(passing)}")
+    elif not result.verdicts:
+        out.append("  (no nodes)")
     out.append("")
     open_findings = [f for f in result.findings if f.is_open]
     resolved = [f for f in result.findings if not f.is_open]
     out.append(f"Open findings ({len(open_findings)})")
     for f in open_findings:
-        out.append(_finding_line(f))
+        out.append(_finding_line(f, ww))
         out.append(f"        since {_short(f.first_seen)}, last {_short(f.last_seen)}; action: {f.action}")
     out.append("")
     out.append(f"Resolved in the window ({len(resolved)})")
     for f in resolved:
-        out.append(_finding_line(f) + f"  (last {_short(f.last_seen)})")
+        out.append(_finding_line(f, ww) + f"  (last {_short(f.last_seen)})")
     out.append("")
     code = exit_status(result)
     out.append(f"Exit status: {code}" + (" (critical findings)" if code == EXIT_CRITICAL else ""))
@@ -260,6 +314,10 @@ def preflight_json(result: PreflightResult) -> str:
     return json.dumps(preflight_dict(result), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def _plural_days(days: float) -> str:
+    return f"{days:g} day" if days == 1 else f"{days:g} days"
+
+
 def _ecc_line(ecc: Mapping[str, Any]) -> str:
     if not ecc:
         return "ECC: no data"
@@ -282,7 +340,7 @@ def _power_line(power: Mapping[str, Any]) -> str:
 def preflight_text(result: PreflightResult) -> str:
     """The preflight as plain text."""
     out = [
-        f"fleetmon preflight — {len(result.nodes)} node(s), window {result.days:g} days "
+        f"fleetmon preflight — {_plural(len(result.nodes), 'node')}, window {_plural_days(result.days)} "
         f"({_short(result.since)} .. {_short(result.now)} UTC)",
         f"GO {len(result.go)}   NO-GO {len(result.no_go)}",
         f"Exclude: {result.exclude or '(none)'}",
@@ -307,8 +365,9 @@ def preflight_text(result: PreflightResult) -> str:
 _CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em;color:#222;font-size:14px}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;width:100%;margin:.5em 0}th,td{border:1px solid #ddd;padding:4px 6px;
-text-align:left;vertical-align:top}th{background:#f3f3f3}.meta{color:#555}
+table{border-collapse:collapse;width:100%;margin:.5em 0;table-layout:auto}th,td{border:1px solid #ddd;
+padding:4px 6px;text-align:left;vertical-align:top;word-break:normal;overflow-wrap:normal}
+th{background:#f3f3f3}.meta{color:#555}.nw{white-space:nowrap}.tok{overflow-wrap:anywhere}
 .b{display:inline-block;padding:1px 6px;border-radius:3px;font-weight:600;font-size:.85em}
 .critical,.fail,.no-go{background:#c62828;color:#fff}.warning,.warn{background:#f9a825;color:#000}
 .info{background:#90a4ae;color:#fff}.pass,.go{background:#2e7d32;color:#fff}
@@ -340,9 +399,10 @@ def _findings_table(findings: Sequence[Finding], resolved: bool = False) -> str:
     for f in findings:
         cls = ' class="resolved"' if resolved or not f.is_open else ""
         rows.append(
-            f"<tr{cls}><td>{_badge(f.severity)}</td><td>{_e(f.where())}</td><td><code>{_e(f.kind)}</code>"
-            f"</td><td>{_e(f.summary)}</td><td>{_e(_short(f.first_seen))}</td>"
-            f"<td>{_e(_short(f.last_seen))}</td><td class=\"small\">{_e(f.action)}</td></tr>")
+            f"<tr{cls}><td class=\"nw\">{_badge(f.severity)}</td><td class=\"tok\">{_e(f.where())}</td>"
+            f"<td class=\"nw\"><code>{_e(f.kind)}</code></td><td>{_e(f.summary)}</td>"
+            f"<td class=\"nw\">{_e(_short(f.first_seen))}</td><td class=\"nw\">{_e(_short(f.last_seen))}</td>"
+            f"<td class=\"small\">{_e(f.action)}</td></tr>")
     rows.append("</table>")
     return "\n".join(rows)
 
@@ -350,18 +410,21 @@ def _findings_table(findings: Sequence[Finding], resolved: bool = False) -> str:
 def report_html(result: ReportResult) -> str:
     """The report as one printable, self-contained HTML page."""
     s = result.summary
-    counts = {v: list(result.verdicts.values()).count(v) for v in ("fail", "warn", "pass")}
+    counts = _verdict_counts(result.verdicts)
+    never = set(s.get("never_reached") or ())
+    down = [n for n in s.get("unreachable") or () if n not in never]
     title = "fleetmon report" + (f" — group {result.group}" if result.group else "")
     body = [
         f"<h1>{_e(title)} {_badge(result.status)}</h1>",
         f'<p class="meta">Window {_e(_short(result.since))} .. {_e(_short(result.now))} UTC '
-        f"({_e(_span(result.now - result.since))}) · {counts['fail']} fail, {counts['warn']} warn, "
-        f"{counts['pass']} pass · {_e(s.get('nodes', 0))} nodes, {_e(s.get('gpus', 0))} GPUs · "
+        f"({_e(_span(result.now - result.since))}) · {_e(_counts_line(counts))} · "
+        f"{_e(_plural(s.get('nodes', 0), 'node'))}, {_e(_plural(s.get('gpus', 0), 'GPU'))} · "
         f"exit status {exit_status(result)}</p>",
         "<h2>Fleet</h2><table>",
         f"<tr><th>GPUs by model</th><td>{_e(_models_line(s.get('gpus_by_model', {})))}</td></tr>",
         f"<tr><th>Driver versions</th><td>{_e(_drivers_line(s.get('driver_versions', {})))}</td></tr>",
-        f"<tr><th>Unreachable</th><td>{_e(hostlist.compress(s['unreachable']) if s.get('unreachable') else 'none')}"
+        f"<tr><th>Unreachable</th><td>{_e(_hosts(down) if down else 'none')}</td></tr>",
+        f"<tr><th>Never reached</th><td>{_e(_hosts(sorted(never, key=hostlist.sort_key)) if never else 'none')}"
         "</td></tr></table>",
         "<h2>Changes since the previous report</h2>",
     ]
@@ -386,7 +449,11 @@ def report_html(result: ReportResult) -> str:
         if f.is_open and f.severity != "info":
             by_node.setdefault(f.node, []).append(f)
     for name, verdict in result.verdicts.items():
-        kinds = ", ".join(sorted({f.kind for f in by_node.get(name, ())}))
+        kinds = ", ".join(_worst_kinds(by_node.get(name, ())))
+        if verdict == "unknown":
+            kinds = "never reached: no evidence"
+        elif verdict == "unreachable" and "node-unreachable" not in kinds:
+            kinds = ", ".join(k for k in ("not answering now", kinds) if k)
         body.append(f"<tr><td>{_e(name)}</td><td>{_badge(verdict)}</td><td>{_e(kinds)}</td></tr>")
     body.append("</table>")
     body.append("<h2>Open findings</h2>")
@@ -401,7 +468,7 @@ def preflight_html(result: PreflightResult) -> str:
     title = "fleetmon preflight"
     body = [
         f"<h1>{_e(title)}</h1>",
-        f'<p class="meta">{len(result.nodes)} node(s), window {_e(f"{result.days:g}")} days '
+        f'<p class="meta">{_e(_plural(len(result.nodes), "node"))}, window {_e(_plural_days(result.days))} '
         f"({_e(_short(result.since))} .. {_e(_short(result.now))} UTC) · GO {len(result.go)} · "
         f"NO-GO {len(result.no_go)} · exit status {exit_status(result)}</p>",
         f"<p>Exclude: <code>{_e(result.exclude or '(none)')}</code></p>",

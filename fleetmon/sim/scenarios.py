@@ -517,7 +517,7 @@ def resolve(scenario: str | dict[str, Any]) -> NodeSpec:
     elif "*" in scenario or scenario.split("+")[0].split(";")[0].strip().lower() in PROFILES:
         name, entry = scenario, parse_composite(scenario)
     else:
-        raise KeyError(f"unknown scenario {scenario!r}; see scenario_names()")
+        raise KeyError(f"unknown scenario {scenario!r}; list them with `fleetmon agent --list-scenarios`")
     return _build(name, entry)
 
 

@@ -41,11 +41,12 @@ def test_report_text(scenario) -> None:
     previous = [f for f in findings if f.kind == "pcie-replay"]
     result = engine.report(history, previous_open=previous, findings=findings)
     text = render.report_text(result)
-    assert "Status: FAIL — 2 fail, 3 warn, 3 pass (8 nodes, 32 GPUs)" in text
+    assert "Status: FAIL — 1 fail, 1 unreachable, 3 warn, 3 pass (8 nodes, 32 GPUs)" in text
     assert "Unreachable:   gpu05" in text
     assert "  New (" in text and "  Resolved (0)" in text
-    assert "FAIL  gpu03" in text and "WARN  gpu07" in text
-    assert "PASS  3 node(s): gpu[01,04,06]" in text
+    assert re.search(r"^  FAIL +gpu03 ", text, re.M) and re.search(r"^  WARN +gpu07 ", text, re.M)
+    assert re.search(r"^  UNREACHABLE +gpu05 +node-unreachable \(critical\)", text, re.M)
+    assert re.search(r"^  PASS +3 nodes: gpu\[01,04,06\]$", text, re.M)
     assert text.rstrip().endswith("Exit status: 2 (critical findings)")
     assert render.exit_status(result) == render.EXIT_CRITICAL
 
@@ -58,8 +59,8 @@ def test_report_json_is_stable_and_documented(scenario) -> None:
     assert set(doc) == {"schema", "kind", "generated_at", "generated_at_iso", "since", "since_iso", "group",
                         "status", "exit_status", "summary", "nodes", "changes", "findings"}
     assert set(doc["summary"]) == {"nodes", "gpus", "gpus_by_model", "driver_versions", "unreachable",
-                                   "inventory_changes", "verdicts"}
-    assert doc["summary"]["verdicts"] == {"pass": 3, "warn": 3, "fail": 2}
+                                   "never_reached", "inventory_changes", "verdicts"}
+    assert doc["summary"]["verdicts"] == {"pass": 3, "warn": 3, "fail": 1, "unreachable": 1, "unknown": 0}
     assert doc["summary"]["gpus_by_model"] == {"NVIDIA A100-SXM4-80GB": 32}
     assert doc["changes"]["compared"] is False
     finding = doc["findings"][0]

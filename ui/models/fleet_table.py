@@ -73,11 +73,13 @@ class FleetTableModel(RowsTableModel[FleetRow]):
                     return f"unreachable: {r.last_error}"
                 return status
             if col == _LAST + 2:
-                return fmt.health(list(r.findings))
+                return fmt.health(list(r.findings), self._status(r))
         if role == Qt.ItemDataRole.ForegroundRole and col == _LAST + 1:
             return QBrush(QColor(fmt.STATUS_COLORS.get(self._status(r), "#000000")))
         if role == Qt.ItemDataRole.ForegroundRole and col == _LAST + 2:
             found = r.findings
+            if self._status(r) in ("unreachable", "unknown"):
+                return QBrush(QColor(fmt.STATUS_COLORS[self._status(r)]))
             worst = max((f[0] for f in found), key=fmt.severity_rank, default="")
             return QBrush(QColor(fmt.SEVERITY_COLORS.get(worst, "#2e7d32")))
         if role == Qt.ItemDataRole.TextAlignmentRole and (col == 1 or _FIRST <= col < _LAST):

@@ -42,6 +42,21 @@ def _array(values: Sequence[Any]) -> np.ndarray:
     return out
 
 
+def _set_curve(curve: pg.PlotDataItem, x: np.ndarray, y: np.ndarray) -> None:
+    """``setData`` with NaN gaps, or empty when no point is finite.
+
+    pyqtgraph takes ``nanmin``/``nanmax`` of the data for its bounds; an all-NaN
+    series (a reading the card does not support, a day without derating
+    figures) would print "All-NaN slice encountered" on the terminal at every
+    repaint, so such a curve is cleared instead.
+    """
+    finite = np.isfinite(x) & np.isfinite(y) if len(x) == len(y) else np.zeros(0, dtype=bool)
+    if not finite.any():
+        curve.setData([], [])
+        return
+    curve.setData(x, y, connect="finite")
+
+
 class GpuHistoryPlot(pg.GraphicsLayoutWidget):
     """Four plots (2×2) sharing a time axis: the per-minute mean, with the maximum in grey."""
 
@@ -88,18 +103,18 @@ class GpuHistoryPlot(pg.GraphicsLayoutWidget):
         """Show stored per-day ratios (the DERATING_SERIES figures of each day)."""
         x = _array([d.day for d in days])
         for key, _, _ in DERATING_SERIES:
-            self.derating_curves[key].setData(x, _array([getattr(d, key) for d in days]), connect="finite")
+            _set_curve(self.derating_curves[key], x, _array([getattr(d, key) for d in days]))
 
     def set_history(self, window: HistoryWindow, refs: Mapping[str, float | None] | None = None) -> None:
         """Show a window's rows (each: ts plus ``<gauge>_mean`` / ``<gauge>_max``); refs draw dashed limits."""
         x = _array(window.column("ts"))
         for key, _, _ in PANELS:
-            self.mean_curves[key].setData(x, _array(window.column(f"{key}_mean")), connect="finite")
-            self.max_curves[key].setData(x, _array(window.column(f"{key}_max")), connect="finite")
+            _set_curve(self.mean_curves[key], x, _array(window.column(f"{key}_mean")))
+            _set_curve(self.max_curves[key], x, _array(window.column(f"{key}_max")))
             ref = (refs or {}).get(key)
             line = self.ref_lines[key]
             line.setVisible(ref is not None)
             if ref is not None:
                 line.setValue(ref)
-        if len(x):
+        if np.isfinite(x).any():
             self.plots[PANELS[0][0]].setXRange(float(np.nanmin(x)), float(np.nanmax(x)), padding=0.02)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from fleetmon import specs
 from fleetmon.vocab import GpuState
 from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory, GpuHistory, NodeHistory
@@ -30,58 +31,106 @@ def _majority(values: Sequence[str]) -> tuple[str | None, Counter[str]]:
     return top[0][0], counts
 
 
-def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
-    """Driver and CUDA-driver versions that differ from the group (warning).
+def _node_model(history: FleetHistory, node: NodeHistory) -> str:
+    """The model most of the node's present cards are ("" without cards; ties: the first by name)."""
+    models = Counter(g.name for g in history.gpus_on(node.name) if g.state != GpuState.MISSING and g.name)
+    if not models:
+        return ""
+    return sorted(models.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
-    Compared with the group's ``expected_driver`` / ``expected_cuda_driver``,
-    or with the group's majority when none is set (a tie gives info findings).
-    Nodes without a group are compared among themselves.
+
+def _peers(history: FleetHistory, node: NodeHistory, model_of: dict[str, str]) -> tuple[list[NodeHistory], str]:
+    """The nodes ``node`` is judged with, and how they were chosen ("group" or "model").
+
+    A grouped node is judged with its group (a group is one driver set by
+    design); an ungrouped one with the ungrouped nodes whose cards are the
+    same model (a mixed pool runs one driver set per kind of card).
+    """
+    if node.group:
+        return [n for n in history.nodes if n.group == node.group], "group"
+    model = model_of[node.name]
+    return [n for n in history.nodes if not n.group and model_of[n.name] == model], "model"
+
+
+def _baseline(peers: Sequence[NodeHistory], attr: str, declared: str | None) -> tuple[str | None, str, Counter[str]]:
+    """``(expected, basis, counts)``: the declared version, else the peers' majority (None on a tie)."""
+    versions = [str(getattr(n, attr)) for n in peers if getattr(n, attr)]
+    counts: Counter[str] = Counter(versions)
+    if declared is not None:
+        return str(declared), "expected", counts
+    if len(versions) < 2:
+        return None, "none", counts
+    expected, counts = _majority(versions)
+    return expected, "majority", counts
+
+
+def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
+    """A node whose driver (or CUDA driver) differs from its peers: one finding per node (warning).
+
+    Peers: the node's group, compared with its ``expected_driver`` /
+    ``expected_cuda_driver``, or with the group's majority when none is set;
+    an ungrouped node is compared with the ungrouped nodes of the same GPU
+    model (never with the fleet at large: a mixed pool runs one driver per
+    kind of card). A tie gives info findings. A different driver implies a
+    different CUDA driver, so the CUDA version is only judged on its own when
+    the driver matches. The advice never names a driver older than the
+    oldest that supports the node's cards (:func:`fleetmon.specs.min_driver`).
     """
     t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
-    by_group: dict[str, list[NodeHistory]] = defaultdict(list)
-    for node in history.nodes:
-        by_group[node.group or ""].append(node)
     changed: dict[str, float] = {}
     for c in history.inventory_changes:
         if c.kind == "driver_changed":
             changed[c.node] = c.ts
-    for group, nodes in sorted(by_group.items()):
-        expect = history.groups.get(group)
+    model_of = {n.name: _node_model(history, n) for n in history.nodes}
+    for node in sorted(history.nodes, key=lambda n: n.name):
+        peers, chosen_by = _peers(history, node, model_of)
+        expect = history.groups.get(node.group or "")
+        model = model_of[node.name]
+        group_word = f"group {node.group}" if node.group else (
+            f"ungrouped {model} nodes" if model else "ungrouped nodes")
         for attr, label, expected_attr in (("driver_version", "driver", "expected_driver"),
                                            ("cuda_driver_version", "cuda", "expected_cuda_driver")):
-            versions = [str(getattr(n, attr)) for n in nodes if getattr(n, attr)]
-            expected = getattr(expect, expected_attr) if expect else None
-            basis = "expected"
-            counts: Counter[str] = Counter(versions)
+            version = getattr(node, attr)
+            if not version:
+                continue
+            version = str(version)
+            expected, basis, counts = _baseline(peers, attr, getattr(expect, expected_attr) if expect else None)
+            if basis == "none" or version == expected or (expected is None and len(counts) < 2):
+                continue
+            severity = "warning" if expected is not None else "info"
+            word = "CUDA driver" if label == "cuda" else "driver"
+            evidence: dict[str, object] = {
+                "field": label, "version": version, "expected": expected, "basis": basis,
+                "group": node.group or None, "peers": chosen_by, "model": model or None,
+                "versions": dict(sorted(counts.items()))}
+            if label == "driver" and node.cuda_driver_version:
+                evidence["cuda_version"] = str(node.cuda_driver_version)
+            floor = specs.min_driver(model) if (model and label == "driver") else None
+            if floor is not None:
+                evidence["min_driver"] = floor.version
+            too_old = (floor is not None and expected is not None
+                       and specs.version_key(expected) < specs.version_key(floor.version))
+            if too_old and floor is not None:
+                action = (f"Keep {version}: {expected} is older than the oldest driver for {floor.architecture} "
+                          f"cards ({floor.version}); raise the expected driver of {group_word} to at least "
+                          f"{floor.version}, or put this node in its own group")
+            elif expected is not None:
+                action = f"Install the {word} of {group_word} ({expected})"
+            else:
+                action = (f"Pick one {word} version for {group_word} and set it as expected_driver of "
+                          "their group in the fleet file")
             if expected is None:
-                if len(versions) < 2:
-                    continue
-                expected, counts = _majority(versions)
-                basis = "majority"
-            for node in nodes:
-                version = getattr(node, attr)
-                if not version:
-                    continue
-                version = str(version)
-                if expected is not None and version == str(expected):
-                    continue
-                if expected is None and len(counts) < 2:
-                    continue
-                severity = "warning" if expected is not None else "info"
-                word = "CUDA driver" if label == "cuda" else "driver"
-                summary = (f"{node.name}: {word} {version}, group {group or '(none)'} "
-                           + (f"expects {expected}" if expected else "has no majority"))
-                out.append(node_finding(
-                    history, node.name, "driver-mismatch", severity,
-                    changed.get(node.name, history.since), history.now,
-                    {"field": label, "version": version, "expected": expected, "basis": basis,
-                     "group": group or None, "versions": dict(sorted(counts.items()))},
-                    f"Install the group's {word} ({expected})" if expected else
-                    f"Pick one {word} version for group {group or '(none)'} and set it as "
-                    "expected_driver in the fleet file",
-                    summary, condition_resolve_s(t), discriminator=label, open_now=True,
-                ))
+                summary = f"{node.name}: {word} {version}, no majority among {group_word}"
+            else:
+                how = "declared for" if basis == "expected" else "majority of"
+                summary = f"{node.name}: {word} {version}, expected {expected} ({how} {group_word})"
+            out.append(node_finding(
+                history, node.name, "driver-mismatch", severity,
+                changed.get(node.name, history.since), history.now, evidence, action,
+                summary, condition_resolve_s(t), discriminator=label, open_now=True,
+            ))
+            break  # one finding per node: a different driver implies the CUDA version it ships
     return out
 
 
