@@ -118,6 +118,14 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
     KindInfo("inventory-change", "gpu / node", "info",
              "A card was added, removed or moved, or a version changed.",
              "change, before, after"),
+    KindInfo("data-unjudgeable", "gpu / node", "warning",
+             "Some checks could not judge this GPU's (or node's) stored data: a value of the wrong type "
+             "(an old database) made a rule fail; the rest of the fleet was judged.",
+             "rules, errors, suspect_values"),
+    KindInfo("uuid-conflict", "node", "critical",
+             "The node reports GPU UUIDs that another node reports at the same time; the cards stay with "
+             "that node and this node's records of them are not stored.",
+             "holder, uuids, gpus, dropped_records"),
 )}
 
 
