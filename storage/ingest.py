@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from sqlite_utils import Database
@@ -333,6 +333,7 @@ def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
                  f", events_cursor = {_cursor_expr('events_cursor', reset)}")
         params += [poll.minutes_cursor, poll.events_cursor]
     conn.execute(f"UPDATE nodes SET {sets} WHERE name = ?", (*params, node))
+    poll = _quarantine_claims(batch, poll)
     _inventory(batch, poll)
     for s in poll.latest:
         gid = batch.gpu_id(s.uuid, node, poll.ts, s.index)
@@ -358,6 +359,80 @@ def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
             (node, e.seq, e.ts, e.kind, e.uuid, e.pci_bus_id, e.code, e.message, _dumps(e.data) if e.data else None)
             for e in poll.events])
     return len(poll.minutes)
+
+
+CLAIM_WINDOW_S = 300.0
+"""A card is "currently present" on its node when that node answered, and the card was seen there,
+within this many seconds of another node's poll claiming its UUID."""
+
+CLAIM_REPORT_EVERY_S = 600.0
+"""While a claim conflict lasts, a ``uuid_conflict`` event is written when it starts and then at most
+this often (the health rule keeps its finding open for twice this after the last one)."""
+
+_CLAIM_SQL = """SELECT n.status, n.last_ok, max(coalesce(g.last_seen, 0), coalesce(l.seen, 0))
+                FROM gpus g JOIN nodes n ON n.name = g.node LEFT JOIN gpu_latest l ON l.gpu_id = g.id
+                WHERE g.id = ?"""
+_CLAIM_UPSERT_SQL = """
+    INSERT INTO gpu_claim_conflicts (node, gpu_uuid, holder, first_seen, last_seen, reported_at, dropped)
+    VALUES (?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (node, gpu_uuid) DO UPDATE SET holder = excluded.holder, last_seen = excluded.last_seen,
+        first_seen = CASE WHEN last_seen < excluded.last_seen - ? THEN excluded.first_seen ELSE first_seen END,
+        reported_at = excluded.reported_at, dropped = dropped + excluded.dropped"""
+
+
+def _quarantine_claims(batch: _Batch, poll: NodePoll) -> NodePoll:
+    """Drop the records of GPUs that another node reports at the same time; store the conflict.
+
+    A node that reports a GPU UUID already held by another node, while that
+    node answers and still reports the card (both within
+    :data:`CLAIM_WINDOW_S`), does not take the card over: the card's row
+    (its passport: node, slot, serial, history) stays with the holder, the
+    claimant's inventory entry, latest sample and minutes of that UUID are not
+    stored (``gpu_claim_conflicts.dropped`` counts them), and a
+    ``uuid_conflict`` event of the claimant names the holder (the
+    ``uuid-conflict`` finding). A real move (the card disappeared from its
+    node, or that node stopped answering) is recorded as a move, as before.
+    """
+    node, ts = poll.node, poll.ts
+    holders: dict[str, str] = {}
+    claimed = {g.uuid for g in poll.gpus} | {s.uuid for s in poll.latest} | {m.uuid for m in poll.minutes}
+    for uuid in claimed:
+        g = batch.gpus.get(uuid)
+        if g is None or g.node is None or g.node == node or g.state == GpuState.GONE:
+            continue
+        row = batch.conn.execute(_CLAIM_SQL, (g.id,)).fetchone()
+        if row is None:
+            continue
+        status, last_ok, seen = row
+        if status == "ok" and last_ok is not None and last_ok >= ts - CLAIM_WINDOW_S and seen >= ts - CLAIM_WINDOW_S:
+            holders[uuid] = g.node
+    if not holders:
+        return poll
+    conn = batch.conn
+    by_holder: dict[str, list[str]] = {}
+    for uuid, holder in sorted(holders.items()):
+        by_holder.setdefault(holder, []).append(uuid)
+    for holder, uuids in sorted(by_holder.items()):
+        marks = ", ".join("?" for _ in uuids)
+        last = conn.execute(f"""SELECT max(reported_at), min(last_seen) FROM gpu_claim_conflicts
+                                WHERE node = ? AND holder = ? AND gpu_uuid IN ({marks})""",
+                            (node, holder, *uuids)).fetchone()
+        due = last is None or last[0] is None or ts - last[0] >= CLAIM_REPORT_EVERY_S or (
+            last[1] is not None and last[1] < ts - CLAIM_WINDOW_S)
+        reported = ts if due else float(last[0])
+        dropped = {u: sum(1 for r in (*poll.gpus, *poll.latest, *poll.minutes) if r.uuid == u) for u in uuids}
+        conn.executemany(_CLAIM_UPSERT_SQL, [(node, u, holder, ts, ts, reported, dropped[u], CLAIM_WINDOW_S)
+                                             for u in uuids])
+        if due:
+            conn.execute(_EVENT_SQL, (
+                node, None, ts, "uuid_conflict", uuids[0], None, None,
+                f"node {node} reports GPU UUIDs already seen on node {holder} at the same time",
+                _dumps({"holder": holder, "uuids": uuids, "dropped": sum(dropped.values()),
+                        "repeat_s": CLAIM_REPORT_EVERY_S})))
+    keep = holders.keys()
+    return replace(poll, gpus=[g for g in poll.gpus if g.uuid not in keep],
+                   latest=[s for s in poll.latest if s.uuid not in keep],
+                   minutes=[m for m in poll.minutes if m.uuid not in keep])
 
 
 def _cursor_expr(column: str, reset: bool) -> str:
