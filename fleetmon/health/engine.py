@@ -25,7 +25,7 @@ from fleetmon.records import Status
 from fleetmon import hostlist
 from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory
-from fleetmon.health.isolate import isolated, run_isolated, unjudgeable_findings
+from fleetmon.health.isolate import Problem, isolated, run_isolated, unjudgeable_findings
 from fleetmon.health.rules import RULES, Rule
 from fleetmon.health.thresholds import Thresholds
 
@@ -97,7 +97,7 @@ def evaluate(
     t = thresholds if thresholds is not None else (
         history.thresholds if isinstance(history.thresholds, Thresholds) else Thresholds())
     found: list[Finding] = []
-    problems = []
+    problems: list[Problem] = []
     for rule in rules:
         got, trouble = run_isolated(rule, history, t)
         found.extend(got)
