@@ -27,16 +27,20 @@ The hot path (minute rows) is plain ``sqlite3.executemany`` of rows encoded by
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Iterable
 
 from sqlite_utils import Database
 
 from fleetmon.records import GpuInventory, NodePoll
 from fleetmon.vocab import GpuState
+from storage.boundary import RefusedPoll, check_poll
 from storage.db import transaction
 from storage.schema import LAYOUT, Layout
+
+log = logging.getLogger("fleetmon.storage")
 
 _SAMPLE_SQL = LAYOUT.insert_sql()
 _EVENT_SQL = """INSERT OR IGNORE INTO events (node, seq, ts, kind, gpu_uuid, pci_bus_id, code, message, data)
@@ -85,10 +89,7 @@ class _Batch:
                  gpus: dict[str, _Gpu] | None = None) -> None:
         self.conn = conn
         if gpus is None:
-            gpus = {}
-            for r in conn.execute("""SELECT id, uuid, node, idx, pci_bus_id, serial, vbios, power_default_w,
-                                            power_enforced_w, state, inventory IS NOT NULL FROM gpus"""):
-                gpus[r[1]] = _Gpu(*[*r[:10], bool(r[10])])
+            gpus = _load_gpus(conn)
         # The stored GPU rows as of the last committed batch (this process is the only writer).
         self.gpus: dict[str, _Gpu] = gpus
         # Nodes that already had cards: on any other node a card's first sighting is the node's
@@ -124,15 +125,71 @@ class _Batch:
             self.change(ts, uuid, node, "appeared", None, place_text(node, index, None))
         return g.id
 
+    def flush(self, layout: Layout) -> None:
+        """Write the rows gathered for the current node (inside its savepoint)."""
+        conn = self.conn
+        if self.poll_log_rows:
+            conn.executemany(_POLL_LOG_SQL, self.poll_log_rows)
+        if self.minute_rows:
+            before = conn.total_changes
+            conn.executemany(_SAMPLE_SQL if layout is LAYOUT else layout.insert_sql(), self.minute_rows)
+            if conn.total_changes != before and self.min_ts is not None:
+                conn.execute(_DIRTY_SQL, (self.min_ts,))
+        if self.latest_rows:
+            conn.executemany(_LATEST_SQL, self.latest_rows)
+        if self.state_rows:
+            conn.executemany("UPDATE gpus SET state = ? WHERE id = ?", self.state_rows)
+        if self.touched:
+            conn.executemany("UPDATE gpus SET last_seen = ? WHERE id = ?",
+                             [(ts, gid) for gid, ts in self.touched.items()])
+        if self.changes:
+            conn.executemany(_CHANGE_SQL, self.changes)
+        self._clear()
+
+    def _clear(self) -> None:
+        self.touched = {}
+        self.changes = []
+        self.minute_rows = []
+        self.latest_rows = []
+        self.poll_log_rows = []
+        self.state_rows = []
+        self.min_ts = None
+
+    def forget(self) -> None:
+        """After a rollback to the node's savepoint: drop its rows and reread what it changed in memory."""
+        self._clear()
+        self.seen.clear()
+        self.gpus = _load_gpus(self.conn)
+
+
+def _load_gpus(conn: sqlite3.Connection) -> dict[str, _Gpu]:
+    gpus: dict[str, _Gpu] = {}
+    for r in conn.execute("""SELECT id, uuid, node, idx, pci_bus_id, serial, vbios, power_default_w,
+                                    power_enforced_w, state, inventory IS NOT NULL FROM gpus"""):
+        gpus[r[1]] = _Gpu(*[*r[:10], bool(r[10])])
+    return gpus
+
 
 # One encoder for every latest sample: json.dumps with non-default arguments builds a new encoder per call.
 _LATEST_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
-def ingest_polls(db: Database, polls: Iterable[NodePoll], layout: Layout = LAYOUT) -> int:
+def ingest_polls(db: Database, polls: Iterable[NodePoll], layout: Layout = LAYOUT,
+                 refused: dict[str, str] | None = None) -> int:
     """Store a batch of polls in one transaction; returns the number of minute rows offered.
 
     ``layout`` is the stored form of the field catalog (storage.schema.LAYOUT).
+
+    Each node's answer is written under a savepoint of its own: one that the
+    store cannot keep (a wrong type, see :mod:`storage.boundary`; an integer
+    outside SQLite's 64-bit range; text that is not valid Unicode; any other
+    error of that node's data) is rolled back alone and recorded as a failed
+    poll of that node with a one-line reason (``nodes.status`` 'unreachable',
+    ``nodes.last_error``, ``poll_log.error``: the path of an agent that did
+    not answer), so its cursors stay put and the next poll fetches the same
+    records again. The other nodes' records and cursors commit. ``refused``
+    (if given) receives node -> reason for each such node; without it the
+    reason is logged here (the collector passes a dict and logs it itself).
 
     Raises:
         StorageError: the database cannot be written (disk full, read-only,
@@ -140,33 +197,90 @@ def ingest_polls(db: Database, polls: Iterable[NodePoll], layout: Layout = LAYOU
     """
     offered = 0
     seen: dict[str, tuple[Any, ...]] = db.__dict__.setdefault("_fleetmon_inventory_seen", {})
+    out = refused if refused is not None else {}
     try:
         with transaction(db) as conn:
             batch = _Batch(conn, seen, db.__dict__.get("_fleetmon_gpus"))
             for poll in polls:
-                offered += _ingest_one(batch, poll, layout)
-            if batch.poll_log_rows:
-                conn.executemany(_POLL_LOG_SQL, batch.poll_log_rows)
-            if batch.minute_rows:
-                before = conn.total_changes
-                conn.executemany(_SAMPLE_SQL if layout is LAYOUT else layout.insert_sql(), batch.minute_rows)
-                if conn.total_changes != before and batch.min_ts is not None:
-                    conn.execute(_DIRTY_SQL, (batch.min_ts,))
-            if batch.latest_rows:
-                conn.executemany(_LATEST_SQL, batch.latest_rows)
-            if batch.state_rows:
-                conn.executemany("UPDATE gpus SET state = ? WHERE id = ?", batch.state_rows)
-            if batch.touched:
-                conn.executemany("UPDATE gpus SET last_seen = ? WHERE id = ?",
-                                 [(ts, gid) for gid, ts in batch.touched.items()])
-            if batch.changes:
-                conn.executemany(_CHANGE_SQL, batch.changes)
+                offered += _ingest_isolated(batch, poll, layout, out, log_it=refused is None)
     except BaseException:
         # Nothing of the batch was stored: forget what it changed in the caches.
         seen.clear()
         db.__dict__.pop("_fleetmon_gpus", None)
         raise
     db.__dict__["_fleetmon_gpus"] = batch.gpus
+    return offered
+
+
+_DATABASE_FAULTS = frozenset({
+    sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_NOMEM, sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_INTERRUPT, sqlite3.SQLITE_IOERR, sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_CANTOPEN, sqlite3.SQLITE_PROTOCOL, sqlite3.SQLITE_NOTADB, sqlite3.SQLITE_PERM,
+    sqlite3.SQLITE_ABORT,
+})
+"""Primary SQLite result codes that are the database's fault, not one node's data: the whole batch fails."""
+
+
+def is_node_fault(exc: BaseException) -> bool:
+    """Whether ``exc`` (raised while writing one node's answer) is that answer's fault.
+
+    Not a node's fault: an sqlite3 error with a disk, I/O, lock, permission or
+    corruption code (the whole batch fails and is retried), and anything that
+    is not an ``Exception`` (KeyboardInterrupt, MemoryError).
+    """
+    if isinstance(exc, MemoryError) or not isinstance(exc, Exception):
+        return False
+    if isinstance(exc, sqlite3.Error):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is None:
+            low = str(exc).lower()
+            return not any(w in low for w in ("full", "disk", "i/o", "locked", "busy", "readonly", "read-only",
+                                              "malformed", "not a database", "unable to open"))
+        return (int(code) & 0xFF) not in _DATABASE_FAULTS
+    return True
+
+
+def refusal_reason(exc: BaseException) -> str:
+    """One short line: why a node's answer was not stored."""
+    if isinstance(exc, RefusedPoll):
+        what = str(exc)
+    else:
+        lines = str(exc).strip().splitlines()
+        what = f"{type(exc).__name__}: {lines[0] if lines else 'no detail'}"
+    return "storage refused the answer: " + ascii(what)[1:-1][:300]
+
+
+def _ingest_isolated(batch: _Batch, poll: NodePoll, layout: Layout, refused: dict[str, str], *,
+                     log_it: bool) -> int:
+    """One node's answer under a savepoint; a fault of its data costs that answer alone."""
+    conn = batch.conn
+    conn.execute("SAVEPOINT fleetmon_node")
+    try:
+        check_poll(poll)
+        offered = _ingest_one(batch, poll, layout)
+        batch.flush(layout)
+    except Exception as exc:
+        if not is_node_fault(exc) or not conn.in_transaction:
+            raise
+        conn.execute("ROLLBACK TO fleetmon_node")
+        batch.forget()
+        reason = refusal_reason(exc)
+        refused[poll.node] = reason
+        if log_it:
+            log.warning("node %s: %s", poll.node, reason)
+        failed = NodePoll(node=poll.node, url=poll.url, ts=poll.ts, ok=False, group=poll.group, error=reason,
+                          duration_ms=poll.duration_ms)
+        try:
+            _ingest_one(batch, failed, layout)
+            batch.flush(layout)
+        except Exception as again:  # the node's url/group themselves cannot be stored
+            if not is_node_fault(again):
+                raise
+            conn.execute("ROLLBACK TO fleetmon_node")
+            batch.forget()
+        conn.execute("RELEASE fleetmon_node")
+        return 0
+    conn.execute("RELEASE fleetmon_node")
     return offered
 
 
@@ -219,6 +333,7 @@ def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
                  f", events_cursor = {_cursor_expr('events_cursor', reset)}")
         params += [poll.minutes_cursor, poll.events_cursor]
     conn.execute(f"UPDATE nodes SET {sets} WHERE name = ?", (*params, node))
+    poll = _quarantine_claims(batch, poll)
     _inventory(batch, poll)
     for s in poll.latest:
         gid = batch.gpu_id(s.uuid, node, poll.ts, s.index)
@@ -244,6 +359,81 @@ def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
             (node, e.seq, e.ts, e.kind, e.uuid, e.pci_bus_id, e.code, e.message, _dumps(e.data) if e.data else None)
             for e in poll.events])
     return len(poll.minutes)
+
+
+CLAIM_WINDOW_S = 300.0
+"""A card is "currently present" on its node when that node answered, and the card was seen there,
+within this many seconds of another node's poll claiming its UUID."""
+
+CLAIM_REPORT_EVERY_S = 600.0
+"""While a claim conflict lasts, a ``uuid_conflict`` event is written when it starts and then at most
+this often (the health rule keeps its finding open for twice this after the last one)."""
+
+_CLAIM_SQL = """SELECT n.status, n.last_ok, max(coalesce(g.last_seen, 0), coalesce(l.seen, 0))
+                FROM gpus g JOIN nodes n ON n.name = g.node LEFT JOIN gpu_latest l ON l.gpu_id = g.id
+                WHERE g.id = ?"""
+_CLAIM_UPSERT_SQL = """
+    INSERT INTO gpu_claim_conflicts (node, gpu_uuid, holder, first_seen, last_seen, reported_at, dropped)
+    VALUES (?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT (node, gpu_uuid) DO UPDATE SET holder = excluded.holder, last_seen = excluded.last_seen,
+        first_seen = CASE WHEN last_seen < excluded.last_seen - ? THEN excluded.first_seen ELSE first_seen END,
+        reported_at = excluded.reported_at, dropped = dropped + excluded.dropped"""
+
+
+def _quarantine_claims(batch: _Batch, poll: NodePoll) -> NodePoll:
+    """Drop the records of GPUs that another node reports at the same time; store the conflict.
+
+    A node that reports a GPU UUID already held by another node, while that
+    node answers and still reports the card (both within
+    :data:`CLAIM_WINDOW_S`), does not take the card over: the card's row
+    (its passport: node, slot, serial, history) stays with the holder, the
+    claimant's inventory entry, latest sample and minutes of that UUID are not
+    stored (``gpu_claim_conflicts.dropped`` counts them), and a
+    ``uuid_conflict`` event of the claimant names the holder (the
+    ``uuid-conflict`` finding). A real move (the card disappeared from its
+    node, or that node stopped answering) is recorded as a move, as before.
+    """
+    node, ts = poll.node, poll.ts
+    holders: dict[str, str] = {}
+    claimed = {g.uuid for g in poll.gpus} | {s.uuid for s in poll.latest} | {m.uuid for m in poll.minutes}
+    for uuid in claimed:
+        g = batch.gpus.get(uuid)
+        if g is None or g.node is None or g.node == node or g.state == GpuState.GONE:
+            continue
+        row = batch.conn.execute(_CLAIM_SQL, (g.id,)).fetchone()
+        if row is None:
+            continue
+        status, last_ok, seen = row
+        if status == "ok" and last_ok is not None and last_ok >= ts - CLAIM_WINDOW_S and seen >= ts - CLAIM_WINDOW_S:
+            holders[uuid] = g.node
+    if not holders:
+        return poll
+    conn = batch.conn
+    by_holder: dict[str, list[str]] = {}
+    for uuid, holder in sorted(holders.items()):
+        by_holder.setdefault(holder, []).append(uuid)
+    for holder, uuids in sorted(by_holder.items()):
+        marks = ", ".join("?" for _ in uuids)
+        last = conn.execute(f"""SELECT max(reported_at), min(last_seen) FROM gpu_claim_conflicts
+                                WHERE node = ? AND holder = ? AND gpu_uuid IN ({marks})""",
+                            (node, holder, *uuids)).fetchone()
+        due = last is None or last[0] is None or ts - last[0] >= CLAIM_REPORT_EVERY_S or (
+            last[1] is not None and last[1] < ts - CLAIM_WINDOW_S)
+        reported = ts if due else float(last[0])
+        dropped = {u: sum(1 for r in poll.gpus if r.uuid == u) + sum(1 for s in poll.latest if s.uuid == u)
+                   + sum(1 for m in poll.minutes if m.uuid == u) for u in uuids}
+        conn.executemany(_CLAIM_UPSERT_SQL, [(node, u, holder, ts, ts, reported, dropped[u], CLAIM_WINDOW_S)
+                                             for u in uuids])
+        if due:
+            conn.execute(_EVENT_SQL, (
+                node, None, ts, "uuid_conflict", uuids[0], None, None,
+                f"node {node} reports GPU UUIDs already seen on node {holder} at the same time",
+                _dumps({"holder": holder, "uuids": uuids, "dropped": sum(dropped.values()),
+                        "repeat_s": CLAIM_REPORT_EVERY_S})))
+    keep = holders.keys()
+    return replace(poll, gpus=[g for g in poll.gpus if g.uuid not in keep],
+                   latest=[s for s in poll.latest if s.uuid not in keep],
+                   minutes=[m for m in poll.minutes if m.uuid not in keep])
 
 
 def _cursor_expr(column: str, reset: bool) -> str:

@@ -657,6 +657,10 @@ def m006_gpu_latest(db: Database) -> None:
     db.execute("UPDATE gpus SET latest = NULL, latest_ts = NULL")
 
 
+from storage.schema_claims import m007_gpu_claims  # noqa: E402 - a hand-written step kept in its own module
+_step("m007_gpu_claims")(m007_gpu_claims)
+
+
 # -- the default layout -----------------------------------------------------------------
 
 LAYOUT = Layout()

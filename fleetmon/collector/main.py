@@ -53,8 +53,14 @@ def run_collect(args: argparse.Namespace) -> int:
         collector = Collector(fleet, db, interval_s=args.interval)
         if args.once:
             polls = collector.collect_once()
+            # Exit 0 when the cycle was stored, even if some nodes failed (unreachable, or their
+            # answer refused by the client's checks or the store): those are recorded per node
+            # (nodes.last_error, poll_log) and named below; 1 only when storing failed altogether.
             bad = [p for p in polls if not p.ok]
-            print(f"polled {len(polls)} nodes: {len(polls) - len(bad)} ok, {len(bad)} unreachable")
+            refused = [p for p in bad if p.node in collector.refused]
+            note = f", {len(refused)} refused by the store" if refused else ""
+            print(f"polled {len(polls)} nodes: {len(polls) - len(bad)} ok, {len(bad) - len(refused)} unreachable"
+                  f"{note}")
             for p in bad:
                 print(f"  {p.node}: {p.error}", file=sys.stderr)
             return 0

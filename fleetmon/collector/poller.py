@@ -19,6 +19,9 @@ Backoff across cycles (per node):
   1, 2, 4, 8 …, where the cap keeps the time sat out at or below
   ``MAX_BACKOFF_S`` (5 minutes): at a 30 s interval, 10 cycles, so such a node
   is tried every 5.5 minutes;
+* an answer the store refuses (one node's data it cannot keep, see
+  :func:`storage.ingest.ingest_polls`) counts as a failed poll of that node,
+  with the store's reason; the other nodes' data of the cycle is stored;
 * one successful poll returns it to every cycle;
 * ``--once``, :meth:`Collector.poll_now` and the first cycle of a process try
   every node regardless.
@@ -103,6 +106,12 @@ def backoff_cycles(failures: int, interval_s: float, max_backoff_s: float = MAX_
     return min(1 << min(failures - 2, 30), cap)
 
 
+def _refused_poll(poll: NodePoll, reason: str) -> NodePoll:
+    """The failed poll that the store recorded for an answer it refused (see storage.ingest)."""
+    return NodePoll(node=poll.node, url=poll.url, ts=poll.ts, ok=False, group=poll.group, error=reason,
+                    duration_ms=poll.duration_ms)
+
+
 def _read_token(path: str) -> tuple[str | None, str | None]:
     """(token, None) or (None, one-line error): :func:`fleetmon.tokens.read_token_file`'s rules."""
     try:
@@ -135,6 +144,8 @@ class Collector:
         self.listeners: list[CycleListener] = [on_cycle] if on_cycle else []
         self.nodes: dict[str, NodeState] = {spec.name: NodeState() for spec in fleet.nodes}
         self.backlog: set[str] = set()
+        self.refused: set[str] = set()
+        """Nodes whose answer the store refused in some cycle of this run (``collect --once`` names them)."""
         self._scheduler: BackgroundScheduler | None = None
         self._ssl: Any = None  # the https agents' ssl argument, loaded once per cycle
         self._lock = threading.Lock()
@@ -238,8 +249,9 @@ class Collector:
                                          backlog=backlog, stats=stats))
             t_poll = self.last_poll_s = time.monotonic() - t0
             self.last_requests = stats.get("requests", 0)
+            refused: dict[str, str] = {}
             try:
-                ingest_polls(self.db, polls)
+                ingest_polls(self.db, polls, refused=refused)
                 self.last_error = None
             except Exception as exc:  # storage errors are reported; polling goes on next cycle
                 self.last_error = str(exc)
@@ -248,6 +260,11 @@ class Collector:
             finally:
                 self.cycles += 1
                 self.last_cycle_s = time.monotonic() - t0
+            if refused:
+                # The store kept none of these answers (recorded as failed polls with the reason):
+                # from here on they are failed polls, so backoff, logging and cursors treat them so.
+                polls = [_refused_poll(p, refused[p.node]) if p.node in refused else p for p in polls]
+                self.refused |= refused.keys()
             self._remember(targets, polls, backlog, only)
             self.maintain()
             failed = sum(1 for p in polls if not p.ok)

@@ -15,6 +15,7 @@ return data; the CLI and storage layers do the reading and writing.
 
 from __future__ import annotations
 
+import functools
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +27,7 @@ from fleetmon.records import Status
 from fleetmon import hostlist
 from fleetmon.health.findings import Finding, kind_priority
 from fleetmon.health.fleet import FleetHistory, GpuHistory
+from fleetmon.health.isolate import Problem, isolated, run_isolated, unjudgeable_findings
 from fleetmon.health.rules import RULES, Rule
 from fleetmon.health.thresholds import Thresholds
 
@@ -127,12 +129,19 @@ def evaluate(
     Returns:
         One finding per key (the most severe if two rules share one), with
         slot/card attribution in the evidence of PCIe and power findings.
+        A rule that raises on malformed data never stops the evaluation: it is
+        run again without the GPUs (or nodes) that break it, and each of those
+        gets a ``data-unjudgeable`` warning (see :mod:`fleetmon.health.isolate`).
     """
     t = thresholds if thresholds is not None else (
         history.thresholds if isinstance(history.thresholds, Thresholds) else Thresholds())
     found: list[Finding] = []
+    problems: list[Problem] = []
     for rule in rules:
-        found.extend(rule(history, t))
+        got, trouble = run_isolated(rule, history, t)
+        found.extend(got)
+        problems.extend(trouble)
+    found.extend(unjudgeable_findings(history, problems))
     by_key: dict[str, Finding] = {}
     for f in found:
         old = by_key.get(f.key)
@@ -360,7 +369,7 @@ def fleet_summary(
             models[gpu.name or "unknown"] += 1
             gpus += 1
     drivers: Counter[str] = Counter(
-        n.driver_version or "unknown" for n in history.nodes if n.name in names)
+        str(n.driver_version or "unknown") for n in history.nodes if n.name in names)
     reach = {n: v for n, v in reachability(history).items() if n in names}
     unreachable = sorted(
         {f.node for f in findings if f.kind == "node-unreachable" and f.is_open and f.node in names}
@@ -616,7 +625,14 @@ def preflight(
         elif state == "unreachable" and not any("[node-unreachable, open]" in r for r in reasons):
             reasons.append(f"unreachable now: the latest poll failed ({node.last_error or 'no answer'}) "
                            "[node-unreachable]")
-        ecc, power = _ecc_power(history, name)
+        # One card's malformed data must not cost the node (or the fleet) its preflight.
+        summary, problems, _ = isolated(functools.partial(_ecc_power, node=name), history, "ECC/power summary")
+        ecc, power = summary if summary is not None else ({}, {})
+        for p in problems:
+            gpu = history.gpu(p.gpu_uuid) if p.gpu_uuid else None
+            where = f"{name} gpu{gpu.index}" if gpu is not None and gpu.index is not None else p.gpu_uuid or name
+            warnings.append(f"{where}: could not judge its ECC/power data, left out of the summary below "
+                            f"({p.error}) [data-unjudgeable]")
         result.append(NodePreflight(
             name, not reasons, tuple(reasons), tuple(warnings), ecc, power,
             gpus=len([g for g in history.gpus_on(name) if g.state != GpuState.MISSING]),

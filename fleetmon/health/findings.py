@@ -125,14 +125,22 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
     KindInfo("inventory-change", "gpu / node", "info",
              "A card was added, removed or moved, or a version changed.",
              "change, before, after"),
+    KindInfo("data-unjudgeable", "gpu / node", "warning",
+             "Some checks could not judge this GPU's (or node's) stored data: a value of the wrong type "
+             "(an old database) made a rule fail; the rest of the fleet was judged.",
+             "rules, errors, suspect_values"),
+    KindInfo("uuid-conflict", "node", "critical",
+             "The node reports GPU UUIDs that another node reports at the same time; the cards stay with "
+             "that node and this node's records of them are not stored.",
+             "holder, uuids, gpus, dropped_records"),
 )}
 
 
 KIND_PRIORITY: tuple[str, ...] = (
-    "node-unreachable", "gpu-lost", "gpu-missing", "ecc-uncorrectable", "row-remap", "retired-pages",
+    "node-unreachable", "uuid-conflict", "gpu-lost", "gpu-missing", "ecc-uncorrectable", "row-remap", "retired-pages",
     "xid", "power-brake", "power-instability", "temperature-high", "fan-stopped", "thermal-throttle",
     "pcie-link-degraded", "pcie-replay", "ecc-correctable-storm", "node-flapping", "power-unreadable",
-    "power-capped", "derating", "driver-mismatch", "vbios-mismatch", "inventory-change",
+    "power-capped", "derating", "driver-mismatch", "vbios-mismatch", "inventory-change", "data-unjudgeable",
 )
 """Which of two findings of the same severity leads (a GPU's health label, the
 report's order): the one that can stop a job soonest and is least ambiguous

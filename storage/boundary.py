@@ -1,0 +1,122 @@
+"""Types checked again where a poll enters the store (issue 11, item 3).
+
+The collector's client validates every answer on the wire
+(:mod:`fleetmon.collector.validate`); storage does not trust that it ran: a
+poll built by other code (a test, a simulator, an older client) reaches
+:func:`storage.ingest.ingest_polls` directly. :func:`check_poll` looks at the
+values that become columns or are read back by the health rules as numbers:
+
+* the inventory (``/v1/node`` ``gpus``), the node description and the latest
+  samples: a value of the wrong type (a string in a numeric field, a number in
+  a text field, a boolean, infinity or NaN) refuses **that node's answer**:
+  :class:`RefusedPoll` with a one-line reason, the node's poll is recorded as
+  failed with it (like an unreachable agent) and nothing of the answer is
+  stored; the rest of the cycle is;
+* a minute's values are left to the compact encoder, which stores a value it
+  cannot scale as NULL (that value alone is rejected, the minute is kept; see
+  :meth:`storage.schema.Layout.encode_values_slow`); one that overflows
+  SQLite's 64-bit integers refuses the node's answer at the write.
+
+Storage imports no collector module: the field sets here are the store's own.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES
+from fleetmon.records import NodePoll
+
+__all__ = ["INVENTORY_NUMBERS", "INVENTORY_TEXTS", "NODE_TEXTS", "RefusedPoll", "check_poll"]
+
+INT64_MAX = 2**63 - 1
+
+INVENTORY_NUMBERS: frozenset[str] = frozenset((
+    "index", "memory_total_mib", "power_default_w", "power_min_w", "power_max_w", "power_enforced_w",
+    "max_sm_clock_mhz", "max_mem_clock_mhz", "pcie_max_gen", "pcie_max_width", "pcie_gpu_max_gen",
+    "pcie_gpu_max_width", "temp_slowdown_c", "temp_shutdown_c"))
+"""Inventory values the rules compare as numbers (power cap, PCIe maximum, slowdown temperature…)."""
+
+INVENTORY_TEXTS: frozenset[str] = frozenset((
+    "uuid", "name", "serial", "board_part_number", "vbios", "inforom_image", "inforom_oem", "inforom_ecc",
+    "inforom_power", "pci_bus_id", "pci_device_id", "pci_subsystem_id", "architecture", "compute_capability"))
+"""Inventory values stored or compared as text (VBIOS majority, serial passport, slot)."""
+
+NODE_TEXTS: frozenset[str] = frozenset((
+    "hostname", "driver_version", "nvml_version", "cuda_driver_version", "kernel", "os_release"))
+
+SAMPLE_NUMBERS: frozenset[str] = frozenset(GAUGE_NAMES + COUNTER_NAMES + STATE_NAMES)
+
+
+class RefusedPoll(ValueError):
+    """A node's answer holds a value the store will not keep; the message is the one-line reason."""
+
+
+def _show(v: Any) -> str:
+    text = ascii(v)
+    return text if len(text) <= 40 else text[:39] + "…"
+
+
+def _number(where: str, key: str, v: Any) -> None:
+    if v is None:
+        return
+    if isinstance(v, bool):
+        raise RefusedPoll(f"{where}: {key} {_show(v)} is not a number (bool)")
+    if isinstance(v, int):
+        if -INT64_MAX <= v <= INT64_MAX:
+            return
+        raise RefusedPoll(f"{where}: {key} {_show(v)} is outside the 64-bit integer range")
+    if isinstance(v, float):
+        if math.isfinite(v):
+            return
+        raise RefusedPoll(f"{where}: {key} {_show(v)} is not a finite number")
+    raise RefusedPoll(f"{where}: {key} {_show(v)} is not a number ({type(v).__name__})")
+
+
+def _text(where: str, key: str, v: Any) -> None:
+    if v is not None and not isinstance(v, str):
+        raise RefusedPoll(f"{where}: {key} {_show(v)} is not text ({type(v).__name__})")
+
+
+def _values(where: str, values: Any, numbers: Iterable[str], texts: Iterable[str] = ()) -> None:
+    if not isinstance(values, Mapping):
+        raise RefusedPoll(f"{where}: values {_show(values)} is not an object")
+    for key in numbers:
+        _number(where, key, values.get(key))
+    for key in texts:
+        _text(where, key, values.get(key))
+
+
+def check_poll(poll: NodePoll) -> None:
+    """Refuse a poll whose stored or judged values have the wrong type.
+
+    Raises:
+        RefusedPoll: the first problem found, as one line naming the record and the field.
+    """
+    if not poll.ok:
+        return
+    _number("poll", "ts", poll.ts)
+    _number("poll", "skew_s", poll.skew_s)
+    info = poll.info
+    if info is not None:
+        for key in ("hostname", "agent_version", "xid_source"):
+            _text("node", key, getattr(info, key, None))
+        _number("node", "started_at", info.started_at)
+        _values("node", info.values, ("gpu_count",), NODE_TEXTS)
+    for g in poll.gpus:
+        if not isinstance(g.uuid, str) or not g.uuid:
+            raise RefusedPoll(f"gpus: uuid {_show(g.uuid)} is not a GPU UUID")
+        where = f"gpu {_show(g.uuid)}"
+        if not isinstance(g.index, int) or isinstance(g.index, bool):
+            raise RefusedPoll(f"{where}: index {_show(g.index)} is not an integer")
+        _number(where, "index", g.index)
+        _text(where, "name", g.name)
+        _text(where, "state", g.state)
+        _values(where, g.values, INVENTORY_NUMBERS, INVENTORY_TEXTS)
+    for s in poll.latest:
+        where = f"latest {_show(s.uuid)}"
+        _text(where, "uuid", s.uuid)
+        _number(where, "ts", s.ts)
+        _values(where, s.values, SAMPLE_NUMBERS.intersection(s.values) if isinstance(s.values, Mapping) else ())
