@@ -126,11 +126,11 @@ class XidEvents:
         for index, fut in pending.items():
             if not fut.done():
                 continue
-            exc = fut.exception()
-            if exc is None:
+            failure = fut.exception()
+            if failure is None:
                 self.registered.add(index)
             else:
-                errors[index] = str(exc) or type(exc).__name__
+                errors[index] = str(failure) or type(failure).__name__
         return errors
 
     def wait(self, timeout_ms: int) -> XidNotice | EventWaitError | None:

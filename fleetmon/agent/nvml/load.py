@@ -28,7 +28,8 @@ def load_pynvml() -> ModuleType:
         raise NvmlUnavailable(
             "the pynvml module is missing: install nvidia-ml-py (pip install nvidia-ml-py)"
         ) from exc
-    return pynvml
+    module: ModuleType = pynvml  # untyped (no stubs): see PynvmlApi
+    return module
 
 
 PynvmlApi = Any

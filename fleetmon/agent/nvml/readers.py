@@ -320,9 +320,9 @@ def _read_throttle(r: _Reader, h: Any) -> None:
 
 def _field_value(fv: Any) -> float | None:
     """Extract the number of an nvmlFieldValue_t by its valueType."""
-    vt = getattr(fv, "valueType", None)
+    vt: object = getattr(fv, "valueType", None)
     v = fv.value
-    names = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+    names: dict[object, str] = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
     attr = names.get(vt, "uiVal")
     try:
         return float(getattr(v, attr))

@@ -347,7 +347,10 @@ class NvmlSession:
         for row in rows or []:
             try:
                 values = row.get("values") or {}
-                index = int(row.get("index", values.get("index")))
+                raw_index = row.get("index", values.get("index"))
+                if raw_index is None:
+                    continue  # no index: nothing to adopt it by
+                index = int(raw_index)
             except (TypeError, ValueError, AttributeError):
                 continue
             uuid = row.get("uuid") or values.get("uuid")
