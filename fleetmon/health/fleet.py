@@ -1,7 +1,7 @@
 """The health engine's input: a fleet's recorded history as frozen, pure data.
 
 Nothing here reads a database or a clock. The storage layer (or the
-synthetic generator in :mod:`fleetmon.sim.synthetic_history`) builds a
+synthetic generator in :mod:`fleetmon.sim.synthetic`) builds a
 :class:`FleetHistory` and hands it to :func:`fleetmon.health.engine.evaluate`;
 ``FleetHistory.now`` is the time the rules use. Each GPU's telemetry is a
 :class:`~fleetmon.health.series.Series` of minute rows and, for long

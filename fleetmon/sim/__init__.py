@@ -6,5 +6,5 @@
   and the GPU/node model in ``device``.
 * :mod:`fleetmon.sim.scenarios` - the scenario tables the simulated nodes run.
 * :mod:`fleetmon.sim.fleet` - many simulated agents served from one process (collector tests).
-* :mod:`fleetmon.sim.synthetic_history` - synthetic recorded history for the health tests and benchmarks.
+* :mod:`fleetmon.sim.synthetic` - synthetic recorded history for the health tests and benchmarks.
 """

@@ -134,7 +134,8 @@ def real_pynvml() -> ModuleType:
 def _names_used_by_the_boundary() -> tuple[set[str], set[str]]:
     root = Path(__file__).resolve().parents[2] / "fleetmon"
     # The boundary's own calls, and the simple fields' calls the field catalog declares for it.
-    src = (root / "agent" / "nvml.py").read_text() + (root / "fields.py").read_text()
+    boundary = sorted((root / "agent" / "nvml").glob("*.py"))  # the package's modules
+    src = "".join(p.read_text() for p in boundary) + (root / "fields.py").read_text()
     functions = set(re.findall(r'"(nvml(?:Device|System)\w+)"', src)) | {"nvmlInit", "nvmlShutdown"}
     constants = set(re.findall(r'"(NVML_\w+)"', src))
     return functions, constants

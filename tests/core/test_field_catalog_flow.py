@@ -139,7 +139,7 @@ def test_a_new_stored_field_needs_its_own_schema_step():
 
 
 def test_every_field_is_read_by_a_call_or_a_named_reader():
-    from fleetmon.agent import nvml
+    from fleetmon.agent.nvml import readers as nvml
 
     assert nvml.check_readers(CATALOG) is CATALOG
     readers = {f.reader for f in CATALOG if f.nvml is None}

@@ -117,7 +117,7 @@ def test_normalize_bus_id(raw: str, expected: str) -> None:
 
 def test_agent_and_xid_parser_share_the_normaliser() -> None:
     from fleetmon import xid
-    from fleetmon.agent import nvml
+    from fleetmon.agent.nvml import readers as nvml
 
     assert xid.normalize_pci is normalize_bus_id
     assert nvml.normalize_bus_id is normalize_bus_id

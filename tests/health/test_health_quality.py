@@ -22,7 +22,7 @@ import pytest
 
 from fleetmon.health import engine
 from fleetmon.health.findings import Finding
-from fleetmon.sim.synthetic_history import Label, SimFault, SimNode, SimSwap, generate, healthy_fleet
+from fleetmon.sim.synthetic import Label, SimFault, SimNode, SimSwap, generate, healthy_fleet
 
 NOW = 1_750_000_000 // 60 * 60
 ONSET = NOW - 600  # evaluated exactly 10 minutes after the onset
@@ -241,7 +241,7 @@ def test_healthy_fleet_of_64_nodes_over_7_days_has_no_alarm(quality: _QualityRep
                                         ("power-brake", "rtx4090"), ("derating", "a100")])
 def test_nothing_is_reported_before_the_onset(kind: str, model: str) -> None:
     """The same history cut one minute before the onset has no such finding (no premature alarm)."""
-    from fleetmon.sim.synthetic_history import with_now
+    from fleetmon.sim.synthetic import with_now
 
     history, labels = generate(_fleet(model), NOW, days=1, minute_hours=6, seed=7,
                                faults=[SimFault(kind, "node02", 1, ONSET)])

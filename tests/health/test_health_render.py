@@ -13,7 +13,7 @@ from fleetmon import hostlist
 from fleetmon.health import engine, render
 from fleetmon.health.findings import KINDS, Finding, kinds_markdown
 from fleetmon.health.thresholds import describe
-from fleetmon.sim.synthetic_history import SimFault, SimNode, generate
+from fleetmon.sim.synthetic import SimFault, SimNode, generate
 
 NOW = 1_750_000_000 // 60 * 60
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "findings.md"

@@ -1,19 +1,17 @@
 """Fault injection of the synthetic history: a card being generated and what each fault does to it.
 
-Part of :mod:`fleetmon.sim.synthetic_history`; split out by concern.
+Part of :mod:`fleetmon.sim.synthetic.generate`; split out by concern.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fleetmon.vocab import GpuState
 from fleetmon.records import Status
 from fleetmon.health.fleet import Placement
 from fleetmon.health.series import HOUR_S, MINUTE_S
-
-if TYPE_CHECKING:
-    from fleetmon.sim.synthetic_history import SimFault, SimModel
+from fleetmon.sim.synthetic.model import SimFault, SimModel
 
 
 # ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Column builders of the synthetic history: noise tables, per-minute and hourly columns, workloads.
 
-Part of :mod:`fleetmon.sim.synthetic_history` (which assembles cards, nodes and
+Part of :mod:`fleetmon.sim.synthetic.generate` (which assembles cards, nodes and
 faults from these); split out by concern, not meant to be used on its own.
 """
 
@@ -9,15 +9,13 @@ from __future__ import annotations
 import itertools
 import random
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fleetmon.vocab import GpuState
 from fleetmon.records import Status
 from fleetmon.fields import THROTTLE_NAMES
 from fleetmon.health.series import HOUR_S
-
-if TYPE_CHECKING:
-    from fleetmon.sim.synthetic_history import SimModel
+from fleetmon.sim.synthetic.model import SimModel
 
 SAMPLES = 12  # samples per minute (a 5 s agent interval)
 

@@ -1,0 +1,379 @@
+"""Reading one record: the per-field reader loop over the catalog, and the hand-written readers.
+
+A :class:`_Reader` collects the values and statuses of one record and
+classifies NVML errors into fleetmon.records.Status: a value; ``unsupported``
+(NOT_SUPPORTED, FUNCTION_NOT_FOUND, or a function this pynvml lacks: permanent,
+never an alarm); ``failed`` (any other error, or not answered in time);
+``gpu_lost`` (GPU_IS_LOST). Units follow fleetmon.fields (watts, °C, MiB, MHz,
+KB/s), not NVML's (mW, bytes …).
+
+The simple fields are read by one loop over the field catalog
+(:func:`read_fields`, one NVML call each, as :class:`fleetmon.fields.NvmlCall`
+declares); only calls that return several values, or reads with fallbacks,
+are hand-written (:data:`_READERS`, named by ``Field.reader``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Callable
+
+from fleetmon.agent.nvml.load import PynvmlApi
+from fleetmon.fields import ALL_FIELDS, CATALOG, Field, NvmlCall
+from fleetmon.pci import normalize_bus_id
+from fleetmon.records import Status
+
+log = logging.getLogger("fleetmon.nvml")
+
+_ARCH_NAMES = {
+    2: "kepler", 3: "maxwell", 4: "pascal", 5: "volta", 6: "turing", 7: "ampere",
+    8: "ada", 9: "hopper", 10: "blackwell",
+}
+_MIB = 1024 * 1024
+_OK = Status.OK.value
+_UNSUPPORTED = Status.UNSUPPORTED.value
+_FAILED = Status.FAILED.value
+_LOST = Status.GPU_LOST.value
+
+UNSUPPORTED_MEMO_S = 3600.0
+"""How long a NOT_SUPPORTED answer is remembered before the call is tried again."""
+
+SAMPLE_FIELDS: tuple[str, ...] = tuple(f.name for f in ALL_FIELDS)
+"""Every telemetry field :meth:`NvmlSession.read_sample` returns (fleetmon.fields names),
+for the default catalog (a session built with another one has its own ``sample_fields``).
+
+Besides these, a sample's values carry ``fan_speeds_pct`` (one value per fan,
+or None) so that one stuck fan of several is visible, not averaged away.
+"""
+
+
+# ---------------------------------------------------------------------------
+# Reading one record: error classification, deadlines, unsupported memo
+# ---------------------------------------------------------------------------
+
+
+class _Reader:
+    """Collects values and statuses for one record, classifying NVML errors.
+
+    Calls go by pynvml function name so that a pynvml without that function
+    reads as unsupported instead of raising AttributeError. After the
+    deadline no further call is made: the remaining fields read ``failed``.
+    """
+
+    __slots__ = ("nv", "values", "status", "lost", "calls", "deadline", "timed_out", "_memo", "_unsupported")
+
+    def __init__(self, nv: PynvmlApi, memo: set[tuple[str, str]], *, deadline: float | None = None,
+                 unsupported: dict[str, float] | None = None) -> None:
+        self.nv = nv
+        self.values: dict[str, Any] = {}
+        self.status: dict[str, str] = {}
+        self.lost = False
+        self.calls = 0
+        self.deadline = deadline
+        self.timed_out = False
+        self._memo = memo
+        self._unsupported = unsupported
+
+    def classify(self, exc: BaseException) -> Status:
+        """NVMLError → Status (NOT_SUPPORTED/FUNCTION_NOT_FOUND, GPU_IS_LOST, anything else)."""
+        nv = self.nv
+        if isinstance(exc, (getattr(nv, "NVMLError_NotSupported", ()),
+                            getattr(nv, "NVMLError_FunctionNotFound", ()))):
+            return Status.UNSUPPORTED
+        if isinstance(exc, getattr(nv, "NVMLError_GpuIsLost", ())):
+            return Status.GPU_LOST
+        return Status.FAILED
+
+    def mark(self, names: tuple[str, ...], status: str) -> None:
+        for n in names:
+            self.values[n] = None
+            self.status[n] = status
+
+    def call(self, names: str | tuple[str, ...], fn_name: str, *args: Any) -> Any:
+        """Call ``pynvml.<fn_name>(*args)``; on error mark every field in ``names`` and return None."""
+        if isinstance(names, str):
+            names = (names,)
+        if self.lost:
+            self.mark(names, _LOST)
+            return None
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            self.timed_out = True
+            self.mark(names, _FAILED)
+            return None
+        memo_key = names[0]
+        if self._unsupported is not None:
+            since = self._unsupported.get(memo_key)
+            if since is not None and time.monotonic() - since < UNSUPPORTED_MEMO_S:
+                self.mark(names, _UNSUPPORTED)
+                return None
+        fn = getattr(self.nv, fn_name, None)
+        if fn is None:  # an older pynvml without this function
+            self.mark(names, _UNSUPPORTED)
+            return None
+        self.calls += 1
+        try:
+            return fn(*args)
+        except self.nv.NVMLError as exc:
+            status = self.classify(exc)
+        except (TypeError, ValueError, OSError) as exc:  # binding and driver disagree
+            status = Status.FAILED
+            key = (fn_name, "binding")
+            if key not in self._memo:
+                self._memo.add(key)
+                log.warning("%s raised %s: %s", fn_name, type(exc).__name__, exc)
+        if status is Status.GPU_LOST:
+            self.lost = True
+        elif status is Status.UNSUPPORTED and self._unsupported is not None:
+            self._unsupported[memo_key] = time.monotonic()
+        self.mark(names, status.value)
+        key = (names[0], status.value)
+        if status is Status.FAILED and key not in self._memo:
+            self._memo.add(key)
+            log.info("reading %s failed", names[0])
+        return None
+
+    def set(self, name: str, fn_name: str, *args: Any, conv: Callable[[Any], Any] | None = None) -> None:
+        """Read one field: ``values[name] = conv(pynvml.<fn_name>(*args))``."""
+        raw = self.call(name, fn_name, *args)
+        if name in self.status:
+            return
+        try:
+            self.values[name] = conv(raw) if conv is not None else raw
+        except (TypeError, ValueError, AttributeError, IndexError) as exc:
+            log.debug("cannot convert %s=%r: %s", name, raw, exc)
+            self.mark((name,), _FAILED)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _mw(value: Any) -> float:
+    return round(float(value) / 1000.0, 3)
+
+
+def read_inventory(r: _Reader, h: Any) -> None:
+    """Read the static facts of one GPU (``nvidia-smi -q`` header part) into ``r``."""
+    nv = r.nv
+    r.set("name", "nvmlDeviceGetName", h, conv=_text)
+    r.set("uuid", "nvmlDeviceGetUUID", h, conv=_text)
+    r.set("serial", "nvmlDeviceGetSerial", h, conv=_text)
+    r.set("board_part_number", "nvmlDeviceGetBoardPartNumber", h, conv=_text)
+    r.set("vbios", "nvmlDeviceGetVbiosVersion", h, conv=_text)
+    r.set("inforom_image", "nvmlDeviceGetInforomImageVersion", h, conv=_text)
+    for key, const, default in (("inforom_oem", "NVML_INFOROM_OEM", 0), ("inforom_ecc", "NVML_INFOROM_ECC", 1),
+                                ("inforom_power", "NVML_INFOROM_POWER", 2)):
+        r.set(key, "nvmlDeviceGetInforomVersion", h, getattr(nv, const, default), conv=_text)
+    pci = r.call(("pci_bus_id", "pci_device_id", "pci_subsystem_id"), "nvmlDeviceGetPciInfo", h)
+    if pci is not None:
+        r.values["pci_bus_id"] = normalize_bus_id(_text(pci.busId))
+        r.values["pci_device_id"] = f"0x{int(pci.pciDeviceId):08X}"
+        r.values["pci_subsystem_id"] = f"0x{int(pci.pciSubSystemId):08X}"
+    r.set("architecture", "nvmlDeviceGetArchitecture", h, conv=lambda a: _ARCH_NAMES.get(int(a), f"arch{a}"))
+    r.set("compute_capability", "nvmlDeviceGetCudaComputeCapability", h, conv=lambda cc: f"{cc[0]}.{cc[1]}")
+    r.set("memory_total_mib", "nvmlDeviceGetMemoryInfo", h, conv=lambda m: int(m.total) // _MIB)
+    r.set("power_default_w", "nvmlDeviceGetPowerManagementDefaultLimit", h, conv=_mw)
+    cons = r.call(("power_min_w", "power_max_w"), "nvmlDeviceGetPowerManagementLimitConstraints", h)
+    if cons is not None:
+        r.values["power_min_w"] = _mw(cons[0])
+        r.values["power_max_w"] = _mw(cons[1])
+    r.set("power_enforced_w", "nvmlDeviceGetEnforcedPowerLimit", h, conv=_mw)
+    r.set("max_sm_clock_mhz", "nvmlDeviceGetMaxClockInfo", h, getattr(nv, "NVML_CLOCK_SM", 1), conv=int)
+    r.set("max_mem_clock_mhz", "nvmlDeviceGetMaxClockInfo", h, getattr(nv, "NVML_CLOCK_MEM", 2), conv=int)
+    r.set("pcie_max_gen", "nvmlDeviceGetMaxPcieLinkGeneration", h, conv=int)
+    r.set("pcie_max_width", "nvmlDeviceGetMaxPcieLinkWidth", h, conv=int)
+    r.set("pcie_gpu_max_gen", "nvmlDeviceGetGpuMaxPcieLinkGeneration", h, conv=int)
+    # NVML has a GPU-side maximum for the generation only; the width maximum it
+    # reports (nvmlDeviceGetMaxPcieLinkWidth) is the link's, in pcie_max_width.
+    r.mark(("pcie_gpu_max_width",), _UNSUPPORTED)
+    ecc = r.call(("ecc_mode_current", "ecc_mode_pending"), "nvmlDeviceGetEccMode", h)
+    if ecc is not None:
+        r.values["ecc_mode_current"] = bool(ecc[0])
+        r.values["ecc_mode_pending"] = bool(ecc[1])
+    r.set("persistence_mode", "nvmlDeviceGetPersistenceMode", h, conv=bool)
+    mig = r.call(("mig_mode_current", "mig_mode_pending"), "nvmlDeviceGetMigMode", h)
+    if mig is not None:
+        r.values["mig_mode_current"] = bool(mig[0])
+        r.values["mig_mode_pending"] = bool(mig[1])
+    r.set("temp_slowdown_c", "nvmlDeviceGetTemperatureThreshold", h,
+          getattr(nv, "NVML_TEMPERATURE_THRESHOLD_SLOWDOWN", 1), conv=int)
+    r.set("temp_shutdown_c", "nvmlDeviceGetTemperatureThreshold", h,
+          getattr(nv, "NVML_TEMPERATURE_THRESHOLD_SHUTDOWN", 0), conv=int)
+
+
+def read_fields(r: _Reader, h: Any, fields: tuple[Field, ...]) -> None:
+    """Read every telemetry field of ``fields`` into ``r``: the slow calls last, each reader once."""
+    slow: list[Field] = []
+    done: set[str] = set()
+    for f in fields:
+        if f.nvml is None:
+            if f.reader not in done:  # one call of a reader gives all of its fields
+                done.add(f.reader)
+                _READERS[f.reader](r, h)
+        elif f.nvml.slow:
+            slow.append(f)
+        else:
+            _read_simple(r, h, f.name, f.nvml)
+    for f in slow:
+        assert f.nvml is not None
+        _read_simple(r, h, f.name, f.nvml)
+
+
+# ---------------------------------------------------------------------------
+# The hand-written readers
+# ---------------------------------------------------------------------------
+
+
+def _read_utilization(r: _Reader, h: Any) -> None:
+    util = r.call(("util_gpu_pct", "util_mem_pct"), "nvmlDeviceGetUtilizationRates", h)
+    if util is not None:
+        r.values["util_gpu_pct"] = int(util.gpu)
+        r.values["util_mem_pct"] = int(util.memory)
+
+
+def _read_memory(r: _Reader, h: Any) -> None:
+    mem = r.call(("mem_used_mib", "mem_free_mib"), "nvmlDeviceGetMemoryInfo", h)
+    if mem is not None:
+        r.values["mem_used_mib"] = int(mem.used) // _MIB
+        r.values["mem_free_mib"] = int(mem.free) // _MIB
+
+
+def _read_remapped_rows(r: _Reader, h: Any) -> None:
+    rows = r.call(("remap_corr", "remap_unc", "remap_pending", "remap_failure"), "nvmlDeviceGetRemappedRows", h)
+    if rows is not None:
+        r.values["remap_corr"] = int(rows[0])
+        r.values["remap_unc"] = int(rows[1])
+        r.values["remap_pending"] = int(bool(rows[2]))
+        r.values["remap_failure"] = int(bool(rows[3]))
+
+
+def _read_mem_temp(r: _Reader, h: Any) -> None:
+    nv = r.nv
+    field_id = getattr(nv, "NVML_FI_DEV_MEMORY_TEMP", None)
+    if field_id is None:
+        r.mark(("mem_temp_c",), _UNSUPPORTED)
+        return
+    res = r.call("mem_temp_c", "nvmlDeviceGetFieldValues", h, [field_id])
+    if res is None:
+        return
+    try:
+        fv = res[0]
+    except (IndexError, TypeError):
+        r.mark(("mem_temp_c",), _FAILED)
+        return
+    ret = getattr(fv, "nvmlReturn", 0)
+    if ret != 0:
+        if ret == getattr(nv, "NVML_ERROR_NOT_SUPPORTED", 3):
+            st = _UNSUPPORTED
+            if r._unsupported is not None:
+                r._unsupported.setdefault("mem_temp_c", time.monotonic())
+        elif ret == getattr(nv, "NVML_ERROR_GPU_IS_LOST", 15):
+            st = _LOST
+            r.lost = True
+        else:
+            st = _FAILED
+        r.mark(("mem_temp_c",), st)
+        return
+    value = _field_value(fv)
+    # dcgm-exporter fixtures show boards that report 0 for memory temperature.
+    if value is None or value <= 0:
+        r.mark(("mem_temp_c",), _UNSUPPORTED)
+    else:
+        r.values["mem_temp_c"] = value
+
+
+def _read_fans(r: _Reader, h: Any) -> None:
+    n = r.call("fan_pct", "nvmlDeviceGetNumFans", h)
+    r.values["fan_speeds_pct"] = None
+    if n is None:
+        return
+    if int(n) == 0:
+        r.mark(("fan_pct",), _UNSUPPORTED)
+        return
+    speeds = []
+    for i in range(int(n)):
+        s = r.call("fan_pct", "nvmlDeviceGetFanSpeed_v2", h, i)
+        if s is None:
+            r.values["fan_speeds_pct"] = None
+            return
+        speeds.append(int(s))
+    r.values["fan_pct"] = round(sum(speeds) / len(speeds), 1)
+    r.values["fan_speeds_pct"] = speeds
+
+
+def _read_throttle(r: _Reader, h: Any) -> None:
+    """Clocks-event reasons: the 535+ name first, then the older throttle name."""
+    value = r.call("throttle_mask", "nvmlDeviceGetCurrentClocksEventReasons", h)
+    if value is not None:
+        r.values["throttle_mask"] = int(value)
+        return
+    if r.status.get("throttle_mask") != _UNSUPPORTED:
+        return
+    del r.status["throttle_mask"]
+    if r._unsupported is not None:
+        r._unsupported.pop("throttle_mask", None)  # the memo key is shared by both names
+    r.set("throttle_mask", "nvmlDeviceGetCurrentClocksThrottleReasons", h, conv=int)
+
+
+def _field_value(fv: Any) -> float | None:
+    """Extract the number of an nvmlFieldValue_t by its valueType."""
+    vt: object = getattr(fv, "valueType", None)
+    v = fv.value
+    names: dict[object, str] = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+    attr = names.get(vt, "uiVal")
+    try:
+        return float(getattr(v, attr))
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+_READERS: dict[str, Callable[[_Reader, Any], None]] = {
+    "_read_mem_temp": _read_mem_temp,
+    "_read_fans": _read_fans,
+    "_read_utilization": _read_utilization,
+    "_read_memory": _read_memory,
+    "_read_throttle": _read_throttle,
+    "_read_remapped_rows": _read_remapped_rows,
+}
+"""The hand-written readers the catalog names (``Field.reader``): calls that give several
+fields, or reads with fallbacks. Every other field is read by :func:`_read_simple`."""
+
+_CONVERSIONS: dict[str, Callable[[Any], Any]] = {
+    "int": int,
+    "milli": lambda v: _mw(v),
+    "count": len,
+    "flag": lambda v: int(bool(v)),
+}
+"""fleetmon.fields.CONVERSIONS, implemented."""
+
+
+def _read_simple(r: _Reader, h: Any, name: str, call: NvmlCall) -> None:
+    """Read one field the catalog describes as one NVML call (constants resolved on this pynvml)."""
+    args = [getattr(r.nv, const, default) for const, default in call.args]
+    r.set(name, call.fn, h, *args, conv=_CONVERSIONS[call.conv])
+
+
+def check_readers(fields: tuple[Field, ...]) -> tuple[Field, ...]:
+    """The catalog, after checking that this module can read every field of it.
+
+    Raises:
+        ValueError: a field names a reader or a conversion this module lacks.
+    """
+    for f in fields:
+        if f.nvml is None and f.reader not in _READERS:
+            raise ValueError(f"field {f.name}: fleetmon.agent.nvml has no reader {f.reader!r}")
+        if f.nvml is not None and f.nvml.conv not in _CONVERSIONS:
+            raise ValueError(f"field {f.name}: fleetmon.agent.nvml has no conversion {f.nvml.conv!r}")
+    return fields
+
+
+def sample_field_names(fields: tuple[Field, ...]) -> tuple[str, ...]:
+    """The field names of a sample, grouped by kind (gauges, counters, states) in catalog order."""
+    return tuple(f.name for kind in ("gauge", "counter", "state") for f in fields if f.kind == kind)
+
+
+
+check_readers(CATALOG)
