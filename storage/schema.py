@@ -657,6 +657,13 @@ def m006_gpu_latest(db: Database) -> None:
     db.execute("UPDATE gpus SET latest = NULL, latest_ts = NULL")
 
 
+@_step("m008_finding_acks")
+def m008_finding_acks(db: Database) -> None:
+    """Operators' acknowledgements and snoozes of findings (:mod:`storage.acks`)."""
+    from storage.acks import create_table
+    create_table(db)
+
+
 # -- the default layout -----------------------------------------------------------------
 
 LAYOUT = Layout()
