@@ -105,6 +105,17 @@ class FleetTreeModel(QAbstractItemModel):
             if keep(r):
                 by_node.setdefault(r.node, []).append(r)
         groups: dict[str, list[Item]] = {}
+        for name, n in snap.nodes.items():  # nodes without a known GPU (never reached): a row of their own
+            if name in by_node or any(r.node == name for r in snap.rows):
+                continue
+            pseudo = FleetRow(node=name, uuid="", node_status=n.status, driver_version=n.driver_version,
+                              findings=tuple((str(f.severity), f.kind) for f in snap.findings
+                                             if f.node == name and not f.gpu_uuid))
+            if keep(pseudo):
+                st = "unreachable" if n.status == "unreachable" else "unknown"
+                groups.setdefault(n.group or "", []).append(Item(
+                    "node", f"n:{name}", self._uid(f"n:{name}"), name=name, status=st,
+                    severity=gpu_severity(pseudo, st)))
         for node, gpus in by_node.items():
             nitem = Item("node", f"n:{node}", self._uid(f"n:{node}"), gpus=gpus, name=node)
             for r in gpus:

@@ -30,6 +30,11 @@ class VersionCell:
 
     nodes: dict[str, list[str]] = field(default_factory=dict)
     baseline: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    """Cards per version (VBIOS); drivers count nodes."""
+
+    def count(self, version: str) -> int:
+        return self.counts.get(version, len(self.nodes.get(version, [])))
 
     @property
     def outliers(self) -> list[str]:
@@ -38,8 +43,8 @@ class VersionCell:
     def text(self) -> str:
         if not self.nodes:
             return "—"
-        order = sorted(self.nodes, key=lambda v: (v != self.baseline, -len(self.nodes[v]), v))
-        return "  ".join((f"★ {v} ({len(self.nodes[v])})" if v == self.baseline else f"{v} ({len(self.nodes[v])})")
+        order = sorted(self.nodes, key=lambda v: (v != self.baseline, -self.count(v), v))
+        return "  ".join((f"★ {v} ({self.count(v)})" if v == self.baseline else f"{v} ({self.count(v)})")
                          for v in order)
 
 
@@ -107,7 +112,7 @@ def version_rows(snap: FleetSnapshot) -> list[VersionRow]:
                 if r.node not in vb[g.vbios]:
                     vb[g.vbios].append(r.node)
                 counts[g.vbios] += 1
-        cells["vbios"] = VersionCell(vb, _baseline(counts, expected.get((group, f"vbios:{model}"))))
+        cells["vbios"] = VersionCell(vb, _baseline(counts, expected.get((group, f"vbios:{model}"))), dict(counts))
         out.append(VersionRow(group, model, tuple(nodes), len(rows), cells))
     return out
 

@@ -20,7 +20,7 @@ COLUMN_WIDTHS = {"Name": 190, "Model": 250, "Driver": 100, "Temp": 80, "Power / 
 
 def summary_text(snap: FleetSnapshot) -> str:
     """The summary bar: nodes, GPUs, unreachable, critical, warning, driver versions in use."""
-    nodes = {r.node for r in snap.rows}
+    nodes = {r.node for r in snap.rows} | set(snap.nodes)
     unreachable = {n for n in nodes if snap.nodes.get(n) is not None and snap.nodes[n].status == "unreachable"}
     live = [f for f in snap.findings if snap.acked(f) is None]
     crit = sum(1 for f in live if f.severity == "critical")
