@@ -71,12 +71,12 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
     from ui.main_window import SETTINGS_APP, SETTINGS_ORG, MainWindow
     from ui.shell import follow_color_scheme, install_excepthook
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    found = QApplication.instance()
+    app = found if isinstance(found, QApplication) else QApplication(sys.argv[:1])
     app.setOrganizationName(SETTINGS_ORG)
     app.setApplicationName(SETTINGS_APP)
     app.setDesktopFileName("io.github.fleetmon.Fleetmon")
-    if isinstance(app, QApplication):
-        follow_color_scheme(app)
+    follow_color_scheme(app)
     db_path = str(Path(args.db))
 
     def _error(message: str) -> None:

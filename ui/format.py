@@ -172,8 +172,9 @@ def evidence_text(kind: str | None, evidence: Any) -> str:
         text += f", rows: {g('correctable_rows')} correctable, {g('uncorrectable_rows')} uncorrectable"
     elif kind == "pcie-link-degraded":
         text = f"Gen{g('gen')} x{g('width')}, max Gen{g('max_gen')} x{g('max_width')}"
-        if g("bandwidth_ratio") is not None:
-            text += f" ({float(g('bandwidth_ratio')):.0%} of the bandwidth)"
+        ratio = g("bandwidth_ratio")
+        if isinstance(ratio, (int, float)):
+            text += f" ({float(ratio):.0%} of the bandwidth)"
     elif kind == "pcie-replay":
         text = f"{g('max_per_min')} replays/min, limit {g('threshold_per_min')}/min (total {g('total')})"
     elif kind == "power-brake":
@@ -200,8 +201,9 @@ def evidence_text(kind: str | None, evidence: Any) -> str:
         text = f"VBIOS {g('vbios')}, expected {g('expected') or '(no majority)'}"
     elif kind == "xid" and g("code") is not None:
         text = f"Xid {g('code')} {g('name') or ''} ×{g('count')}".replace("  ", " ")
-        if g("escalation"):
-            text += f" ({'; '.join(map(str, g('escalation')))})" if isinstance(g("escalation"), list) else ""
+        escalation = g("escalation")
+        if escalation and isinstance(escalation, list):
+            text += f" ({'; '.join(map(str, escalation))})"
     elif kind == "inventory-change":
         text = f"{g('change')}: {g('before')} → {g('after')}"
     if "None" in text or not text:

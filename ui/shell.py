@@ -96,7 +96,7 @@ class Tray:
             return
         self.icon = QSystemTrayIcon(severity_icon(""), window)
         self.icon.setToolTip("fleetmon")
-        self.icon.activated.connect(lambda *_: (window.showNormal(), window.raise_(), window.activateWindow()))
+        self.icon.activated.connect(lambda *_: _bring_up(window))
         self.icon.show()
 
     def update(self, worst: str, critical_keys: set[str], describe: Callable[[str], str]) -> list[str]:
@@ -115,6 +115,12 @@ class Tray:
                                       QSystemTrayIcon.MessageIcon.Critical, 10000)
         self.notified += new
         return new
+
+
+def _bring_up(window: QWidget) -> None:
+    window.showNormal()
+    window.raise_()
+    window.activateWindow()
 
 
 def follow_color_scheme(app: QApplication) -> None:

@@ -11,6 +11,7 @@ them by key (:meth:`FleetTreeModel.index_of_key`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from PySide6.QtGui import QBrush, QColor
 
 from fleetmon import hostlist
 from fleetmon.fields import CATALOG, Field
+from fleetmon.vocab import Severity
 from storage.rows import FleetRow
 from ui import format as fmt
 from ui.fleet_reader import FleetSnapshot
@@ -30,7 +32,7 @@ COLUMNS: tuple[str, ...] = (("Name", "Model", "Driver") + tuple(f.ui.header for 
 _F0 = 3
 _LAST = _F0 + len(FIELD_COLUMNS)
 COL_STATUS, COL_HEALTH = _LAST + 1, _LAST + 2
-TINT = {fmt.Severity.CRITICAL: QColor(198, 40, 40, 70), fmt.Severity.WARNING: QColor(239, 108, 0, 60)}
+TINT: dict[str, QColor] = {Severity.CRITICAL: QColor(198, 40, 40, 70), Severity.WARNING: QColor(239, 108, 0, 60)}
 """Cell backgrounds for offending cells: translucent, so they read on light and dark palettes."""
 
 
@@ -49,6 +51,10 @@ class Item:
     severity: str = ""  # the worst of its findings and statuses
     status: str = ""
     name: str = ""
+
+
+def _in_nodes(names: set[str]) -> Callable[[FleetRow], bool]:
+    return lambda r: r.node in names
 
 
 def gpu_severity(r: FleetRow, status: str) -> str:
@@ -105,15 +111,16 @@ class FleetTreeModel(QAbstractItemModel):
             if keep(r):
                 by_node.setdefault(r.node, []).append(r)
         groups: dict[str, list[Item]] = {}
-        for name, n in snap.nodes.items():  # nodes without a known GPU (never reached): a row of their own
-            if name in by_node or any(r.node == name for r in snap.rows):
+        with_gpus = {r.node for r in snap.rows}
+        for name, node_row in snap.nodes.items():  # nodes without a known GPU (never reached): a row of their own
+            if name in with_gpus:
                 continue
-            pseudo = FleetRow(node=name, uuid="", node_status=n.status, driver_version=n.driver_version,
+            pseudo = FleetRow(node=name, uuid="", node_status=node_row.status, driver_version=node_row.driver_version,
                               findings=tuple((str(f.severity), f.kind) for f in snap.findings
                                              if f.node == name and not f.gpu_uuid))
             if keep(pseudo):
-                st = "unreachable" if n.status == "unreachable" else "unknown"
-                groups.setdefault(n.group or "", []).append(Item(
+                st = "unreachable" if node_row.status == "unreachable" else "unknown"
+                groups.setdefault(node_row.group or "", []).append(Item(
                     "node", f"n:{name}", self._uid(f"n:{name}"), name=name, status=st,
                     severity=gpu_severity(pseudo, st)))
         for node, gpus in by_node.items():
@@ -127,7 +134,7 @@ class FleetTreeModel(QAbstractItemModel):
             nitem.severity = fmt.worst([c.severity for c in nitem.children])
             group = snap.group_of(node)
             groups.setdefault(group, []).append(nitem)
-        if self.grouped:
+        if self.grouped and len(groups) > 1:  # one group (or none at all): the group level says nothing
             roots = []
             for group, nodes_ in groups.items():
                 gitem = Item("group", f"G:{group}", self._uid(f"G:{group}"), children=nodes_, name=group or "(no group)",
@@ -177,7 +184,7 @@ class FleetTreeModel(QAbstractItemModel):
 
     # -- filter ---------------------------------------------------------------------
 
-    def _matcher(self) -> Any:
+    def _matcher(self) -> Callable[[FleetRow], bool]:
         """A predicate over GPU rows for the filter text: every word must match.
 
         A word is a Slurm hostlist (``gpu[01-04]``: those nodes), ``key:value``
@@ -187,7 +194,7 @@ class FleetTreeModel(QAbstractItemModel):
         words = self._filter.split()
         if not words:
             return lambda r: True
-        tests = []
+        tests: list[Callable[[FleetRow], bool]] = []
         for w in words:
             low = w.lower()
             if "[" in w:
@@ -195,11 +202,14 @@ class FleetTreeModel(QAbstractItemModel):
                     names = set(hostlist.expand(w))
                 except ValueError:
                     names = set()
-                tests.append(lambda r, names=names: r.node in names)
+                tests.append(_in_nodes(names))
                 continue
             key, _, value = low.partition(":") if ":" in low else ("", "", low)
-            tests.append(lambda r, key=key, value=value: value in self._haystack(r, key))
+            tests.append(self._contains(key, value))
         return lambda r: all(t(r) for t in tests)
+
+    def _contains(self, key: str, value: str) -> Callable[[FleetRow], bool]:
+        return lambda r: value in self._haystack(r, key)
 
     def _haystack(self, r: FleetRow, key: str) -> str:
         st = self.status_of(r)
@@ -416,7 +426,7 @@ class FleetTreeModel(QAbstractItemModel):
             bad = [r for r in rows if r.findings]
             if not bad:
                 return "pass"
-            return f"{it.severity}: {len(bad)} of {len(rows)} GPUs with findings"
+            return f"{it.severity} · {len(bad)}/{len(rows)} GPUs"
         return None
 
     def _tooltip(self, it: Item) -> str:

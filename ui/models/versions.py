@@ -97,8 +97,8 @@ def version_rows(snap: FleetSnapshot) -> list[VersionRow]:
         for what in ("driver", "cuda"):
             by: dict[str, list[str]] = {}
             for name in nodes:
-                n = snap.nodes.get(name)
-                v = (n.driver_version if what == "driver" else n.cuda_driver_version) if n else None
+                node = snap.nodes.get(name)
+                v = (node.driver_version if what == "driver" else node.cuda_driver_version) if node else None
                 if v:
                     by.setdefault(v, []).append(name)
             cells[what] = VersionCell(by, _baseline(group_counts.get((group, what), Counter()),
@@ -106,12 +106,12 @@ def version_rows(snap: FleetSnapshot) -> list[VersionRow]:
         vb: dict[str, list[str]] = {}
         counts: Counter[str] = Counter()
         for r in rows:
-            g = snap.gpus.get(r.uuid)
-            if g is not None and g.vbios:
-                vb.setdefault(g.vbios, [])
-                if r.node not in vb[g.vbios]:
-                    vb[g.vbios].append(r.node)
-                counts[g.vbios] += 1
+            card = snap.gpus.get(r.uuid)
+            if card is not None and card.vbios:
+                vb.setdefault(card.vbios, [])
+                if r.node not in vb[card.vbios]:
+                    vb[card.vbios].append(r.node)
+                counts[card.vbios] += 1
         cells["vbios"] = VersionCell(vb, _baseline(counts, expected.get((group, f"vbios:{model}"))), dict(counts))
         out.append(VersionRow(group, model, tuple(nodes), len(rows), cells))
     return out

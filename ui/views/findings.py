@@ -108,7 +108,7 @@ class FindingsView(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
         header.setSortIndicatorShown(True)
-        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        header.setSortIndicator(0, Qt.SortOrder.DescendingOrder)  # worst first (sorts the model)
         for logical, width in enumerate(WIDTHS):
             header.resizeSection(logical, width)
         for visual, logical in enumerate(VISUAL_ORDER):
@@ -117,12 +117,13 @@ class FindingsView(QWidget):
         self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._update_buttons())
         self.count = QLabel(self)
         bar = QHBoxLayout()
-        for w in (self.severity, self.kind, self.group, self.show_acked):
-            bar.addWidget(w)
+        widgets: tuple[QWidget, ...] = (self.severity, self.kind, self.group, self.show_acked)
+        for widget in widgets:
+            bar.addWidget(widget)
         bar.addStretch(1)
         bar.addWidget(self.count)
-        for w in (self.ack_button, self.snooze_button, self.clear_button):
-            bar.addWidget(w)
+        for button in (self.ack_button, self.snooze_button, self.clear_button):
+            bar.addWidget(button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 0)
         layout.addLayout(bar)

@@ -13,8 +13,8 @@ from ui import format as fmt
 from ui.fleet_reader import FleetSnapshot
 from ui.models.fleet_tree import COL_HEALTH, COLUMNS, FleetTreeModel
 
-COLUMN_WIDTHS = {"Name": 190, "Model": 250, "Driver": 100, "Temp": 80, "Power / limit": 120, "Util": 60,
-                 "Last seen": 90, "Status": 110}
+COLUMN_WIDTHS = {"Name": 165, "Model": 215, "Driver": 90, "Temp": 75, "Power / limit": 115, "Util": 50,
+                 "Last seen": 75, "Status": 85}
 """Fixed starting widths (never ResizeToContents over the model: it measures every cell on each refresh)."""
 
 
@@ -99,19 +99,21 @@ class FleetView(QWidget):
     def set_snapshot(self, snap: FleetSnapshot) -> None:
         self.summary.setText(summary_text(snap))
         self.model.set_snapshot(snap)
-        if self._first and self.model.rowCount():
-            self._first = False
-            self._expand_defaults()
+        if self.model.rowCount() and not self.filter.text():
+            self._expand_defaults()  # nodes that turned critical open (unless the operator closed them)
 
     def _expand_defaults(self) -> None:
-        """Groups open; nodes open when they have something to show (findings, a bad status)."""
+        """Groups open; nodes open when something critical is on them (the operator sees the cards at once)."""
+        nodes = []
         for g in self.model.roots():
-            gi = self.model.index_of_key(g.key)
             if g.kind == "group":
-                self.tree.expand(gi)
-                for n in g.children:
-                    if n.severity and n.key not in self._collapsed:
-                        self.tree.expand(self.model.index_of_key(n.key))
+                self.tree.expand(self.model.index_of_key(g.key))
+                nodes += g.children
+            else:
+                nodes.append(g)
+        for n in nodes:
+            if fmt.severity_rank(n.severity) >= fmt.severity_rank("critical") and n.key not in self._collapsed:
+                self.tree.expand(self.model.index_of_key(n.key))
 
     def _note_expanded(self, index: QModelIndex, expanded: bool) -> None:
         it = self.model.item(index)

@@ -66,7 +66,10 @@ class VersionsView(QWidget):
             if version:
                 mark = " (baseline)" if cell is not None and version == cell.baseline else " (outlier)"
                 head = QListWidgetItem(f"{version}{mark}: {len(names)} node(s)")
-                head.setFlags(Qt.ItemFlag.NoItemFlags)
+                head.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                font = head.font()
+                font.setBold(True)
+                head.setFont(font)
                 self.nodes.addItem(head)
             for n in names:
                 self.nodes.addItem(QListWidgetItem(f"   {n}"))
