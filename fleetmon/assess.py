@@ -359,6 +359,17 @@ def _known_groups(db: Any, fleet: Any) -> set[str]:
     return names
 
 
+def _with_acks(db: Any, result: engine.ReportResult, now: float) -> engine.ReportResult:
+    """Mark the open findings an operator acknowledged or snoozed (``summary["acknowledged"]``: key → ack)."""
+    from storage.acks import active_acks
+
+    found = active_acks(db, [(f.key, f.severity) for f in result.findings if f.is_open], now)
+    if not found:
+        return result
+    marks = {k: {"note": a.note, "by": a.by, "at": a.created_at, "until": a.until} for k, a in found.items()}
+    return replace(result, summary={**result.summary, "acknowledged": marks})
+
+
 def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: Any = None, *,
                save: bool = True) -> ReportRun:
     """The daily inspection over [now - since_s, now], compared with the previous report.
@@ -393,6 +404,7 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
                 continue  # a kind from a newer build: nothing to compare with
     result = engine.report(history, previous_open, group=group, findings=findings,
                            has_previous=previous is not None)
+    result = _with_acks(db, result, now)
     t2 = time.perf_counter()
     error = None
     if save:

@@ -36,6 +36,8 @@ from sqlite_utils import Database, Migrations
 from fleetmon.fields import CATALOG, FIRST_SCHEMA_STEP, HW_THROTTLE_REASONS, THROTTLE_NAMES, Field
 from fleetmon.records import Status
 from fleetmon.vocab import GpuState
+from storage.schema_acks import m008_finding_acks
+from storage.schema_claims import m007_gpu_claims
 
 MIGRATION_SET = "fleetmon"
 
@@ -657,8 +659,9 @@ def m006_gpu_latest(db: Database) -> None:
     db.execute("UPDATE gpus SET latest = NULL, latest_ts = NULL")
 
 
-from storage.schema_claims import m007_gpu_claims  # noqa: E402 - a hand-written step kept in its own module
+# Later hand-written steps keep their SQL in modules of their own (schema_claims, schema_acks).
 _step("m007_gpu_claims")(m007_gpu_claims)
+_step("m008_finding_acks")(m008_finding_acks)
 
 
 # -- the default layout -----------------------------------------------------------------

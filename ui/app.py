@@ -6,26 +6,90 @@ import argparse
 import logging
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger("fleetmon.ui")
 
+Confirm = Callable[[str], bool]
+ShowError = Callable[[str], None]
 
-def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0) -> int:
+
+def ask_create(path: str) -> bool:
+    """Ask before creating a database that does not exist (a typo must not open an empty window)."""
+    from PySide6.QtWidgets import QMessageBox
+
+    answer = QMessageBox.question(
+        None, "fleetmon: no such database",
+        f"There is no database at\n{path}\n\nCreate an empty fleetmon database there?",
+        QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+    return answer == QMessageBox.StandardButton.Yes
+
+
+def show_error(message: str) -> None:
+    from PySide6.QtWidgets import QMessageBox
+
+    QMessageBox.critical(None, "fleetmon", message)
+
+
+def open_checks(db_path: str, fleet: str | None, interval: float | None, *, confirm_create: Confirm,
+                error: ShowError) -> tuple[Any, Any, str] | None:
+    """Everything that can refuse to open, as a clear message instead of a traceback.
+
+    Missing database: asks ``confirm_create``. Corrupt or newer database, an
+    unreadable fleet file: ``error`` shows why. Returns what
+    :func:`fleetmon.collector.main.prepare_database` returns, or None (do not open).
+    """
+    from fleetmon.collector.main import prepare_database
+    from fleetmon.errors import KnownError
+    from storage.db import open_database
+
+    if not Path(db_path).exists() and not confirm_create(db_path):
+        error(f"Not opened: there is no database at {db_path}.")
+        return None
+    try:
+        collector, lock, note = prepare_database(db_path, fleet, interval)
+        if collector is None and lock is None and "another process" in note:
+            open_database(db_path, readonly=True).close()  # held by another collector: still check it reads
+    except KnownError as exc:
+        error(f"Cannot open {db_path}:\n\n{exc}")
+        return None
+    except OSError as exc:
+        error(f"Cannot open {db_path}: {exc}")
+        return None
+    return collector, lock, note
+
+
+def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_create: Confirm | None = None,
+            error: ShowError | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from fleetmon.collector.main import prepare_database
     from ui.bridge import Bridge
-    from ui.main_window import MainWindow
+    from ui.main_window import SETTINGS_APP, SETTINGS_ORG, MainWindow
+    from ui.shell import follow_color_scheme, install_excepthook
 
+    found = QApplication.instance()
+    app = found if isinstance(found, QApplication) else QApplication(sys.argv[:1])
+    app.setOrganizationName(SETTINGS_ORG)
+    app.setApplicationName(SETTINGS_APP)
+    app.setDesktopFileName("io.github.fleetmon.Fleetmon")
+    follow_color_scheme(app)
     db_path = str(Path(args.db))
-    collector, lock, note = prepare_database(db_path, args.fleet, args.interval)
-    app = QApplication.instance() or QApplication(sys.argv[:1])
-    app.setApplicationName("fleetmon")
-    QApplication.setDesktopFileName("io.github.fleetmon.Fleetmon")
-    window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note)
+
+    def _error(message: str) -> None:
+        print(f"fleetmon gui: {message}", file=sys.stderr)
+        (error or show_error)(message)
+
+    opened = open_checks(db_path, args.fleet, args.interval, confirm_create=confirm_create or ask_create,
+                         error=_error)
+    if opened is None:
+        return 1
+    collector, lock, note = opened
+    window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note, collector=collector)
+    previous_hook = install_excepthook(window)
     bridge = Bridge()
     bridge.cycle_finished.connect(window.on_cycle_finished)
     if collector is not None:
@@ -43,6 +107,7 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0) -> int:
     try:
         code = app.exec()
     finally:
+        sys.excepthook = previous_hook
         if collector is not None:
             collector.stop()
             collector.db.close()

@@ -17,4 +17,4 @@ def run_demo(demo: Demo, *, interval_s: float, max_seconds: float = 0.0) -> int:
     ``max_seconds`` closes the window after that long (0 = when the user closes it).
     """
     gui_args = argparse.Namespace(db=str(demo.db_path), fleet=str(demo.fleet_path), interval=interval_s, refresh=1.0)
-    return run_gui(gui_args, max_seconds=max_seconds)
+    return run_gui(gui_args, max_seconds=max_seconds, confirm_create=lambda path: True)  # the demo's own database

@@ -101,3 +101,150 @@ def health(findings: Sequence[tuple[str, str]] | Sequence[tuple[str, str, float 
     worst = min(findings, key=lambda f: worst_order(str(f[0]), str(f[1]), f[2] if len(f) > 2 else None))
     more = f" (+{len(findings) - 1})" if len(findings) > 1 else ""
     return f"{worst[0]}: {worst[1]}{more}"
+
+
+# -- fleet view cells ------------------------------------------------------------------
+
+STATUS_SEVERITY: dict[str, str] = {"unreachable": Severity.CRITICAL, "lost": Severity.CRITICAL,
+                                   "stale": Severity.WARNING}
+"""A GPU status that counts as a finding of this severity when ranking worst first."""
+
+
+def temperature_severity(temp_c: Any, inventory: Any = None) -> str:
+    """"critical", "warning" or "" for a GPU temperature, by the card's own limits where known.
+
+    The limits are those of the temperature rule (fleetmon.health.rules.thermal): the
+    card's slowdown (shutdown) temperature minus the margin, else the default
+    warning (critical) temperature of :class:`fleetmon.health.thresholds.Thresholds`.
+    """
+    from fleetmon.health.thresholds import Thresholds
+
+    if temp_c is None:
+        return ""
+    try:
+        temp = float(temp_c)
+    except (TypeError, ValueError):
+        return ""
+    t = Thresholds()
+    inv = inventory if isinstance(inventory, dict) else dict(inventory or {})
+    slowdown, shutdown = inv.get("temp_slowdown_c"), inv.get("temp_shutdown_c")
+    warning = float(slowdown) - t.temperature_margin_c if slowdown else t.temperature_warning_c
+    critical = float(shutdown) - t.temperature_margin_c if shutdown else t.temperature_critical_c
+    if temp >= critical:
+        return Severity.CRITICAL
+    if temp >= warning:
+        return Severity.WARNING
+    return ""
+
+
+def worst(severities: Any) -> str:
+    """The most severe of some severities ("" when none)."""
+    best = ""
+    for s in severities:
+        if s and severity_rank(s) > severity_rank(best):
+            best = str(s)
+    return best
+
+
+def _num(v: Any, unit: str = "", digits: int = 0) -> str:
+    return number(v, unit, digits) if v is not None else DASH
+
+
+def evidence_text(kind: str | None, evidence: Any) -> str:
+    """One line of a finding's evidence: its values against their limits, e.g. "97 °C, limit 90 °C".
+
+    Keys are those the rules store (fleetmon/health/rules/*.py); a kind this
+    does not know falls back to the rule's summary, then to key=value pairs.
+    """
+    e = dict(evidence) if isinstance(evidence, dict) else {}
+    g = e.get
+    text = ""
+    if kind == "temperature-high":
+        text = f"{_num(g('max_temp_c'), '°C')}, limit {_num(g('limit_c'), '°C')}"
+        if g("critical_c") is not None:
+            text += f" (critical {_num(g('critical_c'), '°C')})"
+        if g("minutes") is not None:
+            text += f" for {g('minutes')} min"
+    elif kind == "thermal-throttle":
+        text = f"thermal slowdown {g('minutes')} min ({', '.join(map(str, g('reasons') or []))})"
+        if g("max_temp_c") is not None:
+            text += f", peak {_num(g('max_temp_c'), '°C')}"
+            if g("slowdown_c"):
+                text += f", slowdown {_num(g('slowdown_c'), '°C')}"
+    elif kind == "fan-stopped":
+        text = f"fan 0 % at {_num(g('max_temp_c'), '°C')} for {g('minutes')} min"
+    elif kind == "ecc-uncorrectable":
+        text = f"{g('new')} new uncorrectable, volatile {g('volatile')}, aggregate {g('aggregate')}, limit 0"
+    elif kind == "ecc-correctable-storm" and g("rate_per_min") is not None:
+        text = f"{g('rate_per_min')} corrected/min, limit {g('threshold_per_min')}/min (total {g('total')})"
+    elif kind == "retired-pages":
+        text = f"{g('total')} retired pages (SBE {g('sbe')}, DBE {g('dbe')})"
+        text += f", limit {g('limit')}" if g("limit") is not None else ""
+        text += ", retirement pending (reset needed)" if g("pending") else ""
+    elif kind == "row-remap":
+        text = "remap failed (no spare rows)" if g("failure") else "remap pending (reset needed)"
+        text += f", rows: {g('correctable_rows')} correctable, {g('uncorrectable_rows')} uncorrectable"
+    elif kind == "pcie-link-degraded":
+        text = f"Gen{g('gen')} x{g('width')}, max Gen{g('max_gen')} x{g('max_width')}"
+        ratio = g("bandwidth_ratio")
+        if isinstance(ratio, (int, float)):
+            text += f" ({float(ratio):.0%} of the bandwidth)"
+    elif kind == "pcie-replay":
+        text = f"{g('max_per_min')} replays/min, limit {g('threshold_per_min')}/min (total {g('total')})"
+    elif kind == "power-brake":
+        text = f"power brake {g('minutes')} min in {g('window_min')} min"
+        if g("max_temp_c") is not None:
+            text += f", {_num(g('max_temp_c'), '°C')} (slowdown {_num(g('slowdown_c'), '°C')})"
+    elif kind == "power-instability":
+        text = f"{_num(g('min_w'), 'W')} to {_num(g('max_w'), 'W')} at ≥{g('util_min_pct')} % load, {g('minutes')} min"
+    elif kind == "derating" and g("value") is not None:
+        text = f"SM clock {_num(g('value'), 'MHz')} under load, limit {_num(g('limit_mhz'), 'MHz')}"
+        if g("nominal"):
+            text += f" (nominal boost {g('nominal')} MHz)"
+        if g("explained_by"):
+            text += f", {g('explained_by')}"
+    elif kind == "gpu-lost":
+        text = f"lost {g('lost_minutes')} min ({g('lost_events')} lost, {g('back_events')} back)"
+    elif kind == "node-unreachable":
+        text = f"unreachable {g('minutes')} min, {g('failed_polls')} failed polls" + (
+            f": {g('error')}" if g("error") else "")
+    elif kind == "driver-mismatch":
+        word = "CUDA driver" if g("field") == "cuda" else "driver"
+        text = f"{word} {g('version')}, expected {g('expected') or '(no majority)'} ({g('basis')})"
+    elif kind == "vbios-mismatch":
+        text = f"VBIOS {g('vbios')}, expected {g('expected') or '(no majority)'}"
+    elif kind == "xid" and g("code") is not None:
+        text = f"Xid {g('code')} {g('name') or ''} ×{g('count')}".replace("  ", " ")
+        escalation = g("escalation")
+        if escalation and isinstance(escalation, list):
+            text += f" ({'; '.join(map(str, escalation))})"
+    elif kind == "inventory-change":
+        text = f"{g('change')}: {g('before')} → {g('after')}"
+    if "None" in text or not text:
+        summary = g("summary")
+        if summary:
+            return str(summary).split(": ", 1)[-1]
+        if not text:
+            shown = [f"{k}={v}" for k, v in e.items() if k not in ("summary", "model") and not isinstance(v, (dict, list))]
+            return ", ".join(shown[:6])
+    return text
+
+
+_STATUS_RANK = {"ok": 0, "unknown": 1, "stale": 2, "lost": 3, "unreachable": 4}
+
+
+def status_rank(status: str | None) -> int:
+    """Order of a GPU/node status for "worst first": ok < unknown < stale < lost < unreachable."""
+    return _STATUS_RANK.get(status or "", 0)
+
+
+def worst_status(statuses: Any) -> str:
+    """The worst of some statuses ("ok" when none)."""
+    return max(statuses, key=status_rank, default="ok") or "ok"
+
+
+def clock(ts: Any) -> str:
+    """A Unix time as local "2024-05-02 14:05"; dash for None."""
+    if ts is None:
+        return DASH
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(float(ts)))

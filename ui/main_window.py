@@ -1,94 +1,253 @@
-"""The main window: the fleet table and a status bar. Layout and wiring only."""
+"""The main window: a sidebar of views, the GPU detail pane, menus, status bar and tray. Layout and wiring only.
+
+Views register with :meth:`MainWindow.add_view` (name, widget, shortcut): the
+fleet, findings and versions views here, others in one line each. Every read
+goes through the reader on its worker thread (``ui.fleet_reader``); the GUI
+thread only hands signals around and paints.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
-from PySide6.QtCore import QItemSelection, Qt, QThread, QTimer, Signal
-from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import QHeaderView, QLabel, QMainWindow, QSplitter, QTableView, QTabWidget
+from PySide6.QtCore import QByteArray, QItemSelection, QSettings, Qt, QThread, QTimer, Signal
+from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtWidgets import (QHeaderView, QLabel, QListWidget, QMainWindow, QSplitter,
+                               QStackedWidget, QTableView, QWidget)
 
+from fleetmon.vocab import Severity
+from storage.rows import FleetRow, StoredFinding
 from ui import format as fmt
+from ui.fleet_reader import FleetReader, FleetSnapshot
 from ui.models.fleet_table import FleetTableModel
 from ui.models.findings_table import FindingsTableModel
-from storage.rows import FleetRow, StoredFinding
-from ui.reader import DbReader, GpuDetail
+from ui.reader import GpuDetail
+from ui.shell import Tray
+from ui.views.findings import FindingsView
+from ui.views.fleet import FleetView
+from ui.views.versions import VersionsView
 from ui.widgets.gpu_detail import GpuDetailWidget
+
+SETTINGS_ORG = "fleetmon"
+SETTINGS_APP = "fleetmon"
 
 
 class MainWindow(QMainWindow):
-    """Shows every GPU of the fleet; re-reads the database on a timer and after each poll."""
+    """Shows the fleet; re-reads the database on a timer and after each poll.
+
+    ``collector`` is the in-process :class:`fleetmon.collector.poller.Collector`
+    when this window collects (Poll now, Pause collecting act on it), else None.
+    """
 
     load_requested = Signal()
     history_requested = Signal(str, int)
+    ack_requested = Signal(str, str, str, float, str)
     rows_shown = Signal(int)
     history_shown = Signal(str, int)
+    snapshot_shown = Signal(object)  # FleetSnapshot
 
-    def __init__(self, db_path: str, *, refresh_s: float = 2.0, collector_note: str = "") -> None:
+    def __init__(self, db_path: str, *, refresh_s: float = 2.0, collector_note: str = "", collector: Any = None,
+                 settings: QSettings | None = None) -> None:
         super().__init__()
         self.setWindowTitle(f"fleetmon — {db_path}")
         self.resize(1240, 760)
+        self.settings = settings if settings is not None else QSettings(SETTINGS_ORG, SETTINGS_APP)
+        self.collector = collector
+        self.collector_note = collector_note
+        self.snapshot = FleetSnapshot()
+        self._last_cycle: float | None = None
+        self._views: list[tuple[str, QWidget]] = []
+        self._view_actions: list[QAction] = []
+
+        # -- views ----------------------------------------------------------------
+        self.sidebar = QListWidget(self)
+        self.sidebar.setMaximumWidth(160)
+        self.stack = QStackedWidget(self)
+        self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
+        self.fleet_view = FleetView(self)
+        self.findings_view = FindingsView(self)
+        self.versions_view = VersionsView(self)
+        # The flat table of every GPU (sortable in the model), also what tests read cell by cell.
         self.model = FleetTableModel(self)
         self.table = QTableView(self)
         self.table.setModel(self.model)
         self.table.setAlternatingRowColors(True)
+        self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.verticalHeader().setVisible(False)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
+        header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
+        for i, w in enumerate((120, 40, 250, 100, 70, 110, 60, 90, 110)):
+            header.resizeSection(i, w)
+        self.findings_model: FindingsTableModel = self.findings_view.model
+        self.findings = self.findings_view.table
+        self.file_menu = self.menuBar().addMenu("&File")
+        self.view_menu = self.menuBar().addMenu("&View")  # views first (add_view), then Refresh and Find
+        self._view_separator: QAction | None = None
+        self.add_view("Fleet", self.fleet_view)
+        self.add_view("Findings", self.findings_view)
+        self.add_view("Versions", self.versions_view)
+        self.add_view("All GPUs", self.table)
+
         self.detail = GpuDetailWidget(self)
-        self.findings_model = FindingsTableModel(self)
-        self.findings = QTableView(self)
-        self.findings.setModel(self.findings_model)
-        self.findings.setAlternatingRowColors(True)
-        self.findings.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.findings.verticalHeader().setVisible(False)
-        self.findings.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.findings.horizontalHeader().setStretchLastSection(True)
-        self.findings.doubleClicked.connect(self._on_finding_activated)
-        self.tabs = QTabWidget(self)
-        self.tabs.addTab(self.detail, "GPU history")
-        self.tabs.addTab(self.findings, "Findings")
-        splitter = QSplitter(Qt.Orientation.Vertical, self)
-        splitter.addWidget(self.table)
-        splitter.addWidget(self.tabs)
-        splitter.setSizes([430, 400])
-        self.setCentralWidget(splitter)
-        quit_action = QAction("&Quit", self)
-        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
-        quit_action.triggered.connect(self.close)
-        self.menuBar().addMenu("&File").addAction(quit_action)
+        self.splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.splitter.addWidget(self.stack)
+        self.splitter.addWidget(self.detail)
+        self.splitter.setSizes([430, 330])
+        self.outer = QSplitter(Qt.Orientation.Horizontal, self)
+        self.outer.addWidget(self.sidebar)
+        self.outer.addWidget(self.splitter)
+        self.outer.setStretchFactor(1, 1)
+        self.outer.setSizes([130, 1110])
+        self.setCentralWidget(self.outer)
+        self._build_menus()
+
         self.status_label = QLabel("reading database…")
         self.collector_label = QLabel(collector_note)
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().addPermanentWidget(self.collector_label)
+        self.tray = Tray(self)
 
+        # -- the reader thread -------------------------------------------------------
         self._thread = QThread(self)
         self._thread.setObjectName("db-reader")
-        self.reader = DbReader(db_path)
+        self.reader = FleetReader(db_path)
         self.reader.moveToThread(self._thread)
-        self.load_requested.connect(self.reader.load)
+        self.load_requested.connect(self.reader.load_fleet)
         self.reader.loaded.connect(self._on_loaded)
-        self.reader.findings_loaded.connect(self._on_findings_loaded)
+        self.reader.snapshot_loaded.connect(self._on_snapshot)
         self.history_requested.connect(self.reader.load_history)
         self.reader.history_loaded.connect(self._on_history_loaded)
+        self.ack_requested.connect(self.reader.save_ack)
+        self.reader.failed.connect(self._on_failed)
         self.detail.history_requested.connect(self.history_requested)
         self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
-        self.reader.failed.connect(self._on_failed)
+        self.fleet_view.gpu_selected.connect(self.show_gpu_row)
+        self.findings_view.gpu_requested.connect(self.show_gpu)
+        self.findings_view.node_requested.connect(self.show_node)
+        self.findings_view.ack_requested.connect(self.ack_requested)
+        self.versions_view.node_requested.connect(self.show_node)
         self._thread.start()
 
         self._timer = QTimer(self)
         self._timer.setInterval(int(refresh_s * 1000))
         self._timer.timeout.connect(self.request_load)
         self._timer.start()
+        self._restore_settings()
         QTimer.singleShot(0, self.request_load)
+
+    # -- views -------------------------------------------------------------------------
+
+    def add_view(self, name: str, widget: QWidget, shortcut: str | None = None) -> int:
+        """Add a view to the sidebar and the View menu; ``shortcut`` defaults to Ctrl+<position>.
+
+        Returns the view's index (for :meth:`show_view`).
+        """
+        index = self.stack.addWidget(widget)
+        self.sidebar.addItem(name)
+        self._views.append((name, widget))
+        action = QAction(name, self)
+        keys = shortcut or (f"Ctrl+{index + 1}" if index < 9 else "")
+        if keys:
+            action.setShortcut(QKeySequence(keys))
+        action.triggered.connect(lambda _=False, i=index: self.show_view(i))
+        self._insert_view_action(action)
+        self.addAction(action)
+        if self.sidebar.currentRow() < 0:
+            self.sidebar.setCurrentRow(0)
+        return index
+
+    def _insert_view_action(self, action: QAction) -> None:
+        if self._view_separator is not None:
+            self.view_menu.insertAction(self._view_separator, action)
+        else:
+            self.view_menu.addAction(action)
+        self._view_actions.append(action)
+
+    def show_view(self, index_or_name: int | str) -> None:
+        index = index_or_name if isinstance(index_or_name, int) else \
+            next(i for i, (n, _) in enumerate(self._views) if n == index_or_name)
+        self.sidebar.setCurrentRow(index)
+
+    def current_view(self) -> str:
+        i = self.stack.currentIndex()
+        return self._views[i][0] if 0 <= i < len(self._views) else ""
+
+    def _build_menus(self) -> None:
+        quit_action = QAction("&Quit", self)
+        quit_action.setShortcut(QKeySequence.StandardKey.Quit)
+        quit_action.triggered.connect(self.close)
+        self.file_menu.addAction(quit_action)
+        self._view_separator = self.view_menu.addSeparator()
+        self.refresh_action = QAction("&Refresh", self)
+        self.refresh_action.setShortcut(QKeySequence(Qt.Key.Key_F5))
+        self.refresh_action.triggered.connect(self.request_load)
+        self.find_action = QAction("&Find…", self)
+        self.find_action.setShortcut(QKeySequence.StandardKey.Find)
+        self.find_action.triggered.connect(self.focus_search)
+        self.view_menu.addAction(self.refresh_action)
+        self.view_menu.addAction(self.find_action)
+        collect = self.menuBar().addMenu("&Collector")
+        self.poll_action = QAction("&Poll now", self)
+        self.poll_action.setShortcut(QKeySequence("Ctrl+R"))
+        self.poll_action.triggered.connect(self.poll_now)
+        self.pause_action = QAction("Pa&use collecting", self)
+        self.pause_action.setCheckable(True)
+        self.pause_action.toggled.connect(self.set_paused)
+        for a in (self.poll_action, self.pause_action):
+            a.setEnabled(self.collector is not None)
+            if self.collector is None:
+                a.setToolTip("this window does not collect (no --fleet, or another collector writes)")
+            collect.addAction(a)
+        collect.setToolTipsVisible(True)
+
+    def focus_search(self) -> None:
+        """Ctrl+F: the fleet view's filter box (the fleet view is shown first)."""
+        self.show_view(0)
+        self.fleet_view.filter.setFocus()
+        self.fleet_view.filter.selectAll()
+
+    # -- collector -----------------------------------------------------------------------
+
+    def poll_now(self) -> None:
+        if self.collector is not None:
+            self.collector.poll_now()  # only reschedules the job: returns at once
+            self.statusBar().showMessage("poll requested", 3000)
+
+    def set_paused(self, paused: bool) -> None:
+        if self.collector is None:
+            return
+        (self.collector.pause if paused else self.collector.resume)()
+        self._update_collector_label()
+
+    def on_cycle_finished(self, polled: int, unreachable: int) -> None:
+        self._last_cycle = time.time()
+        self.request_load()
+
+    def _update_collector_label(self) -> None:
+        snap = self.snapshot
+        state = self.collector_note or "collector: none"
+        if self.collector is not None and self.pause_action.isChecked():
+            state = "collector: PAUSED"
+        last = self._last_cycle or snap.last_poll
+        unreachable = sum(1 for n in snap.nodes.values() if n.status == "unreachable")
+        crit = sum(1 for f in snap.findings if f.severity == Severity.CRITICAL and snap.acked(f) is None)
+        self.collector_label.setText(f"{state} · last poll {fmt.age(last, snap.read_at or None)} · "
+                                     f"{unreachable} unreachable · {crit} critical")
+
+    # -- data ----------------------------------------------------------------------------
 
     def request_load(self) -> None:
         self.load_requested.emit()
 
     def _on_loaded(self, rows: list[FleetRow], info: dict[str, Any]) -> None:
         self.model.set_rows(rows)
+        if self.table.horizontalHeader().sortIndicatorSection() >= 0:
+            h = self.table.horizontalHeader()
+            self.model.sort(h.sortIndicatorSection(), h.sortIndicatorOrder())
         nodes = len({r.node for r in rows})
         bad = len({r.node for r in rows if r.node_status == "unreachable"})
         self.status_label.setText(
@@ -96,20 +255,21 @@ class MainWindow(QMainWindow):
             f"{fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), info['read_at'])}")
         self.rows_shown.emit(len(rows))
 
-    def _on_findings_loaded(self, findings: list[StoredFinding]) -> None:
-        self.findings_model.set_rows(findings)
-        crit = sum(1 for f in findings if f.severity == "critical")
-        self.tabs.setTabText(1, f"Findings ({len(findings)}, {crit} critical)" if findings else "Findings (none)")
-
-    def _on_finding_activated(self, index: Any) -> None:
-        """Double-click on a finding: select its GPU (or the node's first GPU) and show its history."""
-        f = self.findings_model.row(index.row())
-        for r in range(self.model.rowCount()):
-            row = self.model.row(r)
-            if (f.gpu_uuid and row.uuid == f.gpu_uuid) or (not f.gpu_uuid and row.node == f.node):
-                self.select_gpu(r)
-                self.tabs.setCurrentIndex(0)
-                return
+    def _on_snapshot(self, snap: FleetSnapshot) -> None:
+        self.snapshot = snap
+        self.fleet_view.set_snapshot(snap)
+        self.findings_view.set_snapshot(snap)
+        self.versions_view.set_snapshot(snap)
+        live = [f for f in snap.findings if snap.acked(f) is None]
+        crit = sum(1 for f in live if f.severity == Severity.CRITICAL)
+        self.sidebar.item(1).setText(f"Findings ({len(live)}, {crit} crit)" if live else "Findings")
+        self._update_collector_label()
+        unreachable = any(n.status == "unreachable" for n in snap.nodes.values())
+        worst = fmt.worst([str(f.severity) for f in live] + ([Severity.CRITICAL] if unreachable else []))
+        by_key = {f.key: f for f in live}
+        self.tray.update(worst, {f.key for f in live if f.severity == Severity.CRITICAL},
+                         lambda k: _describe(by_key[k]))
+        self.snapshot_shown.emit(snap)
 
     def _on_selection_changed(self, selected: QItemSelection, deselected: QItemSelection) -> None:
         rows = self.table.selectionModel().selectedRows()
@@ -117,7 +277,29 @@ class MainWindow(QMainWindow):
             self.detail.show_gpu(self.model.row(rows[0].row()))
 
     def select_gpu(self, row: int) -> None:
+        """Select row ``row`` of the flat GPU table (its detail pane follows)."""
         self.table.selectRow(row)
+
+    def show_gpu_row(self, row: FleetRow) -> None:
+        self.detail.show_gpu(row)
+
+    def show_gpu(self, uuid: str) -> None:
+        """Show a GPU in the detail pane and select it in the fleet view (without leaving the current view)."""
+        row = next((r for r in self.snapshot.rows if r.uuid == uuid), None)
+        if row is None:
+            self.statusBar().showMessage(f"GPU {uuid} is not in the fleet any more", 5000)
+            return
+        self.detail.show_gpu(row)
+        self.fleet_view.tree.selectionModel().blockSignals(True)
+        self.fleet_view.show_gpu(uuid)
+        self.fleet_view.tree.selectionModel().blockSignals(False)
+        self.fleet_view.tree.viewport().update()
+
+    def show_node(self, node: str) -> None:
+        """Show a node in the fleet view (its GPUs expanded)."""
+        self.show_view(0)
+        if self.fleet_view.show_node(node):
+            self.fleet_view.tree.expand(self.fleet_view.tree.currentIndex())
 
     def _on_history_loaded(self, uuid: str, history: GpuDetail) -> None:
         self.detail.set_history(uuid, history)
@@ -126,13 +308,51 @@ class MainWindow(QMainWindow):
     def _on_failed(self, message: str) -> None:
         self.status_label.setText(f"cannot read the database: {message}")
 
-    def on_cycle_finished(self, polled: int, unreachable: int) -> None:
-        self.collector_label.setText(f"last poll: {polled} nodes, {unreachable} unreachable")
-        self.request_load()
+    # -- settings --------------------------------------------------------------------------
 
-    def closeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+    def _state_widgets(self) -> dict[str, Any]:
+        return {"splitter": self.splitter, "outer": self.outer, "fleet_header": self.fleet_view.tree.header(),
+                "findings_header": self.findings.horizontalHeader(), "gpus_header": self.table.horizontalHeader(),
+                "versions_splitter": self.versions_view.splitter}
+
+    def _restore_settings(self) -> None:
+        s = self.settings
+        geometry = s.value("window/geometry")
+        if isinstance(geometry, QByteArray):
+            self.restoreGeometry(geometry)
+        for key, w in self._state_widgets().items():
+            state = s.value(f"window/{key}")
+            if isinstance(state, QByteArray):
+                w.restoreState(state)
+        view = s.value("window/view")
+        names = [n for n, _ in self._views]
+        if isinstance(view, str) and view in names:
+            self.show_view(names.index(view))
+        self.fleet_view.grouped.setChecked(s.value("fleet/grouped", True) not in (False, "false"))
+        header = self.fleet_view.tree.header()
+        self.fleet_view.model.sort(header.sortIndicatorSection(), header.sortIndicatorOrder())
+
+    def save_settings(self) -> None:
+        s = self.settings
+        s.setValue("window/geometry", self.saveGeometry())
+        for key, w in self._state_widgets().items():
+            s.setValue(f"window/{key}", w.saveState())
+        s.setValue("window/view", self.current_view())
+        s.setValue("fleet/grouped", self.fleet_view.grouped.isChecked())
+        s.sync()
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt API
+        self.save_settings()
         self._timer.stop()
         self._thread.quit()
         self._thread.wait(5000)
         self.reader.close()
+        if self.tray.icon is not None:
+            self.tray.icon.hide()
         super().closeEvent(event)
+
+
+def _describe(f: StoredFinding) -> str:
+    gpu = f" GPU {f.gpu_index}" if f.gpu_index is not None else ""
+    return f"{f.node}{gpu}: {f.kind} — {fmt.evidence_text(f.kind, f.evidence)}"
+

@@ -12,7 +12,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", required=True, metavar="FILE", help="SQLite database to show (created if missing)")
+    p.add_argument("--db", required=True, metavar="FILE", help="SQLite database to show (asks before creating one that does not exist)")
     p.add_argument("--fleet", metavar="FLEET.toml",
                    help="also run the collector for this fleet (unless another collector holds the database)")
     p.add_argument("--interval", type=float, metavar="SECONDS", help="poll interval when collecting")

@@ -263,8 +263,11 @@ def report_text(result: ReportResult) -> str:
     open_findings = [f for f in result.findings if f.is_open]
     resolved = [f for f in result.findings if not f.is_open]
     out.append(f"Open findings ({len(open_findings)})")
+    acked = result.summary.get("acknowledged", {})
     for f in open_findings:
         out.append(_finding_line(f, ww))
+        if f.key in acked:
+            out.append(f"        {_ack_text(acked[f.key])}")
         out.append(f"        since {_short(f.first_seen)}, last {_short(f.last_seen)}; action: {f.action}")
     out.append("")
     out.append(f"Resolved in the window ({len(resolved)})")
@@ -391,7 +394,15 @@ def _page(title: str, body: Sequence[str]) -> str:
             + "\n".join(body) + "\n</body></html>\n")
 
 
-def _findings_table(findings: Sequence[Finding], resolved: bool = False) -> str:
+def _ack_text(ack: Mapping[str, Any]) -> str:
+    """"acknowledged by ann: fan ordered" / "snoozed until 2024-05-02 10:00: …" (an operator's mark)."""
+    who = f" by {ack['by']}" if ack.get("by") else ""
+    when = f"snoozed{who} until {_short(ack['until'])}" if ack.get("until") else f"acknowledged{who}"
+    return f"{when}: {ack.get('note') or '(no note)'}"
+
+
+def _findings_table(findings: Sequence[Finding], resolved: bool = False,
+                    acked: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     if not findings:
         return '<p class="small">None.</p>'
     rows = ["<table><tr><th>Severity</th><th>Where</th><th>Kind</th><th>Summary</th>"
@@ -400,11 +411,15 @@ def _findings_table(findings: Sequence[Finding], resolved: bool = False) -> str:
         cls = ' class="resolved"' if resolved or not f.is_open else ""
         rows.append(
             f"<tr{cls}><td class=\"nw\">{_badge(f.severity)}</td><td class=\"tok\">{_e(f.where())}</td>"
-            f"<td class=\"nw\"><code>{_e(f.kind)}</code></td><td>{_e(f.summary)}</td>"
+            f"<td class=\"nw\"><code>{_e(f.kind)}</code></td><td>{_e(f.summary)}{_ack_cell(acked, f.key)}</td>"
             f"<td class=\"nw\">{_e(_short(f.first_seen))}</td><td class=\"nw\">{_e(_short(f.last_seen))}</td>"
             f"<td class=\"small\">{_e(f.action)}</td></tr>")
     rows.append("</table>")
     return "\n".join(rows)
+
+
+def _ack_cell(acked: Mapping[str, Mapping[str, Any]] | None, key: str) -> str:
+    return f'<br><span class="small">{_e(_ack_text(acked[key]))}</span>' if acked and key in acked else ""
 
 
 def report_html(result: ReportResult) -> str:
@@ -457,7 +472,7 @@ def report_html(result: ReportResult) -> str:
         body.append(f"<tr><td>{_e(name)}</td><td>{_badge(verdict)}</td><td>{_e(kinds)}</td></tr>")
     body.append("</table>")
     body.append("<h2>Open findings</h2>")
-    body.append(_findings_table([f for f in result.findings if f.is_open]))
+    body.append(_findings_table([f for f in result.findings if f.is_open], acked=s.get("acknowledged")))
     body.append("<h2>Resolved in the window</h2>")
     body.append(_findings_table([f for f in result.findings if not f.is_open], resolved=True))
     return _page(title, body)

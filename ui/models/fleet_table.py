@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from fleetmon.fields import CATALOG, Field
@@ -41,6 +41,37 @@ class FleetTableModel(RowsTableModel[FleetRow]):
         self.beginResetModel()
         self._rows = rows
         self.endResetModel()
+
+    def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
+        """Sort inside the model (no proxy); missing values sort first ascending, ties by node and index."""
+        def key(r: FleetRow) -> tuple[Any, ...]:
+            if column == 0:
+                return (r.node,)
+            if column == 1:
+                return (r.index if r.index is not None else -1,)
+            if column == 2:
+                return (r.model or "",)
+            if column == 3:
+                return (r.driver_version or "",)
+            if _FIRST <= column < _LAST:
+                v = r.values.get(FIELD_COLUMNS[column - _FIRST].name)
+                return (0, 0.0) if not isinstance(v, (int, float)) else (1, float(v))
+            if column == _LAST:
+                return (r.latest_ts or 0.0,)
+            if column == _LAST + 1:
+                return (fmt.status_rank(self._status(r)),)
+            return (max((fmt.severity_rank(f[0]) for f in r.findings), default=0),)
+
+        self.layoutAboutToBeChanged.emit()
+        before = self.persistentIndexList()
+        held = [(self._rows[i.row()].uuid if i.row() < len(self._rows) else None, i.column()) for i in before]
+        rows = sorted(self._rows, key=lambda r: (r.node, r.index if r.index is not None else -1))
+        rows.sort(key=key, reverse=order == Qt.SortOrder.DescendingOrder)
+        self._rows = rows
+        where = {r.uuid: n for n, r in enumerate(rows)}
+        self.changePersistentIndexList(before, [self.index(where[u], c) if u in where else QModelIndex()
+                                                for u, c in held])
+        self.layoutChanged.emit()
 
     def _status(self, r: FleetRow) -> str:
         return fmt.gpu_status(r.node_status, r.state, r.latest_ts, self._now)

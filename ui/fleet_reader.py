@@ -1,0 +1,102 @@
+"""The fleet-facing reads and the operator's writes (acknowledgements), on the reader's worker thread.
+
+:class:`FleetReader` is a :class:`ui.reader.DbReader` (so the history loaders
+stay where they are) that also reads everything the fleet, versions and
+findings views show in one :class:`FleetSnapshot`, and writes
+acknowledgements through a short-lived read-write connection of its own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import Signal, Slot
+
+from storage.acks import AckRow
+from storage.rows import FleetRow, GpuRow, NodeRow, StoredFinding
+from ui.reader import DbReader, attach_findings
+
+
+@dataclass(frozen=True)
+class FleetSnapshot:
+    """One read of the fleet: GPUs (findings attached), nodes, cards' inventory, open findings, acks."""
+
+    rows: tuple[FleetRow, ...] = ()
+    nodes: Mapping[str, NodeRow] = field(default_factory=dict)
+    gpus: Mapping[str, GpuRow] = field(default_factory=dict)
+    findings: tuple[StoredFinding, ...] = ()
+    acks: Mapping[str, AckRow] = field(default_factory=dict)
+    read_at: float = 0.0
+
+    def group_of(self, node: str | None) -> str:
+        n = self.nodes.get(node or "")
+        return (n.group if n is not None else None) or ""
+
+    def acked(self, f: StoredFinding) -> AckRow | None:
+        """The acknowledgement that still covers ``f`` (None: none, expired or the finding worsened)."""
+        a = self.acks.get(f.key)
+        return a if a is not None and a.covers(f.severity, self.read_at) else None
+
+    @property
+    def last_poll(self) -> float | None:
+        return max((n.last_attempt for n in self.nodes.values() if n.last_attempt), default=None)
+
+
+def read_snapshot(db: Any, now: float | None = None) -> FleetSnapshot:
+    """Read a :class:`FleetSnapshot` from an open database (any thread; the caller's connection)."""
+    from storage.acks import acks
+    from storage.findings import open_findings
+    from storage.queries import fleet_latest, gpus, nodes
+
+    rows, findings = attach_findings(fleet_latest(db), open_findings(db))
+    return FleetSnapshot(rows=tuple(rows), nodes={n.name: n for n in nodes(db)}, gpus={g.uuid: g for g in gpus(db)},
+                         findings=tuple(findings), acks=acks(db), read_at=time.time() if now is None else now)
+
+
+class FleetReader(DbReader):
+    """Adds the fleet snapshot and acknowledgement writes to :class:`DbReader` (same thread, same connection)."""
+
+    snapshot_loaded = Signal(object)  # FleetSnapshot
+    ack_saved = Signal(str)  # finding key
+
+    @Slot()
+    def load_fleet(self) -> None:
+        from storage.db import open_database
+
+        try:
+            if self._db is None:
+                self._db = open_database(self.db_path, readonly=True)
+            snap = read_snapshot(self._db)
+        except Exception as exc:  # shown in the status bar; the next tick retries
+            self._db = None
+            self.failed.emit(str(exc))
+            return
+        self.snapshot_loaded.emit(snap)
+        # The original signals, for anyone listening to the plain reader.
+        self.loaded.emit(list(snap.rows), {"read_at": snap.read_at})
+        self.findings_loaded.emit(list(snap.findings))
+
+    @Slot(str, str, str, float, str)
+    def save_ack(self, key: str, severity: str, note: str, until: float, by: str) -> None:
+        """Acknowledge (``until`` 0) or snooze the finding ``key``; ``note`` empty and ``until`` < 0 clears it."""
+        from storage import acks
+        from storage.db import open_database
+
+        try:
+            db = open_database(self.db_path)
+            try:
+                if until < 0:
+                    acks.clear_ack(db, key)
+                else:
+                    acks.acknowledge(db, key, severity or None, note, time.time(), until=until or None,
+                                     by=by or None)
+            finally:
+                db.close()
+        except Exception as exc:
+            self.failed.emit(f"cannot store the acknowledgement: {exc}")
+            return
+        self.ack_saved.emit(key)
+        self.load_fleet()

@@ -1,0 +1,166 @@
+"""VersionsModel: the driver-mismatch matrix, driver / CUDA driver / VBIOS by group and model.
+
+One row per (group, GPU model); each version column lists the versions in use
+with their counts, the group's baseline first and marked (the expected version
+a driver-mismatch finding names, else the majority), outliers highlighted.
+:meth:`VersionsModel.nodes_behind` gives the nodes behind each cell.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QBrush, QColor
+
+from fleetmon import hostlist
+from ui.fleet_reader import FleetSnapshot
+from ui.models.base import Index, RowsTableModel
+
+COLUMNS = ("Group", "Model", "Nodes", "GPUs", "Driver", "CUDA driver", "VBIOS")
+VERSION_COLUMNS = {4: "driver", 5: "cuda", 6: "vbios"}
+OUTLIER = QColor(239, 108, 0, 70)
+
+
+@dataclass(frozen=True)
+class VersionCell:
+    """One version column of one row: version → the nodes running it, and the baseline."""
+
+    nodes: dict[str, list[str]] = field(default_factory=dict)
+    baseline: str | None = None
+    counts: dict[str, int] = field(default_factory=dict)
+    """Cards per version (VBIOS); drivers count nodes."""
+
+    def count(self, version: str) -> int:
+        return self.counts.get(version, len(self.nodes.get(version, [])))
+
+    @property
+    def outliers(self) -> list[str]:
+        return [v for v in self.nodes if v != self.baseline]
+
+    def text(self) -> str:
+        if not self.nodes:
+            return "—"
+        order = sorted(self.nodes, key=lambda v: (v != self.baseline, -self.count(v), v))
+        return "  ".join((f"★ {v} ({self.count(v)})" if v == self.baseline else f"{v} ({self.count(v)})")
+                         for v in order)
+
+
+@dataclass(frozen=True)
+class VersionRow:
+    group: str
+    model: str
+    nodes: tuple[str, ...]
+    gpus: int
+    cells: dict[str, VersionCell]
+
+
+def _baseline(counts: Counter[str], expected: str | None) -> str | None:
+    if expected:
+        return expected
+    top = counts.most_common(2)
+    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+        return None  # no majority
+    return top[0][0]
+
+
+def version_rows(snap: FleetSnapshot) -> list[VersionRow]:
+    """The matrix: per (group, model) the nodes per driver, CUDA driver and VBIOS, with baselines.
+
+    Driver baselines are per group (a node's driver serves all its cards), the
+    VBIOS baseline per group and model (as the vbios-mismatch rule compares).
+    """
+    expected: dict[tuple[str, str], str] = {}
+    for f in snap.findings:
+        ev = f.evidence or {}
+        if f.kind == "driver-mismatch" and ev.get("expected"):
+            expected[(snap.group_of(f.node), "cuda" if ev.get("field") == "cuda" else "driver")] = str(ev["expected"])
+        if f.kind == "vbios-mismatch" and ev.get("expected"):
+            expected[(snap.group_of(f.node), f"vbios:{ev.get('model')}")] = str(ev["expected"])
+    group_counts: dict[tuple[str, str], Counter[str]] = {}
+    for n in snap.nodes.values():
+        g = n.group or ""
+        for what, v in (("driver", n.driver_version), ("cuda", n.cuda_driver_version)):
+            if v:
+                group_counts.setdefault((g, what), Counter())[v] += 1
+    keyed: dict[tuple[str, str], list[Any]] = {}
+    for r in snap.rows:
+        if r.state == "gone":
+            continue
+        keyed.setdefault((snap.group_of(r.node), r.model or "?"), []).append(r)
+    out = []
+    for (group, model), rows in sorted(keyed.items()):
+        nodes = sorted({r.node for r in rows}, key=hostlist.sort_key)
+        cells: dict[str, VersionCell] = {}
+        for what in ("driver", "cuda"):
+            by: dict[str, list[str]] = {}
+            for name in nodes:
+                node = snap.nodes.get(name)
+                v = (node.driver_version if what == "driver" else node.cuda_driver_version) if node else None
+                if v:
+                    by.setdefault(v, []).append(name)
+            cells[what] = VersionCell(by, _baseline(group_counts.get((group, what), Counter()),
+                                                    expected.get((group, what))))
+        vb: dict[str, list[str]] = {}
+        counts: Counter[str] = Counter()
+        for r in rows:
+            card = snap.gpus.get(r.uuid)
+            if card is not None and card.vbios:
+                vb.setdefault(card.vbios, [])
+                if r.node not in vb[card.vbios]:
+                    vb[card.vbios].append(r.node)
+                counts[card.vbios] += 1
+        cells["vbios"] = VersionCell(vb, _baseline(counts, expected.get((group, f"vbios:{model}"))), dict(counts))
+        out.append(VersionRow(group, model, tuple(nodes), len(rows), cells))
+    return out
+
+
+class VersionsModel(RowsTableModel[VersionRow]):
+    """Rows from :func:`version_rows`; outlier cells tinted, tooltips list the nodes per version."""
+
+    COLUMNS = COLUMNS
+
+    def set_snapshot(self, snap: FleetSnapshot) -> None:
+        rows = version_rows(snap)
+        if [(r.group, r.model) for r in rows] == [(r.group, r.model) for r in self._rows] and rows:
+            self._rows = rows
+            self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
+            return
+        self.beginResetModel()
+        self._rows = rows
+        self.endResetModel()
+
+    def cell(self, row: int, column: int) -> VersionCell | None:
+        what = VERSION_COLUMNS.get(column)
+        return self._rows[row].cells.get(what) if what and row < len(self._rows) else None
+
+    def nodes_behind(self, row: int, column: int) -> dict[str, list[str]]:
+        """Version → nodes for a version cell; for the other columns, all the row's nodes."""
+        c = self.cell(row, column)
+        if c is not None:
+            return dict(c.nodes)
+        return {"": list(self._rows[row].nodes)} if row < len(self._rows) else {}
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or index.row() >= len(self._rows):
+            return None
+        r = self._rows[index.row()]
+        col = index.column()
+        c = self.cell(index.row(), col)
+        if role == Qt.ItemDataRole.DisplayRole:
+            if c is not None:
+                return c.text()
+            return [r.group or "(no group)", r.model, str(len(r.nodes)), str(r.gpus)][col]
+        if role == Qt.ItemDataRole.BackgroundRole and c is not None and c.outliers and c.nodes:
+            return QBrush(OUTLIER)
+        if role == Qt.ItemDataRole.ToolTipRole:
+            if c is None:
+                return hostlist.compress(r.nodes)
+            lines = []
+            for v, names in sorted(c.nodes.items(), key=lambda kv: (kv[0] != c.baseline, kv[0])):
+                mark = "baseline" if v == c.baseline else "outlier"
+                lines.append(f"{v} ({mark}): {hostlist.compress(names)}")
+            return "\n".join(lines) or "no version reported"
+        return None

@@ -1,0 +1,151 @@
+"""Pieces of the window's shell: the crash dialog, the tray icon, the colour scheme, a sidebar entry."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import traceback
+from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPalette, QPixmap
+from PySide6.QtWidgets import (QApplication, QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QSystemTrayIcon,
+                               QVBoxLayout, QWidget)
+
+from ui import format as fmt
+
+log = logging.getLogger("fleetmon.ui")
+ExceptHook = Callable[[type[BaseException], BaseException, TracebackType | None], Any]
+
+
+class ExceptionDialog(QDialog):
+    """An uncaught exception: what happened, the traceback to copy; the app keeps running."""
+
+    def __init__(self, text: str, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("fleetmon: unexpected error")
+        self.resize(720, 420)
+        self.text = QPlainTextEdit(text, self)
+        self.text.setReadOnly(True)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
+        copy = buttons.addButton("Copy traceback", QDialogButtonBox.ButtonRole.ActionRole)
+        copy.clicked.connect(self.copy)
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(QLabel("Something went wrong inside fleetmon. The window keeps running; please report "
+                                "this with the traceback below.", self))
+        layout.addWidget(self.text, 1)
+        layout.addWidget(buttons)
+
+    def copy(self) -> None:
+        QGuiApplication.clipboard().setText(self.text.toPlainText())
+
+
+def install_excepthook(parent: QWidget | None = None, *, show: Callable[[str], None] | None = None) -> ExceptHook:
+    """Show uncaught exceptions in an :class:`ExceptionDialog` instead of ending the app.
+
+    ``show`` replaces the dialog (tests). Returns the previous hook.
+    """
+    previous = sys.excepthook
+    showing = [False]
+
+    def hook(kind: type[BaseException], exc: BaseException, tb: TracebackType | None) -> None:
+        if issubclass(kind, KeyboardInterrupt):
+            previous(kind, exc, tb)
+            return
+        text = "".join(traceback.format_exception(kind, exc, tb))
+        log.error("uncaught exception:\n%s", text)
+        if showing[0]:
+            return  # one dialog at a time: an error repeating on every tick must not stack dialogs
+        showing[0] = True
+        try:
+            if show is not None:
+                show(text)
+            else:
+                ExceptionDialog(text, parent).exec()
+        finally:
+            showing[0] = False
+
+    sys.excepthook = hook
+    return previous
+
+
+def severity_icon(severity: str, size: int = 32) -> QIcon:
+    """A round badge in the colour of a severity (green when none)."""
+    pix = QPixmap(size, size)
+    pix.fill(Qt.GlobalColor.transparent)
+    p = QPainter(pix)
+    p.setRenderHint(QPainter.RenderHint.Antialiasing)
+    p.setBrush(QColor(fmt.SEVERITY_COLORS.get(severity, fmt.STATUS_COLORS["ok"])))
+    p.setPen(Qt.PenStyle.NoPen)
+    p.drawEllipse(2, 2, size - 4, size - 4)
+    p.end()
+    return QIcon(pix)
+
+
+class Tray:
+    """The tray icon (when the desktop has a tray): the worst current severity; a message on a new critical."""
+
+    def __init__(self, window: QWidget) -> None:
+        self.icon: QSystemTrayIcon | None = None
+        self._known_critical: set[str] | None = None
+        self.notified: list[str] = []
+        if not QSystemTrayIcon.isSystemTrayAvailable():
+            return
+        self.icon = QSystemTrayIcon(severity_icon(""), window)
+        self.icon.setToolTip("fleetmon")
+        self.icon.activated.connect(lambda *_: _bring_up(window))
+        self.icon.show()
+
+    def update(self, worst: str, critical_keys: set[str], describe: Callable[[str], str]) -> list[str]:
+        """Show ``worst``; notify about critical findings not seen before (not on the first update).
+
+        Returns the keys notified about.
+        """
+        new = sorted(critical_keys - self._known_critical) if self._known_critical is not None else []
+        self._known_critical = set(critical_keys)
+        if self.icon is not None:
+            self.icon.setIcon(severity_icon(worst))
+            self.icon.setToolTip(f"fleetmon: {worst or 'all clear'}")
+            if new:
+                self.icon.showMessage("fleetmon: new critical finding",
+                                      "\n".join(describe(k) for k in new[:5]),
+                                      QSystemTrayIcon.MessageIcon.Critical, 10000)
+        self.notified += new
+        return new
+
+
+def _bring_up(window: QWidget) -> None:
+    window.showNormal()
+    window.raise_()
+    window.activateWindow()
+
+
+def follow_color_scheme(app: QApplication) -> None:
+    """Light or dark palette following the system (Qt 6.5+ ``styleHints().colorScheme``)."""
+    hints = app.styleHints()
+    if not hasattr(hints, "colorScheme"):
+        return
+
+    def apply(*_: Any) -> None:
+        dark = hints.colorScheme() == Qt.ColorScheme.Dark
+        app.setPalette(dark_palette() if dark else app.style().standardPalette())
+
+    hints.colorSchemeChanged.connect(apply)
+    apply()
+
+
+def dark_palette() -> QPalette:
+    p = QPalette()
+    base, alt, text, window = QColor(30, 30, 30), QColor(45, 45, 45), QColor(230, 230, 230), QColor(40, 40, 40)
+    for role, color in ((QPalette.ColorRole.Window, window), (QPalette.ColorRole.WindowText, text),
+                        (QPalette.ColorRole.Base, base), (QPalette.ColorRole.AlternateBase, alt),
+                        (QPalette.ColorRole.Text, text), (QPalette.ColorRole.Button, window),
+                        (QPalette.ColorRole.ButtonText, text), (QPalette.ColorRole.ToolTipBase, alt),
+                        (QPalette.ColorRole.ToolTipText, text), (QPalette.ColorRole.Highlight, QColor(42, 130, 218)),
+                        (QPalette.ColorRole.HighlightedText, QColor(255, 255, 255)),
+                        (QPalette.ColorRole.PlaceholderText, QColor(150, 150, 150))):
+        p.setColor(role, color)
+    return p

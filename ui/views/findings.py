@@ -1,0 +1,213 @@
+"""The findings view: open findings with their evidence, filters, and acknowledge / snooze."""
+
+from __future__ import annotations
+
+import getpass
+import time
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import QDateTime, QModelIndex, Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDateTimeEdit, QDialog, QDialogButtonBox,
+                               QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QTableView,
+                               QVBoxLayout, QWidget)
+
+from storage.rows import StoredFinding
+from ui import format as fmt
+from ui.fleet_reader import FleetSnapshot
+from ui.models.findings_table import COL_ACK, COL_EVIDENCE, COLUMNS, FindingsTableModel
+
+WIDTHS = (70, 150, 110, 50, 85, 85, 300, 330, 200)
+"""Starting widths by logical column (fixed: no ResizeToContents)."""
+VISUAL_ORDER = (0, 1, 2, 3, COL_EVIDENCE, 4, 5, COL_ACK, 6)
+"""Evidence next to the identity, the long action text last."""
+SNOOZES: tuple[tuple[str, float], ...] = (("1 hour", 3600), ("4 hours", 4 * 3600), ("1 day", 86400),
+                                          ("3 days", 3 * 86400), ("1 week", 7 * 86400))
+AckAnswer = tuple[str, float | None]
+"""(note, until): until None for an acknowledgement, a Unix time for a snooze."""
+
+
+class AckDialog(QDialog):
+    """Asks for a note and, for a snooze, an expiry."""
+
+    def __init__(self, finding: StoredFinding, snooze: bool, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Snooze finding" if snooze else "Acknowledge finding")
+        self.note = QLineEdit(self)
+        self.note.setPlaceholderText("why (ticket, planned fix…)")
+        self.until = QDateTimeEdit(QDateTime.currentDateTime().addSecs(86400), self)
+        self.until.setCalendarPopup(True)
+        self.until.setEnabled(snooze)
+        form = QFormLayout(self)
+        form.addRow(QLabel(f"<b>{finding.severity} {finding.kind}</b> on {finding.node}"
+                           + (f" GPU {finding.gpu_index}" if finding.gpu_index is not None else "")))
+        form.addRow(QLabel(fmt.evidence_text(finding.kind, finding.evidence)))
+        form.addRow("Note:", self.note)
+        if snooze:
+            form.addRow("Until:", self.until)
+        else:
+            form.addRow(QLabel("Holds until the finding worsens (its severity rises)."))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self._snooze = snooze
+
+    def answer(self) -> AckAnswer:
+        return self.note.text().strip(), float(self.until.dateTime().toSecsSinceEpoch()) if self._snooze else None
+
+    @staticmethod
+    def ask(parent: QWidget, finding: StoredFinding, snooze: bool) -> AckAnswer | None:
+        d = AckDialog(finding, snooze, parent)
+        return d.answer() if d.exec() == QDialog.DialogCode.Accepted else None
+
+
+class FindingsView(QWidget):
+    """A single click on a finding emits ``gpu_requested`` (its GPU) or ``node_requested`` (a node finding).
+
+    ``ack_requested(key, severity, note, until, by)`` asks the reader to store
+    an acknowledgement (until 0), a snooze, or a removal (until -1).
+    ``ask_ack`` is the prompt (replaceable in tests).
+    """
+
+    gpu_requested = Signal(str)
+    node_requested = Signal(str)
+    ack_requested = Signal(str, str, str, float, str)
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.ask_ack: Callable[[QWidget, StoredFinding, bool], AckAnswer | None] = AckDialog.ask
+        self.model = FindingsTableModel(self)
+        self.kind = QComboBox(self)
+        self.severity = QComboBox(self)
+        for label, data in (("All severities", None), ("Critical", {"critical"}),
+                            ("Warning and worse", {"critical", "warning"}), ("Info", {"info"})):
+            self.severity.addItem(label, data)
+        self.group = QComboBox(self)
+        self.show_acked = QCheckBox("Show acknowledged", self)
+        for w in (self.kind, self.severity, self.group):
+            w.currentIndexChanged.connect(self._apply_filter)
+            w.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        self.show_acked.toggled.connect(self._apply_filter)
+        self.ack_button = QPushButton("Acknowledge…", self)
+        self.snooze_button = QPushButton("Snooze…", self)
+        self.clear_button = QPushButton("Clear acknowledgement", self)
+        self.ack_button.clicked.connect(lambda: self.acknowledge(snooze=False))
+        self.snooze_button.clicked.connect(lambda: self.acknowledge(snooze=True))
+        self.clear_button.clicked.connect(self.clear_ack)
+        self.table = QTableView(self)
+        self.table.setModel(self.model)
+        self.table.setSortingEnabled(True)
+        self.table.setAlternatingRowColors(True)
+        self.table.setWordWrap(False)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        header.setSortIndicatorShown(True)
+        header.setSortIndicator(0, Qt.SortOrder.DescendingOrder)  # worst first (sorts the model)
+        for logical, width in enumerate(WIDTHS):
+            header.resizeSection(logical, width)
+        for visual, logical in enumerate(VISUAL_ORDER):
+            header.moveSection(header.visualIndex(logical), visual)
+        self.table.clicked.connect(self._on_clicked)
+        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._update_buttons())
+        self.count = QLabel(self)
+        bar = QHBoxLayout()
+        widgets: tuple[QWidget, ...] = (self.severity, self.kind, self.group, self.show_acked)
+        for widget in widgets:
+            bar.addWidget(widget)
+        bar.addStretch(1)
+        bar.addWidget(self.count)
+        for button in (self.ack_button, self.snooze_button, self.clear_button):
+            bar.addWidget(button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 0)
+        layout.addLayout(bar)
+        layout.addWidget(self.table, 1)
+        self._kinds: list[str] = []
+        self._groups: list[str] = []
+        self._update_buttons()
+
+    # -- data ----------------------------------------------------------------------------
+
+    def set_snapshot(self, snap: FleetSnapshot) -> None:
+        groups = {n: (row.group or "") for n, row in snap.nodes.items()}
+        self._refill(self.kind, "All kinds", sorted({f.kind for f in snap.findings}), "_kinds")
+        self._refill(self.group, "All groups", sorted({snap.group_of(f.node) for f in snap.findings}), "_groups")
+        self.model.set_rows(list(snap.findings), snap.read_at, acks=snap.acks, groups=groups)
+        self._update_count()
+        self._update_buttons()
+
+    def _refill(self, combo: QComboBox, label: str, values: list[str], attr: str) -> None:
+        if values == getattr(self, attr):
+            return
+        setattr(self, attr, values)
+        current = combo.currentData()
+        combo.blockSignals(True)
+        combo.clear()
+        combo.addItem(label, None)
+        for v in values:
+            combo.addItem(v or "(no group)", {v})
+        i = combo.findData(current) if current is not None else 0
+        combo.setCurrentIndex(max(0, i))
+        combo.blockSignals(False)
+
+    def _apply_filter(self) -> None:
+        self.model.set_filter(kinds=self.kind.currentData(), severities=self.severity.currentData(),
+                              groups=self.group.currentData(), show_acknowledged=self.show_acked.isChecked())
+        self._update_count()
+
+    def _update_count(self) -> None:
+        shown, total = self.model.rowCount(), len(self.model.all_rows())
+        acked = sum(1 for f in self.model.all_rows() if self.model.ack(f) is not None)
+        self.count.setText(f"{shown} of {total} shown" + (f" · {acked} acknowledged" if acked else ""))
+
+    def current(self) -> StoredFinding | None:
+        i = self.table.currentIndex()
+        return self.model.row(i.row()) if i.isValid() and i.row() < self.model.rowCount() else None
+
+    def _update_buttons(self) -> None:
+        f = self.current()
+        self.ack_button.setEnabled(f is not None)
+        self.snooze_button.setEnabled(f is not None)
+        self.clear_button.setEnabled(f is not None and self.model.ack(f) is not None)
+
+    # -- actions --------------------------------------------------------------------------
+
+    def _on_clicked(self, index: QModelIndex) -> None:
+        """One click shows the finding's GPU (or node)."""
+        if not index.isValid():
+            return
+        f = self.model.row(index.row())
+        if f.gpu_uuid:
+            self.gpu_requested.emit(f.gpu_uuid)
+        elif f.node:
+            self.node_requested.emit(f.node)
+
+    def acknowledge(self, snooze: bool) -> None:
+        f = self.current()
+        if f is None:
+            return
+        answer = self.ask_ack(self, f, snooze)
+        if answer is None:
+            return
+        note, until = answer
+        if until is not None and until <= time.time():
+            until = time.time() + 3600
+        self.ack_requested.emit(f.key, str(f.severity), note, float(until or 0.0), _user())
+
+    def clear_ack(self) -> None:
+        f = self.current()
+        if f is not None:
+            self.ack_requested.emit(f.key, str(f.severity), "", -1.0, _user())
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # no login name (containers): the note stands alone
+        return ""

@@ -1,0 +1,207 @@
+"""The fleet view: nodes grouped by group, expandable to their GPUs, a filter box and a summary bar."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QItemSelection, QModelIndex, Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QTreeView, QVBoxLayout, QWidget)
+
+from storage.rows import FleetRow
+from ui import format as fmt
+from ui.fleet_reader import FleetSnapshot
+from ui.models.fleet_tree import COL_HEALTH, COLUMNS, FleetTreeModel
+
+COLUMN_WIDTHS = {"Name": 165, "Model": 215, "Driver": 90, "Temp": 75, "Power / limit": 115, "Util": 50,
+                 "Last seen": 75, "Status": 85}
+"""Fixed starting widths (never ResizeToContents over the model: it measures every cell on each refresh)."""
+
+
+def summary_text(snap: FleetSnapshot) -> str:
+    """The summary bar: nodes, GPUs, unreachable, critical, warning, driver versions in use."""
+    nodes = {r.node for r in snap.rows} | set(snap.nodes)
+    unreachable = {n for n in nodes if snap.nodes.get(n) is not None and snap.nodes[n].status == "unreachable"}
+    live = [f for f in snap.findings if snap.acked(f) is None]
+    crit = sum(1 for f in live if f.severity == "critical")
+    warn = sum(1 for f in live if f.severity == "warning")
+    drivers: dict[str, int] = {}
+    for n in nodes:
+        v = snap.nodes[n].driver_version if n in snap.nodes else None
+        if v:
+            drivers[v] = drivers.get(v, 0) + 1
+    acked = len(snap.findings) - len(live)
+    parts = [f"<b>{len(nodes)}</b> nodes", f"<b>{len(snap.rows)}</b> GPUs",
+             f"<b style='color:{fmt.STATUS_COLORS['unreachable'] if unreachable else 'inherit'}'>"
+             f"{len(unreachable)}</b> unreachable",
+             f"<b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>{crit}</b> critical",
+             f"<b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>{warn}</b> warning"]
+    if acked:
+        parts.append(f"{acked} acknowledged")
+    parts.append("drivers: " + (", ".join(f"{v} ({k})" for v, k in sorted(drivers.items(), key=lambda kv: -kv[1]))
+                                or fmt.DASH))
+    return " · ".join(parts)
+
+
+class FleetView(QWidget):
+    """Emits ``gpu_selected`` (a GPU row clicked) and ``node_selected`` (a node row clicked)."""
+
+    gpu_selected = Signal(object)  # FleetRow
+    node_selected = Signal(str)
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.model = FleetTreeModel(self)
+        self.filter = QLineEdit(self)
+        self.filter.setPlaceholderText("Filter: node, gpu[01-16] hostlist, model:A100, driver:535, status:critical…")
+        self.filter.setClearButtonEnabled(True)
+        self.filter.textChanged.connect(self._on_filter)
+        self.grouped = QCheckBox("Group by group", self)
+        self.grouped.setChecked(True)
+        self.grouped.toggled.connect(self._on_grouped)
+        self.summary = QLabel("reading database…", self)
+        self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.tree = QTreeView(self)
+        self.tree.setModel(self.model)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.setSortingEnabled(True)
+        self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.tree.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
+        header = self.tree.header()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        for i, name in enumerate(COLUMNS):
+            header.resizeSection(i, COLUMN_WIDTHS.get(name, 100))
+        header.setSortIndicator(COL_HEALTH, Qt.SortOrder.DescendingOrder)
+        self.tree.selectionModel().selectionChanged.connect(self._on_selection)
+        self.model.modelAboutToBeReset.connect(self._save_state)
+        self.model.modelReset.connect(self._restore_state)
+        self._selected: list[str] = []
+        self._current = ""
+        self._expanded: set[str] = set()
+        self._collapsed: set[str] = set()
+        self._scroll = 0
+        self._first = True
+        self.tree.expanded.connect(lambda i: self._note_expanded(i, True))
+        self.tree.collapsed.connect(lambda i: self._note_expanded(i, False))
+        top = QHBoxLayout()
+        top.addWidget(self.filter, 1)
+        top.addWidget(self.grouped)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 0)
+        layout.addLayout(top)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.tree, 1)
+
+    # -- data --------------------------------------------------------------------------
+
+    def set_snapshot(self, snap: FleetSnapshot) -> None:
+        self.summary.setText(summary_text(snap))
+        self.model.set_snapshot(snap)
+        if self.model.rowCount() and not self.filter.text():
+            self._expand_defaults()  # nodes that turned critical open (unless the operator closed them)
+
+    def _expand_defaults(self) -> None:
+        """Groups open; nodes open when something critical is on them (the operator sees the cards at once)."""
+        nodes = []
+        for g in self.model.roots():
+            if g.kind == "group":
+                self.tree.expand(self.model.index_of_key(g.key))
+                nodes += g.children
+            else:
+                nodes.append(g)
+        for n in nodes:
+            if fmt.severity_rank(n.severity) >= fmt.severity_rank("critical") and n.key not in self._collapsed:
+                self.tree.expand(self.model.index_of_key(n.key))
+
+    def _note_expanded(self, index: QModelIndex, expanded: bool) -> None:
+        it = self.model.item(index)
+        if it is None:
+            return
+        (self._expanded.add if expanded else self._expanded.discard)(it.key)
+        (self._collapsed.discard if expanded else self._collapsed.add)(it.key)
+
+    def _save_state(self) -> None:
+        sel = self.tree.selectionModel()
+        self._selected = [it.key for i in sel.selectedRows() if (it := self.model.item(i)) is not None]
+        cur = self.model.item(self.tree.currentIndex())
+        self._current = cur.key if cur is not None else ""
+        self._scroll = self.tree.verticalScrollBar().value()
+
+    def _restore_state(self) -> None:
+        self.tree.blockSignals(True)
+        for key in list(self._expanded):
+            i = self.model.index_of_key(key)
+            if i.isValid():
+                self.tree.expand(i)
+        self.tree.blockSignals(False)
+        if not self._expanded:
+            self._expand_defaults()
+        sel = self.tree.selectionModel()
+        sel.blockSignals(True)
+        for key in self._selected:
+            i = self.model.index_of_key(key)
+            if i.isValid():
+                sel.select(i, sel.SelectionFlag.Select | sel.SelectionFlag.Rows)
+        cur = self.model.index_of_key(self._current) if self._current else QModelIndex()
+        if cur.isValid():
+            sel.setCurrentIndex(cur, sel.SelectionFlag.NoUpdate)
+        sel.blockSignals(False)
+        self.tree.verticalScrollBar().setValue(self._scroll)
+
+    def _on_filter(self, text: str) -> None:
+        self.model.set_filter(text)
+        if text.strip():
+            self.tree.expandAll()
+
+    def _on_grouped(self, on: bool) -> None:
+        self.model.set_grouped(on)
+
+    # -- selection ---------------------------------------------------------------------
+
+    def _on_selection(self, selected: QItemSelection, deselected: QItemSelection) -> None:
+        it = self.model.item(self.tree.currentIndex())
+        if it is None:
+            rows = self.tree.selectionModel().selectedRows()
+            it = self.model.item(rows[0]) if rows else None
+        if it is None:
+            return
+        if it.kind == "gpu" and it.gpu is not None:
+            self.gpu_selected.emit(it.gpu)
+        elif it.kind == "node":
+            self.node_selected.emit(it.name)
+
+    def show_gpu(self, uuid: str) -> bool:
+        """Select and reveal a GPU (clearing a filter that hides it); whether it was found."""
+        i = self.model.index_of_gpu(uuid)
+        if not i.isValid() and self.filter.text():
+            self.filter.clear()
+            i = self.model.index_of_gpu(uuid)
+        return self._reveal(i)
+
+    def show_node(self, node: str) -> bool:
+        i = self.model.index_of_node(node)
+        if not i.isValid() and self.filter.text():
+            self.filter.clear()
+            i = self.model.index_of_node(node)
+        return self._reveal(i)
+
+    def _reveal(self, i: QModelIndex) -> bool:
+        if not i.isValid():
+            return False
+        p = i.parent()
+        while p.isValid():
+            self.tree.expand(p)
+            p = p.parent()
+        self.tree.setCurrentIndex(i)
+        self.tree.scrollTo(i, QAbstractItemView.ScrollHint.PositionAtCenter)
+        return True
+
+    def selected_gpus(self) -> list[FleetRow]:
+        out: list[FleetRow] = []
+        for i in self.tree.selectionModel().selectedRows():
+            it = self.model.item(i)
+            if it is not None:
+                out += [r for r in it.gpus if r not in out]
+        return out

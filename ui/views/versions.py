@@ -1,0 +1,80 @@
+"""The versions view: driver / CUDA driver / VBIOS by group and model, with the nodes behind each cell."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QListWidget, QListWidgetItem, QSplitter,
+                               QTableView, QVBoxLayout, QWidget)
+
+from ui.fleet_reader import FleetSnapshot
+from ui.models.versions import COLUMNS, VersionsModel
+
+WIDTHS = (110, 260, 60, 60, 260, 160, 260)
+
+
+class VersionsView(QWidget):
+    """Click a cell: the list beside it shows the nodes per version; double-click a node: ``node_requested``."""
+
+    node_requested = Signal(str)
+
+    def __init__(self, parent: Any = None) -> None:
+        super().__init__(parent)
+        self.model = VersionsModel(self)
+        self.table = QTableView(self)
+        self.table.setModel(self.model)
+        self.table.setAlternatingRowColors(True)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectItems)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(True)
+        for i, w in enumerate(WIDTHS[:len(COLUMNS)]):
+            header.resizeSection(i, w)
+        self.table.clicked.connect(self.show_cell)
+        self.caption = QLabel("★ marks the group's baseline (its expected version, else the majority); "
+                              "tinted cells have outliers. Click a cell for its nodes.", self)
+        self.caption.setWordWrap(True)
+        self.nodes = QListWidget(self)
+        self.nodes.itemActivated.connect(self._on_node)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        self.splitter.addWidget(self.table)
+        self.splitter.addWidget(self.nodes)
+        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(1, 1)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 0)
+        layout.addWidget(self.caption)
+        layout.addWidget(self.splitter, 1)
+        self._cell: tuple[int, int] | None = None
+
+    def set_snapshot(self, snap: FleetSnapshot) -> None:
+        self.model.set_snapshot(snap)
+        if self._cell is not None and self._cell[0] < self.model.rowCount():
+            self.show_cell(self.model.index(*self._cell))
+
+    def show_cell(self, index: QModelIndex) -> None:
+        if not index.isValid():
+            return
+        self._cell = (index.row(), index.column())
+        cell = self.model.cell(index.row(), index.column())
+        self.nodes.clear()
+        for version, names in sorted(self.model.nodes_behind(index.row(), index.column()).items(),
+                                     key=lambda kv: (cell is not None and kv[0] != cell.baseline, kv[0])):
+            if version:
+                mark = " (baseline)" if cell is not None and version == cell.baseline else " (outlier)"
+                head = QListWidgetItem(f"{version}{mark}: {len(names)} node(s)")
+                head.setFlags(Qt.ItemFlag.ItemIsEnabled)
+                font = head.font()
+                font.setBold(True)
+                head.setFont(font)
+                self.nodes.addItem(head)
+            for n in names:
+                self.nodes.addItem(QListWidgetItem(f"   {n}"))
+
+    def _on_node(self, item: QListWidgetItem) -> None:
+        name = item.text().strip()
+        if name and not name.endswith(")") and ":" not in name:
+            self.node_requested.emit(name)
