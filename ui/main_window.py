@@ -12,8 +12,9 @@ from ui import format as fmt
 from ui.models.fleet_table import FleetTableModel
 from ui.models.findings_table import FindingsTableModel
 from storage.rows import FleetRow, StoredFinding
-from ui.reader import DbReader, GpuDetail
-from ui.widgets.gpu_detail import GpuDetailWidget
+from ui.reader import DbReader
+from ui.views.derating import DeratingView
+from ui.views.gpu_detail import GpuDetailView
 
 
 class MainWindow(QMainWindow):
@@ -37,7 +38,8 @@ class MainWindow(QMainWindow):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        self.detail = GpuDetailWidget(self)
+        self.detail = GpuDetailView(db_path, self)
+        self.derating = DeratingView(self.detail.service, self)
         self.findings_model = FindingsTableModel(self)
         self.findings = QTableView(self)
         self.findings.setModel(self.findings_model)
@@ -50,6 +52,7 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.detail, "GPU history")
         self.tabs.addTab(self.findings, "Findings")
+        self.tabs.addTab(self.derating, "Derating")
         splitter = QSplitter(Qt.Orientation.Vertical, self)
         splitter.addWidget(self.table)
         splitter.addWidget(self.tabs)
@@ -71,9 +74,7 @@ class MainWindow(QMainWindow):
         self.load_requested.connect(self.reader.load)
         self.reader.loaded.connect(self._on_loaded)
         self.reader.findings_loaded.connect(self._on_findings_loaded)
-        self.history_requested.connect(self.reader.load_history)
-        self.reader.history_loaded.connect(self._on_history_loaded)
-        self.detail.history_requested.connect(self.history_requested)
+        self.detail.history_shown.connect(self.history_shown)
         self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
         self.reader.failed.connect(self._on_failed)
         self._thread.start()
@@ -115,13 +116,10 @@ class MainWindow(QMainWindow):
         rows = self.table.selectionModel().selectedRows()
         if rows:
             self.detail.show_gpu(self.model.row(rows[0].row()))
+            self.derating.show_gpu(self.model.row(rows[0].row()))
 
     def select_gpu(self, row: int) -> None:
         self.table.selectRow(row)
-
-    def _on_history_loaded(self, uuid: str, history: GpuDetail) -> None:
-        self.detail.set_history(uuid, history)
-        self.history_shown.emit(uuid, len(history.window.rows))
 
     def _on_failed(self, message: str) -> None:
         self.status_label.setText(f"cannot read the database: {message}")
@@ -135,4 +133,5 @@ class MainWindow(QMainWindow):
         self._thread.quit()
         self._thread.wait(5000)
         self.reader.close()
+        self.detail.shutdown()
         super().closeEvent(event)
