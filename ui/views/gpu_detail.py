@@ -14,7 +14,7 @@ from typing import Any
 
 from PySide6.QtCore import QDateTime, Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QDateTimeEdit, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout,
-                               QHeaderView, QLabel, QPushButton, QSplitter, QStackedWidget, QTableWidget,
+                               QHeaderView, QLabel, QPushButton, QSizePolicy, QSplitter, QStackedWidget, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
 from fleetmon import specs
@@ -136,6 +136,7 @@ class GpuDetailView(QWidget):
 
         self.title = QLabel("Select a GPU in the fleet table to see its inventory and history.")
         self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long names never widen the window
         self.status = QLabel("")
         self.status.setStyleSheet("color: #546e7a;")
         self.range_buttons = QButtonGroup(self)
@@ -179,7 +180,7 @@ class GpuDetailView(QWidget):
         split.addWidget(side)
         split.addWidget(self.stack)
         split.setStretchFactor(1, 1)
-        split.setSizes([330, 900])
+        split.setSizes([380, 860])
         self.splitter = split
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -220,6 +221,9 @@ class GpuDetailView(QWidget):
         nominal = "not in the spec catalog" if spec is None else (
             f"nominal: boost {spec.boost_clock_mhz} MHz, TDP {spec.tdp_w} W, {spec.memory_gb} GB")
         self.title.setText(f"<b>{row.node} GPU {row.index}</b> — {row.model} · {nominal}")
+        self.title.setToolTip(f"{row.node} GPU {row.index} — {row.model} · {row.uuid} · {nominal}")
+        if self.stack.currentWidget() is self.placeholder:
+            self.placeholder.setText("reading the history…")
         self._fill_inventory(None)
         self.refresh()
 

@@ -171,6 +171,7 @@ class HistoryPlots(QWidget):
         self.readout = QLabel("Move the mouse over a plot to read its values.")
         self.readout.setTextFormat(Qt.TextFormat.PlainText)
         self.readout.setStyleSheet("color: #37474f;")
+        self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.graphics = pg.GraphicsLayoutWidget()
         self.graphics.setBackground("w")
         self.graphics.setMinimumHeight(PANEL_MIN_H * len(PANELS) + THROTTLE_MIN_H)
@@ -210,7 +211,7 @@ class HistoryPlots(QWidget):
         for key, colour in (("temp_c", "#c62828"), ("power_w", "#6d4c41"), ("sm_clock_mhz", "#6d4c41")):
             line = pg.InfiniteLine(angle=0, movable=False, label="", pen=pg.mkPen(colour, width=1,
                                                                                  style=Qt.PenStyle.DashLine),
-                                   labelOpts={"position": 0.02, "color": colour, "anchors": [(0, 1), (0, 1)]})
+                                   labelOpts={"position": 0.01, "color": colour, "anchors": [(0, 0), (0, 0)]})
             line.setVisible(False)
             self.plots[key].addItem(line, ignoreBounds=False)
             self.ref_lines[key] = line
