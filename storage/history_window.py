@@ -9,6 +9,8 @@ are decoded (a 90-day hourly window of every column costs several times more).
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Iterable
 from typing import Any
 
@@ -18,7 +20,7 @@ from fleetmon.fields import THROTTLE_NAMES
 from storage.db import get_meta, query
 from storage.findings import derating_history
 from storage.queries import events as _events
-from storage.queries import gpu_history, gpus, inventory_changes, placements
+from storage.queries import gpu_history, inventory_changes, placements
 from storage.rollup import DAY, HOUR
 from storage.rows import DeratingDay, EventRow, GpuRow, HistoryWindow, InventoryChangeRow, PlacementRow
 
@@ -59,15 +61,20 @@ def detail_window(db: Database, uuid: str, since: float, until: float,
 
 
 def gpu_record(db: Database, uuid: str) -> GpuRow | None:
-    """The stored card (identity, placement, inventory), or None if unknown."""
-    for g in gpus_by_uuid(db, [uuid]):
-        return g
-    return None
-
-
-def gpus_by_uuid(db: Database, uuids: Iterable[str]) -> list[GpuRow]:
-    wanted = set(uuids)
-    return [g for g in gpus(db) if g.uuid in wanted]
+    """The stored card (identity, placement, inventory), or None if unknown (one row, not the fleet's)."""
+    found = query(db, """SELECT g.uuid, g.node, g.idx, g.pci_bus_id, g.name, g.serial, g.vbios, g.memory_total_mib,
+                                g.power_default_w, g.power_enforced_w, g.state, g.first_seen, g.inventory,
+                                max(coalesce(g.last_seen, 0), coalesce(l.seen, 0)) AS last_seen
+                         FROM gpus g LEFT JOIN gpu_latest l ON l.gpu_id = g.id WHERE g.uuid = ?""", (uuid,))
+    if not found:
+        return None
+    r = found[0]
+    inv = json.loads(r["inventory"] or "{}")
+    return GpuRow(uuid=r["uuid"], node=r["node"], index=r["idx"], pci_bus_id=r["pci_bus_id"], model=r["name"],
+                  serial=r["serial"], vbios=r["vbios"], memory_total_mib=r["memory_total_mib"],
+                  power_default_w=r["power_default_w"], power_enforced_w=r["power_enforced_w"], state=r["state"],
+                  first_seen=r["first_seen"], last_seen=r["last_seen"] or None, inventory=inv.get("values", {}),
+                  inventory_status=inv.get("status", {}))
 
 
 def gpu_changes(db: Database, uuid: str) -> tuple[list[InventoryChangeRow], list[PlacementRow]]:

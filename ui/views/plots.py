@@ -195,9 +195,10 @@ class HistoryPlots(QWidget):
         self._values: dict[str, Array] = {}
         first: pg.PlotItem | None = None
         for row, panel in enumerate(PANELS):
-            plot = self._add_plot(row, f"{panel.title}" + (f" ({panel.unit})" if panel.unit else ""))
-            legend = plot.addLegend(offset=(-4, 2), labelTextSize="8pt", colCount=len(panel.series))
-            legend.setBrush(pg.mkBrush(255, 255, 255, 200))
+            # The legend lives in the title line: a legend box inside the view sits over the data.
+            keys = " ".join(f"<span style='color:{s.colour}'>━</span> {s.label}" for s in panel.series)
+            plot = self._add_plot(row, f"<b>{panel.title}</b>" + (f" ({panel.unit})" if panel.unit else "")
+                                  + f" &nbsp; <span style='color:#546e7a'>{keys}</span>")
             self.curves[panel.key] = {}
             for s in panel.series:
                 self.curves[panel.key][s.key] = plot.plot(pen=pg.mkPen(s.colour, width=s.width), connect="finite",
