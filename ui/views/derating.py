@@ -135,17 +135,17 @@ class DeratingView(QWidget):
         service.derating_loaded.connect(self._on_loaded)
         self.data: DeratingData | None = None
         self.row: FleetRow | None = None
-        self.window = QComboBox()
+        self.window_box = QComboBox()
         for label, seconds in WINDOWS:
-            self.window.addItem(label, seconds)
-        self.window.setCurrentIndex(1)
-        self.window.currentIndexChanged.connect(lambda _: self.refresh())
+            self.window_box.addItem(label, seconds)
+        self.window_box.setCurrentIndex(1)
+        self.window_box.currentIndexChanged.connect(lambda _: self.refresh())
         self.info = QLabel("reading…")
         top = QHBoxLayout()
         top.addWidget(QLabel("<b>Derating</b>: daily ratio to the nominal spec (1.0 = as specified)"), 1)
         top.addWidget(self.info)
         top.addWidget(QLabel("Window:"))
-        top.addWidget(self.window)
+        top.addWidget(self.window_box)
 
         self.model = ModelSummaryModel(self)
         self.table = QTableView()
@@ -206,7 +206,7 @@ class DeratingView(QWidget):
     def refresh(self) -> None:
         until = float(int(self._now()) + DAY)
         self.info.setText("reading…")
-        self.service.request_derating(until - float(self.window.currentData()), until)
+        self.service.request_derating(until - float(self.window_box.currentData()), until)
 
     def show_gpu(self, row: FleetRow) -> None:
         self.row = row

@@ -176,13 +176,13 @@ class HistoryPlots(QWidget):
         self.graphics.setBackground("w")
         self.graphics.setMinimumHeight(PANEL_MIN_H * len(PANELS) + THROTTLE_MIN_H)
         self.graphics.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.MinimumExpanding)
-        self.scroll = QScrollArea()
-        self.scroll.setWidgetResizable(True)
-        self.scroll.setWidget(self.graphics)
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setWidget(self.graphics)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.readout)
-        layout.addWidget(self.scroll, 1)
+        layout.addWidget(self.scroll_area, 1)
 
         self.plots: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, dict[str, pg.PlotDataItem]] = {}
