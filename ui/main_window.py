@@ -22,12 +22,12 @@ from ui import format as fmt
 from ui.fleet_reader import FleetReader, FleetSnapshot
 from ui.models.fleet_table import FleetTableModel
 from ui.models.findings_table import FindingsTableModel
-from ui.reader import GpuDetail
 from ui.shell import Tray
 from ui.views.findings import FindingsView
 from ui.views.fleet import FleetView
 from ui.views.versions import VersionsView
-from ui.widgets.gpu_detail import GpuDetailWidget
+from ui.views.derating import DeratingView
+from ui.views.gpu_detail import GpuDetailView
 
 SETTINGS_ORG = "fleetmon"
 SETTINGS_APP = "fleetmon"
@@ -41,7 +41,6 @@ class MainWindow(QMainWindow):
     """
 
     load_requested = Signal()
-    history_requested = Signal(str, int)
     ack_requested = Signal(str, str, str, float, str)
     rows_shown = Signal(int)
     history_shown = Signal(str, int)
@@ -52,7 +51,9 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.setWindowTitle(f"fleetmon — {db_path}")
         self.resize(1240, 760)
-        self.settings = settings if settings is not None else QSettings(SETTINGS_ORG, SETTINGS_APP)
+        # The INI format on every platform, so that QSettings.setPath (the tests' temporary folder) applies.
+        self.settings = settings if settings is not None else QSettings(
+            QSettings.Format.IniFormat, QSettings.Scope.UserScope, SETTINGS_ORG, SETTINGS_APP)
         self.collector = collector
         self.collector_note = collector_note
         self.snapshot = FleetSnapshot()
@@ -87,12 +88,14 @@ class MainWindow(QMainWindow):
         self.file_menu = self.menuBar().addMenu("&File")
         self.view_menu = self.menuBar().addMenu("&View")  # views first (add_view), then Refresh and Find
         self._view_separator: QAction | None = None
+        self.detail = GpuDetailView(db_path, self)
+        self.derating = DeratingView(self.detail.service, self)
         self.add_view("Fleet", self.fleet_view)
         self.add_view("Findings", self.findings_view)
         self.add_view("Versions", self.versions_view)
         self.add_view("All GPUs", self.table)
+        self.add_view("Derating", self.derating)
 
-        self.detail = GpuDetailWidget(self)
         self.splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.splitter.addWidget(self.stack)
         self.splitter.addWidget(self.detail)
@@ -119,11 +122,9 @@ class MainWindow(QMainWindow):
         self.load_requested.connect(self.reader.load_fleet)
         self.reader.loaded.connect(self._on_loaded)
         self.reader.snapshot_loaded.connect(self._on_snapshot)
-        self.history_requested.connect(self.reader.load_history)
-        self.reader.history_loaded.connect(self._on_history_loaded)
         self.ack_requested.connect(self.reader.save_ack)
         self.reader.failed.connect(self._on_failed)
-        self.detail.history_requested.connect(self.history_requested)
+        self.detail.history_shown.connect(self.history_shown)
         self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
         self.fleet_view.gpu_selected.connect(self.show_gpu_row)
         self.findings_view.gpu_requested.connect(self.show_gpu)
@@ -274,14 +275,16 @@ class MainWindow(QMainWindow):
     def _on_selection_changed(self, selected: QItemSelection, deselected: QItemSelection) -> None:
         rows = self.table.selectionModel().selectedRows()
         if rows:
-            self.detail.show_gpu(self.model.row(rows[0].row()))
+            self.show_gpu_row(self.model.row(rows[0].row()))
 
     def select_gpu(self, row: int) -> None:
         """Select row ``row`` of the flat GPU table (its detail pane follows)."""
         self.table.selectRow(row)
 
     def show_gpu_row(self, row: FleetRow) -> None:
+        """Show a GPU in the detail pane and the derating view."""
         self.detail.show_gpu(row)
+        self.derating.show_gpu(row)
 
     def show_gpu(self, uuid: str) -> None:
         """Show a GPU in the detail pane and select it in the fleet view (without leaving the current view)."""
@@ -289,7 +292,7 @@ class MainWindow(QMainWindow):
         if row is None:
             self.statusBar().showMessage(f"GPU {uuid} is not in the fleet any more", 5000)
             return
-        self.detail.show_gpu(row)
+        self.show_gpu_row(row)
         self.fleet_view.tree.selectionModel().blockSignals(True)
         self.fleet_view.show_gpu(uuid)
         self.fleet_view.tree.selectionModel().blockSignals(False)
@@ -300,10 +303,6 @@ class MainWindow(QMainWindow):
         self.show_view(0)
         if self.fleet_view.show_node(node):
             self.fleet_view.tree.expand(self.fleet_view.tree.currentIndex())
-
-    def _on_history_loaded(self, uuid: str, history: GpuDetail) -> None:
-        self.detail.set_history(uuid, history)
-        self.history_shown.emit(uuid, len(history.window.rows))
 
     def _on_failed(self, message: str) -> None:
         self.status_label.setText(f"cannot read the database: {message}")
@@ -347,6 +346,7 @@ class MainWindow(QMainWindow):
         self._thread.quit()
         self._thread.wait(5000)
         self.reader.close()
+        self.detail.shutdown()
         if self.tray.icon is not None:
             self.tray.icon.hide()
         super().closeEvent(event)

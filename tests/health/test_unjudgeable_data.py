@@ -88,7 +88,7 @@ def test_preflight_renders_for_every_node(garbage_db) -> None:
 
 def test_a_crashing_rule_is_isolated_to_the_gpu_that_breaks_it() -> None:
     """Engine level: a rule that raises on one GPU still judges every other GPU, and says which failed."""
-    from fleetmon.sim.synthetic_history import SimNode, generate
+    from fleetmon.sim.synthetic import SimNode, generate
 
     history, _ = generate([SimNode(f"g{i}", "a100", 2, group="a") for i in range(1, 4)], NOW, days=1,
                           minute_hours=2, seed=3)

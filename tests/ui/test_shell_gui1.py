@@ -30,9 +30,9 @@ def test_views_registered_with_shortcuts(window, qtbot):
     from PySide6.QtWidgets import QLabel
 
     assert [window.sidebar.item(i).text().split(" (")[0] for i in range(window.sidebar.count())] == [
-        "Fleet", "Findings", "Versions", "All GPUs"]
+        "Fleet", "Findings", "Versions", "All GPUs", "Derating"]
     index = window.add_view("Extra", QLabel("extra"))
-    assert index == 4 and window._view_actions[-1].shortcut().toString() == "Ctrl+5"
+    assert index == 5 and window._view_actions[-1].shortcut().toString() == "Ctrl+6"
     window._view_actions[2].trigger()
     assert window.current_view() == "Versions"
     window.find_action.trigger()
@@ -47,7 +47,7 @@ def test_single_click_on_a_finding_shows_its_gpu(window, qtbot):
     window.show()
     view = window.findings_view
     r = next(r for r in range(view.model.rowCount()) if view.model.row(r).gpu_uuid == "GPU-n2-01")
-    with qtbot.waitSignal(window.history_requested, timeout=5000):
+    with qtbot.waitSignal(window.history_shown, timeout=5000):
         qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton,
                          pos=view.table.visualRect(view.model.index(r, 1)).center())
     assert window.detail.uuid == "GPU-n2-01"
@@ -67,10 +67,9 @@ def test_ack_and_snooze_round_trip_in_sqlite(window, qtbot, fleet_db):
     from storage.db import open_database
 
     key = "temperature-high|gpu:GPU-n2-01|"
-    with qtbot.waitSignal(window.reader.ack_saved, timeout=5000):
+    # The save and the reload it triggers are awaited together: the reload may finish before the save's signal.
+    with qtbot.waitSignals([window.reader.ack_saved, window.snapshot_shown], timeout=10000):
         window.ack_requested.emit(key, "warning", "fan ordered", 0.0, "ann")
-    with qtbot.waitSignal(window.snapshot_shown, timeout=5000):
-        pass
     db = open_database(fleet_db, readonly=True)
     stored = acks(db)[key]
     db.close()
@@ -81,10 +80,9 @@ def test_ack_and_snooze_round_trip_in_sqlite(window, qtbot, fleet_db):
     keys = [window.findings_model.row(r).key for r in range(window.findings_model.rowCount())]
     assert key in keys
     # A snooze that already ended: the finding is back.
-    with qtbot.waitSignal(window.reader.ack_saved, timeout=5000):
+    # The save and the reload it triggers are awaited together: the reload may finish before the save's signal.
+    with qtbot.waitSignals([window.reader.ack_saved, window.snapshot_shown], timeout=10000):
         window.ack_requested.emit(key, "warning", "later", time.time() - 1, "ann")
-    with qtbot.waitSignal(window.snapshot_shown, timeout=5000):
-        pass
     assert window.snapshot.acked(next(f for f in window.snapshot.findings if f.key == key)) is None
     with qtbot.waitSignal(window.reader.ack_saved, timeout=5000):
         window.ack_requested.emit(key, "warning", "", -1.0, "ann")

@@ -69,22 +69,37 @@ def test_fleet_table_health_of_an_unreachable_node(qtmodeltester: Any) -> None:
 
 
 @pytest.mark.gui
-def test_all_nan_series_print_no_warning(qtbot: Any) -> None:
-    from ui.widgets.gpu_plot import GpuHistoryPlot
+def test_all_nan_series_print_no_warning(qtbot: Any, tmp_path: Any) -> None:
+    from storage.db import open_database
+    from storage.rows import HistoryWindow
+    from ui.history_reader import DeratingData, HistoryService
+    from ui.views.derating import DeratingView
+    from ui.views.plots import HistoryPlots
 
-    class Window:
-        def column(self, name: str) -> list[float | None]:
-            return [1e9 + 60 * i for i in range(50)] if name == "ts" else [None] * 50
-
-    plot = GpuHistoryPlot()
-    qtbot.addWidget(plot)
-    plot.resize(800, 600)
-    plot.show()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        plot.set_history(Window())  # type: ignore[arg-type]
-        plot.set_derating([DeratingDay(gpu_uuid="u", day=1_000_000_000 + 86400 * i) for i in range(5)])
-        plot.grab()
-        plot.set_derating([DeratingDay(gpu_uuid="u", day=1_000_000_000, clock_ratio=math.nan)])
-        plot.grab()
-    assert not [w for w in caught if "All-NaN" in str(w.message)]
+    t0 = 1e9
+    window = HistoryWindow(resolution="minute", step_s=60,
+                           rows=tuple({"ts": t0 + 60 * i, "temp_c_mean": None, "power_w_mean": math.nan}
+                                      for i in range(50)))
+    plots = HistoryPlots()
+    qtbot.addWidget(plots)
+    plots.resize(800, 600)
+    plots.show()
+    open_database(tmp_path / "fleet.db").close()
+    service = HistoryService(str(tmp_path / "fleet.db"))
+    view = DeratingView(service)
+    qtbot.addWidget(view)
+    view.show()
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            plots.set_history(window, t0, t0 + 3000)
+            plots.grab()
+            days = tuple(DeratingDay(gpu_uuid="u", day=1_000_000_000 + 86400 * i) for i in range(5))
+            view._on_loaded(DeratingData(since=t0, until=t0 + 5 * 86400, days=days, models={"u": "NVIDIA A100"}))
+            view.grab()
+            nan_day = (DeratingDay(gpu_uuid="u", day=1_000_000_000, clock_ratio=math.nan),)
+            view._on_loaded(DeratingData(since=t0, until=t0 + 86400, days=nan_day, models={"u": "NVIDIA A100"}))
+            view.grab()
+    finally:
+        service.stop()
+    assert not [w for w in caught if "All-NaN" in str(w.message)], [str(w.message) for w in caught]

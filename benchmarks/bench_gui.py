@@ -1,0 +1,269 @@
+"""GUI benchmark: launch, GPU detail switches, range changes, event-loop stalls while polling, memory.
+
+Usage:
+    python benchmarks/bench_gui.py                      # 512 GPUs × 90 days, 1,000 simulated nodes polled
+    python benchmarks/bench_gui.py --gpus 64 --days 14 --nodes 50 --poll-seconds 10   # a quick run
+
+Runs offscreen (QT_QPA_PLATFORM=offscreen unless set). The database is the one
+``benchmarks/bench_storage.py`` builds (same generator, same cache under
+``--cache``; built on first use). Every figure is the median of ``--runs``
+runs and printed beside its target:
+
+* launch: a fresh process from its first line to the window shown with the
+  fleet table populated (imports, database open, first read, first paint);
+* detail switch: selecting another GPU with the 90-day range chosen, until
+  its plots are drawn and painted;
+* range change: 24 h → 7 d → 30 d → 90 d → 1 y on one GPU, each until painted;
+* stalls: the window collecting from ``--nodes`` simulated nodes (real agent
+  code, processes of ``fleetmon.sim.fleet`` as in bench_collector.py) on a
+  fresh database; a 10 ms QTimer records the longest gap of the event loop;
+* memory: the app's RSS with the fleet table and a 90-day detail open.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+T_PROCESS = time.perf_counter()
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+TARGETS = {"launch_s": 1.5, "switch_ms": 150.0, "range_ms": 150.0, "stall_ms": 50.0}
+
+
+def rss_mib() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def bench_db(args: argparse.Namespace) -> Path:
+    """The cached bench_storage database for these parameters (built if missing)."""
+    import bench_storage as bs
+
+    cache = Path(args.cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    path = cache / f"fleet-g{args.gpus}-d{args.days}-r{args.raw_days}-{bs.schema_key()}.db"
+    if not (path.exists() and path.with_suffix(".json").exists()):
+        print(f"building the benchmark database {path} (once) …", flush=True)
+        fleet = bs.Fleet(args.gpus, bs.NOW - args.days * bs.DAY, args.days * 1440, seed=42)
+        bs.build_db(path, fleet, args.days, args.raw_days, lambda s: print(s, flush=True))
+    return path
+
+
+def child_launch(db: str) -> None:
+    """One launch in this fresh process: print seconds from the process start to a populated, painted window."""
+    from PySide6.QtWidgets import QApplication
+
+    from ui.main_window import MainWindow
+
+    app = QApplication(sys.argv[:1])
+    window = MainWindow(db, refresh_s=600)
+    done: list[float] = []
+
+    def shown(n: int) -> None:
+        app.processEvents()
+        window.repaint()
+        done.append(time.perf_counter())
+        app.quit()
+    window.rows_shown.connect(shown)
+    window.show()
+    app.exec()
+    rows = window.model.rowCount()
+    window.close()
+    print(json.dumps({"launch_s": done[0] - T_PROCESS, "rows": rows}))
+
+
+def _wait(app: Any, predicate: Any, timeout_s: float = 30.0) -> None:
+    deadline = time.perf_counter() + timeout_s
+    while not predicate():
+        app.processEvents()
+        if time.perf_counter() > deadline:
+            raise SystemExit("timed out waiting for the window")
+        time.sleep(0.0005)
+
+
+def in_process(db: Path, runs: int, now: float) -> dict[str, Any]:
+    """Detail switches, range changes and memory in one window on the benchmark database."""
+    from PySide6.QtWidgets import QApplication
+
+    from ui.main_window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    window = MainWindow(str(db), refresh_s=600)
+    window.detail._now = lambda: now  # the benchmark fleet's data end at its fixed NOW
+    window.show()
+    shown: list[tuple[str, int]] = []
+    window.history_shown.connect(lambda u, n: shown.append((u, n)))
+    window.request_load()
+    _wait(app, lambda: window.model.rowCount() > 0)
+    n_rows = window.model.rowCount()
+
+    def until_shown(action: Any) -> tuple[float, int]:
+        before = len(shown)
+        t0 = time.perf_counter()
+        action()
+        _wait(app, lambda: len(shown) > before)
+        window.detail.repaint()
+        app.processEvents()
+        return (time.perf_counter() - t0) * 1000, shown[-1][1]
+
+    window.detail.range_buttons.button(3).setChecked(True)  # 90 d
+    until_shown(lambda: window.select_gpu(0))  # warm-up
+    switch = []
+    for i in range(runs):
+        row = (i * 7919 + 13) % n_rows
+        switch.append(until_shown(lambda r=row: window.select_gpu(r)))
+    ranges: dict[int, list[float]] = {}
+    for _ in range(runs):
+        for idx in (0, 1, 2, 3, 4):
+            ms, _points = until_shown(lambda i=idx: window.detail.set_range(i))
+            ranges.setdefault(idx, []).append(ms)
+    window.detail.set_range(3)
+    _wait(app, lambda: window.detail.last is not None and 80 * 86400 < window.detail.last.until
+          - window.detail.last.since < 100 * 86400)
+    app.processEvents()
+    mem = rss_mib()
+    counts = window.detail.plot.point_counts()
+    window.close()
+    return {"rows": n_rows, "switch": switch, "ranges": ranges, "rss_mib": mem, "counts": counts}
+
+
+def stalls(nodes: int, procs: int, gpus: int, seconds: float, interval: float) -> dict[str, Any]:
+    """The window collecting from simulated nodes; the longest event-loop gap seen by a 10 ms timer."""
+    from PySide6.QtCore import QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from bench_collector import SimProcs
+    from fleetmon.collector.poller import Collector
+    from fleetmon.fleet import load_fleet
+    from fleetmon.sim.fleet import raise_fd_limit
+    from storage.db import open_database
+    from ui.bridge import Bridge
+    from ui.main_window import MainWindow
+
+    raise_fd_limit(nodes * 2 + 256)
+    folder = Path(tempfile.mkdtemp(prefix="fleetmon-bench-gui-"))
+    sims = SimProcs(folder, nodes, procs, gpus, 4)
+    try:
+        fleet_file = folder / "fleet.toml"
+        fleet_file.write_text("[fleet]\nname = \"bench\"\ntimeout_s = 10\nconcurrency = 64\n\n" + "".join(
+            f'[[node]]\nname = "{n["name"]}"\nurl = "{n["url"]}"\n\n' for n in sims.nodes), encoding="utf-8")
+        db_path = folder / "gui.db"
+        db = open_database(db_path)
+        collector = Collector(load_fleet(fleet_file), db, interval_s=interval)
+        app = QApplication.instance() or QApplication(sys.argv[:1])
+        window = MainWindow(str(db_path), refresh_s=2.0)
+        bridge = Bridge()
+        bridge.cycle_finished.connect(window.on_cycle_finished)
+        cycles: list[int] = []
+        bridge.cycle_finished.connect(lambda polled, bad: cycles.append(polled))
+        collector.listeners.append(bridge.on_cycle)
+        window.show()
+        gaps: list[float] = []
+        last = [time.perf_counter()]
+
+        def tick() -> None:
+            t = time.perf_counter()
+            gaps.append((t - last[0]) * 1000)
+            last[0] = t
+        timer = QTimer()
+        timer.setInterval(10)
+        timer.timeout.connect(tick)
+        timer.start()
+        collector.start()
+        settle = time.perf_counter() + 2.0  # the window's first show and layout are not polling
+        while time.perf_counter() < settle:
+            app.processEvents()
+            time.sleep(0.001)
+        gaps.clear()
+        last[0] = time.perf_counter()
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            app.processEvents()
+            time.sleep(0.001)
+        timer.stop()
+        collector.stop()
+        rows = window.model.rowCount()
+        window.close()
+        db.close()
+    finally:
+        sims.stop()
+    worst = max(gaps) - 10 if gaps else float("nan")
+    return {"max_stall_ms": worst, "p99_ms": statistics.quantiles(gaps, n=100)[98] - 10 if len(gaps) > 100 else
+            float("nan"), "cycles": len(cycles), "rows": rows, "ticks": len(gaps)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--gpus", type=int, default=512)
+    ap.add_argument("--days", type=int, default=90)
+    ap.add_argument("--raw-days", type=int, default=30)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--nodes", type=int, default=1000, help="simulated nodes polled in the stall test (0: skip)")
+    ap.add_argument("--procs", type=int, default=8, help="simulated-fleet processes")
+    ap.add_argument("--node-gpus", type=int, default=8)
+    ap.add_argument("--poll-seconds", type=float, default=30.0)
+    ap.add_argument("--interval", type=float, default=5.0, help="collector interval in the stall test")
+    ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fleetmon-bench"))
+    ap.add_argument("--child-launch", metavar="DB", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child_launch:
+        child_launch(args.child_launch)
+        return 0
+    import bench_storage as bs
+
+    args.raw_days = min(args.raw_days, args.days)
+    runs = max(3, args.runs)
+    db = bench_db(args)
+    say = lambda s: print(s, flush=True)  # noqa: E731
+    say(f"fleetmon GUI benchmark: {args.gpus} GPUs × {args.days} days ({db.name}), medians of {runs} runs, "
+        f"{os.cpu_count()} CPUs, QT_QPA_PLATFORM={os.environ['QT_QPA_PLATFORM']}")
+
+    launches = []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, __file__, "--child-launch", str(db)], capture_output=True, text=True,
+                             timeout=300)
+        if out.returncode != 0:
+            raise SystemExit(f"launch run failed: {out.stderr[-2000:]}")
+        launches.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    res = in_process(db, runs, float(bs.NOW))
+
+    def line(label: str, value: float, unit: str, target: float | None, note: str = "") -> None:
+        verdict = "" if target is None else ("ok" if value <= target else "MISSED") + f" (target ≤ {target:g} {unit})"
+        say(f"  {label:<52} {value:>9.1f} {unit:<4} {verdict:<28} {note}")
+
+    say("")
+    line("launch → window shown, fleet table populated", statistics.median(x["launch_s"] for x in launches), "s",
+         TARGETS["launch_s"], f"{launches[0]['rows']} GPUs; runs " + ", ".join(f"{x['launch_s']:.2f}" for x in launches))
+    sw = [ms for ms, _ in res["switch"]]
+    line("switch GPU detail, 90-day range", statistics.median(sw), "ms", TARGETS["switch_ms"],
+         f"{res['switch'][0][1]} hourly points; runs " + ", ".join(f"{x:.0f}" for x in sw))
+    for idx, label in enumerate(("24 h", "7 d", "30 d", "90 d", "1 y")):
+        line(f"change range → {label}", statistics.median(res["ranges"][idx]), "ms", TARGETS["range_ms"])
+    line("RSS with the fleet and a 90-day detail open", res["rss_mib"], "MiB", None,
+         f"points drawn per panel: {res['counts']}")
+    if args.nodes:
+        say(f"  polling {args.nodes} simulated nodes × {args.node_gpus} GPUs for {args.poll_seconds:g} s "
+            f"(collector every {args.interval:g} s, window refresh every 2 s) …")
+        st = stalls(args.nodes, args.procs, args.node_gpus, args.poll_seconds, args.interval)
+        line("longest GUI event-loop stall while polling", st["max_stall_ms"], "ms", TARGETS["stall_ms"],
+             f"p99 {st['p99_ms']:.1f} ms; {st['cycles']} cycles finished, {st['rows']} GPU rows, "
+             f"{st['ticks']} ticks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

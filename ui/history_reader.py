@@ -1,0 +1,158 @@
+"""History reads for the GPU detail and derating views, on their own worker thread.
+
+The GUI thread asks through :class:`HistoryService` (plain method calls that
+emit queued signals) and gets typed results back as signals. Requests carry
+a generation number: when the user clicks through GPUs or ranges faster than
+the disk answers, the worker skips requests that a newer one has replaced, so
+the view never replays a backlog.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QObject, QThread, Signal, Slot
+
+from storage.rows import DeratingDay, EventRow, GpuRow, HistoryWindow, InventoryChangeRow, PlacementRow
+
+
+@dataclass(frozen=True)
+class DetailData:
+    """One GPU over one window: history, identity, change log, events, derating days."""
+
+    uuid: str
+    since: float
+    until: float
+    window: HistoryWindow
+    gpu: GpuRow | None = None
+    changes: tuple[InventoryChangeRow, ...] = ()
+    placements: tuple[PlacementRow, ...] = ()
+    events: tuple[EventRow, ...] = ()
+    read_ms: float = 0.0
+
+
+@dataclass(frozen=True)
+class DeratingData:
+    """Every GPU's derating days over a window, with each GPU's model."""
+
+    since: float
+    until: float
+    days: tuple[DeratingDay, ...] = ()
+    models: dict[str, str] = field(default_factory=dict)
+    read_ms: float = 0.0
+
+
+class HistoryReader(QObject):
+    """Lives on a QThread with its own read-only connection."""
+
+    detail_loaded = Signal(object)  # DetailData
+    derating_loaded = Signal(object)  # DeratingData
+    failed = Signal(str)
+
+    def __init__(self, db_path: str) -> None:
+        super().__init__()
+        self.db_path = db_path
+        self._db: Any = None
+        self._lock = threading.Lock()
+        self._latest: dict[str, int] = {}
+
+    def mark(self, kind: str, generation: int) -> None:
+        """Called from the GUI thread: requests of ``kind`` older than ``generation`` are stale."""
+        with self._lock:
+            self._latest[kind] = generation
+
+    def _stale(self, kind: str, generation: int) -> bool:
+        with self._lock:
+            return generation < self._latest.get(kind, 0)
+
+    def _open(self) -> Any:
+        from storage.db import open_database
+
+        if self._db is None:
+            self._db = open_database(self.db_path, readonly=True)
+        return self._db
+
+    @Slot(int, str, float, float)
+    def load_detail(self, generation: int, uuid: str, since: float, until: float) -> None:
+        from storage.history_window import detail_window, gpu_changes, gpu_events, gpu_record
+
+        if self._stale("detail", generation):
+            return
+        t0 = time.perf_counter()
+        try:
+            db = self._open()
+            gpu = gpu_record(db, uuid)
+            window = detail_window(db, uuid, since, until)
+            changes, places = gpu_changes(db, uuid)
+            events = gpu_events(db, gpu, since, until) if gpu is not None else []
+        except Exception as exc:  # shown by the view; the next request retries
+            self._db = None
+            self.failed.emit(str(exc))
+            return
+        self.detail_loaded.emit(DetailData(
+            uuid=uuid, since=since, until=until, window=window, gpu=gpu, changes=tuple(changes),
+            placements=tuple(places), events=tuple(events), read_ms=(time.perf_counter() - t0) * 1000))
+
+    @Slot(int, float, float)
+    def load_derating(self, generation: int, since: float, until: float) -> None:
+        from storage.history_window import fleet_derating
+
+        if self._stale("derating", generation):
+            return
+        t0 = time.perf_counter()
+        try:
+            days, models = fleet_derating(self._open(), since, until)
+        except Exception as exc:
+            self._db = None
+            self.failed.emit(str(exc))
+            return
+        self.derating_loaded.emit(DeratingData(since=since, until=until, days=tuple(days), models=models,
+                                               read_ms=(time.perf_counter() - t0) * 1000))
+
+    @Slot()
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+
+class HistoryService(QObject):
+    """Owned by the GUI thread: starts the reader's thread and forwards requests to it."""
+
+    _detail = Signal(int, str, float, float)
+    _derating = Signal(int, float, float)
+
+    def __init__(self, db_path: str, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._generation = 0
+        self._thread = QThread(self)
+        self._thread.setObjectName("history-reader")
+        self.reader = HistoryReader(db_path)
+        self.reader.moveToThread(self._thread)
+        self._detail.connect(self.reader.load_detail)
+        self._derating.connect(self.reader.load_derating)
+        self.detail_loaded = self.reader.detail_loaded
+        self.derating_loaded = self.reader.derating_loaded
+        self.failed = self.reader.failed
+        self._thread.start()
+
+    def _next(self, kind: str) -> int:
+        self._generation += 1
+        self.reader.mark(kind, self._generation)
+        return self._generation
+
+    def request_detail(self, uuid: str, since: float, until: float) -> None:
+        self._detail.emit(self._next("detail"), uuid, float(since), float(until))
+
+    def request_derating(self, since: float, until: float) -> None:
+        self._derating.emit(self._next("derating"), float(since), float(until))
+
+    def stop(self) -> None:
+        """Finish the reader's thread (call before the window goes away)."""
+        if self._thread.isRunning():
+            self._thread.quit()
+            self._thread.wait(5000)
+        self.reader.close()

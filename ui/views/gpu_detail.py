@@ -1,0 +1,285 @@
+"""GpuDetailView: one card's inventory, its change history and its history plots over a chosen range.
+
+The view owns a :class:`ui.history_reader.HistoryService` (its own worker
+thread and read-only connection): selecting a GPU or a range only emits a
+request; the answer arrives as a signal and is drawn. Answers for a card or
+range no longer selected are dropped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from PySide6.QtCore import QDateTime, Qt, Signal
+from PySide6.QtWidgets import (QButtonGroup, QDateTimeEdit, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout,
+                               QHeaderView, QLabel, QPushButton, QSizePolicy, QSplitter, QStackedWidget, QTableWidget,
+                               QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
+
+from fleetmon import specs
+from storage.history_window import RANGES
+from storage.rows import FleetRow, GpuRow, InventoryChangeRow, PlacementRow
+from ui import format as fmt
+from ui.history_reader import DetailData, HistoryService
+from ui.views.plots import HistoryPlots
+
+DEFAULT_RANGE = 0  # 24 h
+
+
+def _when(ts: float | None) -> str:
+    return fmt.DASH if ts is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
+
+
+def inventory_lines(gpu: GpuRow | None, row: FleetRow | None) -> list[tuple[str, str]]:
+    """The inventory sheet of a card as (label, text) pairs, nominal spec included."""
+    inv = dict(gpu.inventory) if gpu is not None else {}
+    model = (gpu.model if gpu else None) or (row.model if row else None) or ""
+    spec = specs.lookup(model)
+
+    def v(key: str, unit: str = "") -> str:
+        val = inv.get(key)
+        return fmt.DASH if val is None or val == "" else f"{val}{(' ' + unit) if unit else ''}"
+
+    pcie_max = fmt.DASH if inv.get("pcie_max_gen") is None else f"Gen{inv.get('pcie_max_gen')} ×{inv.get('pcie_max_width')}"
+    limits = " / ".join(fmt.number(inv.get(k), "W") for k in ("power_min_w", "power_default_w", "power_max_w"))
+    enforced = gpu.power_enforced_w if gpu is not None else (row.power_enforced_w if row else None)
+    nominal = "not in the spec catalog" if spec is None else (
+        f"boost {spec.boost_clock_mhz or fmt.DASH} MHz · TDP {spec.tdp_w} W · {spec.memory_gb} GB {spec.memory_type} · "
+        f"PCIe Gen{spec.pcie_gen} ×{spec.pcie_width}")
+    where = fmt.DASH
+    if gpu is not None and gpu.node is not None:
+        where = f"{gpu.node} · index {gpu.index} · {gpu.pci_bus_id or fmt.DASH}"
+    return [
+        ("Model", model or fmt.DASH),
+        ("Where", where),
+        ("Serial", (gpu.serial if gpu else None) or v("serial")),
+        ("UUID", gpu.uuid if gpu else (row.uuid if row else fmt.DASH)),
+        ("VBIOS", (gpu.vbios if gpu else None) or v("vbios")),
+        ("Board part number", v("board_part_number")),
+        ("Driver", (row.driver_version if row else None) or fmt.DASH),
+        ("PCIe max", pcie_max),
+        ("Power min / default / max", limits),
+        ("Power enforced", fmt.number(enforced, "W")),
+        ("Slowdown / shutdown", f"{v('temp_slowdown_c', '°C')} / {v('temp_shutdown_c', '°C')}"),
+        ("Memory", fmt.number(gpu.memory_total_mib if gpu else None, "MiB")),
+        ("Nominal spec", nominal),
+        ("First seen", _when(gpu.first_seen if gpu else None)),
+        ("State", (gpu.state if gpu else None) or fmt.DASH),
+    ]
+
+
+def _place(p: Any) -> str:
+    if isinstance(p, dict):
+        return f"{p.get('node')} #{p.get('index')} {p.get('pci_bus_id') or ''}".strip()
+    return fmt.DASH if p is None else str(p)
+
+
+def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[PlacementRow]) -> list[tuple[str, str, str]]:
+    """The card's history, newest first: (time, what, detail)."""
+    out: list[tuple[float, str, str]] = []
+    for c in changes:
+        if c.kind in ("enrolled", "appeared", "moved", "disappeared"):
+            detail = {"enrolled": f"in {_place(c.new)}", "appeared": f"in {_place(c.new)}",
+                      "disappeared": f"from {_place(c.old)}"}.get(c.kind, f"{_place(c.old)} → {_place(c.new)}")
+        elif isinstance(c.old, dict) or isinstance(c.new, dict):
+            old, new = c.old or {}, c.new or {}
+            keys = sorted(set(old) | set(new))
+            detail = ", ".join(f"{k} {old.get(k)} → {new.get(k)}" for k in keys if old.get(k) != new.get(k))
+        else:
+            detail = f"{c.old or fmt.DASH} → {c.new or fmt.DASH}"
+        out.append((c.ts, c.kind.replace("_", " "), detail))
+    if not changes:
+        for p in places:
+            out.append((p.since, "placed", f"{p.node} #{p.index}" + (f" until {_when(p.until)}" if p.until else "")))
+    out.sort(key=lambda t: -t[0])
+    return [(_when(ts), what, detail) for ts, what, detail in out]
+
+
+class CustomRangeDialog(QDialog):
+    def __init__(self, since: float, until: float, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Custom time range")
+        self.since = QDateTimeEdit(QDateTime.fromSecsSinceEpoch(int(since)))
+        self.until = QDateTimeEdit(QDateTime.fromSecsSinceEpoch(int(until)))
+        for e in (self.since, self.until):
+            e.setCalendarPopup(True)
+            e.setDisplayFormat("yyyy-MM-dd HH:mm")
+        form = QFormLayout(self)
+        form.addRow("From", self.since)
+        form.addRow("To", self.until)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def span(self) -> tuple[float, float]:
+        return float(self.since.dateTime().toSecsSinceEpoch()), float(self.until.dateTime().toSecsSinceEpoch())
+
+
+class GpuDetailView(QWidget):
+    """Shows the selected GPU; ``history_shown(uuid, points)`` fires after each drawn answer."""
+
+    history_shown = Signal(str, int)
+
+    def __init__(self, db_path: str, parent: QWidget | None = None, *, now: Any = time.time) -> None:
+        super().__init__(parent)
+        self._now = now
+        self.service = HistoryService(db_path, self)
+        self.service.detail_loaded.connect(self._on_loaded)
+        self.service.failed.connect(self._on_failed)
+        self.uuid: str | None = None
+        self.row: FleetRow | None = None
+        self.custom: tuple[float, float] | None = None
+        self.span: tuple[float, float] = (0.0, 0.0)
+        self.last: DetailData | None = None
+
+        self.title = QLabel("Select a GPU in the fleet table to see its inventory and history.")
+        self.title.setTextFormat(Qt.TextFormat.RichText)
+        self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long names never widen the window
+        self.status = QLabel("")
+        self.status.setStyleSheet("color: #546e7a;")
+        self.range_buttons = QButtonGroup(self)
+        top = QHBoxLayout()
+        top.addWidget(self.title, 1)
+        top.addWidget(self.status)
+        for i, (label, _) in enumerate(RANGES):
+            b = QPushButton(label)
+            b.setCheckable(True)
+            b.setChecked(i == DEFAULT_RANGE)
+            self.range_buttons.addButton(b, i)
+            top.addWidget(b)
+        custom = QPushButton("Custom…")
+        custom.setCheckable(True)
+        self.range_buttons.addButton(custom, len(RANGES))
+        top.addWidget(custom)
+        self.range_buttons.idClicked.connect(self._on_range)
+
+        self.inventory = QTableWidget(0, 2)
+        self.changes = QTableWidget(0, 3)
+        self.changes.setHorizontalHeaderLabels(["When", "Change", "Detail"])
+        for t in (self.inventory, self.changes):
+            t.verticalHeader().setVisible(False)
+            t.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+            t.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+            t.horizontalHeader().setStretchLastSection(True)
+            t.setWordWrap(False)
+        self.inventory.horizontalHeader().setVisible(False)
+        side = QTabWidget()
+        side.addTab(self.inventory, "Inventory")
+        side.addTab(self.changes, "Changes")
+        self.side = side
+        self.plot = HistoryPlots()
+        self.placeholder = QLabel("Select a GPU in the fleet table to see its history.")
+        self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.placeholder.setStyleSheet("color: #546e7a; font-size: 13pt;")
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.placeholder)
+        self.stack.addWidget(self.plot)
+        split = QSplitter(Qt.Orientation.Horizontal)
+        split.addWidget(side)
+        split.addWidget(self.stack)
+        split.setStretchFactor(1, 1)
+        split.setSizes([380, 860])
+        self.splitter = split
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addWidget(split, 1)
+
+    # -- requests --------------------------------------------------------------------
+
+    def range_span(self) -> tuple[float, float]:
+        """[since, until] of the chosen range, ending now (a minute ahead: the open minute)."""
+        i = self.range_buttons.checkedId()
+        if i == len(RANGES) and self.custom is not None:
+            return self.custom
+        until = float(int(self._now()) + 60)
+        return until - RANGES[max(0, min(i, len(RANGES) - 1))][1], until
+
+    def set_range(self, index: int) -> None:
+        """Choose range ``index`` of :data:`RANGES` (as a click on its button does)."""
+        self.range_buttons.button(index).setChecked(True)
+        self.refresh()
+
+    def _on_range(self, index: int) -> None:
+        if index == len(RANGES):
+            since, until = self.custom or self.range_span()
+            if self.custom is None:
+                until = float(int(self._now()) + 60)
+                since = until - 3 * 86400
+            dialog = CustomRangeDialog(since, until, self)
+            if dialog.exec() != QDialog.DialogCode.Accepted or dialog.span()[1] <= dialog.span()[0]:
+                return
+            self.custom = dialog.span()
+        self.refresh()
+
+    def show_gpu(self, row: FleetRow) -> None:
+        self.uuid = row.uuid
+        self.row = row
+        spec = specs.lookup(row.model or "")
+        nominal = "not in the spec catalog" if spec is None else (
+            f"nominal: boost {spec.boost_clock_mhz} MHz, TDP {spec.tdp_w} W, {spec.memory_gb} GB")
+        self.title.setText(f"<b>{row.node} GPU {row.index}</b> — {row.model} · {nominal}")
+        self.title.setToolTip(f"{row.node} GPU {row.index} — {row.model} · {row.uuid} · {nominal}")
+        if self.stack.currentWidget() is self.placeholder:
+            self.placeholder.setText("reading the history…")
+        self._fill_inventory(None)
+        self.refresh()
+
+    def refresh(self) -> None:
+        if not self.uuid:
+            return
+        self.span = self.range_span()
+        self.status.setText("reading…")
+        self.service.request_detail(self.uuid, *self.span)
+
+    # -- answers ---------------------------------------------------------------------
+
+    def _on_failed(self, message: str) -> None:
+        self.status.setText(f"cannot read the history: {message}")
+
+    def _on_loaded(self, data: DetailData) -> None:
+        if data.uuid != self.uuid or (data.since, data.until) != self.span or self.row is None:
+            return  # an answer for a GPU or a range no longer selected
+        self.last = data
+        window = data.window
+        self.status.setText(f"{len(window.rows)} points · {window.resolution} resolution · read {data.read_ms:.0f} ms")
+        self._fill_inventory(data)
+        self.stack.setCurrentWidget(self.plot)
+        spec = specs.lookup(self.row.model or "")
+        inv = data.gpu.inventory if data.gpu is not None else {}
+        slowdown = inv.get("temp_slowdown_c")
+        self.plot.set_refs({
+            "temp_c": None if slowdown is None else (float(slowdown), f"slowdown {slowdown} °C"),
+            "power_w": None if spec is None else (float(spec.tdp_w), f"nominal TDP {spec.tdp_w} W"),
+            "sm_clock_mhz": None if spec is None or spec.boost_clock_mhz is None else (
+                float(spec.boost_clock_mhz), f"nominal boost {spec.boost_clock_mhz} MHz"),
+        })
+        self.plot.set_history(window, data.since, data.until, data.events, self.row.status)
+        self.history_shown.emit(data.uuid, len(window.rows))
+
+    def _fill_inventory(self, data: DetailData | None) -> None:
+        lines = inventory_lines(data.gpu if data else None, self.row)
+        self.inventory.setRowCount(len(lines))
+        for r, (label, text) in enumerate(lines):
+            a = QTableWidgetItem(label)
+            a.setForeground(Qt.GlobalColor.darkGray)
+            b = QTableWidgetItem(text)
+            b.setToolTip(text)
+            self.inventory.setItem(r, 0, a)
+            self.inventory.setItem(r, 1, b)
+        hist = change_lines(data.changes, data.placements) if data else []
+        if data is not None and not hist:
+            hist = [(fmt.DASH, "no changes recorded", "")]
+        self.changes.setRowCount(len(hist))
+        for r, cells in enumerate(hist):
+            for c, text in enumerate(cells):
+                item = QTableWidgetItem(text)
+                item.setToolTip(text)
+                self.changes.setItem(r, c, item)
+        self.side.setTabText(1, f"Changes ({len(data.changes)})" if data and data.changes else "Changes")
+
+    def shutdown(self) -> None:
+        """Stop the reader thread (the main window calls this when it closes)."""
+        self.service.stop()
