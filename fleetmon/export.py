@@ -93,7 +93,7 @@ def render(rows: list[dict[str, Any]], fmt: str) -> str:
 def main(args: argparse.Namespace) -> int:
     from storage.db import open_database
 
-    if not Path(args.db).exists():
+    if not Path(args.db).is_file():
         raise KnownError(f"no database at {args.db}")
     db = open_database(args.db, readonly=True)
     try:

@@ -37,42 +37,60 @@ def map_sqlite_error(exc: sqlite3.Error, path: str) -> StorageError:
     return StorageError(f"database {path}: {why} ({text})")
 
 
-def _connect(path: str, readonly: bool) -> sqlite3.Connection:
+def _connect(path: str, readonly: bool, *, existing: bool = False) -> sqlite3.Connection:
     if readonly:
         uri = f"file:{Path(path).resolve()}?mode=ro"
         conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=10)
+    elif existing:  # mode=rw: never creates the file
+        uri = f"file:{Path(path).resolve()}?mode=rw"
+        conn = sqlite3.connect(uri, uri=True, check_same_thread=False, timeout=10, isolation_level=None)
     else:
         conn = sqlite3.connect(path, check_same_thread=False, timeout=10, isolation_level=None)
     return conn
 
 
-def open_database(path: str | Path, *, readonly: bool = False) -> Database:
+def open_database(path: str | Path, *, readonly: bool = False, existing: bool = False) -> Database:
     """Open (creating and migrating if needed) the database at ``path``.
+
+    ``readonly`` opens it with ``mode=ro`` (reports, exports, the GUI): nothing
+    is created or written, and a file that is not a fleetmon database (an empty
+    file, another program's SQLite file) is refused. ``existing`` opens it
+    read-write for a reader that saves something (``fleetmon report`` stores
+    its report) but must not turn a stray file into a fleetmon database: the
+    file is first checked through a read-only connection, then opened with
+    ``mode=rw`` (never created) and, being a fleetmon database, migrated.
 
     Raises:
         SchemaVersionError: the database comes from a newer fleetmon.
-        StorageError: the file cannot be opened, written or read.
+        StorageError: the file cannot be opened, written or read, or (``readonly``
+            or ``existing``) is missing or is not a fleetmon database.
     """
     path = str(path)
-    if not readonly:
+    if existing and not readonly:
+        open_database(path, readonly=True, existing=True).close()
+    elif not readonly:
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StorageError(f"database {path}: cannot create its folder ({exc})") from exc
+    if (readonly or existing) and not Path(path).is_file():
+        raise StorageError(f"database {path}: no such file (`fleetmon collect --db {path}` creates one)")
     try:
-        conn = _connect(path, readonly)
+        conn = _connect(path, readonly, existing=existing)
         db = Database(conn)
         if not readonly:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA busy_timeout=10000")
+        if readonly:
+            check_fleetmon(db, path)
         check_schema(db, path)
         if not readonly:
             migrations.apply(db)
             # Fail now, with a clear message, if the file cannot be written.
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("ROLLBACK")
-        elif migrations.pending(db):
+        elif migrations.pending(db) and not existing:
             raise StorageError(f"database {path} needs an upgrade: open it once with `fleetmon collect` or the GUI")
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, path) from exc
@@ -109,6 +127,18 @@ def transaction(db: Database) -> Iterator[sqlite3.Connection]:
             raise
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, db_path(db)) from exc
+
+
+def check_fleetmon(db: Database, path: str) -> None:
+    """Refuse a file that is not a fleetmon database: no schema steps of ours applied.
+
+    An empty file opens as an empty SQLite database; another program's file has
+    tables, but not our migrations record. Either way a reader must not report
+    "0 nodes, PASS" on it, nor a writer that only meant to open one create a schema in it.
+    """
+    if not migrations.applied(db):
+        raise StorageError(f"database {path}: not a fleetmon database (no fleetmon schema in it; "
+                           f"`fleetmon collect` writes one)")
 
 
 def check_schema(db: Database, path: str) -> None:

@@ -51,7 +51,13 @@ def now_of(args: argparse.Namespace) -> float:
 
 
 def open_for_report(path: str, *, write: bool) -> tuple[Database, bool]:
-    """(database, writable): read-write when ``write`` and possible, else read-only."""
+    """(database, writable): read-write when ``write`` and possible, else read-only.
+
+    Never creates or migrates a file that is not already a fleetmon database:
+    an empty file or another program's SQLite file is refused with one line
+    (exit 1) instead of being given a schema and reported as "PASS, 0 nodes".
+    A real fleetmon database opened for writing keeps the report it gets.
+    """
     from pathlib import Path
 
     from fleetmon.errors import StorageError
@@ -61,7 +67,7 @@ def open_for_report(path: str, *, write: bool) -> tuple[Database, bool]:
         raise KnownError(f"database {path}: no such file")
     if write:
         try:
-            return open_database(path), True
+            return open_database(path, existing=True), True
         except StorageError as exc:
             if "read-only" not in str(exc) and "locked" not in str(exc):
                 raise

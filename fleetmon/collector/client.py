@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import ssl
 import time
@@ -55,7 +54,7 @@ from typing import Any
 import aiohttp
 
 from fleetmon.collector.limits import (
-    MAX_BODY_BYTES, MAX_COMPRESSED_CHUNK, MAX_FUTURE_S, MAX_MESSAGE_CHARS, MAX_SEQ,
+    MAX_ABS_VALUE, MAX_BODY_BYTES, MAX_COMPRESSED_CHUNK, MAX_FUTURE_S, MAX_MESSAGE_CHARS, MAX_SEQ,
 )
 from fleetmon.collector.validate import (
     INVENTORY_NUMERIC, INVENTORY_TEXT, MINUTE_NUMERIC, NODE_NUMERIC, NODE_TEXT, SAMPLE_NUMERIC, BadAnswer, Spec,
@@ -196,7 +195,8 @@ class _Fetcher:
         received = time.monotonic()
         doc = _decode(body, self.path)
         now = doc.get("now")
-        if isinstance(now, (int, float)) and not isinstance(now, bool) and math.isfinite(now):
+        # Compared, not math.isfinite(): a huge JSON integer cannot become a float (OverflowError).
+        if (type(now) is int or type(now) is float) and -MAX_ABS_VALUE < now < MAX_ABS_VALUE:
             rtt = received - sent
             if self.skew is None or rtt < self.skew[0]:
                 self.skew = (rtt, now - (sent_wall + rtt / 2))

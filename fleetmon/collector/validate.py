@@ -187,6 +187,8 @@ def check_fields(rec: Any, where: str, fields: Spec, ts_max: float) -> None:
                     raise BadAnswer(f"{where}: field {key!r} is not a finite number")
                 if v < 0:
                     raise BadAnswer(f"{where}: field {key!r} is negative ({_show(v)})")
+                if v > MAX_ABS_VALUE:  # an integer too large for float arithmetic (OverflowError)
+                    raise BadAnswer(f"{where}: field {key!r} out of range ({_show(v)}; limit {MAX_ABS_VALUE:g})")
                 ahead = v - (ts_max - MAX_FUTURE_S)
                 raise BadAnswer(f"{where}: field {key!r} {_show(v)} is {ahead:,.0f} s ahead of the collector's "
                                 f"clock (limit {MAX_FUTURE_S:g} s)")

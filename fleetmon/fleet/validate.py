@@ -62,11 +62,97 @@ def parse_fleet(
         ConfigError: TOML syntax error, unknown key, wrong type or value,
             missing ``name``/``url``, duplicate node names.
     """
+    problem = _structure_problem(text)
+    if problem is not None:
+        raise ConfigError(f"{path}:{problem[0]}: {problem[1]}")
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(_syntax_message(path, text, str(err))) from None
-    return _Validator(text, path, base_dir).run(data)
+    except RecursionError:  # the scan above should have caught it; never a traceback
+        raise ConfigError(f"{path}: TOML nested too deeply to read (at most {MAX_NESTING} levels)") from None
+    deep = _too_deep(data)
+    if deep is not None:
+        raise ConfigError(f"{path}:{Locator(text).line_of((), None, deep)}: {deep}: nested more than "
+                          f"{MAX_NESTING} levels deep (a fleet file needs at most 4)")
+    try:
+        return _Validator(text, path, base_dir).run(data)
+    except RecursionError:
+        raise ConfigError(f"{path}: nested too deeply to check (at most {MAX_NESTING} levels)") from None
+
+
+MAX_NESTING = 32
+"""Arrays, inline tables and dotted-key parts inside one another: a fleet file needs 4
+(``[[node]]`` → table → ``tags`` → string). Deeper input is refused before or right after
+parsing: tomllib recurses per level (100,000 ``[`` is a RecursionError) and is quadratic in
+the parts of one dotted key (100,000 parts take minutes)."""
+
+_TOKEN = re.compile(r'"""|' + r"'''" + r'''|["'#\[\]{}.=,\n]''')
+_STRING_END = {
+    '"': re.compile(r'(?:[^"\\\n]|\\.)*"'),
+    "'": re.compile(r"[^'\n]*'"),
+    '"""': re.compile(r'(?:[^"\\]|\\.|"(?!""))*"""(?:"{0,2})', re.DOTALL),
+    "'''": re.compile(r"(?:[^']|'(?!''))*'''(?:'{0,2})", re.DOTALL),
+}
+
+
+def _structure_problem(text: str) -> tuple[int, str] | None:
+    """(line, message) when brackets or dotted keys nest beyond :data:`MAX_NESTING`, read
+    from the text before tomllib sees it (strings and comments skipped). A file this scan
+    misreads is one tomllib rejects anyway; a valid file is never refused for depth it lacks."""
+    depth = dots = 0
+    line = 1
+    pos = 0
+    while True:
+        match = _TOKEN.search(text, pos)
+        if match is None:
+            return None
+        token = match.group()
+        pos = match.end()
+        if token in _STRING_END:
+            end = _STRING_END[token].match(text, pos)
+            if end is None:
+                return None  # unterminated: tomllib's syntax error says where
+            line += text.count("\n", pos, end.end())
+            pos = end.end()
+        elif token == "#":
+            newline = text.find("\n", pos)
+            if newline < 0:
+                return None
+            pos = newline
+        elif token == "\n":
+            line += 1
+            dots = 0
+        elif token in "[{":
+            depth += 1
+            dots = 0
+            if depth > MAX_NESTING:
+                return line, f"TOML nested too deeply: arrays or tables more than {MAX_NESTING} levels inside one another"
+        elif token in "]}":
+            depth = max(0, depth - 1)
+            dots = 0
+        elif token == ".":
+            dots += 1
+            if dots >= MAX_NESTING:
+                return line, f"TOML nested too deeply: a dotted key of more than {MAX_NESTING} parts"
+        else:  # = ,
+            dots = 0
+
+
+def _too_deep(data: dict[str, Any]) -> str | None:
+    """The top-level key under which the parsed document nests beyond :data:`MAX_NESTING`, if any.
+    Walked with a stack, not recursion, so the check itself cannot overflow."""
+    for key, value in data.items():
+        stack: list[tuple[Any, int]] = [(value, 1)]
+        while stack:
+            item, level = stack.pop()
+            if level > MAX_NESTING:
+                return key
+            if isinstance(item, dict):
+                stack.extend((v, level + 1) for v in item.values())
+            elif isinstance(item, list):
+                stack.extend((v, level + 1) for v in item)
+    return None
 
 
 def _syntax_message(path: str, text: str, message: str) -> str:

@@ -194,7 +194,7 @@ def test_a_database_that_cannot_be_written_is_opened_read_only(dbs, monkeypatch,
     real = storage.db.open_database
     opened = []
 
-    def open_database(path, *, readonly=False):
+    def open_database(path, *, readonly=False, existing=False):
         opened.append(readonly)
         if not readonly:
             raise StorageError(f"database {path}: the database is read-only (file or folder permissions)")

@@ -1,13 +1,17 @@
-"""kill -9 of `fleetmon collect` at random moments loses nothing the agents hold.
+"""kill -9 of `fleetmon collect` at 50 random moments loses nothing the agents hold.
 
-Real processes and files: two simulated `fleetmon agent` subprocesses whose
-buffer files were pre-filled with a backlog, and `python -m fleetmon collect`
-(the scheduled mode, not --once) killed with SIGKILL at seeded random moments
-(before the first commit, while fetching, while ingesting, between cycles).
-After every kill the database passes PRAGMA integrity_check and holds exactly
-the agent records up to its stored cursors: no hole, nothing beyond. More
-backlog is added to the agents between runs, so each run has work to be
-killed in. A final --once run then backfills everything.
+Real processes and files: three simulated `fleetmon agent` subprocesses whose
+buffer files were pre-filled with a backlog (25 hours of minutes per GPU, so the
+first runs backfill over many cycles and roll whole hours up), and
+`python -m fleetmon collect` (the scheduled mode, not --once) killed with SIGKILL
+at seeded random moments after a marker, not after a fixed sleep, so that a busy
+machine shifts the moments but not what they cover: during start-up, after the
+polling banner (fetching), once the ingest transaction writes the WAL, and after
+the first or second committed cycle (ingesting the next, rolling up, between
+cycles). After every kill the database passes PRAGMA integrity_check and holds
+exactly the agent records up to its stored cursors: no hole, no duplicate,
+nothing beyond. An hour more backlog is added to the agents between runs, so
+each run has work to be killed in. A final --once run then backfills everything.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -29,9 +34,11 @@ from storage.schema import sample_columns
 
 pytestmark = pytest.mark.integration
 
-NODES = [("kill-a", "a100*2"), ("kill-b", "t4*2")]
-FIRST_BACKLOG = 3000  # minute records per agent before the first run
-MORE_PER_ROUND = 4000
+NODES = [("kill-a", "a100*2"), ("kill-b", "t4*2"), ("kill-c", "a100*2")]
+FIRST_BACKLOG = 3000  # minute records per agent before the first run: 25 hours of 2 GPUs
+MORE_PER_ROUND = 120  # one more hour of 2 GPUs per run
+KILLS = 50
+MARKER_WAIT_S = 60.0
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -110,6 +117,27 @@ def check_database(db_path: Path, folder: Path) -> dict[str, int]:
         conn.close()
 
 
+def _wait_for(proc: subprocess.Popen[bytes], log: Path, ready: Any, what: str) -> None:
+    """Wait until ``ready()``; the collector must still be running (a marker, not a fixed sleep)."""
+    deadline = time.monotonic() + MARKER_WAIT_S
+    while not ready():
+        assert proc.poll() is None, f"collector exited waiting for {what}: {log.read_text(errors='replace')}"
+        assert time.monotonic() < deadline, f"no {what} within {MARKER_WAIT_S:.0f} s: {log.read_text(errors='replace')}"
+        time.sleep(0.005)
+
+
+def _moments(rng: random.Random) -> list[tuple[str, float]]:
+    """KILLS (anchor, delay) pairs: each anchor at least a sixth of the runs, in a seeded order."""
+    anchors = ["start", "polling", "ingest", "committed", "committed2", "polling"]
+    out = []
+    for k in range(KILLS):
+        anchor = anchors[k % len(anchors)] if k < len(anchors) else rng.choice(anchors)
+        delay = {"start": rng.uniform(0.05, 0.6), "polling": rng.uniform(0.0, 0.8), "ingest": rng.uniform(0.0, 0.05),
+                 "committed": rng.uniform(0.0, 0.4), "committed2": rng.uniform(0.0, 0.2)}[anchor]
+        out.append((anchor, delay))
+    return out
+
+
 def test_kill_9_at_random_moments_loses_nothing_and_the_next_run_backfills(tmp_path):
     folder = tmp_path / "agents"
     folder.mkdir()
@@ -122,14 +150,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_the_next_run_backfills(tmp_p
         write_fleet(fleet, agents, interval_s=2)
         db = tmp_path / "fleet.db"
         env = dict(os.environ, PYTHONPATH=str(REPO))
-        rng = random.Random(9)
-        # The first kill lands during start-up (imports, database creation); the others at a
-        # random moment of the first cycles: fetching, ingesting, between cycles.
-        # Two kills wait for the ingest transaction to start writing the WAL (its pages spill
-        # long before the commit of a backlog this size).
-        # One kill comes late enough for cycles to have committed.
-        moments = [("start", 0.35), ("polling", rng.uniform(0.0, 1.2)), ("ingest", 0.0), ("polling", 3.0),
-                   ("ingest", 0.0), ("polling", rng.uniform(0.0, 1.2))]
+        moments = _moments(random.Random(9))
         progress = []
         for round_no, (anchor, moment) in enumerate(moments):
             if round_no:
@@ -140,35 +161,43 @@ def test_kill_9_at_random_moments_loses_nothing_and_the_next_run_backfills(tmp_p
                 proc = subprocess.Popen([sys.executable, "-m", "fleetmon", "collect", "--fleet", str(fleet),
                                          "--db", str(db), "--interval", "0.5", "-v"],
                                         stdout=out, stderr=subprocess.STDOUT, env=env, cwd=REPO)
-                if anchor in ("polling", "ingest"):  # wait for the banner: the first cycle starts with it
-                    deadline = time.monotonic() + 30
-                    while b"fleetmon collect: polling" not in log.read_bytes():
-                        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-                        time.sleep(0.02)
-                if anchor == "ingest":
+                if anchor != "start":  # the banner: the first cycle starts with it
+                    _wait_for(proc, log, lambda: b"fleetmon collect: polling" in log.read_bytes(), "banner")
+                if anchor == "ingest":  # the ingest transaction writes the WAL long before its commit
                     wal = Path(str(db) + "-wal")
                     before = _stat(wal)
-                    while _stat(wal) == before:
-                        assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
-                        time.sleep(0.002)
+                    _wait_for(proc, log, lambda: _stat(wal) != before, "WAL write")
+                if anchor.startswith("committed"):  # the cycle line is logged after the commit
+                    want = 2 if anchor == "committed2" else 1
+                    _wait_for(proc, log, lambda: log.read_bytes().count(b" minutes, ") >= want, "commit")
                 time.sleep(moment)
-                assert proc.poll() is None, log.read_text()
-                proc.kill()
+                if proc.poll() is None:
+                    proc.kill()
                 proc.wait(10)
+                assert proc.returncode == -9, (anchor, log.read_text(errors="replace"))
             cycles = log.read_text(errors="replace").count(" minutes, ")
             cursors = check_database(db, folder) if db.exists() else {}
             progress.append((anchor, round(moment, 2), cycles, cursors))
         print("\nkilled after (s), cycles committed before the kill, cursors:", *progress, sep="\n  ")
+        assert len(progress) == KILLS
+        assert {p[0] for p in progress} == {"start", "polling", "ingest", "committed", "committed2"}
         assert any(p[3] and any(p[3].values()) for p in progress), "no run ever committed: kills too early"
+        assert sum(1 for p in progress if p[2] == 0 and p[0] != "start") >= 5, "no kill before the first commit"
+        assert any(p[2] >= 2 for p in progress), "no kill after a second cycle"
 
         held = {name: agent_rows(folder / f"{name}.agent.db") for name, _ in NODES}
         proc = subprocess.run([sys.executable, "-m", "fleetmon", "collect", "--fleet", str(fleet), "--db", str(db),
                                "--once"], capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
         assert proc.returncode == 0, proc.stderr
-        assert "polled 2 nodes: 2 ok, 0 unreachable" in proc.stdout
+        assert f"polled {len(NODES)} nodes: {len(NODES)} ok, 0 unreachable" in proc.stdout
         cursors = check_database(db, folder)
         for name, (rows, max_seq, _) in held.items():
             assert cursors[name] >= max_seq, f"{name}: backfilled to {cursors[name]} of {max_seq}"
             assert len(rows) >= FIRST_BACKLOG + (len(moments) - 1) * MORE_PER_ROUND
+        conn = sqlite3.connect(db)
+        try:  # the backlog's whole hours were rolled up on the way
+            assert conn.execute("SELECT count(*) FROM hourly").fetchone()[0] > 0
+        finally:
+            conn.close()
     finally:
         stop_agents(agents)
