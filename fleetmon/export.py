@@ -1,23 +1,43 @@
-"""`fleetmon export`: the inventory sheet (CSV or JSON) from the database.
+"""`fleetmon export`: the inventory sheet (XLSX, CSV or JSON) from the database.
 
-One row per card ever seen: where it sits (node, index, PCI bus id), what it is
-(model, UUID, serial, board part number, VBIOS, memory, power limits), the
-node's driver, its state and when it was first and last seen, and its worst
-open finding. Cards that left the fleet stay in the sheet with state "gone"
-unless ``--current`` is given.
+One row per card ever seen: where it sits (node, group, index, PCI bus id),
+what it is (model, UUID, serial, board part number, VBIOS, memory, power
+limits, PCIe maximum), the node's driver, its state, when it was first and
+last seen, its health and its open findings. Cards that left the fleet stay in
+the sheet with state "gone" unless ``--current`` is given.
+
+The XLSX workbook adds a sheet of the open findings and one of the version
+matrix (driver / CUDA driver / VBIOS by group and model, with node counts).
+CSV and JSON keep their columns (:data:`COLUMNS`).
+
+Formula injection: a text cell a spreadsheet would run as a formula (one that
+starts with ``= + - @``, a tab or a carriage return; a node may be named
+anything in a fleet file) is neutralised. In CSV it gets a leading ``'`` (the
+OWASP advice: a CSV has no way to say "text"). In XLSX it is written as a
+string cell (never a formula) with Excel's *quote prefix* format: the value
+read back is the exact text, and the cell stays text when someone edits it
+in Excel or LibreOffice. Numbers (a negative reading) stay numbers. JSON is
+data, not a sheet, and is left as it is.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import datetime as dt
 import io
 import json
+import os
 import sys
+import tempfile
 import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fleetmon import hostlist
 from fleetmon.vocab import severity_rank
 from fleetmon.errors import KnownError
 
@@ -26,14 +46,93 @@ COLUMNS: tuple[str, ...] = (
     "memory_total_mib", "power_default_w", "power_enforced_w", "driver_version", "cuda_driver_version",
     "state", "first_seen", "last_seen", "open_findings", "worst_finding",
 )
+"""The CSV and JSON columns, in order (unchanged since the first sheet)."""
+
+FORMATS = ("xlsx", "csv", "json")
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a text cell as a formula (OWASP, CSV injection)."""
+
+Progress = Callable[[int, int], "bool | None"]
+"""``progress(done, total)`` during a write: rows written so far of all rows; returning False cancels."""
+
+
+class ExportCancelled(Exception):
+    """The progress callback asked to stop; no file was left behind."""
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a workbook sheet: the row key, its header, width (characters) and kind.
+
+    ``kind`` is "text", "int", "float" or "date" (a Unix time, written as an Excel date).
+    """
+
+    key: str
+    header: str
+    width: float
+    kind: str = "text"
+
+
+INVENTORY_SHEET: tuple[Column, ...] = (
+    Column("node", "Node", 14), Column("group", "Group", 10), Column("gpu_index", "Slot", 6, "int"),
+    Column("pci_bus_id", "PCI bus id", 17), Column("model", "Model", 24), Column("serial", "Serial", 16),
+    Column("uuid", "UUID", 42), Column("board_part_number", "Board part", 16), Column("vbios", "VBIOS", 15),
+    Column("driver_version", "Driver", 11), Column("cuda_driver_version", "CUDA driver", 11),
+    Column("memory_total_mib", "Memory (MiB)", 12, "int"),
+    Column("power_default_w", "Power default (W)", 12, "float"),
+    Column("power_enforced_w", "Power limit (W)", 11, "float"),
+    Column("power_min_w", "Power min (W)", 10, "float"), Column("power_max_w", "Power max (W)", 10, "float"),
+    Column("pcie_max_gen", "PCIe max gen", 9, "int"), Column("pcie_max_width", "PCIe max width", 9, "int"),
+    Column("state", "State", 8), Column("first_seen_ts", "First seen (UTC)", 17, "date"),
+    Column("last_seen_ts", "Last seen (UTC)", 17, "date"), Column("health", "Health", 9),
+    Column("open_findings", "Open findings", 9, "int"), Column("findings", "Findings", 44),
+)
+FINDINGS_SHEET: tuple[Column, ...] = (
+    Column("severity", "Severity", 9), Column("kind", "Kind", 22), Column("node", "Node", 14),
+    Column("group", "Group", 10), Column("gpu_index", "GPU", 5, "int"), Column("gpu_uuid", "UUID", 42),
+    Column("first_seen", "First seen (UTC)", 17, "date"), Column("last_seen", "Last seen (UTC)", 17, "date"),
+    Column("evidence", "Evidence", 48), Column("action", "Action", 36), Column("ack", "Acknowledged", 30),
+)
+VERSIONS_SHEET: tuple[Column, ...] = (
+    Column("group", "Group", 10), Column("model", "Model", 24), Column("component", "Component", 12),
+    Column("version", "Version", 16), Column("baseline", "Baseline", 9), Column("nodes", "Nodes", 7, "int"),
+    Column("gpus", "GPUs", 7, "int"), Column("node_list", "Nodes running it", 40),
+)
+
+
+@dataclass
+class Sheet:
+    """What an export writes: the inventory rows, the open findings and the version matrix."""
+
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    versions: list[dict[str, Any]] = field(default_factory=list)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database")
-    p.add_argument("--format", choices=("csv", "json"), default="csv", help="output format (default csv)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output")
+    p.add_argument("--format", choices=FORMATS, default=None,
+                   help="output format (default: from the -o extension, .xlsx/.csv/.json; else csv)")
+    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output (xlsx needs it)")
     p.add_argument("--current", action="store_true", help="only cards seen in the current inventory (not gone)")
     p.add_argument("--group", help="only nodes of this group")
+
+
+def format_for(path: str | os.PathLike[str] | None, fmt: str | None = None) -> str:
+    """The format: ``fmt`` when given, else the file's extension (.xlsx, .csv, .json), else csv."""
+    if fmt:
+        return fmt
+    ext = Path(path).suffix.lower().lstrip(".") if path else ""
+    return ext if ext in FORMATS else "csv"
+
+
+def neutralise(text: str) -> str:
+    """``text`` with a leading ``'`` when a spreadsheet would run it as a formula (for CSV)."""
+    return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def is_formula_like(text: str) -> bool:
+    return text.startswith(FORMULA_STARTS)
 
 
 def _iso(ts: Any) -> str:
@@ -42,32 +141,58 @@ def _iso(ts: Any) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(ts)))
 
 
+def _rank(severity: Any) -> int:
+    # An integer severity (older callers) ranks as itself, as storage orders them.
+    return severity if isinstance(severity, int) else severity_rank(severity)
+
+
+def _evidence_text(ev: Mapping[str, Any] | None) -> str:
+    if not ev:
+        return ""
+    if ev.get("summary"):
+        return str(ev["summary"])
+    return ", ".join(f"{k}={v}" for k, v in ev.items() if isinstance(v, (str, int, float)) and v != "")
+
+
 def inventory_rows(db: Any, *, current: bool = False, group: str | None = None) -> list[dict[str, Any]]:
-    """The sheet's rows (keyed by :data:`COLUMNS`), ordered by node and index."""
+    """The sheet's rows (keyed by :data:`COLUMNS` and the workbook's extra keys), ordered by node and index."""
+    return read_sheet(db, current=current, group=group).gpus
+
+
+def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now: float | None = None) -> Sheet:
+    """Everything an export writes, read from an open database."""
+    from storage.acks import active_acks
     from storage.findings import open_findings
     from storage.queries import gpus, nodes
     from storage.rows import StoredFinding
 
     node_rows = {n.name: n for n in nodes(db)}
-    findings: dict[str, list[StoredFinding]] = {}
-    for f in open_findings(db):
+    card_findings: dict[str, list[StoredFinding]] = {}
+    node_findings: dict[str, list[StoredFinding]] = {}
+    all_open = open_findings(db)
+    for f in all_open:
         if f.gpu_uuid:
-            findings.setdefault(f.gpu_uuid, []).append(f)
-    out = []
+            card_findings.setdefault(f.gpu_uuid, []).append(f)
+        elif f.node:
+            node_findings.setdefault(f.node, []).append(f)
+    sheet = Sheet()
+    cards: dict[str, dict[str, Any]] = {}
     for g in gpus(db):
         n = node_rows.get(g.node or "")
         if current and g.state == "gone":
             continue
         if group is not None and (n.group if n else None) != group:
             continue
-        mine = findings.get(g.uuid, [])
-        # An integer severity (older callers) ranks as itself, as storage orders them.
-        worst = max(mine, key=lambda f: f.severity if isinstance(f.severity, int) else severity_rank(f.severity),
-                    default=None)
-        out.append({
+        mine = card_findings.get(g.uuid, [])
+        theirs = node_findings.get(g.node or "", [])
+        worst = max(mine, key=lambda f: _rank(f.severity), default=None)
+        health = max(mine + theirs, key=lambda f: _rank(f.severity), default=None)
+        listed = sorted(mine, key=lambda f: -_rank(f.severity)) + sorted(theirs, key=lambda f: -_rank(f.severity))
+        inv = g.inventory
+        row = {
             "node": g.node or "", "group": (n.group if n else None) or "", "gpu_index": g.index,
             "model": g.model or "", "uuid": g.uuid, "serial": g.serial or "",
-            "board_part_number": g.inventory.get("board_part_number") or "", "vbios": g.vbios or "",
+            "board_part_number": inv.get("board_part_number") or "", "vbios": g.vbios or "",
             "pci_bus_id": g.pci_bus_id or "", "memory_total_mib": g.memory_total_mib,
             "power_default_w": g.power_default_w, "power_enforced_w": g.power_enforced_w,
             "driver_version": (n.driver_version if n else None) or "",
@@ -75,38 +200,227 @@ def inventory_rows(db: Any, *, current: bool = False, group: str | None = None) 
             "state": g.state or "", "first_seen": _iso(g.first_seen),
             "last_seen": _iso(g.last_seen), "open_findings": len(mine),
             "worst_finding": f"{worst.severity}: {worst.kind}" if worst else "",
-        })
+            # The workbook's further columns (CSV and JSON keep COLUMNS).
+            "power_min_w": inv.get("power_min_w"), "power_max_w": inv.get("power_max_w"),
+            "pcie_max_gen": inv.get("pcie_max_gen"), "pcie_max_width": inv.get("pcie_max_width"),
+            "first_seen_ts": g.first_seen, "last_seen_ts": g.last_seen,
+            "health": str(health.severity) if health else "ok",
+            "findings": "; ".join(f"{f.severity}: {f.kind}" + ("" if f.gpu_uuid else " (node)") for f in listed),
+        }
+        cards[g.uuid] = row
+        sheet.gpus.append(row)
+
+    def group_of(node: str | None) -> str:
+        n = node_rows.get(node or "")
+        return (n.group if n else None) or ""
+
+    def shown_finding(f: StoredFinding) -> bool:
+        if f.gpu_uuid:
+            return f.gpu_uuid in cards
+        return group is None or (f.node in node_rows and group_of(f.node) == group)
+
+    shown = [f for f in all_open if shown_finding(f)]
+    now = time.time() if now is None else now
+    acked = active_acks(db, [(f.key, f.severity) for f in shown], now)
+    for f in sorted(shown, key=lambda f: (-_rank(f.severity), hostlist.sort_key(f.node or ""), f.kind)):
+        a = acked.get(f.key)
+        ack = ""
+        if a is not None:
+            ack = (f"snoozed until {_iso(a.until)}" if a.until is not None else "acknowledged") + \
+                (f" by {a.by}" if a.by else "") + (f": {a.note}" if a.note else "")
+        card = cards.get(f.gpu_uuid or "")
+        sheet.findings.append({
+            "severity": str(f.severity), "kind": f.kind, "node": f.node or "", "group": group_of(f.node),
+            "gpu_index": card["gpu_index"] if card else None, "gpu_uuid": f.gpu_uuid or "",
+            "first_seen": f.first_seen, "last_seen": f.last_seen, "evidence": _evidence_text(f.evidence),
+            "action": f.action or "", "ack": ack})
+    sheet.versions = version_matrix(sheet.gpus)
+    return sheet
+
+
+def _hostlist(names: set[str]) -> str:
+    """A Slurm hostlist of ``names``; a plain list when a name cannot be in one (a space, a comma)."""
+    try:
+        return hostlist.compress(names)
+    except ValueError:
+        return ", ".join(sorted(names, key=hostlist.sort_key))
+
+
+def _baseline(counts: Counter[str]) -> str | None:
+    top = counts.most_common(2)
+    if not top or (len(top) == 2 and top[0][1] == top[1][1]):
+        return None  # no majority
+    return top[0][0]
+
+
+def version_matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Driver / CUDA driver / VBIOS by group and model: one row per version in use, with node and GPU counts.
+
+    Cards that are gone are left out. The baseline is the majority: of the
+    group's nodes for the drivers (a node's driver serves all its cards), of
+    the group's cards of that model for the VBIOS, as the mismatch rules compare.
+    """
+    present = [r for r in rows if r.get("state") != "gone"]
+    group_nodes: dict[tuple[str, str], dict[str, str]] = {}
+    for r in present:
+        for comp, key in (("driver", "driver_version"), ("cuda", "cuda_driver_version")):
+            if r.get(key):
+                group_nodes.setdefault((r["group"], comp), {})[r["node"]] = r[key]
+    keyed: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+    for r in present:
+        keyed.setdefault((r["group"], r["model"]), []).append(r)
+    out: list[dict[str, Any]] = []
+    for (grp, model), cards in sorted(keyed.items()):
+        for comp, key, label in (("driver", "driver_version", "Driver"), ("cuda", "cuda_driver_version", "CUDA driver"),
+                                 ("vbios", "vbios", "VBIOS")):
+            if comp == "vbios":
+                base = _baseline(Counter(c["vbios"] for c in cards if c.get("vbios")))
+            else:
+                base = _baseline(Counter(group_nodes.get((grp, comp), {}).values()))
+            by: dict[str, list[Mapping[str, Any]]] = {}
+            for c in cards:
+                if c.get(key):
+                    by.setdefault(str(c[key]), []).append(c)
+            for version, having in sorted(by.items(), key=lambda kv: (kv[0] != base, -len(kv[1]), kv[0])):
+                names = {c["node"] for c in having}
+                out.append({"group": grp, "model": model, "component": label, "version": version,
+                            "baseline": "baseline" if version == base else ("outlier" if base else ""),
+                            "nodes": len(names), "gpus": len(having), "node_list": _hostlist(names)})
     return out
 
 
 def render(rows: list[dict[str, Any]], fmt: str) -> str:
+    """CSV or JSON text of :data:`COLUMNS`; CSV text cells that would run as formulas get a leading ``'``."""
     if fmt == "json":
-        return json.dumps({"schema": 1, "columns": list(COLUMNS), "gpus": rows}, indent=2) + "\n"
+        gpus = [{k: r.get(k) for k in COLUMNS} for r in rows]
+        return json.dumps({"schema": 1, "columns": list(COLUMNS), "gpus": gpus}, indent=2) + "\n"
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: "" if r.get(k) is None else r[k] for k in COLUMNS})
+        writer.writerow({k: "" if r.get(k) is None else (neutralise(r[k]) if isinstance(r[k], str) else r[k])
+                         for k in COLUMNS})
     return buf.getvalue()
+
+
+def _excel_date(ts: float) -> dt.datetime:
+    # Excel dates carry no zone: the sheet says UTC in the header.
+    return dt.datetime.fromtimestamp(float(ts), dt.timezone.utc).replace(tzinfo=None)
+
+
+def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | None = None) -> None:
+    """The workbook: Inventory, Open findings and Versions sheets, each with a bold frozen header and filters."""
+    import xlsxwriter  # type: ignore[import-untyped]  # no py.typed; the Workbook is Any here
+
+    total = len(sheet.gpus) + len(sheet.findings) + len(sheet.versions)
+    done = 0
+    # write_string/number/datetime only; no sheet text is ever taken for a formula or a link.
+    wb = xlsxwriter.Workbook(str(path), {"strings_to_formulas": False, "strings_to_urls": False,
+                                         "strings_to_numbers": False})
+    try:
+        header = wb.add_format({"bold": True, "bg_color": "#DDE4EE", "bottom": 1, "text_wrap": True,
+                                "valign": "top"})
+        fmts = {"date": wb.add_format({"num_format": "yyyy-mm-dd hh:mm"}),
+                "float": wb.add_format({"num_format": "0.0"}), "int": wb.add_format({"num_format": "0"})}
+        quoted = wb.add_format({"quote_prefix": True})
+        tint = {"critical": wb.add_format({"bg_color": "#F4C7C3"}), "warning": wb.add_format({"bg_color": "#FCE8B2"})}
+        for name, columns, rows in (("Inventory", INVENTORY_SHEET, sheet.gpus),
+                                    ("Open findings", FINDINGS_SHEET, sheet.findings),
+                                    ("Versions", VERSIONS_SHEET, sheet.versions)):
+            ws = wb.add_worksheet(name)
+            for c, col in enumerate(columns):
+                ws.write_string(0, c, col.header, header)
+                ws.set_column(c, c, col.width, fmts.get(col.kind))
+            ws.set_row(0, 30)
+            ws.freeze_panes(1, 2 if name == "Inventory" else 0)
+            ws.autofilter(0, 0, max(len(rows), 1), len(columns) - 1)
+            for r, row in enumerate(rows, start=1):
+                for c, col in enumerate(columns):
+                    _write_cell(ws, r, c, row.get(col.key), col.kind, fmts, quoted)
+                sev = row.get("health") if name == "Inventory" else row.get("severity")
+                if sev in tint:
+                    key = "health" if name == "Inventory" else "severity"
+                    c = next(i for i, col in enumerate(columns) if col.key == key)
+                    ws.write_string(r, c, str(sev), tint[str(sev)])
+                done += 1
+                if progress is not None and (done % 200 == 0 or done == total) and progress(done, total) is False:
+                    raise ExportCancelled()
+        if progress is not None and total == 0:
+            progress(0, 0)
+    finally:
+        wb.close()
+
+
+def _write_cell(ws: Any, r: int, c: int, value: Any, kind: str, fmts: Mapping[str, Any], quoted: Any) -> None:
+    if value is None or value == "":
+        return
+    if kind == "date" and isinstance(value, (int, float)):
+        ws.write_datetime(r, c, _excel_date(value), fmts["date"])
+    elif kind in ("int", "float") and isinstance(value, (int, float)) and not isinstance(value, bool):
+        ws.write_number(r, c, value, fmts[kind])
+    else:
+        text = str(value)
+        if is_formula_like(text):
+            ws.write_string(r, c, text, quoted)
+        else:
+            ws.write_string(r, c, text)
+
+
+def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[str], fmt: str | None = None, *,
+                    current: bool = False, group: str | None = None, progress: Progress | None = None) -> int:
+    """Write the sheet of the database at ``db_path`` (opened read-only) to ``output``; the number of GPUs.
+
+    The file is written next to ``output`` and renamed into place, so that a
+    failed or cancelled export (:class:`ExportCancelled`) leaves no half file.
+    """
+    from storage.db import open_database
+
+    fmt = format_for(output, fmt)
+    if not Path(db_path).is_file():
+        raise KnownError(f"no database at {db_path}")
+    db = open_database(Path(db_path), readonly=True)
+    try:
+        sheet = read_sheet(db, current=current, group=group)
+    finally:
+        db.close()
+    out = Path(output)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent if str(out.parent) else ".")
+        os.close(fd)
+    except OSError as exc:
+        raise KnownError(f"cannot write {output}: {exc.strerror}") from exc
+    try:
+        if fmt == "xlsx":
+            write_xlsx(tmp, sheet, progress)
+        else:
+            Path(tmp).write_text(render(sheet.gpus, fmt), encoding="utf-8")
+            if progress is not None and progress(len(sheet.gpus), len(sheet.gpus)) is False:
+                raise ExportCancelled()
+        os.replace(tmp, out)
+    except OSError as exc:
+        raise KnownError(f"cannot write {output}: {exc.strerror or exc}") from exc
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return len(sheet.gpus)
 
 
 def main(args: argparse.Namespace) -> int:
     from storage.db import open_database
 
+    fmt = format_for(args.output, args.format)
     if not Path(args.db).is_file():
         raise KnownError(f"no database at {args.db}")
+    if args.output:
+        n = export_database(args.db, args.output, fmt, current=args.current, group=args.group)
+        print(f"wrote {n} GPUs to {args.output}", file=sys.stderr)
+        return 0
+    if fmt == "xlsx":
+        raise KnownError("an XLSX workbook needs a file: give -o FILE.xlsx")
     db = open_database(args.db, readonly=True)
     try:
         rows = inventory_rows(db, current=args.current, group=args.group)
     finally:
         db.close()
-    text = render(rows, args.format)
-    if args.output:
-        try:
-            Path(args.output).write_text(text, encoding="utf-8")
-        except OSError as exc:
-            raise KnownError(f"cannot write {args.output}: {exc.strerror}") from exc
-        print(f"wrote {len(rows)} GPUs to {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(text)
+    sys.stdout.write(render(rows, fmt))
     return 0

@@ -1,4 +1,4 @@
-"""`fleetmon export`: the inventory sheet (CSV or JSON); arguments and command in ``fleetmon.export``."""
+"""`fleetmon export`: the inventory sheet (XLSX, CSV or JSON); arguments and command in ``fleetmon.export``."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ def run(args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from fleetmon import export
 
-    p = sub.add_parser("export", help="export the inventory sheet (CSV or JSON)",
+    p = sub.add_parser("export", help="export the inventory sheet (XLSX, CSV or JSON)",
                        description="Export the inventory sheet: one row per card ever seen, with its place, "
-                                   "identity, VBIOS, driver, state and worst open finding.")
+                                   "identity, VBIOS, driver, state and open findings. The format follows the -o "
+                                   "extension (.xlsx adds sheets of the open findings and the version matrix).")
     export.add_arguments(p)
     p.set_defaults(func=run)
