@@ -22,6 +22,7 @@ from ui import format as fmt
 from ui.fleet_reader import FleetReader, FleetSnapshot
 from ui.models.fleet_table import FleetTableModel
 from ui.models.findings_table import FindingsTableModel
+from ui.export_action import InventoryExport
 from ui.shell import Tray
 from ui.views.findings import FindingsView
 from ui.views.fleet import FleetView
@@ -106,6 +107,7 @@ class MainWindow(QMainWindow):
         self.outer.setStretchFactor(1, 1)
         self.outer.setSizes([130, 1110])
         self.setCentralWidget(self.outer)
+        self.exporter = InventoryExport(db_path, self)
         self._build_menus()
 
         self.status_label = QLabel("reading database…")
@@ -181,6 +183,8 @@ class MainWindow(QMainWindow):
         quit_action = QAction("&Quit", self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
+        self.file_menu.addAction(self.exporter.action)
+        self.file_menu.addSeparator()
         self.file_menu.addAction(quit_action)
         self._view_separator = self.view_menu.addSeparator()
         self.refresh_action = QAction("&Refresh", self)

@@ -1,0 +1,171 @@
+"""File ▸ Export inventory…: the save dialog, the export on a worker thread, its progress and its errors.
+
+The export (:func:`fleetmon.export.export_database`) opens the database
+read-only on its own thread and reports rows written through its progress
+callback; the GUI thread only shows a :class:`QProgressDialog` whose Cancel
+stops the export at the next report (no half file is left). The format follows
+the chosen file's extension (.xlsx, .csv, .json; none: the chosen filter's).
+
+The dialog and the error message are injectable (``ask_path``, ``show_error``)
+so that tests drive the whole path without a modal window.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
+
+FILTERS = {"Excel workbook (*.xlsx)": ".xlsx", "CSV (*.csv)": ".csv", "JSON (*.json)": ".json"}
+
+AskPath = Callable[[QWidget], "str | None"]
+ShowError = Callable[[QWidget, str], None]
+
+
+def ask_save_path(parent: QWidget) -> str | None:
+    """The save dialog; the chosen filter's extension is added when the name has none of ours."""
+    path, chosen = QFileDialog.getSaveFileName(parent, "Export inventory", "inventory.xlsx", ";;".join(FILTERS))
+    if not path:
+        return None
+    if Path(path).suffix.lower() not in FILTERS.values():
+        path += FILTERS.get(chosen, ".xlsx")
+    return path
+
+
+def show_error_box(parent: QWidget, message: str) -> None:
+    QMessageBox.warning(parent, "Export failed", message)
+
+
+class ExportWorker(QObject):
+    """Runs one export on a plain thread; its signals arrive queued on the GUI thread."""
+
+    progressed = Signal(int, int)  # rows written, rows in all
+    finished = Signal(str, int)  # path, GPUs written
+    failed = Signal(str)  # a message for the operator
+    cancelled = Signal()
+
+    def __init__(self, db_path: str, output: str) -> None:
+        super().__init__()
+        self.db_path = db_path
+        self.output = output
+        self._stop = threading.Event()
+        self.runner: threading.Thread | None = None
+
+    def cancel(self) -> None:
+        self._stop.set()
+
+    def start(self) -> None:
+        # A daemon thread: a window closed mid-export does not wait for it (the file is written aside).
+        self.runner = threading.Thread(target=self.run, name="inventory-export", daemon=True)
+        self.runner.start()
+
+    def _progress(self, done: int, total: int) -> bool:
+        self.progressed.emit(done, total)
+        return not self._stop.is_set()
+
+    def run(self) -> None:
+        from fleetmon.errors import KnownError
+        from fleetmon.export import ExportCancelled, export_database
+
+        try:
+            if self._stop.is_set():
+                raise ExportCancelled()
+            n = export_database(self.db_path, self.output, progress=self._progress)
+        except ExportCancelled:
+            self.cancelled.emit()
+        except KnownError as exc:
+            self.failed.emit(str(exc))
+        except Exception as exc:  # noqa: BLE001 - any failure becomes a message, not a dead thread
+            self.failed.emit(f"cannot export to {self.output}: {type(exc).__name__}: {exc}")
+        else:
+            self.finished.emit(self.output, n)
+
+
+class InventoryExport(QObject):
+    """The File menu's action and what it starts: ask for a file, export with progress, report the outcome."""
+
+    progressed = Signal(int, int)  # re-emitted on the GUI thread after the dialog shows it
+    finished = Signal(str, int)
+    failed = Signal(str)
+    cancelled = Signal()
+
+    def __init__(self, db_path: str, parent: QWidget, *, ask_path: AskPath = ask_save_path,
+                 show_error: ShowError = show_error_box) -> None:
+        super().__init__(parent)
+        self.db_path = db_path
+        self.window = parent
+        self.ask_path = ask_path
+        self.show_error = show_error
+        self.action = QAction("&Export inventory…", parent)
+        self.action.setShortcut("Ctrl+E")
+        self.action.setStatusTip("Write the inventory sheet (XLSX, CSV or JSON)")
+        self.action.triggered.connect(self.start)
+        self.worker: ExportWorker | None = None
+        self.progress: QProgressDialog | None = None
+
+    def start(self) -> None:
+        path = self.ask_path(self.window)
+        if path:
+            self.export_to(path)
+
+    def export_to(self, path: str) -> ExportWorker:
+        """Start the export to ``path`` with a progress dialog; one at a time (the action is off meanwhile)."""
+        self.action.setEnabled(False)
+        dlg = QProgressDialog(f"Exporting inventory to {Path(path).name}…", "Cancel", 0, 0, self.window)
+        dlg.setWindowTitle("Export inventory")
+        dlg.setWindowModality(Qt.WindowModality.WindowModal)
+        dlg.setMinimumDuration(300)  # short exports finish before it shows
+        dlg.setAutoClose(False)
+        dlg.setAutoReset(False)
+        self.progress = dlg
+        worker = ExportWorker(self.db_path, path)
+        worker.progressed.connect(self._on_progress)
+        worker.finished.connect(self._on_finished)
+        worker.failed.connect(self._on_failed)
+        worker.cancelled.connect(self._on_cancelled)
+        dlg.canceled.connect(worker.cancel)
+        self.worker = worker
+        worker.start()
+        return worker
+
+    def wait(self, timeout_s: float = 30.0) -> bool:
+        """Join the worker thread (tests, shutdown); whether it ended."""
+        t = self.worker.runner if self.worker else None
+        if t is not None:
+            t.join(timeout_s)
+            return not t.is_alive()
+        return True
+
+    def _on_progress(self, done: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress.setMaximum(max(total, 1))
+            self.progress.setValue(done)
+            self.progress.setLabelText(f"{done:,} of {total:,} rows written")
+        self.progressed.emit(done, total)
+
+    def _done(self) -> None:
+        if self.progress is not None:
+            self.progress.close()
+            self.progress.deleteLater()
+            self.progress = None
+        self.action.setEnabled(True)
+
+    def _on_finished(self, path: str, n: int) -> None:
+        self._done()
+        status = getattr(self.window, "statusBar", None)
+        if callable(status):
+            status().showMessage(f"exported {n} GPUs to {path}", 10000)
+        self.finished.emit(path, n)
+
+    def _on_failed(self, message: str) -> None:
+        self._done()
+        self.show_error(self.window, message)
+        self.failed.emit(message)
+
+    def _on_cancelled(self) -> None:
+        self._done()
+        self.cancelled.emit()
