@@ -76,22 +76,22 @@ class Column:
 INVENTORY_SHEET: tuple[Column, ...] = (
     Column("node", "Node", 14), Column("group", "Group", 10), Column("gpu_index", "Slot", 6, "int"),
     Column("pci_bus_id", "PCI bus id", 17), Column("model", "Model", 24), Column("serial", "Serial", 16),
-    Column("uuid", "UUID", 42), Column("board_part_number", "Board part", 16), Column("vbios", "VBIOS", 15),
+    Column("uuid", "UUID", 42), Column("board_part_number", "Board part", 20), Column("vbios", "VBIOS", 15),
     Column("driver_version", "Driver", 11), Column("cuda_driver_version", "CUDA driver", 11),
     Column("memory_total_mib", "Memory (MiB)", 12, "int"),
     Column("power_default_w", "Power default (W)", 12, "float"),
     Column("power_enforced_w", "Power limit (W)", 11, "float"),
     Column("power_min_w", "Power min (W)", 10, "float"), Column("power_max_w", "Power max (W)", 10, "float"),
     Column("pcie_max_gen", "PCIe max gen", 9, "int"), Column("pcie_max_width", "PCIe max width", 9, "int"),
-    Column("state", "State", 8), Column("first_seen_ts", "First seen (UTC)", 17, "date"),
-    Column("last_seen_ts", "Last seen (UTC)", 17, "date"), Column("health", "Health", 9),
-    Column("open_findings", "Open findings", 9, "int"), Column("findings", "Findings", 44),
+    Column("state", "State", 8), Column("first_seen_ts", "First seen (UTC)", 18, "date"),
+    Column("last_seen_ts", "Last seen (UTC)", 18, "date"), Column("health", "Health", 9),
+    Column("open_findings", "Open findings", 9, "int"), Column("findings", "Findings", 70),
 )
 FINDINGS_SHEET: tuple[Column, ...] = (
     Column("severity", "Severity", 9), Column("kind", "Kind", 22), Column("node", "Node", 14),
     Column("group", "Group", 10), Column("gpu_index", "GPU", 5, "int"), Column("gpu_uuid", "UUID", 42),
     Column("first_seen", "First seen (UTC)", 17, "date"), Column("last_seen", "Last seen (UTC)", 17, "date"),
-    Column("evidence", "Evidence", 48), Column("action", "Action", 36), Column("ack", "Acknowledged", 30),
+    Column("evidence", "Evidence", 60), Column("action", "Action", 60), Column("ack", "Acknowledged", 30),
 )
 VERSIONS_SHEET: tuple[Column, ...] = (
     Column("group", "Group", 10), Column("model", "Model", 24), Column("component", "Component", 12),
@@ -258,14 +258,17 @@ def version_matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
 
     Cards that are gone are left out. The baseline is the majority: of the
     group's nodes for the drivers (a node's driver serves all its cards), of
-    the group's cards of that model for the VBIOS, as the mismatch rules compare.
+    the group's cards of that model for the VBIOS, as the mismatch rules compare
+    (ungrouped nodes: of the ungrouped nodes of that model).
     """
     present = [r for r in rows if r.get("state") != "gone"]
     group_nodes: dict[tuple[str, str], dict[str, str]] = {}
     for r in present:
         for comp, key in (("driver", "driver_version"), ("cuda", "cuda_driver_version")):
             if r.get(key):
-                group_nodes.setdefault((r["group"], comp), {})[r["node"]] = r[key]
+                # Ungrouped nodes are compared per model, as the driver-mismatch rule does.
+                scope = r["group"] if r["group"] else f"\0{r['model']}"
+                group_nodes.setdefault((scope, comp), {})[r["node"]] = r[key]
     keyed: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
     for r in present:
         keyed.setdefault((r["group"], r["model"]), []).append(r)
@@ -276,7 +279,7 @@ def version_matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
             if comp == "vbios":
                 base = _baseline(Counter(c["vbios"] for c in cards if c.get("vbios")))
             else:
-                base = _baseline(Counter(group_nodes.get((grp, comp), {}).values()))
+                base = _baseline(Counter(group_nodes.get((grp if grp else f"\0{model}", comp), {}).values()))
             by: dict[str, list[Mapping[str, Any]]] = {}
             for c in cards:
                 if c.get(key):
@@ -320,8 +323,9 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
     try:
         header = wb.add_format({"bold": True, "bg_color": "#DDE4EE", "bottom": 1, "text_wrap": True,
                                 "valign": "top"})
-        fmts = {"date": wb.add_format({"num_format": "yyyy-mm-dd hh:mm"}),
-                "float": wb.add_format({"num_format": "0.0"}), "int": wb.add_format({"num_format": "0"})}
+        fmts = {"date": wb.add_format({"num_format": "yyyy-mm-dd hh:mm", "align": "center"}),
+                "float": wb.add_format({"num_format": "0.0"}),
+                "int": wb.add_format({"num_format": "0", "align": "center"})}
         quoted = wb.add_format({"quote_prefix": True})
         tint = {"critical": wb.add_format({"bg_color": "#F4C7C3"}), "warning": wb.add_format({"bg_color": "#FCE8B2"})}
         for name, columns, rows in (("Inventory", INVENTORY_SHEET, sheet.gpus),
@@ -333,6 +337,13 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
                 ws.set_column(c, c, col.width, fmts.get(col.kind))
             ws.set_row(0, 30)
             ws.freeze_panes(1, 2 if name == "Inventory" else 0)
+            # Printed (or converted to PDF): landscape A4, one page wide, the header on every page.
+            ws.set_landscape()
+            ws.set_paper(9)
+            ws.fit_to_pages(1, 0)
+            ws.repeat_rows(0)
+            ws.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.5)
+            ws.set_footer(f"&L{name}&RPage &P of &N")
             ws.autofilter(0, 0, max(len(rows), 1), len(columns) - 1)
             for r, row in enumerate(rows, start=1):
                 for c, col in enumerate(columns):
