@@ -63,6 +63,7 @@ class FleetView(QWidget):
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.tree = QTreeView(self)
         self.tree.setModel(self.model)
+        self.model.expanded = self.tree.isExpanded
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         self.tree.setSortingEnabled(True)
@@ -97,7 +98,7 @@ class FleetView(QWidget):
     # -- data --------------------------------------------------------------------------
 
     def set_snapshot(self, snap: FleetSnapshot) -> None:
-        self.summary.setText(summary_text(snap))
+        self.summary.setText(snap.derived.get("summary") or summary_text(snap))
         self.model.set_snapshot(snap)
         if self.model.rowCount() and not self.filter.text():
             self._expand_defaults()  # nodes that turned critical open (unless the operator closed them)
