@@ -60,8 +60,7 @@ def read_snapshot(db: Any, now: float | None = None) -> FleetSnapshot:
 
 def prepare(snap: FleetSnapshot, params: Any) -> None:
     """What the GUI thread would otherwise compute per refresh: the fleet tree and the summary bar."""
-    from ui.models.fleet_build import TreeParams, build_tree
-    from ui.views.fleet import summary_text
+    from ui.models.fleet_build import TreeParams, build_tree, summary_text
 
     snap.derived["summary"] = summary_text(snap)
     if isinstance(params, TreeParams):

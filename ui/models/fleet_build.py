@@ -252,3 +252,28 @@ def _sort_value(r: FleetRow, col: int) -> Any:
     if col == _LAST:
         return r.latest_ts
     return None
+
+
+def summary_text(snap: Any) -> str:
+    """The summary bar: nodes, GPUs, unreachable, critical, warning, driver versions in use."""
+    nodes = {r.node for r in snap.rows} | set(snap.nodes)
+    unreachable = {n for n in nodes if snap.nodes.get(n) is not None and snap.nodes[n].status == "unreachable"}
+    live = [f for f in snap.findings if snap.acked(f) is None]
+    crit = sum(1 for f in live if f.severity == "critical")
+    warn = sum(1 for f in live if f.severity == "warning")
+    drivers: dict[str, int] = {}
+    for n in nodes:
+        v = snap.nodes[n].driver_version if n in snap.nodes else None
+        if v:
+            drivers[v] = drivers.get(v, 0) + 1
+    acked = len(snap.findings) - len(live)
+    parts = [f"<b>{len(nodes)}</b> nodes", f"<b>{len(snap.rows)}</b> GPUs",
+             f"<b style='color:{fmt.STATUS_COLORS['unreachable'] if unreachable else 'inherit'}'>"
+             f"{len(unreachable)}</b> unreachable",
+             f"<b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>{crit}</b> critical",
+             f"<b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>{warn}</b> warning"]
+    if acked:
+        parts.append(f"{acked} acknowledged")
+    parts.append("drivers: " + (", ".join(f"{v} ({k})" for v, k in sorted(drivers.items(), key=lambda kv: -kv[1]))
+                                or fmt.DASH))
+    return " · ".join(parts)
