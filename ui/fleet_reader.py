@@ -30,6 +30,8 @@ class FleetSnapshot:
     findings: tuple[StoredFinding, ...] = ()
     acks: Mapping[str, AckRow] = field(default_factory=dict)
     read_at: float = 0.0
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    """Built on the reader thread for the GUI (``tree``: the fleet tree, ``summary``: the summary bar)."""
 
     def group_of(self, node: str | None) -> str:
         n = self.nodes.get(node or "")
@@ -56,11 +58,23 @@ def read_snapshot(db: Any, now: float | None = None) -> FleetSnapshot:
                          findings=tuple(findings), acks=acks(db), read_at=time.time() if now is None else now)
 
 
+def prepare(snap: FleetSnapshot, params: Any) -> None:
+    """What the GUI thread would otherwise compute per refresh: the fleet tree and the summary bar."""
+    from ui.models.fleet_build import TreeParams, build_tree, summary_text
+
+    snap.derived["summary"] = summary_text(snap)
+    if isinstance(params, TreeParams):
+        snap.derived["tree"] = build_tree(snap, snap.read_at, params)
+
+
 class FleetReader(DbReader):
     """Adds the fleet snapshot and acknowledgement writes to :class:`DbReader` (same thread, same connection)."""
 
     snapshot_loaded = Signal(object)  # FleetSnapshot
     ack_saved = Signal(str)  # finding key
+    tree_params: Any = None
+    """The fleet tree's :class:`ui.models.fleet_build.TreeParams`, set from the GUI thread before each load:
+    the snapshot then comes with its tree built here, off the GUI thread."""
 
     @Slot()
     def load_fleet(self) -> None:
@@ -70,6 +84,7 @@ class FleetReader(DbReader):
             if self._db is None:
                 self._db = open_database(self.db_path, readonly=True)
             snap = read_snapshot(self._db)
+            prepare(snap, self.tree_params)
         except Exception as exc:  # shown in the status bar; the next tick retries
             self._db = None
             self.failed.emit(str(exc))

@@ -246,6 +246,7 @@ class MainWindow(QMainWindow):
     # -- data ----------------------------------------------------------------------------
 
     def request_load(self) -> None:
+        self.reader.tree_params = self.fleet_view.model.params()  # the reader builds the fleet tree for these
         self.load_requested.emit()
 
     def _on_loaded(self, rows: list[FleetRow], info: dict[str, Any]) -> None:

@@ -12,58 +12,35 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from fleetmon import hostlist
-from fleetmon.fields import CATALOG, Field
 from fleetmon.vocab import Severity
 from storage.rows import FleetRow
 from ui import format as fmt
 from ui.fleet_reader import FleetSnapshot
+from ui.models.fleet_build import (_F0, _LAST, COL_HEALTH, COL_STATUS, COLUMNS, FIELD_COLUMNS, Item, Tree,
+                                   TreeParams, build_from_roots, build_tree, gpu_severity, gpu_status, known_uid,
+                                   sort_items)
+
+__all__ = ["COLUMNS", "COL_HEALTH", "COL_STATUS", "FIELD_COLUMNS", "FleetTreeModel", "Item", "TINT", "gpu_severity"]
 
 Index = QModelIndex | QPersistentModelIndex
-FIELD_COLUMNS: tuple[Field, ...] = tuple(f for f in CATALOG if f.ui is not None)
-COLUMNS: tuple[str, ...] = (("Name", "Model", "Driver") + tuple(f.ui.header for f in FIELD_COLUMNS if f.ui is not None)
-                            + ("Last seen", "Status", "Health"))
-_F0 = 3
-_LAST = _F0 + len(FIELD_COLUMNS)
-COL_STATUS, COL_HEALTH = _LAST + 1, _LAST + 2
 TINT: dict[str, QColor] = {Severity.CRITICAL: QColor(198, 40, 40, 70), Severity.WARNING: QColor(239, 108, 0, 60)}
 """Cell backgrounds for offending cells: translucent, so they read on light and dark palettes."""
 
 
-@dataclass(eq=False)
-class Item:
-    """A row of the tree: a group, a node or a GPU."""
-
-    kind: str  # "group", "node", "gpu"
-    key: str
-    uid: int
-    parent: Item | None = None
-    children: list[Item] = field(default_factory=list)
-    row: int = 0
-    gpu: FleetRow | None = None
-    gpus: list[FleetRow] = field(default_factory=list)  # every GPU under a group or node
-    severity: str = ""  # the worst of its findings and statuses
-    status: str = ""
-    name: str = ""
-
-
-def _in_nodes(names: set[str]) -> Callable[[FleetRow], bool]:
-    return lambda r: r.node in names
-
-
-def gpu_severity(r: FleetRow, status: str) -> str:
-    """The worst of a GPU's open findings and its status (unreachable/lost are critical)."""
-    return fmt.worst([s for s, _ in r.findings] + [fmt.STATUS_SEVERITY.get(status, "")])
-
-
 class FleetTreeModel(QAbstractItemModel):
-    """Feed it :meth:`set_snapshot`; ``sort`` and :meth:`set_filter` reorder and hide inside the model."""
+    """Feed it :meth:`set_snapshot`; ``sort`` and :meth:`set_filter` reorder and hide inside the model.
+
+    ``expanded`` (set by the view: ``QTreeView.isExpanded``) limits the
+    ``dataChanged`` of a same-shape refresh to the top level and the children
+    the view shows: the view maps every changed row to a rectangle through
+    Python calls, so announcing 8,000 collapsed GPUs cost ~0.4 s per refresh,
+    and a collapsed node's rows are read afresh when it opens anyway.
+    """
 
     COLUMNS = COLUMNS
 
@@ -73,18 +50,29 @@ class FleetTreeModel(QAbstractItemModel):
         self._now = time.time()
         self._roots: list[Item] = []
         self._by_uid: dict[int, Item] = {}
-        self._uids: dict[str, int] = {}
+        self._shape: tuple[Any, ...] = ()
         self._filter = ""
         self._sort_col = COL_HEALTH
         self._sort_order = Qt.SortOrder.DescendingOrder
         self.grouped = True
+        self.expanded: Callable[[QModelIndex], bool] | None = None
 
     # -- feeding -------------------------------------------------------------------
 
+    def params(self) -> TreeParams:
+        """The filter, grouping and sort a tree for this model is built with (the reader thread asks)."""
+        return TreeParams(self._filter, self.grouped, self._sort_col,
+                          self._sort_order == Qt.SortOrder.DescendingOrder)
+
     def set_snapshot(self, snap: FleetSnapshot, now: float | None = None) -> None:
+        """Show ``snap``; a tree built for it on the reader thread with the current params is used as is."""
         self._snap = snap
         self._now = snap.read_at if now is None else now
-        self._rebuild()
+        tree = snap.derived.pop("tree", None)  # used once: the model then owns (and may re-sort) its items
+        if isinstance(tree, Tree) and tree.params == self.params() and tree.now == self._now and tree.snap is snap:
+            self._show(tree)
+        else:
+            self._rebuild()
 
     def set_filter(self, text: str) -> None:
         self._filter = text.strip()
@@ -94,177 +82,44 @@ class FleetTreeModel(QAbstractItemModel):
         self.grouped = grouped
         self._rebuild(force_reset=True)
 
-    def _uid(self, key: str) -> int:
-        uid = self._uids.get(key)
-        if uid is None:
-            uid = self._uids[key] = len(self._uids) + 1
-        return uid
-
     def status_of(self, r: FleetRow) -> str:
-        return fmt.gpu_status(r.node_status, r.state, r.latest_ts, self._now)
+        return gpu_status(r, self._now)
 
     def _rebuild(self, force_reset: bool = False) -> None:
-        snap = self._snap
-        keep = self._matcher()
-        by_node: dict[str, list[FleetRow]] = {}
-        for r in snap.rows:
-            if keep(r):
-                by_node.setdefault(r.node, []).append(r)
-        groups: dict[str, list[Item]] = {}
-        with_gpus = {r.node for r in snap.rows}
-        for name, node_row in snap.nodes.items():  # nodes without a known GPU (never reached): a row of their own
-            if name in with_gpus:
-                continue
-            pseudo = FleetRow(node=name, uuid="", node_status=node_row.status, driver_version=node_row.driver_version,
-                              findings=tuple((str(f.severity), f.kind) for f in snap.findings
-                                             if f.node == name and not f.gpu_uuid))
-            if keep(pseudo):
-                st = "unreachable" if node_row.status == "unreachable" else "unknown"
-                groups.setdefault(node_row.group or "", []).append(Item(
-                    "node", f"n:{name}", self._uid(f"n:{name}"), name=name, status=st,
-                    severity=gpu_severity(pseudo, st)))
-        for node, gpus in by_node.items():
-            nitem = Item("node", f"n:{node}", self._uid(f"n:{node}"), gpus=gpus, name=node)
-            for r in gpus:
-                st = self.status_of(r)
-                nitem.children.append(Item("gpu", f"g:{r.uuid}", self._uid(f"g:{r.uuid}"), parent=nitem, gpu=r,
-                                           gpus=[r], status=st, severity=gpu_severity(r, st), name=str(r.index)))
-            nitem.status = "unreachable" if gpus[0].node_status == "unreachable" else fmt.worst_status(
-                [c.status for c in nitem.children])
-            nitem.severity = fmt.worst([c.severity for c in nitem.children])
-            group = snap.group_of(node)
-            groups.setdefault(group, []).append(nitem)
-        if self.grouped and len(groups) > 1:  # one group (or none at all): the group level says nothing
-            roots = []
-            for group, nodes_ in groups.items():
-                gitem = Item("group", f"G:{group}", self._uid(f"G:{group}"), children=nodes_, name=group or "(no group)",
-                             gpus=[r for n in nodes_ for r in n.gpus])
-                for n in nodes_:
-                    n.parent = gitem
-                gitem.severity = fmt.worst([n.severity for n in nodes_])
-                gitem.status = fmt.worst_status([n.status for n in nodes_])
-                roots.append(gitem)
-        else:
-            roots = [n for nodes_ in groups.values() for n in nodes_]
-        self._sort_items(roots)
-        shape_old = self._shape(self._roots)
-        shape_new = self._shape(roots)
-        if shape_old == shape_new and roots and not force_reset:
-            self._swap(self._roots, roots)
-            self.dataChanged.emit(self.index(0, 0), self.index(len(roots) - 1, len(COLUMNS) - 1))
-            for item in self._by_uid.values():
-                if item.children:
-                    parent = self.createIndex(item.row, 0, item.uid)
-                    self.dataChanged.emit(self.index(0, 0, parent),
-                                          self.index(len(item.children) - 1, len(COLUMNS) - 1, parent))
+        self._show(build_tree(self._snap, self._now, self.params()), force_reset)
+
+    def _show(self, tree: Tree, force_reset: bool = False) -> None:
+        roots = tree.roots
+        if tree.shape == self._shape and roots and not force_reset:
+            # Same shape: same ids at the same rows, so the view's indexes stay valid; swap the items in.
+            self._roots, self._by_uid = roots, tree.by_uid
+            last = len(COLUMNS) - 1
+            self.dataChanged.emit(self.index(0, 0), self.index(len(roots) - 1, last))
+            shown = self.expanded
+            stack = list(roots)
+            while stack:
+                item = stack.pop()
+                if not item.children:
+                    continue
+                parent = self.createIndex(item.row, 0, item.uid)
+                if shown is not None and not shown(parent):
+                    continue
+                self.dataChanged.emit(self.index(0, 0, parent), self.index(len(item.children) - 1, last, parent))
+                stack += item.children
             return
         self.beginResetModel()
-        self._set_roots(roots)
+        self._roots, self._by_uid, self._shape = roots, tree.by_uid, tree.shape
         self.endResetModel()
 
-    def _shape(self, items: list[Item]) -> list[Any]:
-        return [(i.key, self._shape(i.children)) for i in items]
-
-    def _swap(self, old: list[Item], new: list[Item]) -> None:
-        """Same shape: copy the new items' data into the old ones (ids and parents stay)."""
-        for o, n in zip(old, new):
-            o.gpu, o.gpus, o.severity, o.status, o.name = n.gpu, n.gpus, n.severity, n.status, n.name
-            self._swap(o.children, n.children)
-
-    def _set_roots(self, roots: list[Item]) -> None:
-        self._roots = roots
-        self._by_uid = {}
-
-        def walk(items: list[Item]) -> None:
-            for i, it in enumerate(items):
-                it.row = i
-                self._by_uid[it.uid] = it
-                walk(it.children)
-        walk(roots)
-
-    # -- filter ---------------------------------------------------------------------
-
-    def _matcher(self) -> Callable[[FleetRow], bool]:
-        """A predicate over GPU rows for the filter text: every word must match.
-
-        A word is a Slurm hostlist (``gpu[01-04]``: those nodes), ``key:value``
-        (node, group, model, driver, status, severity or kind) or plain text
-        matched against node, group, model, driver, status and findings.
-        """
-        words = self._filter.split()
-        if not words:
-            return lambda r: True
-        tests: list[Callable[[FleetRow], bool]] = []
-        for w in words:
-            low = w.lower()
-            if "[" in w:
-                try:
-                    names = set(hostlist.expand(w))
-                except ValueError:
-                    names = set()
-                tests.append(_in_nodes(names))
-                continue
-            key, _, value = low.partition(":") if ":" in low else ("", "", low)
-            tests.append(self._contains(key, value))
-        return lambda r: all(t(r) for t in tests)
-
-    def _contains(self, key: str, value: str) -> Callable[[FleetRow], bool]:
-        return lambda r: value in self._haystack(r, key)
-
-    def _haystack(self, r: FleetRow, key: str) -> str:
-        st = self.status_of(r)
-        parts = {
-            "node": r.node, "group": self._snap.group_of(r.node), "model": r.model or "",
-            "driver": r.driver_version or "", "status": f"{st} {gpu_severity(r, st) or 'pass'}",
-            "severity": gpu_severity(r, st) or "pass", "kind": " ".join(k for _, k in r.findings),
-        }
-        if key in parts:
-            return parts[key].lower()
-        return " ".join(parts.values()).lower()
-
     # -- sorting --------------------------------------------------------------------
-
-    def _sort_key(self, it: Item, col: int) -> Any:
-        rank = fmt.severity_rank(it.severity) * 10 + fmt.status_rank(it.status)
-        name = hostlist.natural_key(it.name) if it.kind != "gpu" else (int(it.name) if it.name.isdigit() else 0,)
-        if col == COL_HEALTH or col == COL_STATUS:
-            return (rank, ) if col == COL_HEALTH else (fmt.status_rank(it.status), rank)
-        if col == 0:
-            return name
-        vals = [self._sort_value(r, col) for r in it.gpus]
-        present = [v for v in vals if v is not None]
-        if not present:
-            return (0, "")
-        return (1, max(present))
-
-    def _sort_value(self, r: FleetRow, col: int) -> Any:
-        if col == 1:
-            return r.model or ""
-        if col == 2:
-            return hostlist.natural_key(r.driver_version or "")
-        if _F0 <= col < _LAST:
-            v = r.values.get(FIELD_COLUMNS[col - _F0].name)
-            return float(v) if isinstance(v, (int, float)) else None
-        if col == _LAST:
-            return r.latest_ts
-        return None
-
-    def _sort_items(self, items: list[Item]) -> None:
-        col, desc = self._sort_col, self._sort_order == Qt.SortOrder.DescendingOrder
-        # Ties keep the natural name order (ascending), whatever the direction.
-        items.sort(key=lambda it: hostlist.natural_key(it.name) if it.kind != "gpu" else
-                   (int(it.name) if it.name.isdigit() else 0,))
-        items.sort(key=lambda it: self._sort_key(it, col), reverse=desc)
-        for it in items:
-            self._sort_items(it.children)
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         self._sort_col, self._sort_order = column, order
         self.layoutAboutToBeChanged.emit()
         before = self.persistentIndexList()
         keep = [(self._by_uid.get(i.internalId()), i.column()) for i in before]
-        self._sort_items(self._roots)
-        self._set_roots(self._roots)
+        sort_items(self._roots, column, order == Qt.SortOrder.DescendingOrder)
+        self._by_uid, self._shape = build_from_roots(self._roots)
         after = [self.createIndex(it.row, c, it.uid) if it is not None else QModelIndex() for it, c in keep]
         self.changePersistentIndexList(before, after)
         self.layoutChanged.emit()
@@ -283,7 +138,7 @@ class FleetTreeModel(QAbstractItemModel):
         return self._by_uid.get(index.internalId()) if index.isValid() else None
 
     def index_of_key(self, key: str, column: int = 0) -> QModelIndex:
-        uid = self._uids.get(key)
+        uid = known_uid(key)
         it = self._by_uid.get(uid) if uid is not None else None
         return self.createIndex(it.row, column, it.uid) if it is not None else QModelIndex()
 

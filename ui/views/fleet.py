@@ -11,36 +11,14 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeade
 from storage.rows import FleetRow
 from ui import format as fmt
 from ui.fleet_reader import FleetSnapshot
+from ui.models.fleet_build import summary_text
 from ui.models.fleet_tree import COL_HEALTH, COLUMNS, FleetTreeModel
+
+__all__ = ["COLUMN_WIDTHS", "FleetView", "summary_text"]
 
 COLUMN_WIDTHS = {"Name": 165, "Model": 215, "Driver": 90, "Temp": 75, "Power / limit": 115, "Util": 50,
                  "Last seen": 75, "Status": 85}
 """Fixed starting widths (never ResizeToContents over the model: it measures every cell on each refresh)."""
-
-
-def summary_text(snap: FleetSnapshot) -> str:
-    """The summary bar: nodes, GPUs, unreachable, critical, warning, driver versions in use."""
-    nodes = {r.node for r in snap.rows} | set(snap.nodes)
-    unreachable = {n for n in nodes if snap.nodes.get(n) is not None and snap.nodes[n].status == "unreachable"}
-    live = [f for f in snap.findings if snap.acked(f) is None]
-    crit = sum(1 for f in live if f.severity == "critical")
-    warn = sum(1 for f in live if f.severity == "warning")
-    drivers: dict[str, int] = {}
-    for n in nodes:
-        v = snap.nodes[n].driver_version if n in snap.nodes else None
-        if v:
-            drivers[v] = drivers.get(v, 0) + 1
-    acked = len(snap.findings) - len(live)
-    parts = [f"<b>{len(nodes)}</b> nodes", f"<b>{len(snap.rows)}</b> GPUs",
-             f"<b style='color:{fmt.STATUS_COLORS['unreachable'] if unreachable else 'inherit'}'>"
-             f"{len(unreachable)}</b> unreachable",
-             f"<b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>{crit}</b> critical",
-             f"<b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>{warn}</b> warning"]
-    if acked:
-        parts.append(f"{acked} acknowledged")
-    parts.append("drivers: " + (", ".join(f"{v} ({k})" for v, k in sorted(drivers.items(), key=lambda kv: -kv[1]))
-                                or fmt.DASH))
-    return " · ".join(parts)
 
 
 class FleetView(QWidget):
@@ -63,6 +41,7 @@ class FleetView(QWidget):
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.tree = QTreeView(self)
         self.tree.setModel(self.model)
+        self.model.expanded = self.tree.isExpanded
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
         self.tree.setSortingEnabled(True)
@@ -97,7 +76,7 @@ class FleetView(QWidget):
     # -- data --------------------------------------------------------------------------
 
     def set_snapshot(self, snap: FleetSnapshot) -> None:
-        self.summary.setText(summary_text(snap))
+        self.summary.setText(snap.derived.get("summary") or summary_text(snap))
         self.model.set_snapshot(snap)
         if self.model.rowCount() and not self.filter.text():
             self._expand_defaults()  # nodes that turned critical open (unless the operator closed them)

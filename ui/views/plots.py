@@ -19,6 +19,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, Qt
@@ -163,6 +164,26 @@ class _Crosshair:
                 return
 
 
+class _VerticalScroll(QScrollArea):
+    """Scrolls vertically only: the panels always take the viewport's width.
+
+    The panels' title lines (with their legends) give the plot layout a minimum
+    width above the pane's at the default window size; the scroll area then
+    clipped the right end of the time axis, where the newest data are, and a
+    24-hour window of a two-hour demo showed empty plots.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+    def resizeEvent(self, event: Any) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        w = self.widget()
+        if w is not None:
+            w.setFixedWidth(self.viewport().width())
+
+
 class HistoryPlots(QWidget):
     """The panels in a scroll area, with a crosshair readout above them."""
 
@@ -176,7 +197,7 @@ class HistoryPlots(QWidget):
         self.graphics.setBackground("w")
         self.graphics.setMinimumHeight(PANEL_MIN_H * len(PANELS) + THROTTLE_MIN_H)
         self.graphics.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.MinimumExpanding)
-        self.scroll_area = QScrollArea()
+        self.scroll_area = _VerticalScroll()
         self.scroll_area.setWidgetResizable(True)
         self.scroll_area.setWidget(self.graphics)
         layout = QVBoxLayout(self)
@@ -245,6 +266,16 @@ class HistoryPlots(QWidget):
     def _add_plot(self, row: int, title: str) -> pg.PlotItem:
         plot = self.graphics.addPlot(row=row, col=0, axisItems={"bottom": pg.DateAxisItem()})
         plot.setTitle(title, size="9pt", justify="left")
+        # A long title line (the ECC panel's legend) must not widen the layout past the view: that clipped the
+        # right end of every panel's time axis, the newest data, at the default window size.
+        label = plot.titleLabel
+        fit = label.updateMin  # LabelItem.setText makes the text's width the minimum each time
+
+        def no_min_width() -> None:
+            fit()
+            label.setMinimumWidth(0)
+        label.updateMin = no_min_width
+        no_min_width()
         plot.showGrid(x=True, y=True, alpha=0.2)
         plot.getAxis("left").setWidth(AXIS_W)
         plot.setMenuEnabled(False)

@@ -1,0 +1,279 @@
+"""The fleet tree's items, built without Qt: filtered, grouped and sorted, on any thread.
+
+:func:`build_tree` is what :class:`ui.models.fleet_tree.FleetTreeModel` shows.
+The reader thread calls it for every refresh (``ui.fleet_reader``) with the
+model's current filter, grouping and sort, so the GUI thread only swaps the
+finished tree in: on 8,000 GPUs the build is a few hundred milliseconds of
+Python that would otherwise block the event loop on every poll.
+
+Item ids come from one process-wide registry keyed by the item's key, so a
+tree built on the reader thread has the same ids as the one it replaces, and
+the view's indexes (row, column, id) stay valid when the shape is unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetmon import hostlist
+from fleetmon.fields import CATALOG, Field
+from storage.rows import FleetRow
+from ui import format as fmt
+
+FIELD_COLUMNS: tuple[Field, ...] = tuple(f for f in CATALOG if f.ui is not None)
+COLUMNS: tuple[str, ...] = (("Name", "Model", "Driver") + tuple(f.ui.header for f in FIELD_COLUMNS if f.ui is not None)
+                            + ("Last seen", "Status", "Health"))
+_F0 = 3
+_LAST = _F0 + len(FIELD_COLUMNS)
+COL_STATUS, COL_HEALTH = _LAST + 1, _LAST + 2
+
+_UIDS: dict[str, int] = {}
+_UID_LOCK = threading.Lock()
+
+
+def uid_of(key: str) -> int:
+    """The item id of ``key`` (stable for the process; any thread)."""
+    uid = _UIDS.get(key)
+    if uid is None:
+        with _UID_LOCK:
+            uid = _UIDS.get(key)
+            if uid is None:
+                uid = _UIDS[key] = len(_UIDS) + 1
+    return uid
+
+
+def known_uid(key: str) -> int | None:
+    return _UIDS.get(key)
+
+
+@dataclass(eq=False)
+class Item:
+    """A row of the tree: a group, a node or a GPU."""
+
+    kind: str  # "group", "node", "gpu"
+    key: str
+    uid: int
+    parent: Item | None = None
+    children: list[Item] = field(default_factory=list)
+    row: int = 0
+    gpu: FleetRow | None = None
+    gpus: list[FleetRow] = field(default_factory=list)  # every GPU under a group or node
+    severity: str = ""  # the worst of its findings and statuses
+    status: str = ""
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class TreeParams:
+    """What shapes the tree besides the data: the filter text, grouping and sort."""
+
+    filter: str = ""
+    grouped: bool = True
+    sort_col: int = COL_HEALTH
+    descending: bool = True
+
+
+@dataclass
+class Tree:
+    """A built tree: its roots, every item by id, and its shape (nested keys, compared in one ``==``)."""
+
+    params: TreeParams
+    now: float
+    roots: list[Item]
+    by_uid: dict[int, Item]
+    shape: tuple[Any, ...]
+    snap: Any = None  # the FleetSnapshot it was built from
+
+
+def _in_nodes(names: set[str]) -> Callable[[FleetRow], bool]:
+    return lambda r: r.node in names
+
+
+def gpu_severity(r: FleetRow, status: str) -> str:
+    """The worst of a GPU's open findings and its status (unreachable/lost are critical)."""
+    return fmt.worst([s for s, _ in r.findings] + [fmt.STATUS_SEVERITY.get(status, "")])
+
+
+def gpu_status(r: FleetRow, now: float) -> str:
+    return fmt.gpu_status(r.node_status, r.state, r.latest_ts, now)
+
+
+def build_tree(snap: Any, now: float, params: TreeParams) -> Tree:
+    """Filter, group and sort ``snap`` (a :class:`ui.fleet_reader.FleetSnapshot`) into a :class:`Tree`."""
+    b = _Builder(snap, now)
+    roots = b.roots(params)
+    b.sort_items(roots, params.sort_col, params.descending)
+    by_uid, shape = build_from_roots(roots)
+    return Tree(params, now, roots, by_uid, shape, snap)
+
+
+def build_from_roots(roots: list[Item]) -> tuple[dict[int, Item], tuple[Any, ...]]:
+    """Number the rows; return every item by id and the shape (nested ids)."""
+    by_uid: dict[int, Item] = {}
+
+    def walk(items: list[Item]) -> tuple[Any, ...]:
+        out = []
+        for i, it in enumerate(items):
+            it.row = i
+            by_uid[it.uid] = it
+            out.append((it.uid, walk(it.children)) if it.children else it.uid)
+        return tuple(out)
+    return by_uid, walk(roots)
+
+
+class _Builder:
+    def __init__(self, snap: Any, now: float) -> None:
+        self.snap = snap
+        self.now = now
+
+    def roots(self, params: TreeParams) -> list[Item]:
+        snap = self.snap
+        keep = self.matcher(params.filter)
+        by_node: dict[str, list[FleetRow]] = {}
+        for r in snap.rows:
+            if keep(r):
+                by_node.setdefault(r.node, []).append(r)
+        groups: dict[str, list[Item]] = {}
+        with_gpus = {r.node for r in snap.rows}
+        for name, node_row in snap.nodes.items():  # nodes without a known GPU (never reached): a row of their own
+            if name in with_gpus:
+                continue
+            pseudo = FleetRow(node=name, uuid="", node_status=node_row.status, driver_version=node_row.driver_version,
+                              findings=tuple((str(f.severity), f.kind) for f in snap.findings
+                                             if f.node == name and not f.gpu_uuid))
+            if keep(pseudo):
+                st = "unreachable" if node_row.status == "unreachable" else "unknown"
+                groups.setdefault(node_row.group or "", []).append(Item(
+                    "node", f"n:{name}", uid_of(f"n:{name}"), name=name, status=st,
+                    severity=gpu_severity(pseudo, st)))
+        for node, gpus in by_node.items():
+            nitem = Item("node", f"n:{node}", uid_of(f"n:{node}"), gpus=gpus, name=node)
+            for r in gpus:
+                st = gpu_status(r, self.now)
+                nitem.children.append(Item("gpu", f"g:{r.uuid}", uid_of(f"g:{r.uuid}"), parent=nitem, gpu=r,
+                                           gpus=[r], status=st, severity=gpu_severity(r, st), name=str(r.index)))
+            nitem.status = "unreachable" if gpus[0].node_status == "unreachable" else fmt.worst_status(
+                [c.status for c in nitem.children])
+            nitem.severity = fmt.worst([c.severity for c in nitem.children])
+            groups.setdefault(snap.group_of(node), []).append(nitem)
+        if params.grouped and len(groups) > 1:  # one group (or none at all): the group level says nothing
+            roots = []
+            for group, nodes_ in groups.items():
+                gitem = Item("group", f"G:{group}", uid_of(f"G:{group}"), children=nodes_,
+                             name=group or "(no group)", gpus=[r for n in nodes_ for r in n.gpus])
+                for n in nodes_:
+                    n.parent = gitem
+                gitem.severity = fmt.worst([n.severity for n in nodes_])
+                gitem.status = fmt.worst_status([n.status for n in nodes_])
+                roots.append(gitem)
+            return roots
+        return [n for nodes_ in groups.values() for n in nodes_]
+
+    # -- filter ---------------------------------------------------------------------
+
+    def matcher(self, text: str) -> Callable[[FleetRow], bool]:
+        """A predicate over GPU rows for the filter text: every word must match.
+
+        A word is a Slurm hostlist (``gpu[01-04]``: those nodes), ``key:value``
+        (node, group, model, driver, status, severity or kind) or plain text
+        matched against node, group, model, driver, status and findings.
+        """
+        words = text.split()
+        if not words:
+            return lambda r: True
+        tests: list[Callable[[FleetRow], bool]] = []
+        for w in words:
+            low = w.lower()
+            if "[" in w:
+                try:
+                    names = set(hostlist.expand(w))
+                except ValueError:
+                    names = set()
+                tests.append(_in_nodes(names))
+                continue
+            key, _, value = low.partition(":") if ":" in low else ("", "", low)
+            tests.append(self._contains(key, value))
+        return lambda r: all(t(r) for t in tests)
+
+    def _contains(self, key: str, value: str) -> Callable[[FleetRow], bool]:
+        return lambda r: value in self._haystack(r, key)
+
+    def _haystack(self, r: FleetRow, key: str) -> str:
+        st = gpu_status(r, self.now)
+        parts = {
+            "node": r.node, "group": str(self.snap.group_of(r.node)), "model": r.model or "",
+            "driver": r.driver_version or "", "status": f"{st} {gpu_severity(r, st) or 'pass'}",
+            "severity": gpu_severity(r, st) or "pass", "kind": " ".join(k for _, k in r.findings),
+        }
+        if key in parts:
+            return parts[key].lower()
+        return " ".join(parts.values()).lower()
+
+    # -- sorting --------------------------------------------------------------------
+
+    def _sort_key(self, it: Item, col: int) -> Any:
+        rank = fmt.severity_rank(it.severity) * 10 + fmt.status_rank(it.status)
+        name = hostlist.natural_key(it.name) if it.kind != "gpu" else (int(it.name) if it.name.isdigit() else 0,)
+        if col == COL_HEALTH or col == COL_STATUS:
+            return (rank, ) if col == COL_HEALTH else (fmt.status_rank(it.status), rank)
+        if col == 0:
+            return name
+        vals = [_sort_value(r, col) for r in it.gpus]
+        present = [v for v in vals if v is not None]
+        if not present:
+            return (0, "")
+        return (1, max(present))
+
+    def sort_items(self, items: list[Item], col: int, desc: bool) -> None:
+        # Ties keep the natural name order (ascending), whatever the direction.
+        items.sort(key=lambda it: hostlist.natural_key(it.name) if it.kind != "gpu" else
+                   (int(it.name) if it.name.isdigit() else 0,))
+        items.sort(key=lambda it: self._sort_key(it, col), reverse=desc)
+        for it in items:
+            self.sort_items(it.children, col, desc)
+
+
+def sort_items(items: list[Item], col: int, desc: bool) -> None:
+    """Sort items in place (and their children) by column ``col``."""
+    _Builder(None, 0.0).sort_items(items, col, desc)
+
+
+def _sort_value(r: FleetRow, col: int) -> Any:
+    if col == 1:
+        return r.model or ""
+    if col == 2:
+        return hostlist.natural_key(r.driver_version or "")
+    if _F0 <= col < _LAST:
+        v = r.values.get(FIELD_COLUMNS[col - _F0].name)
+        return float(v) if isinstance(v, (int, float)) else None
+    if col == _LAST:
+        return r.latest_ts
+    return None
+
+
+def summary_text(snap: Any) -> str:
+    """The summary bar: nodes, GPUs, unreachable, critical, warning, driver versions in use."""
+    nodes = {r.node for r in snap.rows} | set(snap.nodes)
+    unreachable = {n for n in nodes if snap.nodes.get(n) is not None and snap.nodes[n].status == "unreachable"}
+    live = [f for f in snap.findings if snap.acked(f) is None]
+    crit = sum(1 for f in live if f.severity == "critical")
+    warn = sum(1 for f in live if f.severity == "warning")
+    drivers: dict[str, int] = {}
+    for n in nodes:
+        v = snap.nodes[n].driver_version if n in snap.nodes else None
+        if v:
+            drivers[v] = drivers.get(v, 0) + 1
+    acked = len(snap.findings) - len(live)
+    parts = [f"<b>{len(nodes)}</b> nodes", f"<b>{len(snap.rows)}</b> GPUs",
+             f"<b style='color:{fmt.STATUS_COLORS['unreachable'] if unreachable else 'inherit'}'>"
+             f"{len(unreachable)}</b> unreachable",
+             f"<b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>{crit}</b> critical",
+             f"<b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>{warn}</b> warning"]
+    if acked:
+        parts.append(f"{acked} acknowledged")
+    parts.append("drivers: " + (", ".join(f"{v} ({k})" for v, k in sorted(drivers.items(), key=lambda kv: -kv[1]))
+                                or fmt.DASH))
+    return " · ".join(parts)
