@@ -1,6 +1,7 @@
 # fleetmon: the two commands of the README.
 #   make demo   set up and run the app on a built-in simulated fleet
 #   make test   set up, type-check (mypy, config in pyproject.toml) and run the whole test suite
+#   make agent-pyz  build the single-file node agent dist/fleetmon-agent.pyz (docs/install-node.md)
 # Each creates .venv, installs what it needs and is safe to run again.
 
 PYTHON ?= python3
@@ -8,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench venv clean
+.PHONY: demo test bench venv clean agent-pyz
 
 $(STAMP): pyproject.toml
 	@PYTHON=$(PYTHON) sh packaging/system-deps.sh test
@@ -30,6 +31,10 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# Needs only python3 (stdlib): no venv. The node then needs Python 3.8+ and nvidia-ml-py.
+agent-pyz:
+	$(PYTHON) packaging/build_agent_pyz.py -o dist/fleetmon-agent.pyz
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache

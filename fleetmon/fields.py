@@ -32,6 +32,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from fleetmon.compat import SLOTS
+
 KINDS: tuple[str, ...] = ("gauge", "counter", "state")
 
 ROLLUPS: dict[str, str] = {"gauge": "min/mean/max", "counter": "last+delta", "state": "last"}
@@ -48,7 +50,7 @@ CONVERSIONS: dict[str, str] = {
 FIRST_SCHEMA_STEP = "m001_initial"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class NvmlCall:
     """A field read by one NVML call: ``conv(pynvml.<fn>(handle, *args))``.
 
@@ -68,7 +70,7 @@ class NvmlCall:
     slow: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class Stored:
     """How storage keeps a field (see :mod:`storage.schema`'s compact encoding).
 
@@ -84,7 +86,7 @@ class Stored:
     since: str = FIRST_SCHEMA_STEP
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class Prom:
     """The field's Prometheus family on ``/metrics``.
 
@@ -97,7 +99,7 @@ class Prom:
     help: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class UiColumn:
     """The field's column in the GUI's fleet table.
 
@@ -110,7 +112,7 @@ class UiColumn:
     format: str = "number"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class Field:
     """One telemetry field.
 
@@ -301,7 +303,7 @@ COUNTER_NAMES: tuple[str, ...] = tuple(f.name for f in COUNTERS)
 STATE_NAMES: tuple[str, ...] = tuple(f.name for f in STATES)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class ThrottleReason:
     """One bit of nvmlDeviceGetCurrentClocksEventReasons (old name: ...ThrottleReasons)."""
 

@@ -11,16 +11,16 @@ A value that could not be read is ``None`` in ``values`` and the reason is in
 
 from __future__ import annotations
 
-import enum
 from dataclasses import Field, asdict, dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Dict
 
+from fleetmon.compat import SLOTS, StrEnum
 from fleetmon.vocab import GpuState
 
 WIRE_SCHEMA = 1
 
 
-class Status(enum.StrEnum):
+class Status(StrEnum):
     """How one reading turned out (a member is its wire string: ``Status.FAILED == "failed"``)."""
 
     OK = "ok"
@@ -29,8 +29,8 @@ class Status(enum.StrEnum):
     GPU_LOST = "gpu_lost"  # NVML_ERROR_GPU_IS_LOST or gone from enumeration
 
 
-Values = dict[str, Any]
-Statuses = dict[str, str]
+Values = Dict[str, Any]
+Statuses = Dict[str, str]
 
 
 def _from_dict(cls: type, data: dict[str, Any]) -> Any:
@@ -51,7 +51,7 @@ class _Wire:
         return _from_dict(cls, data)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class NodeInfo(_Wire):
     """A GPU node as its agent describes itself.
 
@@ -73,7 +73,7 @@ class NodeInfo(_Wire):
     started_at: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class GpuInventory(_Wire):
     """Static facts about one GPU (fleetmon.fields.INVENTORY_FIELDS in ``values``).
 
@@ -89,7 +89,7 @@ class GpuInventory(_Wire):
     state: str = GpuState.OK
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class GpuSample(_Wire):
     """One instantaneous reading of one GPU (the agent's latest sample).
 
@@ -114,7 +114,7 @@ def throttle_key(reason: str) -> str:
     return f"thr_{reason}"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class GpuMinute(_Wire):
     """One GPU's aggregated minute, as the agent buffers and serves it.
 
@@ -142,7 +142,7 @@ class GpuMinute(_Wire):
     state: str = GpuState.OK
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class Event(_Wire):
     """Something that happened on a node at one instant.
 
@@ -160,7 +160,7 @@ class Event(_Wire):
     data: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass(slots=True)
+@dataclass(**SLOTS)
 class NodePoll:
     """The result of one poll of one node's agent, as the collector hands it to storage.
 

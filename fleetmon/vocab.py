@@ -1,6 +1,7 @@
 """The shared vocabularies: finding severity and GPU state, each defined once.
 
-Both are :class:`enum.StrEnum`, so a member *is* its wire/stored string
+Both are a :class:`fleetmon.compat.StrEnum` (``enum.StrEnum``, also on Python 3.8), so a
+member *is* its wire/stored string
 (``Severity.CRITICAL == "critical"``, ``json.dumps`` and SQLite write
 ``"critical"``, ``f"{s}"`` gives ``"critical"``): the JSON, the database and
 the report formats are unchanged by using them. Compare and store members;
@@ -16,8 +17,9 @@ and ui alike.
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable
+
+from fleetmon.compat import StrEnum
 
 __all__ = [
     "GpuState",
@@ -32,7 +34,7 @@ class VocabularyError(ValueError):
     """A text that is not a member of a closed vocabulary."""
 
 
-class Severity(enum.StrEnum):
+class Severity(StrEnum):
     """How bad a finding is, least severe first (this order is the rank).
 
     info: worth knowing, no action; warning: needs attention (the node warns);
@@ -86,7 +88,7 @@ def worst_severity(values: Iterable[str | Severity | None]) -> Severity | None:
     return max(found, key=lambda s: s.rank, default=None)
 
 
-class GpuState(enum.StrEnum):
+class GpuState(StrEnum):
     """Whether a GPU is there and answering.
 
     ``OK`` and ``LOST`` travel on the agent's wire (inventory, samples,

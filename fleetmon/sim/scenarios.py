@@ -45,8 +45,10 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetmon.compat import SLOTS
 
-@dataclass(frozen=True, slots=True)
+
+@dataclass(frozen=True, **SLOTS)
 class GpuProfile:
     """Static description of one GPU model as the simulated NVML reports it.
 
@@ -235,7 +237,7 @@ DEFAULT_WORKLOAD: dict[str, Any] = {"mode": "cycle", "busy_s": 240.0, "idle_s": 
 DEFAULT_DRIVER = "535.161.08"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class FaultSpec:
     """One injected fault: ``kind`` on physical GPU ``gpu`` from ``onset_s``."""
 
@@ -252,7 +254,7 @@ class FaultSpec:
         return self.duration_s is None or t_s < self.onset_s + self.duration_s
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class GpuSpec:
     """One GPU slot of a node: a model plus slot-level options."""
 
@@ -263,7 +265,7 @@ class GpuSpec:
     ecc_enabled: bool | None = None  # for "toggle" cards; None = the card's default (off)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class NodeSpec:
     """A fully resolved scenario."""
 
@@ -280,7 +282,7 @@ class NodeSpec:
     faults: tuple[FaultSpec, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class Phase:
     """Where a workload is at one instant (see :func:`phase_at`)."""
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleetmon.compat import SLOTS
 from fleetmon.vocab import Severity
 
 __all__ = ["BUS_INFO", "CATEGORIES", "SEVERITIES", "XID_CATALOG", "XidInfo", "lookup"]
@@ -46,7 +47,7 @@ CATEGORIES: tuple[str, ...] = (
 SEVERITIES: tuple[str, ...] = tuple(Severity.most_severe_first())
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class XidInfo:
     """What one Xid code means and what to do about it.
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from fleetmon.compat import SLOTS
 from fleetmon.pci import normalize_bus_id as normalize_pci
 from fleetmon.xid.catalog import BUS_INFO, lookup
 
@@ -50,7 +51,7 @@ __all__ = [
 # --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class XidEvent:
     """One ``NVRM: Xid`` report from a kernel log.
 
@@ -92,7 +93,7 @@ class XidEvent:
             raise ValueError(f"Xid code must be >= 1, got {self.code}")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class BusEvent:
     """A "GPU has fallen off the bus" kernel message that came without an Xid.
 
@@ -212,7 +213,7 @@ _MAX_LINE_CHARS = 65536
 _MAX_CONTINUATION_LINES = 200
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class _Prefix:
     body: str
     time: str | None

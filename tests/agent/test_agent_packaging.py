@@ -49,12 +49,9 @@ def test_unit_parses_with_systemd_analyze(tmp_path):
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
         pytest.skip("systemd-analyze is not installed")
-    # verify also checks that ExecStart= exists: point it at this checkout's entry point.
-    fleetmon = shutil.which("fleetmon") or str(Path(sys.executable).with_name("fleetmon"))
-    if not Path(fleetmon).exists():
-        pytest.skip("no fleetmon entry point to point ExecStart= at")
+    # verify also checks that ExecStart= exists: point it at this interpreter.
     unit = tmp_path / UNIT.name
-    unit.write_text(UNIT.read_text().replace("/usr/local/bin/fleetmon", fleetmon))
+    unit.write_text(UNIT.read_text().replace("/opt/fleetmon/venv/bin/python3", sys.executable))
     proc = subprocess.run([analyze, "verify", str(unit)], capture_output=True, text=True, timeout=60)
     findings = [line for line in (proc.stdout + proc.stderr).splitlines() if UNIT.name in line]
     if proc.returncode != 0 and not findings and "System has not been booted" in proc.stderr:
