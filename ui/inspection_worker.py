@@ -145,10 +145,11 @@ class Jobs(QObject):
 
     def submit(self, fn: Callable[[], Any], done: Callable[[Any], None], failed: Callable[[str], None]) -> None:
         job = _Job(fn)
-        job.signals.done.connect(done)
-        job.signals.failed.connect(failed)
+        # Bookkeeping first (connections are served in order): the view's slot already sees the job done.
         job.signals.done.connect(self._finished)
         job.signals.failed.connect(self._finished)
+        job.signals.done.connect(done)
+        job.signals.failed.connect(failed)
         self._live[id(job.signals)] = job
         self.busy_changed.emit(True)
         self.pool.start(job)
