@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QShowEvent
 from PySide6.QtPrintSupport import QPrintDialog, QPrinter
 from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
@@ -183,7 +183,9 @@ class ChecklistModel(QAbstractItemModel):
                         f"{len(it.children)} open" if it.children else fmt.DASH,
                         ", ".join(dict.fromkeys(c.finding.kind for c in it.children if c.finding)) or fmt.DASH,
                         f"{acked} of {len(it.children)}" if acked else "")[col]
-            return (f.where(), str(f.severity), f.kind, f.summary, ack_text(it.ack))[col]
+            where = f.where()
+            short = where[len(f.node):].strip() if where.startswith(f.node) else where  # the parent names the node
+            return (short or "node", str(f.severity), f.kind, f.summary, ack_text(it.ack))[col]
         if role == Qt.ItemDataRole.CheckStateRole and f is None and col == 0:
             return Qt.CheckState.Checked if it.node in self._checked else Qt.CheckState.Unchecked
         if role == Qt.ItemDataRole.ForegroundRole:
@@ -234,7 +236,7 @@ CHANGE_COLORS = {"new": "#c62828", "worsened": "#ef6c00", "resolved": "#2e7d32",
 
 
 class ChangesModel(RowsTableModel[ChangeRow]):
-    COLUMNS = ("Change", "Severity", "Where", "Kind", "Summary", "When (UTC)")
+    COLUMNS = ("Change", "Severity", "Where", "Kind", "When (UTC)", "Summary")
 
     def set_rows(self, rows: Iterable[ChangeRow]) -> None:
         self.beginResetModel()
@@ -246,7 +248,8 @@ class ChangesModel(RowsTableModel[ChangeRow]):
             return None
         r = self._rows[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            return (r.change, r.severity, r.where, r.kind, r.summary, _when(r.when))[index.column()]
+            when = time.strftime("%m-%d %H:%M", time.gmtime(float(r.when))) if r.when else fmt.DASH
+            return (r.change, r.severity, r.where, r.kind, when, r.summary)[index.column()]
         if role == Qt.ItemDataRole.ForegroundRole:
             if index.column() == 0:
                 return QBrush(QColor(CHANGE_COLORS.get(r.change, "#757575")))
@@ -270,6 +273,10 @@ class InspectionView(QWidget):
     signed_off = Signal(object)
     failed = Signal(str)
 
+    STALE_S = 300.0
+    """Showing the view again after this long runs the inspection again (the Run button does it any time)."""
+    RETRY_EMPTY_S = 15.0
+
     def __init__(self, db_path: str, parent: Any = None, *, group: str | None = None,
                  clock: Callable[[], float] = time.time) -> None:
         super().__init__(parent)
@@ -277,8 +284,13 @@ class InspectionView(QWidget):
         self.group = group
         self.clock = clock
         self.inspection: Inspection | None = None
-        self._ran = False
+        self._ran_at: float | None = None
         self.jobs = Jobs(self)
+        # While shown: inspect again when the last one found no nodes yet (a collector just starting).
+        self._retry = QTimer(self)
+        self._retry.setSingleShot(True)
+        self._retry.setInterval(int(self.RETRY_EMPTY_S * 1000))
+        self._retry.timeout.connect(self._retry_if_shown)
 
         self.run_button = QPushButton("Run inspection", self)
         self.run_button.setToolTip("Judge the window back to the last sign-off (at least 24 h) again")
@@ -301,7 +313,7 @@ class InspectionView(QWidget):
         header = self.tree.header()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
-        for i, w in enumerate((150, 90, 150, 320)):
+        for i, w in enumerate((135, 70, 140, 320)):
             header.resizeSection(i, w)
         self.check_all = QPushButton("Tick all", self)
         self.check_all.clicked.connect(lambda: self.checklist.set_all_checked(True))
@@ -312,12 +324,13 @@ class InspectionView(QWidget):
         self.changes_table.setAlternatingRowColors(True)
         self.changes_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.changes_table.verticalHeader().setVisible(False)
+        self.changes_table.setWordWrap(False)
+        self.changes_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         ch = self.changes_table.horizontalHeader()
         ch.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        ch.setStretchLastSection(False)
-        for i, w in enumerate((75, 70, 110, 140, 320, 120)):
+        ch.setStretchLastSection(True)
+        for i, w in enumerate((62, 62, 125, 135, 82)):
             ch.resizeSection(i, w)
-        ch.setSectionResizeMode(4, QHeaderView.ResizeMode.Stretch)
         self.changes_label = QLabel("What changed since the last sign-off", self)
 
         self.browser = QTextBrowser(self)
@@ -356,7 +369,7 @@ class InspectionView(QWidget):
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.addWidget(left)
         self.splitter.addWidget(right)
-        self.splitter.setSizes([520, 560])
+        self.splitter.setSizes([450, 640])
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.splitter, "Checklist")
         self.tabs.addTab(self.browser, "Report (printable)")
@@ -376,13 +389,18 @@ class InspectionView(QWidget):
     # -- running -------------------------------------------------------------------------
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
+        """Inspect when first shown, and again when shown with an inspection older than ``STALE_S``."""
         super().showEvent(event)
-        if not self._ran:
+        if not self.jobs.busy and (self._ran_at is None or time.monotonic() - self._ran_at > self.STALE_S):
+            self.run_inspection()
+
+    def _retry_if_shown(self) -> None:
+        if self.isVisible() and not self.jobs.busy:
             self.run_inspection()
 
     def run_inspection(self) -> None:
         """Start the inspection on the job thread (a second request while one runs is queued behind it)."""
-        self._ran = True
+        self._ran_at = time.monotonic()
         self.headline.setText("Running the inspection…")
         path, now, group = self.db_path, self.clock(), self.group
         self.jobs.submit(lambda: inspect(path, now, group), self._on_inspection, self._on_failed)
@@ -412,6 +430,9 @@ class InspectionView(QWidget):
                 f"Since the sign-off by {b.name} at {_when(b.ts)} UTC: {len(r.new)} new, {len(r.worsened)} worsened, "
                 f"{len(r.resolved)} resolved, {len(r.summary.get('inventory_changes') or [])} inventory changes")
         self.browser.setHtml(insp.html)
+        if not r.verdicts:
+            self.headline.setText(self.headline.text() + " · no nodes in the database yet")
+            self._retry.start()
         self._update_buttons()
         self.inspection_shown.emit(insp)
 

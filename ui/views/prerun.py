@@ -200,7 +200,7 @@ class NodeHistoryModel(RowsTableModel[HistoryRow]):
 class NodeCard(QGroupBox):
     """One node's table in the side-by-side strip."""
 
-    WIDTH = 360
+    WIDTH = 400
 
     def __init__(self, node: NodePreflight, findings: Sequence[Finding], parent: Any = None) -> None:
         super().__init__(f"{node.name} — {node.verdict.upper()}", parent)
@@ -211,12 +211,13 @@ class NodeCard(QGroupBox):
         self.table = QTableView(self)
         self.table.setModel(self.model)
         self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.table.setWordWrap(False)
         self.table.setAlternatingRowColors(True)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         h = self.table.horizontalHeader()
-        h.resizeSection(0, 50)
-        h.resizeSection(1, 170)
+        h.resizeSection(0, 48)
+        h.resizeSection(1, 165)
         h.setStretchLastSection(True)
         self.table.setStyleSheet("QTableView { font-weight: normal; color: palette(text); }")
         layout = QVBoxLayout(self)
@@ -282,6 +283,7 @@ class PrerunView(QWidget):
         self.go_table.setAlternatingRowColors(True)
         self.go_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.go_table.verticalHeader().setVisible(False)
+        self.go_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
         self.go_table.setWordWrap(False)
         gh = self.go_table.horizontalHeader()
         for i, w in enumerate((120, 70, 60)):
@@ -293,6 +295,10 @@ class PrerunView(QWidget):
         self.strip = QWidget(self)
         self.strip_layout = QHBoxLayout(self.strip)
         self.strip_layout.setContentsMargins(0, 0, 0, 0)
+        self.hint = QLabel("Each node's ECC, retired pages, power and Xid history appears here, side by side, "
+                           "after a review.", self.strip)
+        self.hint.setStyleSheet("color: palette(mid)")
+        self.strip_layout.addWidget(self.hint)
         self.strip_layout.addStretch(1)
         self.scroll_area = QScrollArea(self)
         self.scroll_area.setWidgetResizable(True)
@@ -383,6 +389,7 @@ class PrerunView(QWidget):
             self.strip_layout.removeWidget(c)
             c.deleteLater()
         self.cards = []
+        self.hint.setVisible(not r.nodes)
         for i, n in enumerate(sorted(r.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name)))):
             card = NodeCard(n, r.findings, self.strip)
             self.strip_layout.insertWidget(i, card)
