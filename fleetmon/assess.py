@@ -43,6 +43,7 @@ from fleetmon.health.series import DAY_S, HOUR_S, MINUTE_S, Series
 from fleetmon.health.thresholds import Thresholds
 from storage import findings as stored
 from storage import health_input, queries
+from storage.signoffs import last_signoff
 from storage.rows import (DERATING_RATIOS, DeratingDay, EventRow, GpuRow, InventoryChangeRow, NewFinding, NodeRow,
                           StoredFinding)
 
@@ -53,10 +54,13 @@ __all__ = [
     "PreflightRun",
     "ReportRun",
     "evaluate_and_store",
+    "inspection_window",
     "load_history",
     "parse_duration",
+    "report_scope",
     "run_preflight",
     "run_report",
+    "signoff_summary",
 ]
 
 log = logging.getLogger("fleetmon.health")
@@ -321,6 +325,8 @@ class ReportRun:
     evaluate_s: float
     saved: bool
     save_error: str | None = None
+    signoff: Any = None
+    """With ``baseline="signoff"``: the :class:`storage.signoffs.SignoffRow` compared with (None: none yet)."""
 
 
 @dataclass(frozen=True)
@@ -371,7 +377,7 @@ def _with_acks(db: Any, result: engine.ReportResult, now: float) -> engine.Repor
 
 
 def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: Any = None, *,
-               save: bool = True) -> ReportRun:
+               save: bool = True, baseline: str = "report") -> ReportRun:
     """The daily inspection over [now - since_s, now], compared with the previous report.
 
     "What changed" compares with the open findings stored with the previous
@@ -379,6 +385,10 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
     report's open findings are then stored for the next one (unless
     ``save`` is False, e.g. on a read-only database). A failed save does not
     fail the report: ``ReportRun.save_error`` says why.
+
+    With ``baseline="signoff"`` it compares with the newest sign-off of the
+    scope instead (:mod:`storage.signoffs`; the window's GUI inspection), and
+    lists only the inventory changes since that sign-off.
 
     Raises:
         KnownError: unknown group, invalid thresholds.
@@ -393,8 +403,11 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
         t1 = time.perf_counter()
         findings = engine.evaluate(history)
     findings = _carry_onsets(findings, stored.open_findings(db))
-    kind = REPORT_KIND if group is None else f"{REPORT_KIND}:{group}"
-    previous = stored.last_report(db, kind, before=now + 1e-6)
+    kind = report_scope(group)
+    if baseline not in ("report", "signoff"):
+        raise ValueError(f"baseline {baseline!r}: expected 'report' or 'signoff'")
+    signoff = last_signoff(db, kind, before=now + 1e-6) if baseline == "signoff" else None
+    previous = stored.last_report(db, kind, before=now + 1e-6) if baseline == "report" else signoff
     previous_open: list[Finding] = []
     if previous and isinstance(previous.summary, Mapping):
         for d in previous.summary.get("open", []):
@@ -405,6 +418,9 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
     result = engine.report(history, previous_open, group=group, findings=findings,
                            has_previous=previous is not None)
     result = _with_acks(db, result, now)
+    if signoff is not None:
+        changes = [c for c in result.summary.get("inventory_changes", []) if float(c.get("ts") or 0) >= signoff.ts]
+        result = replace(result, summary={**result.summary, "inventory_changes": changes})
     t2 = time.perf_counter()
     error = None
     if save:
@@ -416,7 +432,36 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
             })
         except StorageError as exc:  # the report itself stands; only the next comparison suffers
             error = str(exc)
-    return ReportRun(result, t1 - t0, t2 - t1, save and error is None, error)
+    return ReportRun(result, t1 - t0, t2 - t1, save and error is None, error, signoff)
+
+
+def report_scope(group: str | None) -> str:
+    """The scope a report (and a sign-off) belongs to: "report", or "report:<group>" for one group."""
+    return REPORT_KIND if group is None else f"{REPORT_KIND}:{group}"
+
+
+INSPECTION_MAX_S = 30 * DAY_S
+"""The longest window an inspection reviews when the last sign-off is older (a month of hourly rollups)."""
+
+
+def inspection_window(db: Any, now: float, group: str | None = None, *, least_s: float = DAY_S) -> float:
+    """The window of the GUI's daily inspection: back to the last sign-off, at least ``least_s`` (24 h).
+
+    An inspection a week after the last sign-off must see the week (a card
+    that moved on Tuesday); one an hour after it still judges a full day.
+    Capped at :data:`INSPECTION_MAX_S`.
+    """
+    signoff = last_signoff(db, report_scope(group), before=now + 1e-6)
+    if signoff is None:
+        return least_s
+    return min(max(least_s, now - signoff.ts), max(least_s, INSPECTION_MAX_S))
+
+
+def signoff_summary(result: engine.ReportResult, checked: Iterable[str] = ()) -> dict[str, Any]:
+    """What a sign-off keeps of the inspection it closes (the next one diffs against ``open``)."""
+    return {"since": result.since, "now": result.now, "group": result.group, "status": result.status,
+            "verdicts": dict(result.verdicts), "checked": sorted(set(checked), key=hostlist.sort_key),
+            "open": [f.to_dict() for f in result.findings if f.is_open]}
 
 
 def _carry_onsets(findings: Sequence[Finding], rows: Iterable[StoredFinding]) -> list[Finding]:

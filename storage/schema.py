@@ -38,6 +38,7 @@ from fleetmon.records import Status
 from fleetmon.vocab import GpuState
 from storage.schema_acks import m008_finding_acks
 from storage.schema_claims import m007_gpu_claims
+from storage.schema_signoff import m009_signoffs
 
 MIGRATION_SET = "fleetmon"
 
@@ -662,6 +663,7 @@ def m006_gpu_latest(db: Database) -> None:
 # Later hand-written steps keep their SQL in modules of their own (schema_claims, schema_acks).
 _step("m007_gpu_claims")(m007_gpu_claims)
 _step("m008_finding_acks")(m008_finding_acks)
+_step("m009_signoffs")(m009_signoffs)
 
 
 # -- the default layout -----------------------------------------------------------------

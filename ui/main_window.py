@@ -29,6 +29,7 @@ from ui.views.fleet import FleetView
 from ui.views.versions import VersionsView
 from ui.views.derating import DeratingView
 from ui.views.gpu_detail import GpuDetailView
+from ui.views import inspection, prerun
 
 SETTINGS_ORG = "fleetmon"
 SETTINGS_APP = "fleetmon"
@@ -96,6 +97,8 @@ class MainWindow(QMainWindow):
         self.add_view("Versions", self.versions_view)
         self.add_view("All GPUs", self.table)
         self.add_view("Derating", self.derating)
+        self.add_view("Inspection", inspection.InspectionView(db_path, self))
+        self.add_view("Pre-run", prerun.PrerunView(db_path, self, fleet=self.fleet_view))
 
         self.splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.splitter.addWidget(self.stack)

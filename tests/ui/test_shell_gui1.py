@@ -30,9 +30,9 @@ def test_views_registered_with_shortcuts(window, qtbot):
     from PySide6.QtWidgets import QLabel
 
     assert [window.sidebar.item(i).text().split(" (")[0] for i in range(window.sidebar.count())] == [
-        "Fleet", "Findings", "Versions", "All GPUs", "Derating"]
+        "Fleet", "Findings", "Versions", "All GPUs", "Derating", "Inspection", "Pre-run"]
     index = window.add_view("Extra", QLabel("extra"))
-    assert index == 5 and window._view_actions[-1].shortcut().toString() == "Ctrl+6"
+    assert index == 7 and window._view_actions[-1].shortcut().toString() == "Ctrl+8"
     window._view_actions[2].trigger()
     assert window.current_view() == "Versions"
     window.find_action.trigger()

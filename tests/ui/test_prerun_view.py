@@ -1,0 +1,132 @@
+"""The pre-run review view: nodes from a hostlist or the fleet selection, go / no-go with reasons, each node's
+history side by side, the exclude list on the clipboard, the review as HTML. Real SQLite files, no mocks."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from fleetmon import hostlist
+from ui.inspection_worker import review
+from ui.views.prerun import (DEFAULT_DAYS, GoNoGoModel, NodeHistoryModel, PrerunView, exclude_list,
+                             fleet_selection, history_rows, nodes_of, parse_nodes)
+
+pytest.importorskip("pytestqt")
+
+
+def _view(qtbot, path: Path, **kw) -> PrerunView:
+    view = PrerunView(str(path), **kw)
+    qtbot.addWidget(view)
+    view.resize(1240, 430)
+    return view
+
+
+def _review(qtbot, view: PrerunView, text: str):
+    view.nodes.setText(text)
+    with qtbot.waitSignal(view.review_shown, timeout=30000) as sig:
+        view.run_button.click()
+    return sig.args[0]
+
+
+def test_parse_nodes_and_selection() -> None:
+    assert parse_nodes("n[1-3],m1,n2") == ["n1", "n2", "n3", "m1"]
+    with pytest.raises(ValueError):
+        parse_nodes("n[3-1]")
+    assert nodes_of(["n10", "n2", "n2"]) == ["n2", "n10"]
+
+
+def test_models_pass_the_model_tester(qtmodeltester, fleet_db: Path) -> None:
+    rev = review(str(fleet_db), time.time(), ["n1", "n2", "n3", "m1", "m2"], DEFAULT_DAYS)
+    go = GoNoGoModel()
+    go.set_rows(rev.result.nodes)
+    qtmodeltester.check(go)
+    assert go.row(0).name == "m2" and not go.row(0).go  # no-go first
+    for n in rev.result.nodes:
+        hist = NodeHistoryModel()
+        hist.set_rows(history_rows(n, rev.result.findings))
+        qtmodeltester.check(hist)
+        sections = {hist.row(i).section for i in range(hist.rowCount())}
+        assert {"ECC", "Power", "Xid"} <= sections
+
+
+def test_typed_hostlist_is_validated(qtbot, fleet_db: Path) -> None:
+    view = _view(qtbot, fleet_db)
+    assert view.days.value() == DEFAULT_DAYS
+    view.nodes.setText("n[3-1]")
+    assert not view.run_button.isEnabled() and "Not a hostlist" in view.parsed.text()
+    view.nodes.setText("n[1-3]")
+    assert view.run_button.isEnabled() and view.parsed.text().startswith("3 nodes: n1, n2, n3")
+
+
+def test_review_go_no_go_exclude_list_and_html(qtbot, fleet_db: Path, tmp_path: Path) -> None:
+    from PySide6.QtGui import QGuiApplication
+
+    view = _view(qtbot, fleet_db)
+    assert not view.copy_button.isEnabled() and not view.save_button.isEnabled()
+    rev = _review(qtbot, view, "n[1-3],m[1-2],zz9")
+    r = rev.result
+    assert set(r.no_go) == {"m2", "zz9"}  # never reached; not in the database
+    assert set(r.go) == {"n1", "n2", "n3", "m1"}
+    reasons = {view.go_model.row(i).name: view.go_model.index(i, 3).data() for i in range(view.go_model.rowCount())}
+    assert "never reached" in reasons["m2"] and "no data" in reasons["zz9"]
+    assert view.go_model.index(0, 1).data() == "NO-GO"
+
+    # One table per node, side by side, no-go first.
+    assert [c.node.name for c in view.cards][:2] == ["m2", "zz9"] and len(view.cards) == 6
+
+    # The exclude list, in Slurm hostlist form, on the clipboard.
+    assert view.exclude.text() == exclude_list(r) == hostlist.compress(["m2", "zz9"]) == "m2,zz9"
+    assert view.copy_button.isEnabled()
+    QGuiApplication.clipboard().clear()
+    assert view.copy_exclude() == "m2,zz9"
+    assert QGuiApplication.clipboard().text() == "m2,zz9"
+    assert sorted(hostlist.expand(QGuiApplication.clipboard().text())) == ["m2", "zz9"]
+
+    out = view.save_html(tmp_path / "prerun.html")
+    html = out.read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and "fleetmon preflight" in html and "<code>m2,zz9</code>" in html
+
+
+def test_all_go_leaves_nothing_to_exclude(qtbot, fleet_db: Path) -> None:
+    view = _view(qtbot, fleet_db)
+    view.days.setValue(1)
+    rev = _review(qtbot, view, "n1,m1")
+    assert rev.result.no_go == [] and view.exclude.text() == ""
+    assert not view.copy_button.isEnabled() and view.copy_exclude() == ""
+    assert rev.result.days == 1
+
+
+def test_nodes_from_the_fleet_view_selection(qtbot, fleet_db: Path, snap) -> None:
+    from PySide6.QtCore import QItemSelectionModel
+
+    from ui.views.fleet import FleetView
+
+    fleet = FleetView()
+    qtbot.addWidget(fleet)
+    fleet.set_snapshot(snap)
+    view = _view(qtbot, fleet_db, fleet=fleet)
+    view.use_selection()
+    assert "Nothing is selected" in view.parsed.text() and view.nodes.text() == ""
+    sel = fleet.tree.selectionModel()
+    for name in ("n2", "m2", "n1"):
+        sel.select(fleet.model.index_of_node(name),
+                   QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows)
+    gpu = fleet.model.index_of_gpu("GPU-n3-01")
+    sel.select(gpu, QItemSelectionModel.SelectionFlag.Select | QItemSelectionModel.SelectionFlag.Rows)
+    assert fleet_selection(fleet) == ["m2", "n1", "n2", "n3"]
+    view.use_selection()
+    assert view.nodes.text() == "m2,n[1-3]"
+    rev = _review(qtbot, view, view.nodes.text())
+    assert rev.result.no_go == ["m2"]
+
+
+def test_a_bad_window_or_database_is_reported(qtbot, tmp_path: Path) -> None:
+    bad = tmp_path / "not.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    view = _view(qtbot, bad)
+    view.nodes.setText("n1")
+    with qtbot.waitSignal(view.failed, timeout=30000):
+        view.run_review()
+    assert "failed" in view.verdict.text() and view.review is None

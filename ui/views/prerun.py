@@ -1,0 +1,449 @@
+"""The pre-run review view: go / no-go for the nodes of a big run, with their ECC, retired-page, power and
+Xid history side by side, the exclude list for Slurm, and the review as HTML.
+
+Nodes come from a Slurm hostlist typed in (validated with :mod:`fleetmon.hostlist`
+as you type) or from the selection in the fleet view (``fleet``: the
+:class:`ui.views.fleet.FleetView`, read by :func:`fleet_selection`; or
+``selection``: a callable giving the selected rows or node names). The review
+(:func:`fleetmon.assess.run_preflight`) runs on :class:`ui.inspection_worker.Jobs`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QGuiApplication
+from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QFileDialog, QGroupBox, QHBoxLayout,
+                               QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton, QScrollArea, QSplitter,
+                               QTableView, QVBoxLayout, QWidget)
+
+from fleetmon import hostlist
+from fleetmon.health.engine import NodePreflight
+from fleetmon.health.findings import Finding
+from ui import format as fmt
+from ui.inspection_worker import Jobs, Review, review
+from ui.models.base import RowsTableModel
+
+Index = QModelIndex | QPersistentModelIndex
+
+GO_COLORS = {"go": "#2e7d32", "no-go": "#c62828"}
+DEFAULT_DAYS = 14.0
+
+
+def parse_nodes(text: str) -> list[str]:
+    """The node names of a hostlist typed in, in order, without duplicates.
+
+    Raises:
+        ValueError: a malformed hostlist (the message says what is wrong).
+    """
+    return list(dict.fromkeys(hostlist.expand(text)))
+
+
+def nodes_of(selection: Iterable[Any]) -> list[str]:
+    """Node names of a fleet-view selection: FleetRows (``.node``) or names, sorted, without duplicates."""
+    names = {str(getattr(s, "node", s)) for s in selection if getattr(s, "node", s)}
+    return sorted(names, key=hostlist.sort_key)
+
+
+def fleet_selection(view: Any) -> list[str]:
+    """The nodes selected in the fleet view (:class:`ui.views.fleet.FleetView`), in hostlist order.
+
+    A selected node counts (also one without GPUs, e.g. never reached), a
+    selected GPU counts as its node, a selected group as all its nodes.
+    """
+    names: list[str] = []
+    for index in view.tree.selectionModel().selectedRows():
+        it = view.model.item(index)
+        if it is None:
+            continue
+        if it.kind == "node":
+            names.append(it.name)
+        elif it.kind == "gpu" and it.gpu is not None:
+            names.append(it.gpu.node)
+        elif it.kind == "group":
+            names += [c.name for c in it.children if c.kind == "node"]
+    return nodes_of(names)
+
+
+def exclude_list(result: Any) -> str:
+    """The no-go nodes as one Slurm hostlist expression (``sbatch --exclude``); "" when all go."""
+    return hostlist.compress(result.no_go) if result.no_go else ""
+
+
+# -- the go / no-go list --------------------------------------------------------------------
+
+class GoNoGoModel(RowsTableModel[NodePreflight]):
+    """One row per node, no-go first; the reasons (and non-blocking warnings) in words."""
+
+    COLUMNS = ("Node", "Verdict", "GPUs", "Reasons")
+
+    def set_rows(self, rows: Iterable[NodePreflight]) -> None:
+        self.beginResetModel()
+        self._rows = sorted(rows, key=lambda n: (n.go, hostlist.sort_key(n.name)))
+        self.endResetModel()
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        n = self._rows[index.row()]
+        col = index.column()
+        if role == Qt.ItemDataRole.DisplayRole:
+            if col == 0:
+                return n.name
+            if col == 1:
+                return n.verdict.upper()
+            if col == 2:
+                return f"{n.gpus}" + (f" of {n.expected}" if n.expected is not None else "")
+            if n.reasons:
+                return "; ".join(n.reasons)
+            return ("go; " + "; ".join(n.warnings)) if n.warnings else "go: nothing in the window"
+        if role == Qt.ItemDataRole.ForegroundRole and col == 1:
+            return QBrush(QColor(GO_COLORS[n.verdict]))
+        if role == Qt.ItemDataRole.FontRole and col == 1:
+            font = QFont()
+            font.setBold(True)
+            return font
+        if role == Qt.ItemDataRole.ToolTipRole and col == 3:
+            return "\n".join([*(f"no-go: {r}" for r in n.reasons), *(f"warning: {w}" for w in n.warnings)]) or None
+        return None
+
+
+# -- one node's history ------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class HistoryRow:
+    section: str  # ECC / Power / Xid / Finding
+    what: str
+    value: str
+    severity: str = ""
+
+
+def _n(value: Any, unit: str = "", digits: int = 0) -> str:
+    if value is None:
+        return fmt.DASH
+    if isinstance(value, float):
+        return f"{value:.{digits}f}{unit}"
+    return f"{value}{unit}"
+
+
+def history_rows(node: NodePreflight, findings: Sequence[Finding]) -> list[HistoryRow]:
+    """A node's ECC, retired pages, power and Xid history of the window, then its other findings."""
+    e, p = node.ecc, node.power
+    rows: list[HistoryRow] = []
+    if e:
+        rows += [HistoryRow("ECC", "corrected (new)", _n(e.get("corrected", 0))),
+                 HistoryRow("ECC", "uncorrected (new)", _n(e.get("uncorrected", 0)),
+                            "critical" if e.get("uncorrected") else ""),
+                 HistoryRow("ECC", "retired pages (max per card)", _n(e.get("retired_pages", 0)),
+                            "warning" if e.get("retired_pages") else ""),
+                 HistoryRow("ECC", "retirement pending (cards)", _n(e.get("retirement_pending", 0)),
+                            "warning" if e.get("retirement_pending") else ""),
+                 HistoryRow("ECC", "row remap pending / failed", f"{_n(e.get('remap_pending', 0))} / "
+                            f"{_n(e.get('remap_failure', 0))}", "critical" if e.get("remap_failure") else ""),
+                 HistoryRow("ECC", "cards reporting ECC", _n(e.get("cards_with_ecc")))]
+    else:
+        rows.append(HistoryRow("ECC", "ECC", "no data in this window"))
+    if p:
+        rows += [HistoryRow("Power", "mean / max", f"{_n(p.get('mean_w'), ' W')} / {_n(p.get('max_w'), ' W')}"),
+                 HistoryRow("Power", "limit / default (min per card)",
+                            f"{_n(p.get('limit_w'), ' W')} / {_n(p.get('default_w'), ' W')}"),
+                 HistoryRow("Power", "power-brake minutes", _n(p.get("power_brake_minutes", 0)),
+                            "warning" if p.get("power_brake_minutes") else ""),
+                 HistoryRow("Power", "unreadable minutes", _n(p.get("unreadable_minutes", 0)),
+                            "warning" if p.get("unreadable_minutes") else ""),
+                 HistoryRow("Power", "capped cards", _n(p.get("capped_gpus", 0)))]
+    else:
+        rows.append(HistoryRow("Power", "power", "no data in this window"))
+    mine = [f for f in findings if f.node == node.name]
+    xids = [f for f in mine if f.kind == "xid"]
+    if xids:
+        rows += [HistoryRow("Xid", f"{f.where()} · {_when(f.first_seen)}", f.summary, str(f.severity)) for f in xids]
+    else:
+        rows.append(HistoryRow("Xid", "Xid events", "none in this window"))
+    rows += [HistoryRow("Finding", f"{f.where()} · {f.kind}" + ("" if f.is_open else " (resolved)"), f.summary,
+                        str(f.severity)) for f in mine if f.kind != "xid"]
+    return rows
+
+
+def _when(ts: Any) -> str:
+    return time.strftime("%m-%d %H:%M", time.gmtime(float(ts))) if ts else fmt.DASH
+
+
+class NodeHistoryModel(RowsTableModel[HistoryRow]):
+    """A node's review as rows of (section, what, value); warnings and critical values coloured."""
+
+    COLUMNS = ("", "What", "Value")
+
+    def set_rows(self, rows: Iterable[HistoryRow]) -> None:
+        self.beginResetModel()
+        self._rows = list(rows)
+        self.endResetModel()
+
+    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if not index.isValid() or not 0 <= index.row() < len(self._rows):
+            return None
+        r = self._rows[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            return (r.section, r.what, r.value)[index.column()]
+        if role == Qt.ItemDataRole.ForegroundRole and r.severity and index.column() == 2:
+            return QBrush(QColor(fmt.SEVERITY_COLORS.get(r.severity, "#757575")))
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return f"{r.what}: {r.value}"
+        return None
+
+
+class NodeCard(QGroupBox):
+    """One node's table in the side-by-side strip."""
+
+    WIDTH = 400
+
+    def __init__(self, node: NodePreflight, findings: Sequence[Finding], parent: Any = None) -> None:
+        super().__init__(f"{node.name} — {node.verdict.upper()}", parent)
+        self.node = node
+        self.setStyleSheet(f"QGroupBox {{ font-weight: bold; color: {GO_COLORS[node.verdict]}; }}")
+        self.model = NodeHistoryModel(self)
+        self.model.set_rows(history_rows(node, findings))
+        self.table = QTableView(self)
+        self.table.setModel(self.model)
+        self.table.verticalHeader().setVisible(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.table.setWordWrap(False)
+        self.table.setAlternatingRowColors(True)
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        h = self.table.horizontalHeader()
+        h.resizeSection(0, 48)
+        h.resizeSection(1, 165)
+        h.setStretchLastSection(True)
+        self.table.setStyleSheet("QTableView { font-weight: normal; color: palette(text); }")
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.table)
+        self.setFixedWidth(self.WIDTH)
+
+
+# -- the view -------------------------------------------------------------------------------------
+
+class PrerunView(QWidget):
+    """Pick nodes and a window, run the review off the GUI thread, show go / no-go and each node's history.
+
+    Signals: ``review_shown`` (a :class:`Review`), ``failed`` (a message).
+    """
+
+    review_shown = Signal(object)
+    failed = Signal(str)
+
+    def __init__(self, db_path: str, parent: Any = None, *, selection: Callable[[], Iterable[Any]] | None = None,
+                 fleet: Any = None, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(parent)
+        self.db_path = db_path
+        if selection is None and fleet is not None:
+            selection = lambda: fleet_selection(fleet)  # noqa: E731 - the fleet view's selection, read when asked
+        self.selection = selection
+        self.clock = clock
+        self.review: Review | None = None
+        self.jobs = Jobs(self)
+        self.cards: list[NodeCard] = []
+
+        self.nodes = QLineEdit(self)
+        self.nodes.setPlaceholderText("Slurm hostlist, e.g. gpu[01-16,20],dgx[1-4]")
+        self.nodes.setClearButtonEnabled(True)
+        self.nodes.textChanged.connect(self._on_text)
+        self.nodes.returnPressed.connect(self.run_review)
+        self.from_fleet = QPushButton("Use fleet selection", self)
+        self.from_fleet.setToolTip("The nodes selected in the fleet view (select rows there, Ctrl/Shift-click)")
+        self.from_fleet.clicked.connect(self.use_selection)
+        self.from_fleet.setEnabled(selection is not None)
+        self.days = QDoubleSpinBox(self)
+        self.days.setRange(0.1, 3650)
+        self.days.setDecimals(1)
+        self.days.setValue(DEFAULT_DAYS)
+        self.days.setSuffix(" days")
+        self.run_button = QPushButton("Review", self)
+        self.run_button.clicked.connect(self.run_review)
+        self.parsed = QLabel("", self)
+        self.verdict = QLabel("Type a hostlist or use the fleet selection, then Review.", self)
+        self.verdict.setTextFormat(Qt.TextFormat.RichText)
+        self.exclude = QLineEdit(self)
+        self.exclude.setReadOnly(True)
+        self.exclude.setPlaceholderText("no-go nodes appear here")
+        self.copy_button = QPushButton("Copy exclude list", self)
+        self.copy_button.setToolTip("The no-go nodes in Slurm hostlist form, for sbatch --exclude")
+        self.copy_button.clicked.connect(self.copy_exclude)
+        self.save_button = QPushButton("Save as HTML…", self)
+        self.save_button.clicked.connect(self.save_html_dialog)
+
+        self.go_model = GoNoGoModel(self)
+        self.go_table = QTableView(self)
+        self.go_table.setModel(self.go_model)
+        self.go_table.setAlternatingRowColors(True)
+        self.go_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.go_table.verticalHeader().setVisible(False)
+        self.go_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 6)
+        self.go_table.setWordWrap(False)
+        gh = self.go_table.horizontalHeader()
+        for i, w in enumerate((120, 70, 60)):
+            gh.resizeSection(i, w)
+        gh.setStretchLastSection(True)
+        gh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.go_table.clicked.connect(self._reveal_card)
+
+        self.strip = QWidget(self)
+        self.strip_layout = QHBoxLayout(self.strip)
+        self.strip_layout.setContentsMargins(0, 0, 0, 0)
+        self.hint = QLabel("Each node's ECC, retired pages, power and Xid history appears here, side by side, "
+                           "after a review.", self.strip)
+        self.hint.setStyleSheet("color: palette(mid)")
+        self.strip_layout.addWidget(self.hint)
+        self.strip_layout.addStretch(1)
+        self.scroll_area = QScrollArea(self)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setWidget(self.strip)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
+
+        pick = QHBoxLayout()
+        pick.addWidget(QLabel("Nodes", self))
+        pick.addWidget(self.nodes, 1)
+        pick.addWidget(self.from_fleet)
+        pick.addWidget(QLabel("Window", self))
+        pick.addWidget(self.days)
+        pick.addWidget(self.run_button)
+        out = QHBoxLayout()
+        out.addWidget(self.verdict)
+        out.addWidget(QLabel("Exclude:", self))
+        out.addWidget(self.exclude, 1)
+        out.addWidget(self.copy_button)
+        out.addWidget(self.save_button)
+        self.splitter = QSplitter(Qt.Orientation.Vertical, self)
+        self.splitter.addWidget(self.go_table)
+        self.splitter.addWidget(self.scroll_area)
+        self.splitter.setSizes([140, 260])
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(pick)
+        layout.addWidget(self.parsed)
+        layout.addLayout(out)
+        layout.addWidget(self.splitter, 1)
+        self._update_buttons()
+
+    # -- picking nodes ---------------------------------------------------------------------------
+
+    def _on_text(self, text: str) -> None:
+        if not text.strip():
+            self.parsed.setText("")
+            self.parsed.setStyleSheet("")
+            self.run_button.setEnabled(False)
+            return
+        try:
+            names = parse_nodes(text)
+        except ValueError as exc:
+            self.parsed.setText(f"Not a hostlist: {exc}")
+            self.parsed.setStyleSheet("color: #c62828")
+            self.run_button.setEnabled(False)
+            return
+        shown = ", ".join(names[:8]) + (f", … ({len(names)} nodes)" if len(names) > 8 else "")
+        self.parsed.setText(f"{len(names)} node{'s' if len(names) != 1 else ''}: {shown}")
+        self.parsed.setStyleSheet("")
+        self.run_button.setEnabled(not self.jobs.busy)
+
+    def use_selection(self) -> None:
+        """Fill the hostlist with the fleet view's selected nodes (compressed)."""
+        names = nodes_of(self.selection()) if self.selection is not None else []
+        if not names:
+            self.parsed.setText("Nothing is selected in the fleet view: select nodes or GPUs there first.")
+            self.parsed.setStyleSheet("color: #ef6c00")
+            return
+        self.nodes.setText(hostlist.compress(names))
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def run_review(self) -> None:
+        text = self.nodes.text()
+        try:
+            names = parse_nodes(text)
+        except ValueError as exc:
+            self._on_failed(f"not a hostlist: {exc}")
+            return
+        if not names:
+            self._on_failed("no nodes: type a hostlist or use the fleet selection")
+            return
+        path, now, days = self.db_path, self.clock(), float(self.days.value())
+        self.verdict.setText("Reviewing…")
+        self.run_button.setEnabled(False)
+        self.jobs.submit(lambda: review(path, now, names, days), self._on_review, self._on_failed)
+
+    def _on_review(self, rev: Review) -> None:
+        self.review = rev
+        r = rev.result
+        self.go_model.set_rows(r.nodes)
+        self.exclude.setText(exclude_list(r))
+        nogo = len(r.no_go)
+        self.verdict.setText(
+            f"<b style='color:{GO_COLORS['no-go' if nogo else 'go']}'>GO {len(r.go)} · NO-GO {nogo}</b> "
+            f"· {r.days:g} days to {time.strftime('%Y-%m-%d %H:%M', time.gmtime(r.now))} UTC")
+        for c in self.cards:
+            self.strip_layout.removeWidget(c)
+            c.deleteLater()
+        self.cards = []
+        self.hint.setVisible(not r.nodes)
+        for i, n in enumerate(sorted(r.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name)))):
+            card = NodeCard(n, r.findings, self.strip)
+            self.strip_layout.insertWidget(i, card)
+            self.cards.append(card)
+        self._update_buttons()
+        self.review_shown.emit(rev)
+
+    def _on_failed(self, message: str) -> None:
+        self.verdict.setText(f"<b style='color:#c62828'>Review failed:</b> {_escape(message)}")
+        self._update_buttons()
+        self.failed.emit(message)
+
+    def _update_buttons(self) -> None:
+        have = self.review is not None
+        self.copy_button.setEnabled(have and bool(self.exclude.text()))
+        self.save_button.setEnabled(have)
+        self._on_text(self.nodes.text())
+
+    def _reveal_card(self, index: QModelIndex) -> None:
+        name = self.go_model.row(index.row()).name
+        card = next((c for c in self.cards if c.node.name == name), None)
+        if card is not None:
+            self.scroll_area.ensureWidgetVisible(card)
+
+    # -- output ----------------------------------------------------------------------------------
+
+    def copy_exclude(self) -> str:
+        """Put the exclude list on the clipboard; returns it ("" when every node is go)."""
+        text = self.exclude.text()
+        if text:
+            QGuiApplication.clipboard().setText(text)
+            self.verdict.setText(self.verdict.text().split(" · copied")[0] + " · copied to the clipboard")
+        return text
+
+    def save_html(self, path: str | Path) -> Path:
+        if self.review is None:
+            raise RuntimeError("no review to save yet")
+        out = Path(path)
+        out.write_text(self.review.html, encoding="utf-8")
+        return out
+
+    def save_html_dialog(self) -> None:
+        if self.review is None:
+            return
+        name = f"fleetmon-prerun-{time.strftime('%Y%m%d-%H%M', time.gmtime(self.review.result.now))}.html"
+        path, _ = QFileDialog.getSaveFileName(self, "Save the pre-run review as HTML", name, "HTML (*.html *.htm)")
+        if path:
+            try:
+                self.save_html(path)
+            except OSError as exc:
+                QMessageBox.warning(self, "Save as HTML", f"Cannot write {path}: {exc.strerror or exc}")
+
+
+def _escape(text: str) -> str:
+    from html import escape
+
+    return escape(text)
