@@ -36,9 +36,7 @@ from sqlite_utils import Database, Migrations
 from fleetmon.fields import CATALOG, FIRST_SCHEMA_STEP, HW_THROTTLE_REASONS, THROTTLE_NAMES, Field
 from fleetmon.records import Status
 from fleetmon.vocab import GpuState
-from storage.schema_acks import m008_finding_acks
-from storage.schema_claims import m007_gpu_claims
-from storage.schema_signoff import m009_signoffs
+from storage import schema_acks, schema_claims, schema_signoff
 
 MIGRATION_SET = "fleetmon"
 
@@ -660,10 +658,10 @@ def m006_gpu_latest(db: Database) -> None:
     db.execute("UPDATE gpus SET latest = NULL, latest_ts = NULL")
 
 
-# Later hand-written steps keep their SQL in modules of their own (schema_claims, schema_acks).
-_step("m007_gpu_claims")(m007_gpu_claims)
-_step("m008_finding_acks")(m008_finding_acks)
-_step("m009_signoffs")(m009_signoffs)
+# Later hand-written steps keep their SQL in modules of their own.
+_step("m007_gpu_claims")(schema_claims.m007_gpu_claims)
+_step("m008_finding_acks")(schema_acks.m008_finding_acks)
+_step("m009_signoffs")(schema_signoff.m009_signoffs)
 
 
 # -- the default layout -----------------------------------------------------------------
