@@ -8,7 +8,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench venv clean
+.PHONY: demo test bench venv clean app
 
 $(STAMP): pyproject.toml
 	@PYTHON=$(PYTHON) sh packaging/system-deps.sh test
@@ -30,6 +30,12 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# The workstation app as one folder, dist/fleetmon/fleetmon (PyInstaller recipe: packaging/fleetmon.spec).
+app: $(STAMP)
+	$(BIN)/python -m pip install -q pyinstaller
+	$(BIN)/pyinstaller --noconfirm packaging/fleetmon.spec
+	dist/fleetmon/fleetmon --version
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache
