@@ -9,7 +9,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench venv clean agent-pyz
+.PHONY: demo test bench venv clean agent-pyz app
 
 $(STAMP): pyproject.toml
 	@PYTHON=$(PYTHON) sh packaging/system-deps.sh test
@@ -35,6 +35,12 @@ bench: $(STAMP)
 # Needs only python3 (stdlib): no venv. The node then needs Python 3.8+ and nvidia-ml-py.
 agent-pyz:
 	$(PYTHON) packaging/build_agent_pyz.py -o dist/fleetmon-agent.pyz
+
+# The workstation app as one folder, dist/fleetmon/fleetmon (PyInstaller recipe: packaging/fleetmon.spec).
+app: $(STAMP)
+	$(BIN)/python -m pip install -q pyinstaller
+	$(BIN)/pyinstaller --noconfirm packaging/fleetmon.spec
+	dist/fleetmon/fleetmon --version
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache

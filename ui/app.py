@@ -65,6 +65,7 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
             error: ShowError | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from PySide6.QtCore import QTimer
+    from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
     from ui.bridge import Bridge
@@ -76,6 +77,7 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
     app.setOrganizationName(SETTINGS_ORG)
     app.setApplicationName(SETTINGS_APP)
     app.setDesktopFileName("io.github.fleetmon.Fleetmon")
+    app.setWindowIcon(QIcon(str(Path(__file__).with_name("icons") / "io.github.fleetmon.Fleetmon.svg")))
     follow_color_scheme(app)
     db_path = str(Path(args.db))
 

@@ -1,20 +1,60 @@
-"""`fleetmon gui`: open the desktop app on a database (``ui.app``, imported only when it runs)."""
+"""`fleetmon gui`: open the desktop app on a database (``ui.app``, imported only when it runs).
+
+With no path arguments (what the desktop entry runs) it opens the default
+database (``fleetmon.paths``), creating it quietly the first time, and collects
+from the default fleet file when one exists. An explicit --db that does not
+exist is still asked about first: a typo must not open an empty window. The
+default fleet file is read only when --db is the default too, so `fleetmon gui
+--db other.db` stays a read-only view as before.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+
+from fleetmon.cli.collect import require_app_extra
+from fleetmon.paths import default_db_path, default_fleet_path, fleet_file_hint, for_help
+
+
+def resolve_paths(args: argparse.Namespace) -> bool:
+    """Fill in the default database and fleet file; True when the database is the default one.
+
+    The default database's folder is created; a missing default fleet file is
+    not an error (the window shows the database without collecting) but is named
+    on standard error with how to create it.
+    """
+    if args.db is not None:
+        return False
+    db = default_db_path()
+    db.parent.mkdir(parents=True, exist_ok=True)
+    args.db = str(db)
+    if args.fleet is None:
+        fleet = default_fleet_path()
+        if fleet.is_file():
+            args.fleet = str(fleet)
+        else:
+            print(f"fleetmon gui: no fleet file at {fleet}, so not collecting; {fleet_file_hint(fleet)}",
+                  file=sys.stderr)
+    return True
 
 
 def run(args: argparse.Namespace) -> int:
+    require_app_extra("gui", ("PySide6", "pyqtgraph", "aiohttp", "sqlite_utils", "apscheduler"))
     from ui.app import run_gui
 
+    if resolve_paths(args):
+        return run_gui(args, confirm_create=lambda path: True)
     return run_gui(args)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", required=True, metavar="FILE", help="SQLite database to show (asks before creating one that does not exist)")
+    p.add_argument("--db", metavar="FILE",
+                   help=f"SQLite database to show (default: {for_help(default_db_path())}, created quietly when missing; "
+                        f"asks before creating any other that does not exist)")
     p.add_argument("--fleet", metavar="FLEET.toml",
-                   help="also run the collector for this fleet (unless another collector holds the database)")
+                   help=f"also run the collector for this fleet (unless another collector holds the database); "
+                        f"without --db and --fleet: {for_help(default_fleet_path())} when it exists")
     p.add_argument("--interval", type=float, metavar="SECONDS", help="poll interval when collecting")
     p.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS",
                    help="how often the window re-reads the database (default 2)")
@@ -22,6 +62,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("gui", help="open the desktop app on a database",
-                       description="Open the fleetmon desktop app on a database; with --fleet it also collects.")
+                       description="Open the fleetmon desktop app on a database; with --fleet it also collects. "
+                                   "With no arguments: the default database and fleet file (see --db, --fleet).")
     add_arguments(p)
     p.set_defaults(func=run)
