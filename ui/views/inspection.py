@@ -18,8 +18,8 @@ from typing import Any
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
 from PySide6.QtGui import QBrush, QColor, QShowEvent
 from PySide6.QtPrintSupport import QPrintDialog, QPrinter
-from PySide6.QtWidgets import (QAbstractItemView, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QMessageBox, QPushButton, QSplitter, QTableView, QTabWidget, QTextBrowser,
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QPushButton, QSplitter, QTableView, QTabWidget, QTextBrowser,
                                QTreeView, QVBoxLayout, QWidget)
 
 from fleetmon import hostlist
@@ -29,6 +29,7 @@ from storage.signoffs import SignoffRow
 from ui import format as fmt
 from ui.inspection_worker import Inspection, Jobs, inspect, sign_off
 from ui.models.base import RowsTableModel
+from ui.views.save_html import save_html_dialog, write_html
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -482,20 +483,12 @@ class InspectionView(QWidget):
         """Write the report's HTML to ``path``."""
         if self.inspection is None:
             raise RuntimeError("no inspection to save yet")
-        out = Path(path)
-        out.write_text(self.inspection.html, encoding="utf-8")
-        return out
+        return write_html(path, self.inspection.html)
 
     def save_html_dialog(self) -> None:
-        if self.inspection is None:
-            return
-        name = f"fleetmon-inspection-{time.strftime('%Y%m%d-%H%M', time.gmtime(self.inspection.result.now))}.html"
-        path, _ = QFileDialog.getSaveFileName(self, "Save the inspection as HTML", name, "HTML (*.html *.htm)")
-        if path:
-            try:
-                self.save_html(path)
-            except OSError as exc:
-                QMessageBox.warning(self, "Save HTML", f"Cannot write {path}: {exc.strerror or exc}")
+        if self.inspection is not None:
+            save_html_dialog(self, self.inspection.html, title="Save the inspection as HTML",
+                             stem="fleetmon-inspection", now=self.inspection.result.now)
 
 
 def _user() -> str:

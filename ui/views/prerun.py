@@ -18,8 +18,8 @@ from typing import Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QGuiApplication
-from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QFileDialog, QGroupBox, QHBoxLayout,
-                               QHeaderView, QLabel, QLineEdit, QMessageBox, QPushButton, QScrollArea, QSplitter,
+from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QGroupBox, QHBoxLayout,
+                               QHeaderView, QLabel, QLineEdit, QPushButton, QScrollArea, QSplitter,
                                QTableView, QVBoxLayout, QWidget)
 
 from fleetmon import hostlist
@@ -28,6 +28,7 @@ from fleetmon.health.findings import Finding
 from ui import format as fmt
 from ui.inspection_worker import Jobs, Review, review
 from ui.models.base import RowsTableModel
+from ui.views.save_html import save_html_dialog, write_html
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -427,20 +428,12 @@ class PrerunView(QWidget):
     def save_html(self, path: str | Path) -> Path:
         if self.review is None:
             raise RuntimeError("no review to save yet")
-        out = Path(path)
-        out.write_text(self.review.html, encoding="utf-8")
-        return out
+        return write_html(path, self.review.html)
 
     def save_html_dialog(self) -> None:
-        if self.review is None:
-            return
-        name = f"fleetmon-prerun-{time.strftime('%Y%m%d-%H%M', time.gmtime(self.review.result.now))}.html"
-        path, _ = QFileDialog.getSaveFileName(self, "Save the pre-run review as HTML", name, "HTML (*.html *.htm)")
-        if path:
-            try:
-                self.save_html(path)
-            except OSError as exc:
-                QMessageBox.warning(self, "Save as HTML", f"Cannot write {path}: {exc.strerror or exc}")
+        if self.review is not None:
+            save_html_dialog(self, self.review.html, title="Save the pre-run review as HTML",
+                             stem="fleetmon-prerun", now=self.review.result.now)
 
 
 def _escape(text: str) -> str:
