@@ -28,7 +28,7 @@ by the node name and ``seed``), read once through the agent's own session and
 sampler, so a live ``fleetmon agent --simulate SCENARIO --node-name NAME``
 with the node's :attr:`DemoNode.scenario` reports the same GPUs and continues
 the history. The minutes themselves are computed here (whole-hour busy/idle
-blocks), which is what makes a month fast: the last ``minute_days`` days are
+blocks), which is what makes a month fast: the last day is
 stored as real minutes (polled hour by hour), the days before as one
 representative minute per GPU and hour turned into hourly/daily rollups by
 :func:`storage.bulk.compact_hours` (a store past raw-minute retention looks
@@ -277,13 +277,13 @@ def _poll(model: _NodeModel, ts: float, minutes: list[GpuMinute], cards: list[_C
 
 
 def generate_history(db: Any, *, nodes: int = FLEET_SIZE, days: float = 30, seed: int = DEFAULT_SEED,
-                     now: float | None = None, minute_days: int = 2,
+                     now: float | None = None, minute_hours: float = 24,
                      progress: Callable[[int, int], None] | None = None) -> list[DemoNode]:
     """Write ``days`` of history of the first ``nodes`` demo nodes, ending at ``now``; returns the nodes.
 
-    ``minute_days`` (whole UTC days before today's, plus today) are real
-    minutes; earlier hours are hourly rollups only. ``progress(done, total)``
-    is called after each day is stored.
+    The last ``minute_hours`` (whole hours, the report's minute window) are
+    real minutes; earlier hours are hourly rollups only. ``progress(done,
+    total)`` is called after each stored day (or part of one).
     """
     from storage.bulk import compact_hours
     from storage.ingest import ingest_polls
@@ -292,25 +292,23 @@ def generate_history(db: Any, *, nodes: int = FLEET_SIZE, days: float = 30, seed
     now = time.time() if now is None else float(now)
     end = int(now) // 60 * 60
     start = (end - int(days * DAY)) // HOUR * HOUR
-    minute_start = max(start, (end // DAY - minute_days) * DAY)
+    minute_start = max(start, (end - int(minute_hours * HOUR)) // HOUR * HOUR)
     fleet = demo_fleet(nodes)
     models = [_read_node(n, seed, start) for n in fleet]
     for m in models:
         m.info = replace(m.info, started_at=float(start))
     by_name = {m.node.name: m for m in models}
     moved: _Card | None = None
-    move_ts = end - 12 * DAY
+    move_ts = max(end - 12 * DAY, start + (end - start) // 2)
     if "t4-infer-01" in by_name and "t4-infer-03" in by_name and by_name["t4-infer-01"].node.story == "moved-from":
         dst = by_name["t4-infer-03"]
         moved = dst.cards[3]
-    days_list = list(range(start // DAY, end // DAY + 1))
-    total = len(days_list)
+    cuts = sorted({start, minute_start, end} | {d * DAY for d in range(start // DAY + 1, end // DAY + 1)})
+    segments = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
+    total = len(segments)
     rnd = random.Random(seed)
     xid_ts = end - 2 * DAY + 5 * HOUR + 17 * 60
-    for di, day in enumerate(days_list):
-        d0, d1 = max(day * DAY, start), min((day + 1) * DAY, end)
-        if d1 <= d0:
-            continue
+    for i, (d0, d1) in enumerate(segments):
         polls: list[NodePoll] = []
         raw = d0 >= minute_start
         for m in models:
@@ -323,10 +321,10 @@ def generate_history(db: Any, *, nodes: int = FLEET_SIZE, days: float = 30, seed
             polls += _node_day(m, cards, d0, d1, end, raw, rnd, xid_ts)
         polls.sort(key=lambda p: (p.ts, p.node))
         ingest_polls(db, polls)
-        if progress is not None:
-            progress(di + 1, total)
-        if not raw and (day + 1) * DAY >= minute_start:
+        if not raw and d1 == minute_start:
             compact_hours(db, start, minute_start, now=now)
+        if progress is not None:
+            progress(i + 1, total)
     rollup(db, now=now)
     return fleet
 
@@ -372,9 +370,11 @@ def _node_day(m: _NodeModel, cards: list[_Card], d0: int, d1: int, end: int, raw
                                          message="GPU has fallen off the bus.", data={"source": "kmsg"}))
         if raw:
             poll_ts = float(min(h0 + HOUR, end))
-            if story == "flapping" and (h0 // HOUR) % 3 == 0:
-                polls.append(NodePoll(node=m.node.name, url=m.url, ts=float(h0 + 20 * 60), ok=False,
+            if story == "flapping" and end - h0 <= 12 * HOUR and h0 + 15 * 60 < poll_ts:
+                # a few minutes unreachable every hour: flaps, each too short to be an outage of its own
+                polls.append(NodePoll(node=m.node.name, url=m.url, ts=float(h0 + 10 * 60), ok=False,
                                       group=m.node.group, error="timed out after 10 s", duration_ms=10000.0))
+                polls.append(_poll(m, float(h0 + 13 * 60), [], cards, [], m.info))
             polls.append(_poll(m, poll_ts, hour_minutes, cards, hour_events, m.info))
         else:
             day_minutes += hour_minutes
