@@ -47,7 +47,6 @@ from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.nvml import open_nvml
 from fleetmon.agent.sampler import Sampler
 from fleetmon.records import Event, GpuInventory, GpuMinute, NodeInfo, NodePoll
-from fleetmon.sim.fleet import ShiftedClock
 from fleetmon.sim.nvml import SimulatedNvml
 from fleetmon.sim.scenarios import PROFILES
 
@@ -145,6 +144,14 @@ def demo_fleet(count: int = FLEET_SIZE) -> list[DemoNode]:
 
 
 @dataclass
+class _FixedClock:
+    now: float
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
 class _Card:
     inv: GpuInventory
     template: dict[str, Any]
@@ -164,7 +171,7 @@ class _NodeModel:
 
 def _read_node(node: DemoNode, seed: int, start: int) -> _NodeModel:
     """The node's facts, inventory and one sampled minute per card, from the simulated NVML twin."""
-    clock = ShiftedClock(start + 5 - time.time())
+    clock = _FixedClock(float(start + 5))  # not the wall clock: the same seed gives the same cards and readings
     nv = SimulatedNvml(node.scenario(seed), node_name=node.name, clock=clock, start=clock() - 3600)
     session = open_nvml(nv)
     buffer = Buffer(None)
@@ -174,7 +181,7 @@ def _read_node(node: DemoNode, seed: int, start: int) -> _NodeModel:
                    xid_source="nvml+kmsg", started_at=float(start))
     inventory = [session.inventory(i) for i in session.indices()]
     sampler.sample_once()
-    clock.offset_s += 60
+    clock.now += 60
     sampler.sample_once()
     minutes = {m["uuid"]: GpuMinute.from_dict(m) for m in buffer.minutes_after(0, 10_000)}
     rnd = random.Random(zlib.crc32(f"{seed}:{node.name}".encode()))
