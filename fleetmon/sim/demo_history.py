@@ -143,6 +143,10 @@ def demo_fleet(count: int = FLEET_SIZE) -> list[DemoNode]:
     return nodes
 
 
+_GAUGES = ("util_gpu_pct", "util_mem_pct", "sm_clock_mhz", "gr_clock_mhz", "power_w", "temp_c", "mem_used_mib",
+           "mem_free_mib")
+
+
 @dataclass
 class _FixedClock:
     now: float
@@ -159,6 +163,8 @@ class _Card:
     profile_key: str
     phase: int
     energy_mj: int
+    thr_keys: list[str]  # the minute's throttle-reason counts
+    gauges: set[str]  # the gauges this card reads (set below from the hour's state)
 
 
 @dataclass
@@ -184,12 +190,16 @@ def _read_node(node: DemoNode, seed: int, start: int) -> _NodeModel:
     clock.now += 60
     sampler.sample_once()
     minutes = {m["uuid"]: GpuMinute.from_dict(m) for m in buffer.minutes_after(0, 10_000)}
+    session.close()  # its lanes are threads; the history needs nothing more from the twin
     rnd = random.Random(zlib.crc32(f"{seed}:{node.name}".encode()))
     cards = []
     for inv in inventory:
         m = minutes[inv.uuid]
-        cards.append(_Card(inv, dict(m.values), dict(m.status), node.model, rnd.randrange(6),
-                           int(m.values.get("energy_mj") or 0)))
+        template = dict(m.values)
+        cards.append(_Card(inv, template, dict(m.status), node.model, rnd.randrange(6),
+                           int(m.values.get("energy_mj") or 0),
+                           [k for k in template if k.startswith("thr_")],
+                           {g for g in _GAUGES if template.get(f"{g}_mean") is not None}))
     return _NodeModel(node, info, cards, f"http://{node.name}:9400")
 
 
@@ -204,7 +214,7 @@ def _hour_values(model: _NodeModel, card: _Card, idx: int, hour_ts: int, end: in
     v = dict(card.template)
     n = SAMPLES_PER_MINUTE
     status = dict(card.status)
-    thr = {k: 0 for k in v if k.startswith("thr_")}
+    thr = dict.fromkeys(card.thr_keys, 0)
     jitter = rnd.uniform(-1.0, 1.0)
     if busy:
         util, sm = 96.0 + jitter, float(round(p.boost_mhz * 0.98))
@@ -253,7 +263,7 @@ def _hour_values(model: _NodeModel, card: _Card, idx: int, hour_ts: int, end: in
     for g, val in (("util_gpu_pct", util), ("util_mem_pct", util * 0.6), ("sm_clock_mhz", sm), ("gr_clock_mhz", sm),
                    ("power_w", power), ("temp_c", temp), ("mem_used_mib", mem_used),
                    ("mem_free_mib", p.memory_mib - mem_used)):
-        if v.get(f"{g}_mean") is None and g not in ("util_mem_pct",):
+        if g not in card.gauges:
             continue
         val = round(val, 1)
         spread = 0.0 if g.startswith(("mem_", "sm_", "gr_")) else 1.5
@@ -364,9 +374,9 @@ def _node_day(m: _NodeModel, cards: list[_Card], d0: int, d1: int, end: int, raw
                 card.energy_mj += int(watts * HOUR * 1000)
                 v["energy_mj"] = card.energy_mj
                 n = SAMPLES_PER_MINUTE * 60
-                for k in list(v):
-                    if k.startswith("thr_") or k == "busy_n":
-                        v[k] = int(v[k] or 0) * 60
+                for k in card.thr_keys:
+                    v[k] = int(v[k] or 0) * 60
+                v["busy_n"] = int(v["busy_n"] or 0) * 60
                 if story == "weak-psu" and index in (0, 1) and busy and (end - h0) < 10 * DAY and h0 // HOUR % 17 == 0:
                     status = dict(status)
                     _power_dropout(v, status)
