@@ -23,6 +23,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from fleetmon.errors import KnownError
 
@@ -114,11 +115,15 @@ def stop_agents(agents: list[AgentProcess], timeout_s: float = 5.0) -> None:
             a.proc.wait()
 
 
-def write_fleet(path: Path, agents: list[AgentProcess], *, interval_s: float) -> None:
+def write_fleet(path: Path, agents: list[AgentProcess], *, interval_s: float,
+                groups: dict[str, str] | None = None) -> None:
     lines = ["# fleet of simulated agents written by `fleetmon demo`", "[fleet]", 'name = "demo"',
              f"poll_interval_s = {max(2, int(round(interval_s)))}", ""]
     for a in agents:
-        lines += ["[[node]]", f'name = "{a.name}"', f'url = "{a.url}"', ""]
+        lines += ["[[node]]", f'name = "{a.name}"', f'url = "{a.url}"']
+        if groups and a.name in groups:
+            lines.append(f'group = "{groups[a.name]}"')
+        lines.append("")
     path.write_text("\n".join(lines), encoding="utf-8")
 
 
@@ -154,12 +159,17 @@ class Demo:
         self.close()
 
 
-def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep: bool = False) -> Demo:
+def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep: bool = False,
+               history: bool = False, seed: int | None = None, db_path: Path | None = None) -> Demo:
     """Start ``nodes`` simulated agents in a fresh temporary folder and write their fleet file.
 
-    Each agent first simulates its last ``backfill_minutes`` (0 = none); the
-    agents sample every ``interval_s`` (at most 5 s), the fleet file polls
-    every ``interval_s``.
+    With ``history``, the nodes are the demo fleet of
+    :mod:`fleetmon.sim.demo_history` (groups, stories; the same cards as the
+    history :func:`prepare_history` writes, for ``seed``) and no backfill is
+    simulated. Otherwise each agent first simulates its last
+    ``backfill_minutes`` (0 = none). The agents sample every ``interval_s``
+    (at most 5 s), the fleet file polls every ``interval_s``. ``db_path``
+    (kept afterwards) replaces the temporary folder's database.
 
     Raises:
         KnownError: ``nodes`` is not 1..64, or an agent did not start (then
@@ -168,7 +178,16 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
     if not 1 <= nodes <= 64:
         raise KnownError("--nodes must be between 1 and 64")
     folder = Path(tempfile.mkdtemp(prefix="fleetmon-demo-"))
-    specs = demo_nodes(nodes)
+    groups: dict[str, str] = {}
+    if history:
+        from fleetmon.sim.demo_history import DEFAULT_SEED, demo_fleet
+
+        fleet = demo_fleet(nodes)
+        specs = [(n.name, n.scenario(DEFAULT_SEED if seed is None else seed)) for n in fleet]
+        groups = {n.name: n.group for n in fleet}
+        backfill_minutes = 0
+    else:
+        specs = demo_nodes(nodes)
     try:
         print(f"fleetmon demo: starting {len(specs)} simulated agents in {folder}", file=sys.stderr, flush=True)
         extra = ["--backfill-minutes", str(backfill_minutes), "--backfill-step", "30"] if backfill_minutes else []
@@ -176,13 +195,51 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
     except BaseException:
         _remove_folder(folder, keep)
         raise
-    demo = Demo(folder, agents, folder / "fleet.toml", folder / "fleet.db", keep)
+    demo = Demo(folder, agents, folder / "fleet.toml", db_path or folder / "fleet.db", keep)
     try:
-        write_fleet(demo.fleet_path, agents, interval_s=interval_s)
+        write_fleet(demo.fleet_path, agents, interval_s=interval_s, groups=groups)
     except BaseException:
         demo.close()
         raise
     return demo
+
+
+def prepare_history(db_path: Path, *, nodes: int, days: float, seed: int | None,
+                    progress: Callable[[int, int], None] | None = None) -> bool:
+    """Write the demo fleet's history into ``db_path`` unless it already holds a fleet; True if written.
+
+    An existing database with nodes is reused as it is (its history then
+    continues from the live agents).
+    """
+    from fleetmon.sim.demo_history import DEFAULT_SEED, generate_history
+    from storage.db import open_database
+    from storage.queries import nodes as stored_nodes
+
+    db = open_database(db_path)
+    try:
+        if stored_nodes(db):
+            return False
+        generate_history(db, nodes=nodes, days=days, seed=DEFAULT_SEED if seed is None else seed,
+                         progress=progress)
+        return True
+    finally:
+        db.close()
+
+
+def text_progress(label: str = "generating history") -> Callable[[int, int], None]:
+    """A progress callback drawing one line on stderr when it is a terminal (nothing otherwise)."""
+    tty = sys.stderr.isatty()
+
+    def show(done: int, total: int) -> None:
+        if not tty:
+            return
+        width = 30
+        filled = width * done // max(total, 1)
+        end = "\n" if done >= total else ""
+        print(f"\rfleetmon demo: {label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
+              end=end, file=sys.stderr, flush=True)
+
+    return show
 
 
 def _remove_folder(folder: Path, keep: bool) -> None:

@@ -11,21 +11,46 @@ import argparse
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
 
 if TYPE_CHECKING:
     from fleetmon.demo import Demo
 
 
 def run(args: argparse.Namespace) -> int:
-    from fleetmon.demo import start_demo
+    from fleetmon.demo import start_demo, text_progress
 
-    with start_demo(args.nodes, interval_s=args.interval, backfill_minutes=args.backfill, keep=args.keep) as demo:
+    history = args.history_days > 0
+    db_path = Path(args.db).expanduser().resolve() if args.db else None
+    with start_demo(args.nodes, interval_s=args.interval, backfill_minutes=args.backfill, keep=args.keep,
+                    history=history, seed=args.seed, db_path=db_path) as demo:
+        if history and (args.no_gui or db_path is not None and db_path.exists()):
+            # headless (or nothing to generate): the terminal shows the progress
+            _history(demo.db_path, args, text_progress())
         if args.no_gui:
             return _run_headless(demo, args)
         from ui.demo import run_demo
 
-        return run_demo(demo, interval_s=args.interval, max_seconds=args.duration)
+        generate = None
+        if history and not demo.db_path.exists():
+            def generate(progress: Callable[[int, int], None]) -> None:
+                _history(demo.db_path, args, progress)
+        rc = run_demo(demo, interval_s=args.interval, max_seconds=args.duration, generate=generate)
+        if db_path is not None:
+            print(f"fleetmon demo: kept the database {db_path}", file=sys.stderr)
+        return rc
+
+
+def _history(db_path: Path, args: argparse.Namespace, progress: Callable[[int, int], None]) -> None:
+    from fleetmon.demo import prepare_history
+
+    if prepare_history(db_path, nodes=args.nodes, days=args.history_days, seed=args.seed, progress=progress):
+        print(f"fleetmon demo: generated {args.history_days:g} days of history in {db_path}",
+              file=sys.stderr, flush=True)
+    else:
+        print(f"fleetmon demo: reusing the existing database {db_path} (not regenerated)",
+              file=sys.stderr, flush=True)
 
 
 def _run_headless(demo: Demo, args: argparse.Namespace) -> int:
@@ -52,8 +77,16 @@ def _run_headless(demo: Demo, args: argparse.Namespace) -> int:
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("demo", help="run the app on a built-in simulated fleet",
                        description="Start simulated agents on 127.0.0.1, a collector and the GUI on a fresh "
-                                   "database in a temporary folder; closing the window stops everything.")
-    p.add_argument("--nodes", type=int, default=8, help="number of simulated nodes (default 8)")
+                                   "database in a temporary folder (or --db FILE, kept) with a month of generated history of a "
+                                   "24-node fleet; closing the window stops everything.")
+    p.add_argument("--nodes", type=int, default=24, help="number of simulated nodes (default 24)")
+    p.add_argument("--history-days", type=float, default=30, metavar="N",
+                   help="days of generated history of the demo fleet before live polling starts "
+                        "(default 30; 0 = none, the agents' --backfill instead)")
+    p.add_argument("--seed", type=int, default=None, help="seed of the generated fleet and history (fixed default)")
+    p.add_argument("--db", metavar="FILE",
+                   help="keep the database in FILE (an existing one is reused, not regenerated); "
+                        "default: a temporary database deleted on close")
     p.add_argument("--interval", type=float, default=2.0, help="poll interval in seconds (default 2)")
     p.add_argument("--keep", action="store_true", help="keep the temporary folder afterwards")
     p.add_argument("--backfill", type=int, default=120, metavar="MINUTES",

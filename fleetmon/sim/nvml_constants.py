@@ -175,6 +175,7 @@ nvmlClocksThrottleReasonNone = 0x0000000000000000
 
 nvmlMemory_v2 = 0x02000028
 
-ARCHITECTURES = {"Volta": NVML_DEVICE_ARCH_VOLTA, "Turing": NVML_DEVICE_ARCH_TURING,
+ARCHITECTURES = {"Pascal": NVML_DEVICE_ARCH_PASCAL,
+                 "Volta": NVML_DEVICE_ARCH_VOLTA, "Turing": NVML_DEVICE_ARCH_TURING,
                  "Ampere": NVML_DEVICE_ARCH_AMPERE, "Ada": NVML_DEVICE_ARCH_ADA,
                  "Hopper": NVML_DEVICE_ARCH_HOPPER}

@@ -120,6 +120,12 @@ PROFILES: dict[str, GpuProfile] = {
             "88.00.80.00.01", "G503.0203.00.04", "1.1", "5.0", 0x1DB510DE, 0x124910DE,
             "900-2G503-0430-000", 90, 87, 83, 85, 33, 61, 0, 2,
         ),
+        GpuProfile(  # second-hand PCIe servers of the demo fleet (fleetmon.sim.demo_history)
+            "p100", "Tesla P100-PCIE-16GB", "Pascal", (6, 0), 16384, 250, 125, 250, 30,
+            1190, 1329, 1329, 715, 544, 715, 3, 16, "on", "retire", 0, True, True, False,
+            "86.00.4D.00.01", "H400.0201.00.08", "1.1", "4.1", 0x15F810DE, 0x118F10DE,
+            "900-2H400-0300-031", 90, 88, 85, 85, 31, 66, 0, 2,
+        ),
         GpuProfile(
             "a100", "NVIDIA A100-SXM4-80GB", "Ampere", (8, 0), 81920, 400, 100, 400, 60,
             1275, 1410, 1410, 1593, 210, 1593, 4, 16, "on", "remap", 0, True, True, True,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -26,4 +27,29 @@ def test_demo_window_closes_and_leaves_no_process(tmp_path):
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(tmp_path) not in ps, [line for line in ps.splitlines() if str(tmp_path) in line]
     # The temporary folder was removed.
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("fleetmon-demo-")]
+
+
+def test_demo_db_is_kept_and_reused(tmp_path):
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", TMPDIR=str(tmp_path))
+    db = tmp_path / "kept" / "demo.db"
+    db.parent.mkdir()
+    cmd = [sys.executable, "-m", "fleetmon", "demo", "--nodes", "3", "--history-days", "1", "--db", str(db),
+           "--no-gui", "--duration", "3"]
+    first = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "generated 1 days of history" in first.stderr
+    assert db.exists()
+    second = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=180)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "reusing the existing database" in second.stderr
+    from fleetmon.assess import run_report
+    from storage.db import open_database
+
+    store = open_database(db)
+    try:
+        run = run_report(store, time.time(), 86400, None, save=False)
+    finally:
+        store.close()
+    assert {"rig-3090-01", "rig-3090-02", "v100-srv-01"} <= set(run.result.verdicts)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith("fleetmon-demo-")]
