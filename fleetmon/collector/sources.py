@@ -87,11 +87,16 @@ async def _read_capped(stream: asyncio.StreamReader | None, cap: int) -> tuple[b
 
 
 def _first_line(data: bytes) -> str:
-    for line in data.decode("utf-8", "replace").splitlines():
-        line = " ".join(line.split())
-        if line:
-            return line[:300]
-    return ""
+    """The first line with words in it (ssh frames its changed-host-key warning in ``@`` lines); when the
+    output ends in ssh's verdict ("Host key verification failed."), that is added."""
+    lines = [x for x in (" ".join(raw.strip("@ \t\r").split()) for raw in data.decode("utf-8", "replace").splitlines())
+             if x]
+    if not lines:
+        return ""
+    first = lines[0][:300]
+    if len(lines) > 1 and "verification failed" in lines[-1] and lines[-1] not in first:
+        first += f" ({lines[-1][:100]})"
+    return first
 
 
 async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config: str | None = None) -> bytes:
