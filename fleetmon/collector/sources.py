@@ -115,12 +115,13 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
         raise FetchFailed("ssh: the OpenSSH client (ssh) is not installed on this workstation") from None
     except OSError as exc:
         raise FetchFailed(f"ssh: cannot start it ({exc.strerror or exc})") from None
+    errors = asyncio.ensure_future(_read_capped(proc.stderr, MAX_STDERR))
     try:
         async with asyncio.timeout(deadline_s):
-            (out, too_big), (err, _) = await asyncio.gather(_read_capped(proc.stdout, MAX_SSH_OUTPUT),
-                                                            _read_capped(proc.stderr, MAX_STDERR))
-            if too_big:
+            out, too_big = await _read_capped(proc.stdout, MAX_SSH_OUTPUT)
+            if too_big:  # stop it now: it would block on a pipe nobody reads until the deadline
                 raise FetchFailed(f"ssh: nvidia-smi's output is larger than {MAX_SSH_OUTPUT:,} bytes")
+            err, _ = await errors
             rc = await proc.wait()
     except TimeoutError:
         raise FetchFailed(f"ssh: no answer within {deadline_s:g} s (the ssh command was killed)") from None
@@ -128,6 +129,8 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
         if proc.returncode is None:
             _kill(proc)
             await proc.wait()
+        if not errors.done():
+            errors.cancel()
     if rc != 0:
         reason = _first_line(err) or _first_line(out) or "no message"
         what = "ssh" if rc == 255 else f"nvidia-smi exited with status {rc}"

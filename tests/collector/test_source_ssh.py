@@ -103,6 +103,14 @@ def test_a_hanging_nvidia_smi_is_killed_at_the_deadline(sshd: SshServer) -> None
     assert took < 6, took
 
 
+def test_an_oversize_output_is_cut_off(sshd: SshServer) -> None:
+    sshd.mode.write_text("big")
+    t0 = time.monotonic()
+    poll = _poll(sshd.url, sshd.ssh_config, timeout_s=2.0)
+    assert not poll.ok and "larger than" in (poll.error or ""), poll.error
+    assert time.monotonic() - t0 < 6  # stopped at the cap, not at the deadline
+
+
 def test_a_failing_nvidia_smi_gives_its_message(sshd: SshServer) -> None:
     sshd.mode.write_text("fail")
     poll = _poll(sshd.url, sshd.ssh_config)

@@ -5,7 +5,7 @@ client's key, ``known_hosts`` and ``ssh_config`` (passed as ``ssh -F``), so the
 user's ``~/.ssh`` is never read or written. The server runs as the current user
 (root in CI containers: then ``/run/sshd``, its privilege-separation folder, is
 created). ``nvidia-smi`` prints ``document``; writing ``sleep`` or ``fail`` to
-:attr:`SshServer.mode` makes it hang or fail like a node without a driver.
+:attr:`SshServer.mode` makes it hang or fail like a node without a driver; ``big`` prints 17 MB.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ class SshServer:
             f'mode=$(cat "{self.mode}")\n'
             'case "$mode" in\n'
             "  sleep) exec sleep 8 ;;\n"
+            "  big) exec head -c 17000000 /dev/zero ;;\n"
             "  fail) echo \"NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\"; "
             "exit 9 ;;\n"
             "esac\n"
