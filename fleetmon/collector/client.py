@@ -49,19 +49,23 @@ import ssl
 import time
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from urllib.parse import urlsplit
+from typing import Any, Awaitable, Callable, TypeVar
 
 import aiohttp
 
 from fleetmon.collector.limits import (
-    MAX_ABS_VALUE, MAX_BODY_BYTES, MAX_COMPRESSED_CHUNK, MAX_FUTURE_S, MAX_MESSAGE_CHARS, MAX_SEQ,
+    MAX_ABS_VALUE, MAX_BODY_BYTES, MAX_COMPRESSED_CHUNK, MAX_FUTURE_S, MAX_GPUS_PER_NODE, MAX_MESSAGE_CHARS, MAX_SEQ,
 )
 from fleetmon.collector.validate import (
     INVENTORY_NUMERIC, INVENTORY_TEXT, MINUTE_NUMERIC, NODE_NUMERIC, NODE_TEXT, SAMPLE_NUMERIC, BadAnswer, Spec,
-    check_body, check_gpu_count, check_poll_uuids, check_record, check_text, check_unique_uuids, record_where,
-    spec,
+    check_body, check_gpu_count, check_poll_uuids, check_record, check_text, check_unique_uuids, check_values,
+    record_where, spec,
 )
+from fleetmon.collector.sources import FetchFailed, parse_body, run_ssh, source_poll
 from fleetmon.records import WIRE_SCHEMA, Event, GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll
+from fleetmon.sources import SourceError, SourceKind, SourceSpec, source_of
+from fleetmon.sources.capture import Capture
 
 __all__ = ["BadAnswer", "CYCLE_RECORD_BUDGET", "MAX_BODY_BYTES", "Target", "make_ssl_context", "poll_all",
            "poll_node"]
@@ -80,6 +84,9 @@ DEADLINE_FACTOR = 3.0
 """A node's whole poll must finish within DEADLINE_FACTOR × timeout_s."""
 
 
+T = TypeVar("T")
+
+
 class _Transient(Exception):
     """A failure worth one more try (HTTP 5xx/429)."""
 
@@ -96,6 +103,8 @@ class Target:
         inventory: whether to fetch /v1/node (node description and GPU inventory).
         error: a problem found before any request (unreadable token file, bad TLS
             CA): the poll fails with this message and sends nothing.
+        ssh_config: for an ``ssh://`` node, the OpenSSH client config file to use
+            (``ssh -F``; the fleet file's ``[fleet] ssh_config``), None: the user's own.
     """
 
     name: str
@@ -107,6 +116,7 @@ class Target:
     buffer_id: str | None = None
     inventory: bool = True
     error: str | None = None
+    ssh_config: str | None = None
 
 
 def make_ssl_context(tls_ca: str | None, tls_verify: bool) -> ssl.SSLContext | bool:
@@ -151,11 +161,27 @@ class _Fetcher:
 
     async def get(self, path: str, *, last: bool = False) -> dict[str, Any]:
         """GET ``path`` and return the checked JSON object, retrying transient failures."""
-        attempt = 0
         self.path = path.split("?")[0]
+        return await self._retrying(lambda: self._get_once(path, last=last))
+
+    async def get_body(self, url: str, label: str, accept: str) -> bytes:
+        """GET a whole ``url`` (not under the agent's base) and return the body, with the same
+        retries, size cap and gzip handling as the agent's requests; ``label`` names it in errors.
+        Used by the sources other than the agent (:mod:`fleetmon.collector.sources`)."""
+        self.path = label
+        headers = {**self.headers, "Accept": accept, "Connection": "close"}
+
+        async def once() -> bytes:
+            self.requests += 1
+            return await self._body(url, label, headers)
+
+        return await self._retrying(once)
+
+    async def _retrying(self, attempt_once: Callable[[], Awaitable[T]]) -> T:
+        attempt = 0
         while True:
             try:
-                return await self._get_once(path, last=last)
+                return await attempt_once()
             except (_Transient, aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
                 error: Exception = exc
             except aiohttp.ClientConnectorError:
@@ -177,8 +203,20 @@ class _Fetcher:
         self.requests += 1
         sent_wall = time.time()
         sent = time.monotonic()
-        async with self.session.get(self.base + path, headers=headers, ssl=self.ssl,
-                                    allow_redirects=False) as resp:
+        body = await self._body(self.base + path, path, headers)
+        received = time.monotonic()
+        doc = _decode(body, self.path)
+        now = doc.get("now")
+        # Compared, not math.isfinite(): a huge JSON integer cannot become a float (OverflowError).
+        if (type(now) is int or type(now) is float) and -MAX_ABS_VALUE < now < MAX_ABS_VALUE:
+            rtt = received - sent
+            if self.skew is None or rtt < self.skew[0]:
+                self.skew = (rtt, now - (sent_wall + rtt / 2))
+        return doc
+
+    async def _body(self, url: str, path: str, headers: dict[str, str]) -> bytes:
+        """One GET: the status checked, the body read through :func:`_read_body`."""
+        async with self.session.get(url, headers=headers, ssl=self.ssl, allow_redirects=False) as resp:
             if resp.status == 401:
                 raise BadAnswer(f"{path}: 401 unauthorized: wrong or missing token")
             if resp.status != 200:
@@ -191,16 +229,7 @@ class _Fetcher:
             if resp.content_length is not None and resp.content_length > MAX_BODY_BYTES:
                 raise BadAnswer(f"{path}: answer of {resp.content_length} bytes is larger than "
                                 f"{MAX_BODY_BYTES}")
-            body = await _read_body(resp, self.path)
-        received = time.monotonic()
-        doc = _decode(body, self.path)
-        now = doc.get("now")
-        # Compared, not math.isfinite(): a huge JSON integer cannot become a float (OverflowError).
-        if (type(now) is int or type(now) is float) and -MAX_ABS_VALUE < now < MAX_ABS_VALUE:
-            rtt = received - sent
-            if self.skew is None or rtt < self.skew[0]:
-                self.skew = (rtt, now - (sent_wall + rtt / 2))
-        return doc
+            return await _read_body(resp, self.path)
 
 
 def _inflater(resp: aiohttp.ClientResponse, path: str) -> Any:
@@ -429,12 +458,70 @@ async def poll_node(session: aiohttp.ClientSession, target: Target, *,
     t0 = time.monotonic()
     if target.error:
         return _failed(target, now, t0, target.error)
+    try:
+        source = source_of(target.url)
+    except SourceError as exc:
+        return _failed(target, now, t0, str(exc))
     fetch = _Fetcher(session, target, ssl_ctx, timeout_s)
     try:
+        if source.kind is not SourceKind.AGENT:
+            return await _poll_source(fetch, target, source, now, t0, timeout_s)
         return await _poll(fetch, target, now, t0, timeout_s, record_budget, backlog)
     finally:
         if stats is not None:
             stats["requests"] = stats.get("requests", 0) + fetch.requests
+
+
+async def _poll_source(fetch: _Fetcher, target: Target, source: SourceSpec, now: float, t0: float,
+                       timeout_s: float) -> NodePoll:
+    """Poll a dcgm-exporter or an ssh node (:mod:`fleetmon.collector.sources`): one reading, the agent's checks."""
+    deadline_s = DEADLINE_FACTOR * timeout_s
+    try:
+        if source.kind is SourceKind.DCGM:
+            async with asyncio.timeout(deadline_s):
+                body = await fetch.get_body(source.url, urlsplit(source.url).path or "/",
+                                            "text/plain;version=0.0.4;q=0.9, */*;q=0.1")
+        elif source.kind is SourceKind.SSH:
+            body = await run_ssh(source, timeout_s, deadline_s, target.ssh_config)
+        else:
+            return _failed(target, now, t0, f"{source.kind.value}: not polled; a capture is added with "
+                                            "`fleetmon import-smi`")
+        capture = parse_body(source.kind, body)
+        _check_capture(capture, "/metrics" if source.kind is SourceKind.DCGM else "nvidia-smi -q -x")
+    except FetchFailed as exc:
+        return _failed(target, now, t0, str(exc))
+    except SourceError as exc:
+        return _failed(target, now, t0, str(exc))
+    except _HTTP_FAILURES as exc:
+        return _failed(target, now, t0, _failure_text(exc, fetch, t0, timeout_s))
+    if not capture.gpus:
+        return _failed(target, now, t0, f"{source.kind.value}: the answer describes no GPU")
+    return source_poll(capture, target.name, target.url, target.group, now, (time.monotonic() - t0) * 1000)
+
+
+def _check_capture(capture: Capture, where: str) -> None:
+    """A source's reading passes the same checks as an agent's answer (sizes, ranges, text), on its wire form."""
+    ts_max = _ts_max()
+
+    def wire(rec: Any) -> dict[str, Any]:  # as JSON would carry it: enums as their strings
+        return json.loads(json.dumps(rec.to_dict()))  # type: ignore[no-any-return]
+
+    check_record(wire(capture.info), where, _NODE_SPEC, ts_max, NODE_NUMERIC, NODE_TEXT)
+    check_gpu_count(len(capture.gpus), where)
+    for g in capture.gpus:
+        rec = wire(g)
+        # MIG instances (the parsers' only nested value): a short list of flat records, checked one by one.
+        migs = (rec.get("values") or {}).pop("mig_devices", None) or []
+        if not isinstance(migs, list) or len(migs) > MAX_GPUS_PER_NODE:
+            raise BadAnswer(f"{where}: mig_devices of the wrong type or too many")
+        for m in migs:
+            if not isinstance(m, dict):
+                raise BadAnswer(f"{where}: mig_devices entry of the wrong type")
+            check_values(m, where, "mig_devices")
+        check_record(rec, where, _INVENTORY_SPEC, ts_max, INVENTORY_NUMERIC, INVENTORY_TEXT)
+    for s in capture.samples:
+        check_record(wire(s), where, _SAMPLE_SPEC, ts_max, SAMPLE_NUMERIC)
+    check_unique_uuids([g.uuid for g in capture.gpus], where)
 
 
 async def _poll(fetch: _Fetcher, target: Target, now: float, t0: float, timeout_s: float, record_budget: int,
@@ -450,27 +537,8 @@ async def _poll(fetch: _Fetcher, target: Target, now: float, t0: float, timeout_
                                     max(1, record_budget), _MINUTE_SPEC, last_request=False)
             events = await _stream(fetch, "/v1/events", target.events_cursor, target.buffer_id,
                                    PAGE_LIMIT * 2, _EVENT_SPEC, last_request=True)
-    except BadAnswer as exc:
-        return _failed(target, now, t0, str(exc))
-    except TimeoutError:
-        return _failed(target, now, t0, f"{fetch.path}: {_timeout_text(t0, timeout_s)}")
-    except aiohttp.ClientConnectorCertificateError as exc:
-        return _failed(target, now, t0, f"TLS: the agent's certificate is not trusted: "
-                                        f"{_first_line(exc.certificate_error)}")
-    except aiohttp.ClientConnectorError as exc:
-        return _failed(target, now, t0, f"cannot connect: {_os_reason(exc)}")
-    except aiohttp.ServerDisconnectedError:
-        return _failed(target, now, t0, f"{fetch.path}: the agent closed the connection without an answer")
-    except aiohttp.ClientPayloadError as exc:
-        return _failed(target, now, t0, f"{fetch.path}: truncated answer ({_first_line(exc)})")
-    except _Transient as exc:
-        return _failed(target, now, t0, str(exc))
-    except aiohttp.ClientResponseError as exc:  # not HTTP at all (another service on the port)
-        return _failed(target, now, t0, f"{fetch.path}: not an HTTP answer (is another service on this port?)")
-    except aiohttp.ClientError as exc:
-        return _failed(target, now, t0, f"{fetch.path}: {exc.__class__.__name__}: {_first_line(exc)}")
-    except (OSError, ValueError, UnicodeError) as exc:
-        return _failed(target, now, t0, f"{exc.__class__.__name__}: {_first_line(exc)}")
+    except _HTTP_FAILURES as exc:
+        return _failed(target, now, t0, _failure_text(exc, fetch, t0, timeout_s))
     try:
         check_poll_uuids({r["uuid"] for r in minutes.records} | {r["uuid"] for r in events.records if r.get("uuid")},
                          "/v1/minutes and /v1/events")
@@ -490,6 +558,31 @@ async def _poll(fetch: _Fetcher, target: Target, now: float, t0: float, timeout_
         skew_s=None if fetch.skew is None else round(fetch.skew[1], 3),
         gap=minutes.gap or events.gap, buffer_id=ids.pop() if ids else None,
     )
+
+
+_HTTP_FAILURES = (BadAnswer, _Transient, aiohttp.ClientError, OSError, ValueError, UnicodeError)
+"""What a poll over HTTP may raise for something the node or the network did (TimeoutError is an OSError)."""
+
+
+def _failure_text(exc: BaseException, fetch: _Fetcher, t0: float, timeout_s: float) -> str:
+    """The node's one-line reason for a failed HTTP poll."""
+    if isinstance(exc, (BadAnswer, _Transient)):
+        return str(exc)
+    if isinstance(exc, TimeoutError):
+        return f"{fetch.path}: {_timeout_text(t0, timeout_s)}"
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        return f"TLS: the agent's certificate is not trusted: {_first_line(exc.certificate_error)}"
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return f"cannot connect: {_os_reason(exc)}"
+    if isinstance(exc, aiohttp.ServerDisconnectedError):
+        return f"{fetch.path}: the agent closed the connection without an answer"
+    if isinstance(exc, aiohttp.ClientPayloadError):
+        return f"{fetch.path}: truncated answer ({_first_line(exc)})"
+    if isinstance(exc, aiohttp.ClientResponseError):  # not HTTP at all (another service on the port)
+        return f"{fetch.path}: not an HTTP answer (is another service on this port?)"
+    if isinstance(exc, aiohttp.ClientError):
+        return f"{fetch.path}: {exc.__class__.__name__}: {_first_line(exc)}"
+    return f"{exc.__class__.__name__}: {_first_line(exc)}"
 
 
 def _timeout_text(t0: float, timeout_s: float) -> str:

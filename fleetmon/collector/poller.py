@@ -31,6 +31,12 @@ fleet (memory stays bounded after a long outage). Nodes left with a backlog
 are polled again straight away, cycle after cycle, until they are caught up
 or the next regular run is due.
 
+Sources (issue 12): a node whose URL is ``dcgm+http(s)://…`` (dcgm-exporter) or
+``ssh://…`` (``nvidia-smi -q -x`` over OpenSSH) is polled by
+:mod:`fleetmon.collector.sources` through the same client, concurrency cap and
+timeouts; each poll is one reading, stored like an agent's (its inventory every
+time, its samples as one-sample minutes), with no cursors and no backfill.
+
 Inventory (``/v1/node``) is fetched on a node's first poll in this process,
 every ``INVENTORY_EVERY_S`` seconds, and on the poll after anything that
 suggests a change (an event, a GPU UUID not in the last inventory, a new agent
@@ -190,14 +196,18 @@ class Collector:
                 continue
             error = None
             token = None
-            path = self._token_file(spec)
+            agent = not spec.url.startswith(("dcgm+", "ssh:"))
+            # The fleet-wide token is the agents' secret: a dcgm-exporter gets only a token its node names.
+            path = self._token_file(spec) if agent else (getattr(spec, "token_file", None)
+                                                         if spec.url.startswith("dcgm+") else None)
             if path:
                 if path not in tokens:
                     tokens[path] = _read_token(path)
                 token, error = tokens[path]
-            if error is None and spec.url.startswith("https:") and ssl_error is None and self._ssl is None:
+            https = spec.url.startswith(("https:", "dcgm+https:"))
+            if error is None and https and ssl_error is None and self._ssl is None:
                 ssl_error = self._load_ssl()
-            if error is None and spec.url.startswith("https:") and ssl_error:
+            if error is None and https and ssl_error:
                 error = ssl_error
             row = stored.get(spec.name)
             m_cursor, e_cursor = (row.minutes_cursor, row.events_cursor) if row is not None else (0, 0)
@@ -211,7 +221,8 @@ class Collector:
                          or now - state.inventory_at >= self.inventory_every_s)
             out.append(Target(name=spec.name, url=spec.url, group=getattr(spec, "group", None), token=token,
                               minutes_cursor=m_cursor, events_cursor=e_cursor, buffer_id=buffer_id,
-                              inventory=inventory, error=error))
+                              inventory=inventory, error=error,
+                              ssh_config=getattr(self.fleet, "ssh_config", None)))
         return out
 
     def _token_file(self, spec: Any) -> str | None:

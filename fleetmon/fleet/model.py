@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_AGENT_PORT", "FLEET_DEFAULTS", "GROUP_KEYS", "NODE_KEYS", "Fleet", "Group", "NodeSpec"]
+__all__ = ["DEFAULT_AGENT_PORT", "DEFAULT_DCGM_PORT", "FLEET_DEFAULTS", "GROUP_KEYS", "NODE_KEYS", "Fleet", "Group", "NodeSpec"]
 
 DEFAULT_AGENT_PORT = 9414
 """TCP port of ``fleetmon agent`` when a node's URL names none."""
+DEFAULT_DCGM_PORT = 9400
+"""TCP port of dcgm-exporter when a ``dcgm+http://`` URL names none (its path defaults to ``/metrics``)."""
 
 FLEET_DEFAULTS: dict[str, Any] = {
     "name": None,
@@ -19,6 +21,7 @@ FLEET_DEFAULTS: dict[str, Any] = {
     "tls_ca": None,
     "tls_verify": True,
     "raw_retention_days": 30,
+    "ssh_config": None,
 }
 
 
@@ -54,8 +57,10 @@ class Group:
 class NodeSpec:
     """One node's agent: where to reach it and which group it belongs to.
 
-    ``url`` is normalised: it always names a port (``DEFAULT_AGENT_PORT`` when
-    the file gave none) and has no trailing slash.
+    ``url`` is normalised: an agent's or a dcgm-exporter's always names a port
+    (``DEFAULT_AGENT_PORT``, ``DEFAULT_DCGM_PORT`` when the file gave none) and
+    has no trailing slash (a dcgm-exporter's path defaults to ``/metrics``); an
+    ``ssh://[user@]host[:port]`` URL is kept as written (see docs/sources.md).
     """
 
     name: str
@@ -72,7 +77,8 @@ class Fleet:
     Times are in seconds (``poll_interval_s``, ``timeout_s``), retention in
     days. ``warnings`` holds non-fatal findings (a token file that does not
     exist yet, a node naming an undefined group), each as ``FILE:LINE: KEY:
-    message``.
+    message``. ``ssh_config``: the OpenSSH client config for ``ssh://`` nodes
+    (``ssh -F FILE``; None: the user's own ``~/.ssh/config``).
     """
 
     name: str | None
@@ -88,6 +94,7 @@ class Fleet:
     nodes: tuple[NodeSpec, ...]
     path: str
     warnings: tuple[str, ...] = field(default=(), compare=False)
+    ssh_config: str | None = None
 
     def node(self, name: str) -> NodeSpec:
         """The node called ``name`` (case-insensitive).

@@ -19,7 +19,7 @@ from typing import Any
 
 from fleetmon.errors import ConfigError
 from fleetmon.fleet.locate import Locator
-from fleetmon.fleet.model import DEFAULT_AGENT_PORT, FLEET_DEFAULTS, GROUP_KEYS, NODE_KEYS, Fleet, Group, NodeSpec
+from fleetmon.fleet.model import DEFAULT_AGENT_PORT, DEFAULT_DCGM_PORT, FLEET_DEFAULTS, GROUP_KEYS, NODE_KEYS, Fleet, Group, NodeSpec
 
 __all__ = ["load_fleet", "parse_fleet"]
 
@@ -253,7 +253,7 @@ class _Validator:
                 value = self._integer(table[key], *where(key), low=low, high=high)
                 if value is not None:
                     settings[key] = value
-        for key in ("token_file", "tls_ca"):
+        for key in ("token_file", "tls_ca", "ssh_config"):
             if key in table:
                 settings[key] = self._file(table[key], *where(key))
         if "tls_verify" in table:
@@ -488,8 +488,18 @@ class _Validator:
         except ValueError as err:
             self.error(line, key, f"invalid URL {text!r}: {err}")
             return None
-        if parts.scheme not in ("http", "https"):
-            self.error(line, key, f"must start with http:// or https:// (got {text!r})")
+        scheme = parts.scheme.lower()
+        if scheme == "ssh":
+            return self._ssh_url(text, line, key)
+        if scheme == "file":
+            self.error(line, key, f"a capture file is not polled; add it with `fleetmon import-smi` (got {text!r})")
+            return None
+        prefix = ""
+        if scheme in ("dcgm+http", "dcgm+https"):
+            prefix, scheme = "dcgm+", scheme.split("+", 1)[1]
+        elif scheme not in ("http", "https"):
+            self.error(line, key, f"must start with http:// or https:// (got {text!r}); other sources: "
+                                  "dcgm+http(s)://host:9400/metrics (dcgm-exporter), ssh://[user@]host (nvidia-smi)")
             return None
         if not parts.hostname:
             self.error(line, key, f"must name a host, as in http://gpu01:{DEFAULT_AGENT_PORT} (got {text!r})")
@@ -503,8 +513,23 @@ class _Validator:
         host = parts.hostname
         if ":" in host:
             host = f"[{host}]"
+        if prefix:
+            netloc = f"{host}:{port if port is not None else DEFAULT_DCGM_PORT}"
+            return prefix + urllib.parse.urlunsplit((scheme, netloc, parts.path.rstrip("/") or "/metrics", "", ""))
         netloc = f"{host}:{port if port is not None else DEFAULT_AGENT_PORT}"
         return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
+
+    def _ssh_url(self, text: str, line: int, key: str) -> str | None:
+        """An ``ssh://[user@]host[:port]`` URL, checked by :func:`fleetmon.sources.source_of` (no option-like
+        host, no shell characters, nothing after the host); kept as written, the scheme lower-cased."""
+        from fleetmon.sources import SourceError, source_of
+
+        try:
+            source_of(text)
+        except SourceError as err:
+            self.error(line, key, str(err))
+            return None
+        return "ssh" + text[3:].rstrip("/")
 
     def _tags(self, value: Any, line: int, key: str) -> tuple[str, ...]:
         if not isinstance(value, list):

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from fleetmon.errors import KnownError
 
-__all__ = ["SourceError", "SourceKind", "SourceSpec", "SourceTraits", "TRAITS", "source_of"]
+__all__ = ["NodeSource", "SourceError", "SourceKind", "SourceSpec", "SourceTraits", "TRAITS", "node_source", "source_of"]
 
 
 class SourceError(KnownError):
@@ -127,3 +127,36 @@ def source_of(url: str) -> SourceSpec:
     if scheme == "file":
         return SourceSpec(SourceKind.CAPTURE, parts.path)
     raise SourceError(f"{url!r}: unknown source (expected http(s)://, dcgm+http(s)://, ssh:// or file://)")
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSource:
+    """What a stored node's source is, for its status line (the GUI, reports, export).
+
+    Attributes:
+        kind: the source (AGENT for an unknown or missing URL: the default).
+        backfill: whether a missed poll is fetched later.
+        note: the status line saying what the source cannot do ("" for the agent).
+    """
+
+    kind: SourceKind
+    backfill: bool
+    note: str
+
+    @property
+    def label(self) -> str:
+        """``agent``, ``dcgm-exporter``, ``ssh`` or ``capture``."""
+        return self.kind.value
+
+
+def node_source(url: str | None) -> NodeSource:
+    """The source of a node from the URL the store keeps for it (``nodes.url``: the fleet file's URL, or the
+    ``file://`` URI of an imported capture). No schema column: the URL already says it."""
+    kind = SourceKind.AGENT
+    if url:
+        try:
+            kind = source_of(url).kind
+        except SourceError:
+            pass
+    traits = TRAITS[kind]
+    return NodeSource(kind, traits.backfill, traits.status_note)
