@@ -260,3 +260,23 @@ def test_flat_fleet_table_sorts_in_the_model(qtmodeltester):
     model.sort(4, Qt.SortOrder.DescendingOrder)
     assert [model.row(r).node for r in range(3)] == ["b", "a", "c"]
     qtmodeltester.check(model)
+
+
+def test_a_node_without_a_buffer_says_so_in_its_tooltip(snap):
+    """A dcgm-exporter node has no backfill: its row's tooltip says so; an agent's says nothing of it."""
+    import dataclasses
+
+    from PySide6.QtCore import Qt
+
+    from fleetmon.sources import node_source
+    from ui.models.fleet_tree import FleetTreeModel
+
+    nodes = dict(snap.nodes)
+    nodes["n3"] = dataclasses.replace(nodes["n3"], url="dcgm+http://n3:9400/metrics")
+    model = FleetTreeModel()
+    model.set_snapshot(dataclasses.replace(snap, nodes=nodes))
+    note = node_source("dcgm+http://n3:9400/metrics").note
+    assert "backfill" in note
+    n3, n2 = model.index_of_node("n3"), model.index_of_node("n2")
+    assert note in model.data(model.index(n3.row(), 0, n3.parent()), Qt.ItemDataRole.ToolTipRole)
+    assert note not in model.data(model.index(n2.row(), 0, n2.parent()), Qt.ItemDataRole.ToolTipRole)

@@ -17,6 +17,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
+from fleetmon.sources import node_source
 from fleetmon.vocab import Severity
 from storage.rows import FleetRow
 from ui import format as fmt
@@ -300,5 +301,6 @@ class FleetTreeModel(QAbstractItemModel):
             return "\n".join(x for x in (
                 f"{n.name} ({n.group or 'no group'}) · {n.url or ''}", f"driver {n.driver_version or '—'}, "
                 f"CUDA {n.cuda_driver_version or '—'}", f"last poll {fmt.age(n.last_attempt, self._now)}",
+                node_source(n.url).note,  # what a dcgm-exporter, ssh or imported node cannot tell ("" for agents)
                 f"last error: {n.last_error}" if n.last_error and n.status == "unreachable" else "") if x)
         return f"group {it.name}: {len(it.children)} nodes, {len(it.gpus)} GPUs"
