@@ -34,12 +34,14 @@ class _Names:
 
     gauges: tuple[str, ...]  # min/mean/max
     last: tuple[str, ...]  # counters, then states: the last value
+    kept: frozenset[str] = frozenset()  # every field a minute keeps (its status too)
 
     @classmethod
     def of(cls, fields: tuple[Field, ...]) -> "_Names":
+        fields = tuple(f for f in fields if f.stored is not None)  # export-only fields live on /metrics only
         return cls(tuple(f.name for f in fields if f.kind == "gauge"),
                    tuple(f.name for f in fields if f.kind == "counter")
-                   + tuple(f.name for f in fields if f.kind == "state"))
+                   + tuple(f.name for f in fields if f.kind == "state"), frozenset(f.name for f in fields))
 
 
 _DEFAULT_NAMES = _Names.of(CATALOG)
@@ -94,7 +96,7 @@ class _Acc:
             if width is not None:
                 self.busy_width = width if self.busy_width is None else min(self.busy_width, width)
         for name, st in s.status.items():
-            if _STATUS_RANK.get(st, 0) > _STATUS_RANK.get(self.status.get(name, ""), 0):
+            if name in self.names.kept and _STATUS_RANK.get(st, 0) > _STATUS_RANK.get(self.status.get(name, ""), 0):
                 self.status[name] = st
 
     def finish(self, seq: int) -> GpuMinute:
