@@ -1,6 +1,8 @@
 #!/bin/sh
 # Install (as root) or name (otherwise) the Debian/Ubuntu packages fleetmon needs.
-#   packaging/system-deps.sh test   libraries Qt needs to run offscreen (the test suite)
+#   packaging/system-deps.sh test   libraries Qt needs to run offscreen, and Prometheus (its server and
+#                                   promtool: tests/integration/test_real_prometheus.py scrapes simulated
+#                                   agents with it) - the test suite
 #   packaging/system-deps.sh demo   the above plus Qt's xcb platform plugin (a real window)
 # Safe to run again: installs only what is missing. Does nothing on non-Debian systems.
 set -eu
@@ -8,6 +10,9 @@ what="${1:-test}"
 command -v dpkg-query >/dev/null 2>&1 || exit 0
 
 pkgs="libegl1 libgl1 libfontconfig1 libxkbcommon0 libglib2.0-0 libdbus-1-3"
+if [ "$what" = test ]; then
+  pkgs="$pkgs prometheus"
+fi
 if [ "$what" = demo ]; then
   pkgs="$pkgs libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0 libxcb-randr0"
