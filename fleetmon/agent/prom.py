@@ -166,8 +166,8 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
     rows = []
     for s in samples:
         code = int(xids.get(s.uuid, 0))
-        info = XID_CATALOG.get(code)
-        rows.append((_labels(gpu_labels[s.index] + [("err_code", code), ("err_msg", info.meaning if info else "")]),
+        known = XID_CATALOG.get(code)
+        rows.append((_labels(gpu_labels[s.index] + [("err_code", code), ("err_msg", known.meaning if known else "")]),
                      code))
     page.family("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", rows)
 
