@@ -10,6 +10,11 @@ storage columns and rollups, ``/metrics`` and the fleet table are loops over
 :data:`CATALOG`; adding a simple field is one entry here (plus, when it is
 stored, the schema step named by ``Stored.since``).
 
+A field without ``Stored`` (``stored=None``) is export-only (:data:`EXPORT_ONLY`): the
+agent reads it and serves it live (``/metrics``, ``/v1/latest``), but no minute record,
+store or rollup keeps it; :data:`GAUGES`, :data:`COUNTERS`, :data:`STATES` and their
+``*_NAMES`` are the recorded fields (:data:`RECORDED`), the minute record's values.
+
 The order of :data:`CATALOG` is the order the agent reads the fields in and
 the order of the ``/metrics`` families (calls marked ``slow`` are made after
 the others). Stored columns do not follow it: the first release's layout is
@@ -320,12 +325,17 @@ def by_name(fields: tuple[Field, ...] = CATALOG) -> dict[str, Field]:
     return out
 
 
-GAUGES: tuple[Field, ...] = of_kind(_GAUGE)
-COUNTERS: tuple[Field, ...] = of_kind(_COUNTER)
-STATES: tuple[Field, ...] = of_kind(_STATE)
+RECORDED: tuple[Field, ...] = tuple(f for f in CATALOG if f.stored is not None)
+"""The fields a minute record, the collector's store and the rollups keep (``Field.stored``)."""
+EXPORT_ONLY: tuple[Field, ...] = tuple(f for f in CATALOG if f.stored is None)
+"""The fields served only live (``/metrics``, ``/v1/latest``): no minute record or store keeps them."""
+
+GAUGES: tuple[Field, ...] = of_kind(_GAUGE, RECORDED)
+COUNTERS: tuple[Field, ...] = of_kind(_COUNTER, RECORDED)
+STATES: tuple[Field, ...] = of_kind(_STATE, RECORDED)
 
 ALL_FIELDS: tuple[Field, ...] = GAUGES + COUNTERS + STATES
-"""The catalog grouped by kind (gauges, counters, states): the order of a minute record's values."""
+"""The recorded fields grouped by kind (gauges, counters, states): the order of a minute record's values."""
 FIELDS: dict[str, Field] = by_name()
 GAUGE_NAMES: tuple[str, ...] = tuple(f.name for f in GAUGES)
 COUNTER_NAMES: tuple[str, ...] = tuple(f.name for f in COUNTERS)

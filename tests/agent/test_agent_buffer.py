@@ -155,11 +155,10 @@ def test_splice_records_is_the_same_json(tmp_path):
 
 def test_seven_days_of_eight_gpus_fit_the_default_cap(tmp_path):
     from fleetmon.agent.buffer import DEFAULT_MAX_BYTES, MIN_KEEP_DAYS
-    from fleetmon.fields import GAUGES, THROTTLE_NAMES
+    from fleetmon.fields import GAUGE_NAMES, THROTTLE_NAMES
 
     buf = Buffer(tmp_path / "cap.db")
-    minute_gauges = [f.name for f in GAUGES if f.stored is not None]  # export-only fields are not in minutes
-    values = {f"{g}_{s}": 123.456 for g in minute_gauges for s in ("min", "mean", "max")}
+    values = {f"{g}_{s}": 123.456 for g in GAUGE_NAMES for s in ("min", "mean", "max")}
     values.update({f"thr_{r}": 12 for r in THROTTLE_NAMES})
     values.update({"energy_mj": 12345678901, "busy_n": 12, "pcie_gen_busy_min": 4, "pcie_width_busy_min": 16})
     status = {"fan_pct": "unsupported", "retired_sbe": "unsupported", "retired_dbe": "unsupported"}

@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable
 
 from fleetmon.agent.nvml.load import PynvmlApi
-from fleetmon.fields import ALL_FIELDS, CATALOG, Field, NvmlCall
+from fleetmon.fields import CATALOG, KINDS, Field, NvmlCall
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import Status
 
@@ -40,7 +40,7 @@ _LOST = Status.GPU_LOST.value
 UNSUPPORTED_MEMO_S = 3600.0
 """How long a NOT_SUPPORTED answer is remembered before the call is tried again."""
 
-SAMPLE_FIELDS: tuple[str, ...] = tuple(f.name for f in ALL_FIELDS)
+SAMPLE_FIELDS: tuple[str, ...] = tuple(f.name for kind in KINDS for f in CATALOG if f.kind == kind)
 """Every telemetry field :meth:`NvmlSession.read_sample` returns (fleetmon.fields names),
 for the default catalog (a session built with another one has its own ``sample_fields``).
 
@@ -559,7 +559,7 @@ def check_readers(fields: tuple[Field, ...]) -> tuple[Field, ...]:
 
 def sample_field_names(fields: tuple[Field, ...]) -> tuple[str, ...]:
     """The field names of a sample, grouped by kind (gauges, counters, states) in catalog order."""
-    return tuple(f.name for kind in ("gauge", "counter", "state") for f in fields if f.kind == kind)
+    return tuple(f.name for kind in KINDS for f in fields if f.kind == kind)
 
 
 
