@@ -9,10 +9,16 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench venv clean agent-pyz app
+.PHONY: demo test bench venv clean agent-pyz app deps-test deps-demo
+
+# System packages first (each target its own list; quick when all are installed), then the venv.
+deps-test:
+	@PYTHON=$(PYTHON) sh packaging/system-deps.sh test
+
+deps-demo:
+	@PYTHON=$(PYTHON) sh packaging/system-deps.sh demo
 
 $(STAMP): pyproject.toml
-	@PYTHON=$(PYTHON) sh packaging/system-deps.sh test
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --upgrade pip
 	@$(BIN)/python -m pip install -q -e '.[app,test]'
@@ -20,12 +26,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-demo: $(STAMP)
-	@PYTHON=$(PYTHON) sh packaging/system-deps.sh demo
+demo: deps-demo $(STAMP)
 	$(BIN)/fleetmon demo
 
 # mypy first: a type error fails the target before the (slower) tests run.
-test: $(STAMP)
+test: deps-test $(STAMP)
 	$(BIN)/python -m mypy
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
 

@@ -10,6 +10,11 @@ storage columns and rollups, ``/metrics`` and the fleet table are loops over
 :data:`CATALOG`; adding a simple field is one entry here (plus, when it is
 stored, the schema step named by ``Stored.since``).
 
+A field without ``Stored`` (``stored=None``) is export-only (:data:`EXPORT_ONLY`): the
+agent reads it and serves it live (``/metrics``, ``/v1/latest``), but no minute record,
+store or rollup keeps it; :data:`GAUGES`, :data:`COUNTERS`, :data:`STATES` and their
+``*_NAMES`` are the recorded fields (:data:`RECORDED`), the minute record's values.
+
 The order of :data:`CATALOG` is the order the agent reads the fields in and
 the order of the ``/metrics`` families (calls marked ``slow`` are made after
 the others). Stored columns do not follow it: the first release's layout is
@@ -44,6 +49,7 @@ CONVERSIONS: dict[str, str] = {
     "milli": "value / 1000, rounded to 3 decimals (NVML's mW to W)",
     "count": "len(value) (a list NVML returns, e.g. retired pages)",
     "flag": "int(bool(value))",
+    "first": "int(value[0]) (the value of a [value, sampling period in µs] pair, e.g. encoder utilization)",
 }
 """How :class:`NvmlCall` turns NVML's answer into the field's unit (applied in fleetmon.agent.nvml)."""
 
@@ -97,6 +103,7 @@ class Prom:
     name: str
     type: str  # "gauge" or "counter"
     help: str
+    factor: int = 1  # exported value = value x factor (a field kept in larger units than DCGM's)
 
 
 @dataclass(frozen=True, **SLOTS)
@@ -269,6 +276,35 @@ CATALOG: tuple[Field, ...] = (
     Field("pcie_replay", "replays", _COUNTER, "PCIe replay counter",
           nvml=NvmlCall("nvmlDeviceGetPcieReplayCounter"),
           prom=Prom("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.")),
+    # dcgm-exporter's remaining default counters (issue 12). Export-only (stored=None): no health
+    # rule, report or view reads them, the Prometheus that scrapes /metrics is their store, and the
+    # local schema stays as it is. A GPU that cannot give one has no series (never a zero).
+    Field("enc_util_pct", "%", _GAUGE, "Video encoder (NVENC) utilization",
+          nvml=NvmlCall("nvmlDeviceGetEncoderUtilization", conv="first"), stored=None,
+          prom=Prom("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).")),
+    Field("dec_util_pct", "%", _GAUGE, "Video decoder (NVDEC) utilization",
+          nvml=NvmlCall("nvmlDeviceGetDecoderUtilization", conv="first"), stored=None,
+          prom=Prom("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).")),
+    Field("mem_reserved_mib", "MiB", _GAUGE, "Frame buffer memory the driver reserves",
+          reader="_read_memory_reserved", stored=None,  # nvmlDeviceGetMemoryInfo_v2 `reserved`
+          prom=Prom("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).")),
+    Field("nvlink_kib", "KiB", _COUNTER, "NVLink traffic (TX + RX, data and protocol) over all links",
+          reader="_read_nvlink", stored=None,  # NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX/RX per link
+          prom=Prom("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "counter",
+                    "Total number of NVLink bandwidth counters for all lanes.", factor=1024)),  # bytes
+    Field("vgpu_license", "", _STATE, "vGPU licence of a vGPU guest (1 licensed, 0 not)",
+          reader="_read_vgpu_license", stored=None,  # only where NVML reports vGPU virtualization
+          prom=Prom("DCGM_FI_DEV_VGPU_LICENSE_STATUS", "gauge", "vGPU License status")),
+    Field("gr_engine_active", "ratio", _GAUGE, "Ratio of time the graphics engine is active (GPM)",
+          reader="_read_gpm", stored=None,  # NVML_GPM_METRIC_GRAPHICS_UTIL / 100, Hopper+
+          prom=Prom("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active.")),
+    Field("tensor_active", "ratio", _GAUGE, "Ratio of cycles a tensor pipe is active (GPM)",
+          reader="_read_gpm", stored=None,  # NVML_GPM_METRIC_ANY_TENSOR_UTIL / 100
+          prom=Prom("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active.")),
+    Field("dram_active", "ratio", _GAUGE, "Ratio of cycles the memory interface is active (GPM)",
+          reader="_read_gpm", stored=None,  # NVML_GPM_METRIC_DRAM_BW_UTIL / 100
+          prom=Prom("DCGM_FI_PROF_DRAM_ACTIVE", "gauge",
+                    "Ratio of cycles the device memory interface is active sending or receiving data.")),
 )
 """Every telemetry field, in read and export order. Prometheus names and help texts are
 dcgm-exporter's default-counters.csv where it lists the field, else dcgm_fields.h
@@ -291,12 +327,17 @@ def by_name(fields: tuple[Field, ...] = CATALOG) -> dict[str, Field]:
     return out
 
 
-GAUGES: tuple[Field, ...] = of_kind(_GAUGE)
-COUNTERS: tuple[Field, ...] = of_kind(_COUNTER)
-STATES: tuple[Field, ...] = of_kind(_STATE)
+RECORDED: tuple[Field, ...] = tuple(f for f in CATALOG if f.stored is not None)
+"""The fields a minute record, the collector's store and the rollups keep (``Field.stored``)."""
+EXPORT_ONLY: tuple[Field, ...] = tuple(f for f in CATALOG if f.stored is None)
+"""The fields served only live (``/metrics``, ``/v1/latest``): no minute record or store keeps them."""
+
+GAUGES: tuple[Field, ...] = of_kind(_GAUGE, RECORDED)
+COUNTERS: tuple[Field, ...] = of_kind(_COUNTER, RECORDED)
+STATES: tuple[Field, ...] = of_kind(_STATE, RECORDED)
 
 ALL_FIELDS: tuple[Field, ...] = GAUGES + COUNTERS + STATES
-"""The catalog grouped by kind (gauges, counters, states): the order of a minute record's values."""
+"""The recorded fields grouped by kind (gauges, counters, states): the order of a minute record's values."""
 FIELDS: dict[str, Field] = by_name()
 GAUGE_NAMES: tuple[str, ...] = tuple(f.name for f in GAUGES)
 COUNTER_NAMES: tuple[str, ...] = tuple(f.name for f in COUNTERS)

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fleetmon.compat import SLOTS
+
 # Limits from gpu-faults.md section 2 (NVIDIA's dynamic page retirement doc and
 # the A100 GPU memory error management doc).
 PAGE_RETIRE_LIMIT = 64
@@ -46,7 +48,7 @@ ECC_MODES = ("always", "toggle", "configurable", "none")
 MEM_REPAIR_MODES = ("row_remap", "page_retire", "none")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class GpuSpec:
     """Nominal specs of one GPU model, keyed by the name NVML reports.
 
@@ -257,7 +259,7 @@ def all_specs() -> tuple[GpuSpec, ...]:
     return _CATALOG
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, **SLOTS)
 class MinDriver:
     """The oldest Linux driver that supports an architecture.
 

@@ -1,15 +1,19 @@
 #!/bin/sh
 # Install (as root) or name (otherwise) the Debian/Ubuntu packages fleetmon needs.
-#   packaging/system-deps.sh test   libraries Qt needs to run offscreen (the test suite), the validators of
-#                                   the desktop entry and AppStream metadata, and OpenSSH's client and
-#                                   server (the ssh source's tests start a real sshd on 127.0.0.1)
-#   packaging/system-deps.sh demo   the above plus Qt's xcb platform plugin (a real window)
+#   packaging/system-deps.sh test   libraries Qt needs to run offscreen, and what the test suite runs for
+#                                   real: the desktop entry and AppStream validators, OpenSSH's client and
+#                                   server (the ssh source's tests start sshd on 127.0.0.1) and Prometheus
+#                                   (tests/integration/test_real_prometheus.py scrapes simulated agents)
+#   packaging/system-deps.sh demo   Qt's runtime libraries plus its xcb platform plugin (a real window)
 # Safe to run again: installs only what is missing. Does nothing on non-Debian systems.
 set -eu
 what="${1:-test}"
 command -v dpkg-query >/dev/null 2>&1 || exit 0
 
-pkgs="libegl1 libgl1 libfontconfig1 libxkbcommon0 libglib2.0-0 libdbus-1-3 desktop-file-utils appstream openssh-client openssh-server"
+pkgs="libegl1 libgl1 libfontconfig1 libxkbcommon0 libglib2.0-0 libdbus-1-3"
+if [ "$what" = test ]; then
+  pkgs="$pkgs desktop-file-utils appstream openssh-client openssh-server prometheus"
+fi
 if [ "$what" = demo ]; then
   pkgs="$pkgs libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0 libxcb-randr0"

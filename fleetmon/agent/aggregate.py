@@ -34,12 +34,15 @@ class _Names:
 
     gauges: tuple[str, ...]  # min/mean/max
     last: tuple[str, ...]  # counters, then states: the last value
+    dropped: frozenset[str] = frozenset()  # export-only fields: no value and no status in a minute
 
     @classmethod
     def of(cls, fields: tuple[Field, ...]) -> "_Names":
+        dropped = frozenset(f.name for f in fields if f.stored is None)  # export-only: /metrics and /v1/latest
+        fields = tuple(f for f in fields if f.stored is not None)
         return cls(tuple(f.name for f in fields if f.kind == "gauge"),
                    tuple(f.name for f in fields if f.kind == "counter")
-                   + tuple(f.name for f in fields if f.kind == "state"))
+                   + tuple(f.name for f in fields if f.kind == "state"), dropped)
 
 
 _DEFAULT_NAMES = _Names.of(CATALOG)
@@ -94,7 +97,7 @@ class _Acc:
             if width is not None:
                 self.busy_width = width if self.busy_width is None else min(self.busy_width, width)
         for name, st in s.status.items():
-            if _STATUS_RANK.get(st, 0) > _STATUS_RANK.get(self.status.get(name, ""), 0):
+            if name not in self.names.dropped and _STATUS_RANK.get(st, 0) > _STATUS_RANK.get(self.status.get(name, ""), 0):
                 self.status[name] = st
 
     def finish(self, seq: int) -> GpuMinute:

@@ -1,11 +1,18 @@
 """Prometheus text exposition (format 0.0.4) of the agent's latest samples.
 
-Metric names and labels follow dcgm-exporter wherever a DCGM field carries the
-same value (``DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-…",device="nvidia0",
-modelName="…",Hostname="…",DCGM_FI_DRIVER_VERSION="…"}``), so an existing
-Prometheus, its alert rules and Grafana dashboards keep working. Units are
-dcgm-exporter's (W, °C, MHz, MiB, mJ). Values DCGM has no field for are
-exported as ``fleetmon_*`` in Prometheus style (snake_case, base units).
+Metric names and labels follow dcgm-exporter's current release wherever a DCGM
+field carries the same value (``DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-…",
+pci_bus_id="00000000:1B:00.0",device="nvidia0",modelName="…",hostname="…",
+DCGM_FI_DRIVER_VERSION="…"}``; ``DCGM_FI_DEV_XID_ERRORS`` adds ``err_code`` and
+``err_msg``), so an existing Prometheus, its alert rules and Grafana dashboards
+keep working. dcgm-exporter releases before NVIDIA/dcgm-exporter#655 spelled the
+host label ``Hostname``; docs/agent-api.md lists the differences. Units are
+dcgm-exporter's (W, °C, MHz, MiB, mJ, ratios 0-1 for DCGM_FI_PROF_*, bytes per
+second for DCGM_FI_PROF_PCIE_*). A value a GPU cannot give has no series at
+all. Values DCGM has no field for are exported as ``fleetmon_*`` in Prometheus
+style (snake_case, base units), among them the nominal specs of the model
+(:mod:`fleetmon.specs`) that the recording rules in packaging/prometheus/ divide
+by.
 
 ``promtool check metrics`` accepts the page; its only lint findings are those
 dcgm-exporter's own names cause: the camelCase ``modelName`` label and DCGM
@@ -16,9 +23,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from fleetmon import specs
 from fleetmon.fields import CATALOG, THROTTLE_REASONS, Field
 from fleetmon.records import GpuInventory, GpuSample, NodeInfo, Status
 from fleetmon.vocab import GpuState
+from fleetmon.xid.catalog import XID_CATALOG
 
 def sample_metrics(fields: tuple[Field, ...] = CATALOG) -> dict[str, tuple[str, str, str]]:
     """Telemetry field -> (metric, type, help) of the catalog's exported fields, in catalog order."""
@@ -27,6 +36,7 @@ def sample_metrics(fields: tuple[Field, ...] = CATALOG) -> dict[str, tuple[str, 
 
 SAMPLE_METRICS: dict[str, tuple[str, str, str]] = sample_metrics()
 """The telemetry families of ``/metrics`` (declared in fleetmon.fields.CATALOG, ``Field.prom``)."""
+_FACTORS: dict[str, int] = {f.name: f.prom.factor for f in CATALOG if f.prom is not None and f.prom.factor != 1}
 
 # Static inventory field -> (metric, help): exported as gauges.
 INVENTORY_METRICS: dict[str, tuple[str, str]] = {
@@ -42,6 +52,27 @@ INVENTORY_METRICS: dict[str, tuple[str, str]] = {
     "pcie_max_width": ("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "PCIe maximum link width of GPU and slot (in lanes)."),
     "pcie_gpu_max_gen": ("fleetmon_gpu_pcie_gpu_max_link_generation",
                          "PCIe maximum link generation of the GPU itself."),
+}
+
+# Sample field -> (metric, type, help, factor): a second family of a field in other units.
+DERIVED_METRICS: dict[str, tuple[str, str, str, int]] = {
+    # NVML's PCIe throughput is in KB/s (KiB, like its memory figures); DCGM's profiling fields in B/s.
+    "pcie_tx_kbs": ("DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+                    "The rate of data transmitted over the PCIe bus - including both protocol headers and "
+                    "data payloads - in bytes per second.", 1024),
+    "pcie_rx_kbs": ("DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+                    "The rate of data received over the PCIe bus - including both protocol headers and "
+                    "data payloads - in bytes per second.", 1024),
+}
+
+# Nominal spec of the GPU's model (fleetmon.specs) -> (metric, help); absent for an unknown model.
+NOMINAL_METRICS: dict[str, tuple[str, str]] = {
+    "boost_clock_mhz": ("fleetmon_gpu_nominal_boost_mhz", "Nominal boost clock of the GPU's model (in MHz)."),
+    "base_clock_mhz": ("fleetmon_gpu_nominal_base_mhz", "Nominal base clock of the GPU's model (in MHz)."),
+    "tdp_w": ("fleetmon_gpu_nominal_tdp_watts", "Nominal board power (TDP) of the GPU's model."),
+    "memory_mib": ("fleetmon_gpu_nominal_memory_mib", "Nominal frame buffer of the GPU's model (in MiB)."),
+    "pcie_bps": ("fleetmon_gpu_nominal_pcie_bandwidth_bytes_per_second",
+                 "Bandwidth per direction of the nominal PCIe link of the GPU's model."),
 }
 
 _INFO_LABELS = ("serial", "board_part_number", "vbios", "inforom_image", "pci_device_id", "pci_subsystem_id",
@@ -109,22 +140,36 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
 
     def base(index: int, uuid: str) -> list[tuple[str, Any]]:
         inv = inv_by_index.get(index)
-        return [("gpu", index), ("UUID", uuid), ("device", f"nvidia{index}"),
-                ("modelName", inv.name if inv else ""), ("Hostname", node.hostname),
-                ("pci_bus_id", (inv.values.get("pci_bus_id") if inv else "") or ""),
-                ("DCGM_FI_DRIVER_VERSION", driver)]
+        return [("gpu", index), ("UUID", uuid),
+                ("pci_bus_id", dcgm_bus_id((inv.values.get("pci_bus_id") if inv else "") or "")),
+                ("device", f"nvidia{index}"), ("modelName", inv.name if inv else ""),
+                ("hostname", node.hostname), ("DCGM_FI_DRIVER_VERSION", driver)]
 
     gpu_labels = {s.index: base(s.index, s.uuid) for s in samples}
     for g in inventory:
         gpu_labels.setdefault(g.index, base(g.index, g.uuid))
     lbl = {i: _labels(pairs) for i, pairs in gpu_labels.items()}
 
+    factors = _FACTORS if fields is None or fields is CATALOG else {
+        f.name: f.prom.factor for f in fields if f.prom is not None and f.prom.factor != 1}
     for fname, (metric, mtype, help_text) in metrics.items():
-        page.family(metric, mtype, help_text, [(lbl[s.index], s.values.get(fname)) for s in samples])
+        factor = factors.get(fname)
+        page.family(metric, mtype, help_text, [(lbl[s.index], s.values.get(fname) if factor is None
+                                                else _times(s.values.get(fname), factor)) for s in samples])
+
+    for fname, (metric, mtype, help_text, factor) in DERIVED_METRICS.items():
+        if fname in metrics:
+            page.family(metric, mtype, help_text,
+                        [(lbl[s.index], _times(s.values.get(fname), factor)) for s in samples])
 
     xids = last_xid or {}
-    page.family("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.",
-                [(lbl[s.index], xids.get(s.uuid, 0)) for s in samples])
+    rows = []
+    for s in samples:
+        code = int(xids.get(s.uuid, 0))
+        known = XID_CATALOG.get(code)
+        rows.append((_labels(gpu_labels[s.index] + [("err_code", code), ("err_msg", known.meaning if known else "")]),
+                     code))
+    page.family("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.", rows)
 
     rows = []
     for s in samples:
@@ -138,6 +183,13 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
 
     for fname, (metric, help_text) in INVENTORY_METRICS.items():
         page.family(metric, "gauge", help_text, [(lbl[g.index], g.values.get(fname)) for g in inventory])
+
+    nominal = {g.index: _nominal(g) for g in inventory}
+    for key, (metric, help_text) in NOMINAL_METRICS.items():
+        page.family(metric, "gauge", help_text, [(lbl[i], n.get(key)) for i, n in nominal.items()])
+    page.family("fleetmon_gpu_pcie_link_bandwidth_bytes_per_second", "gauge",
+                "Bandwidth per direction of the PCIe link as negotiated now (generation x width).",
+                [(lbl[s.index], _link_bps(s.values.get("pcie_gen"), s.values.get("pcie_width"))) for s in samples])
 
     page.family("fleetmon_gpu_info", "gauge", "Static facts about a GPU as labels; the value is 1.",
                 [(_labels(gpu_labels[g.index] + [(k, g.values.get(k)) for k in _INFO_LABELS]), 1)
@@ -166,7 +218,7 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
                 "Whether NVML reads of the GPU do not return in time (1) or do (0).",
                 [(lbl[i], 1 if h.get("hung_since") is not None else 0) for i, h in health.items() if i in lbl])
 
-    host = [("Hostname", node.hostname)]
+    host = [("hostname", node.hostname)]
     info = _labels(host + [("driver_version", driver),
                            ("cuda_driver_version", node.values.get("cuda_driver_version") or ""),
                            ("nvml_version", node.values.get("nvml_version") or ""),
@@ -181,6 +233,44 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
                            ("buffer_bytes", "Bytes the local record buffer occupies.")):
         page.family(f"fleetmon_agent_{key}", "gauge", help_text, [(_labels(host), agent.get(key))])
     return page.text()
+
+
+def dcgm_bus_id(bus_id: str) -> str:
+    """fleetmon's ``0000:1b:00.0`` in DCGM's long form ``00000000:1B:00.0`` (other text unchanged)."""
+    parts = bus_id.split(":")
+    if len(parts) != 3 or "." not in parts[2]:
+        return bus_id
+    try:
+        domain = int(parts[0], 16)
+    except ValueError:
+        return bus_id
+    return f"{domain:08X}:{parts[1].upper()}:{parts[2].upper()}"
+
+
+def _times(value: Any, factor: int) -> Any:
+    return None if value is None else int(round(float(value) * factor))
+
+
+def _nominal(gpu: GpuInventory) -> dict[str, Any]:
+    """The model's nominal specs by NOMINAL_METRICS key; empty for a model fleetmon.specs does not know."""
+    spec = specs.lookup(gpu.name) if gpu.name else None
+    if spec is None:
+        return {}
+    out: dict[str, Any] = {"boost_clock_mhz": spec.boost_clock_mhz, "base_clock_mhz": spec.base_clock_mhz,
+                           "tdp_w": spec.tdp_w, "memory_mib": spec.memory_gb * 1024}
+    if spec.pcie_gen is not None and spec.pcie_width is not None:
+        out["pcie_bps"] = _link_bps(spec.pcie_gen, spec.pcie_width)
+    return out
+
+
+def _link_bps(gen: Any, width: Any) -> int | None:
+    """PCIe bandwidth per direction in bytes/s; None for a link NVML could not tell (0, missing)."""
+    if gen is None or width is None:
+        return None
+    try:
+        return int(round(specs.pcie_bandwidth_gbs(int(gen), int(width)) * 1e9))
+    except ValueError:
+        return None
 
 
 def _states(inventory: list[GpuInventory], samples: list[GpuSample]) -> list[tuple[int, str]]:

@@ -1,10 +1,14 @@
-"""`fleetmon fleet import` and `fleetmon fleet check`: build and validate fleet files (``fleetmon.fleet``)."""
+"""`fleetmon fleet import`, `check` and `prometheus-targets`: build, validate and export fleet files."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
+import urllib.parse
 from pathlib import Path
+from typing import Any
 
 from fleetmon.errors import ConfigError
 from fleetmon.fleet import (
@@ -121,8 +125,79 @@ def main_check(args: argparse.Namespace) -> int:
     return 0
 
 
+PROMETHEUS_SCHEMES: dict[str, tuple[str, str]] = {
+    "http": ("http", "/metrics"), "https": ("https", "/metrics"),
+    "dcgm+http": ("http", "/metrics"), "dcgm+https": ("https", "/metrics"),
+}
+"""Node URL scheme -> (scrape scheme, default metrics path). Other sources (ssh://) have no
+HTTP endpoint a Prometheus could scrape and are left out."""
+
+
+def prometheus_targets(fleet: Any) -> tuple[list[dict[str, Any]], list[str]]:
+    """Prometheus file_sd target groups for a fleet: one group per scrapable node.
+
+    Each group's labels carry the node's name (``node``, which the shipped scrape
+    configuration copies into ``instance``), its group and, where they differ from
+    Prometheus's defaults, ``__scheme__`` and ``__metrics_path__`` (a dcgm-exporter
+    node's own path). Returns (groups, one line per node left out).
+    """
+    groups: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for node in fleet.nodes:
+        parts = urllib.parse.urlsplit(node.url)
+        scheme = PROMETHEUS_SCHEMES.get(parts.scheme.lower())
+        if scheme is None or not parts.hostname:
+            skipped.append(f"{node.name}: {parts.scheme}:// nodes have no endpoint Prometheus can scrape")
+            continue
+        port = parts.port
+        host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+        labels: dict[str, str] = {"node": node.name}
+        if node.group:
+            labels["fleetmon_group"] = node.group
+        if scheme[0] != "http":
+            labels["__scheme__"] = scheme[0]
+        path = parts.path if parts.scheme.lower().startswith("dcgm+") and parts.path not in ("", "/") else scheme[1]
+        if path != "/metrics":
+            labels["__metrics_path__"] = path
+        groups.append({"targets": [f"{host}:{port}" if port else host], "labels": labels})
+    return groups, skipped
+
+
+def add_targets_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the arguments of ``fleetmon fleet prometheus-targets``."""
+    parser.add_argument("file", help="fleet file (TOML)")
+    parser.add_argument("-o", "--output", default=None,
+                        help="write the targets here (atomically, for Prometheus's file_sd to pick up) "
+                             "instead of standard output")
+
+
+def main_targets(args: argparse.Namespace) -> int:
+    """Run ``fleetmon fleet prometheus-targets``; returns the exit status."""
+    try:
+        fleet = load_fleet(args.file)
+    except ConfigError as err:
+        print(err, file=sys.stderr)
+        return 1
+    groups, skipped = prometheus_targets(fleet)
+    for line in skipped:
+        print(f"warning: left out {line}", file=sys.stderr)
+    text = json.dumps(groups, indent=2) + "\n"
+    if not args.output:
+        sys.stdout.write(text)
+        return 0
+    tmp = f"{args.output}.tmp{os.getpid()}"
+    try:
+        Path(tmp).write_text(text, encoding="utf-8")
+        os.replace(tmp, args.output)
+    except OSError as err:
+        print(f"error: {args.output}: cannot write: {err}", file=sys.stderr)
+        return 1
+    print(f"wrote {args.output}: {len(groups)} targets", file=sys.stderr)
+    return 0
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("fleet", help="fleet file tools: import, check",
+    p = sub.add_parser("fleet", help="fleet file tools: import, check, prometheus-targets",
                        description="Build and validate fleet files.")
     fsub = p.add_subparsers(dest="fleet_command", metavar="SUBCOMMAND")
     fp = fsub.add_parser("import", help="build a fleet file from a host list, Ansible inventory or scontrol output",
@@ -133,6 +208,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     fp = fsub.add_parser("check", help="validate a fleet file", description="Validate a fleet file.")
     add_check_arguments(fp)
     fp.set_defaults(func=main_check)
+    fp = fsub.add_parser("prometheus-targets", help="print the fleet's agents as Prometheus file_sd targets",
+                         description="Print the fleet's scrapable nodes (agents and dcgm-exporter endpoints) as "
+                                     "Prometheus file_sd JSON, labelled with their fleetmon node names.")
+    add_targets_arguments(fp)
+    fp.set_defaults(func=main_targets)
 
     def _help(args: argparse.Namespace) -> int:
         p.print_help()

@@ -36,7 +36,7 @@ from fleetmon.collector.limits import (
     MAX_ABS_VALUE, MAX_EVENT_CODE, MAX_EVENT_DATA_CHARS, MAX_FUTURE_S, MAX_GPUS_PER_NODE, MAX_INDEX, MAX_JSON_ITEMS,
     MAX_NAME_CHARS, MAX_SAMPLES_PER_MINUTE, MAX_SEQ, MAX_UUID_CHARS, MAX_UUIDS_PER_POLL, MAX_VALUES_KEYS,
 )
-from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.fields import COUNTER_NAMES, EXPORT_ONLY, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
 from fleetmon.records import minute_key, throttle_key
 
 
@@ -54,7 +54,8 @@ never match."""
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
-SAMPLE_NUMERIC: frozenset[str] = frozenset(GAUGE_NAMES + COUNTER_NAMES + STATE_NAMES)
+SAMPLE_NUMERIC: frozenset[str] = frozenset(GAUGE_NAMES + COUNTER_NAMES + STATE_NAMES
+                                           + tuple(f.name for f in EXPORT_ONLY))  # live samples carry those too
 MINUTE_NUMERIC: frozenset[str] = frozenset(
     [minute_key(g, s) for g in GAUGE_NAMES for s in ("min", "mean", "max")] + list(COUNTER_NAMES)
     + list(STATE_NAMES) + [throttle_key(r) for r in THROTTLE_NAMES]

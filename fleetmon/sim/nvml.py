@@ -49,7 +49,7 @@ from fleetmon.sim.nvml_constants import (
     NVML_DEVICE_PCI_BUS_ID_FMT, NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT, NVML_ERROR_GPU_IS_LOST,
     NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_FOUND, NVML_ERROR_NOT_SUPPORTED, NVML_ERROR_TIMEOUT,
 )
-from fleetmon.sim.nvml_device import DeviceCalls
+from fleetmon.sim.nvml_profiling import ProfilingCalls
 from fleetmon.sim.nvml_errors import raise_nvml
 from fleetmon.sim.scenarios import SCENARIOS, describe, scenario_names
 
@@ -59,7 +59,7 @@ SIM_EXTRAS: tuple[str, ...] = ("configure", "inject", "set_lost", "now_s", "is_b
 """The simulation controls of a SimulatedNvml (not part of pynvml)."""
 
 
-class SimulatedNvml(DeviceCalls):
+class SimulatedNvml(ProfilingCalls):
     """The pynvml API over one simulated node (see the module docstring).
 
     Args: as :meth:`configure`. Besides the methods, every pynvml constant,

@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Any
 
+from fleetmon.sim.capabilities import nvlink_kib, nvlink_links
 from fleetmon.sim.device import Sample, SimDevice, SimGpu, SimNode
 from fleetmon.sim.nvml_constants import (
     ARCHITECTURES, NVML_CLOCK_GRAPHICS, NVML_DEVICE_PCI_BUS_ID_FMT, NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT,
@@ -18,7 +19,9 @@ from fleetmon.sim.nvml_constants import (
     NVML_DEVICE_ARCH_UNKNOWN, NVML_DEVICE_MIG_DISABLE, NVML_ERROR_ARGUMENT_VERSION_MISMATCH,
     NVML_ERROR_FUNCTION_NOT_FOUND, NVML_ERROR_GPU_IS_LOST, NVML_ERROR_INVALID_ARGUMENT, NVML_ERROR_NOT_SUPPORTED,
     NVML_ERROR_TIMEOUT, NVML_ERROR_UNINITIALIZED, NVML_ERROR_UNKNOWN, NVML_FI_DEV_ECC_CURRENT,
-    NVML_FI_DEV_ECC_PENDING, NVML_FI_DEV_MEMORY_TEMP, NVML_FI_DEV_PCIE_REPLAY_COUNTER, NVML_FI_DEV_POWER_AVERAGE,
+    NVML_FI_DEV_ECC_PENDING, NVML_FI_DEV_MEMORY_TEMP, NVML_FI_DEV_NVLINK_LINK_COUNT,
+    NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX,
+    NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX, NVML_FI_DEV_PCIE_REPLAY_COUNTER, NVML_FI_DEV_POWER_AVERAGE,
     NVML_FI_DEV_POWER_INSTANT, NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR,
     NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS, NVML_PCIE_UTIL_RX_BYTES, NVML_PCIE_UTIL_TX_BYTES,
     NVML_SUCCESS, NVML_TEMPERATURE_GPU, NVML_TEMPERATURE_THRESHOLD_COUNT, NVML_TEMPERATURE_THRESHOLD_GPU_MAX,
@@ -337,6 +340,24 @@ class DeviceCalls:
                     ret = NVML_ERROR_NOT_SUPPORTED
                 else:
                     value = int(gpu.ecc_enabled)
+            elif fid_ == NVML_FI_DEV_NVLINK_LINK_COUNT:
+                links = nvlink_links(gpu)
+                if links:
+                    value = links
+                else:
+                    ret = NVML_ERROR_NOT_SUPPORTED
+            elif fid_ in (NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX, NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX,
+                          NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX):
+                if not nvlink_links(gpu):
+                    ret = NVML_ERROR_NOT_SUPPORTED
+                elif not 0 <= fv.scopeId < nvlink_links(gpu):
+                    ret = NVML_ERROR_INVALID_ARGUMENT
+                else:
+                    rx = fid_ in (NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX)
+                    raw = fid_ in (NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX, NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX)
+                    kib = nvlink_kib(gpu, t, fv.scopeId, rx)
+                    value = kib if raw else int(kib * 0.94)  # data without the protocol overhead
+                    vtype = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
             else:
                 ret = NVML_ERROR_NOT_SUPPORTED
             fv.nvmlReturn = ret

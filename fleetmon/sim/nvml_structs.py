@@ -7,7 +7,7 @@ from typing import Any
 
 from fleetmon.sim.nvml_constants import (
     NVML_COMPUTE_INSTANCE_ID_ANY, NVML_DEVICE_PCI_BUS_ID_BUFFER_SIZE, NVML_DEVICE_PCI_BUS_ID_BUFFER_V2_SIZE,
-    NVML_GPU_INSTANCE_ID_ANY,
+    NVML_GPM_METRIC_MAX, NVML_GPU_INSTANCE_ID_ANY, NVML_GRID_LICENSE_BUFFER_SIZE, NVML_GRID_LICENSE_FEATURE_MAX_COUNT,
 )
 
 
@@ -100,3 +100,48 @@ class c_nvmlEventData_t:  # noqa: N801
         return (f"c_nvmlEventData_t(device: {self.device!r}, eventType: 0x{self.eventType:08X}, "
                 f"eventData: {self.eventData}, gpuInstanceId: {self.gpuInstanceId}, "
                 f"computeInstanceId: {self.computeInstanceId})")
+
+
+class c_nvmlGridLicenseExpiry_t(_PrintableStructure):  # noqa: N801
+    _fields_ = [("year", ctypes.c_uint32), ("month", ctypes.c_uint16), ("day", ctypes.c_uint16),
+                ("hour", ctypes.c_uint16), ("min", ctypes.c_uint16), ("sec", ctypes.c_uint16),
+                ("status", ctypes.c_uint8)]
+
+
+class c_nvmlGridLicensableFeature_v4_t(_PrintableStructure):  # noqa: N801
+    _fields_ = [("featureCode", ctypes.c_uint), ("featureState", ctypes.c_uint),
+                ("licenseInfo", ctypes.c_char * NVML_GRID_LICENSE_BUFFER_SIZE),
+                ("productName", ctypes.c_char * NVML_GRID_LICENSE_BUFFER_SIZE),
+                ("featureEnabled", ctypes.c_uint), ("licenseExpiry", c_nvmlGridLicenseExpiry_t)]
+
+
+class c_nvmlGridLicensableFeatures_v4_t(_PrintableStructure):  # noqa: N801
+    _fields_ = [("isGridLicenseSupported", ctypes.c_int), ("licensableFeaturesCount", ctypes.c_uint),
+                ("gridLicensableFeatures", c_nvmlGridLicensableFeature_v4_t * NVML_GRID_LICENSE_FEATURE_MAX_COUNT)]
+
+
+class struct_c_nvmlGpmSample_t(ctypes.Structure):  # noqa: N801
+    """Opaque in pynvml; the twin keeps the id of its bookkeeping entry in it."""
+
+    _fields_ = [("sim_id", ctypes.c_uint64)]
+
+
+c_nvmlGpmSample_t = ctypes.POINTER(struct_c_nvmlGpmSample_t)
+
+
+class c_metricInfo_t(ctypes.Structure):  # noqa: N801
+    _fields_ = [("shortName", ctypes.c_char_p), ("longName", ctypes.c_char_p), ("unit", ctypes.c_char_p)]
+
+
+class c_nvmlGpmMetric_t(_PrintableStructure):  # noqa: N801
+    _fields_ = [("metricId", ctypes.c_uint), ("nvmlReturn", ctypes.c_uint), ("value", ctypes.c_double),
+                ("metricInfo", c_metricInfo_t)]
+
+
+class c_nvmlGpmMetricsGet_t(_PrintableStructure):  # noqa: N801
+    _fields_ = [("version", ctypes.c_uint), ("numMetrics", ctypes.c_uint), ("sample1", c_nvmlGpmSample_t),
+                ("sample2", c_nvmlGpmSample_t), ("metrics", c_nvmlGpmMetric_t * NVML_GPM_METRIC_MAX)]
+
+
+class c_nvmlGpmSupport_t(_PrintableStructure):  # noqa: N801
+    _fields_ = [("version", ctypes.c_uint), ("isSupportedDevice", ctypes.c_uint)]

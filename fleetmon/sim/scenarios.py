@@ -27,6 +27,7 @@ file holding one table entry, or as a dict with the table-entry structure::
       "old_driver": false,               # clocks-event function missing
       "init_error": null,                # "driver_not_loaded", "library_not_found",
                                          # "lib_rm_version_mismatch", "no_permission"
+      "virtualization": "none",          # "passthrough", "vgpu", "vgpu-unlicensed"
       "workload": {"mode": "cycle", "busy_s": 240, "idle_s": 120, "offset_s": 0},
       "gpus": ["a100", {"model": "a100", "slot_gen": 3, "workload": {"mode": "idle"}}],
       "faults": [{"kind": "thermal", "gpu": 0, "onset_s": 300, "duration_s": null}],
@@ -286,6 +287,7 @@ class NodeSpec:
     workload: dict[str, Any]
     gpus: tuple[GpuSpec, ...]
     faults: tuple[FaultSpec, ...]
+    virtualization: str = "none"  # "none", "passthrough", "vgpu" (a licensed vGPU guest), "vgpu-unlicensed"
 
 
 @dataclass(frozen=True, **SLOTS)
@@ -378,6 +380,10 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "driver-mismatch": {
         "description": "library/driver version mismatch after an upgrade: nvmlInit fails",
         "gpus": ["a100pcie"] * 2, "init_error": "lib_rm_version_mismatch",
+    },
+    "vgpu-guest": {
+        "description": "a VM with 2 licensed vGPUs on A10 boards (NVML reports vGPU virtualization)",
+        "gpus": ["a10"] * 2, "virtualization": "vgpu",
     },
     "demo-dgx-a100": {
         "description": "demo: 8x A100; SBE storm on GPU 3 from 10 min, Xid 94 on GPU 5 at 15 min, "
@@ -561,7 +567,17 @@ def _build(name: str, entry: dict[str, Any]) -> NodeSpec:
         workload={**DEFAULT_WORKLOAD, **entry.get("workload", {})},
         gpus=tuple(gpus),
         faults=tuple(faults),
+        virtualization=_virtualization(entry.get("virtualization", "none")),
     )
+
+
+VIRTUALIZATION = ("none", "passthrough", "vgpu", "vgpu-unlicensed")
+
+
+def _virtualization(value: Any) -> str:
+    if value not in VIRTUALIZATION:
+        raise ValueError(f"unknown virtualization {value!r}; known: {', '.join(VIRTUALIZATION)}")
+    return str(value)
 
 
 def with_fault(node: NodeSpec, fault: FaultSpec) -> NodeSpec:

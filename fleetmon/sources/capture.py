@@ -189,8 +189,10 @@ def make_info(hostname: str, node: Readings, source: str) -> NodeInfo:
                     status=node.status, xid_source=f"none: {source} reports no Xid events")
 
 
-_GAUGES = tuple(f.name for f in CATALOG if f.kind == "gauge")
-_LAST = tuple(f.name for f in CATALOG if f.kind == "counter") + tuple(f.name for f in CATALOG if f.kind == "state")
+_RECORDED = tuple(f for f in CATALOG if f.stored is not None)  # export-only fields are in no minute
+_EXPORT_ONLY = frozenset(f.name for f in CATALOG if f.stored is None)
+_GAUGES = tuple(f.name for f in _RECORDED if f.kind == "gauge")
+_LAST = tuple(f.name for f in _RECORDED if f.kind == "counter") + tuple(f.name for f in _RECORDED if f.kind == "state")
 _BUSY_UTIL_PCT = 50.0  # fleetmon.agent.aggregate.BUSY_UTIL_PCT (tests check the two agree)
 
 
@@ -212,7 +214,7 @@ def minute_of(s: GpuSample) -> GpuMinute:
     values["busy_n"] = int(busy)
     values["pcie_gen_busy_min"] = v.get("pcie_gen") if busy else None
     values["pcie_width_busy_min"] = v.get("pcie_width") if busy else None
-    status = {k: st for k, st in s.status.items() if st != Status.OK}
+    status = {k: st for k, st in s.status.items() if st != Status.OK and k not in _EXPORT_ONLY}
     return GpuMinute(seq=0, ts=int(s.ts // 60) * 60, uuid=s.uuid, index=s.index, n=1, values=values, status=status,
                      state=s.state)
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Union
 
 from fleetmon.compat import SLOTS
 from fleetmon.pci import normalize_bus_id as normalize_pci
@@ -117,7 +117,7 @@ class BusEvent:
     gpu_uuid: str | None = None
 
 
-KernelEvent = XidEvent | BusEvent
+KernelEvent = Union[XidEvent, BusEvent]  # typing.Union: the agent runs on Python 3.8
 
 
 def event_severity(event: KernelEvent) -> str:

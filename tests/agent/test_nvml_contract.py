@@ -21,7 +21,8 @@ from fleetmon.fields import INVENTORY_FIELDS, NODE_FIELDS
 from fleetmon.sim.nvml import SimulatedNvml
 
 NOT_A_VALUE = {"unsupported", "failed", "gpu_lost"}
-FLOAT_FIELDS = {"mem_temp_c", "fan_pct", "power_w", "power_limit_w"}  # numbers; everything else an int
+FLOAT_FIELDS = {"mem_temp_c", "fan_pct", "power_w", "power_limit_w",
+                "gr_engine_active", "tensor_active", "dram_active"}  # numbers (GPM ratios 0-1); everything else an int
 INVENTORY_TYPES: dict[str, type | tuple[type, ...]] = {
     **{k: str for k in ("uuid", "name", "serial", "board_part_number", "vbios", "inforom_image", "inforom_oem",
                         "inforom_ecc", "inforom_power", "pci_bus_id", "pci_device_id", "pci_subsystem_id",

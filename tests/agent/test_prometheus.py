@@ -21,7 +21,7 @@ _LABEL_VALUE = r'"(?:[^"\\\n]|\\[\\"n])*"'
 _PAIRS = rf"{_LABEL}={_LABEL_VALUE}(?:,{_LABEL}={_LABEL_VALUE})*"
 SAMPLE_RE = re.compile(rf"^(?P<name>{_NAME})(?P<labels>\{{(?:{_PAIRS})?,?\}})? (?P<value>\S+)(?: (?P<ts>-?\d+))?$")
 LABEL_PAIR_RE = re.compile(rf"({_LABEL})=({_LABEL_VALUE})")
-DCGM_LABELS = ["gpu", "UUID", "device", "modelName", "Hostname"]
+DCGM_LABELS = ["gpu", "UUID", "pci_bus_id", "device", "modelName", "hostname"]  # the current release's order
 
 # Real DCGM fields (dcgmlib/dcgm_fields.h) that the fixtures' exporters happen not to enable.
 DCGM_FIELDS_NOT_IN_FIXTURES = {
@@ -79,7 +79,7 @@ def pages(tmp_path_factory):
     """/metrics of a few scenarios, fetched over HTTP."""
     folder = tmp_path_factory.mktemp("prom")
     out = {}
-    for scenario in ("healthy-a100", "geforce", "v100-retired", "lost", "old-driver"):
+    for scenario in ("healthy-a100", "geforce", "v100-retired", "lost", "old-driver", "healthy-h100", "vgpu-guest"):
         agent = start_agent(SimulatedNvml(scenario), buffer=folder / f"{scenario}.db", loop=False, watch_xid=False, simulate=True,
                             inventory_wait_s=0.5, poll_interval_s=0.05)
         try:
@@ -108,12 +108,17 @@ def test_dcgm_names_and_labels(pages):
     temp = families["DCGM_FI_DEV_GPU_TEMP"]
     assert temp["type"] == "gauge" and len(temp["samples"]) == 8
     labels, value = temp["samples"][0]
-    assert list(labels)[:5] == DCGM_LABELS and labels["gpu"] == "0" and labels["device"] == "nvidia0"
+    assert list(labels)[:6] == DCGM_LABELS and labels["gpu"] == "0" and labels["device"] == "nvidia0"
+    assert "Hostname" not in labels and labels["hostname"]
+    assert re.fullmatch(r"[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]", labels["pci_bus_id"]), labels["pci_bus_id"]
     assert labels["UUID"].startswith("GPU-") and labels["modelName"] == "NVIDIA A100-SXM4-80GB"
     assert labels["DCGM_FI_DRIVER_VERSION"] == "535.161.08"
     assert 10 < value < 100
     assert families["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"]["type"] == "counter"
-    assert families["DCGM_FI_DEV_XID_ERRORS"]["samples"][0][1] == 79  # last Xid of GPU 0
+    xid_labels, xid = families["DCGM_FI_DEV_XID_ERRORS"]["samples"][0]
+    assert xid == 79  # last Xid of GPU 0
+    assert xid_labels["err_code"] == "79" and "fallen off the bus" in xid_labels["err_msg"].lower()
+    assert families["DCGM_FI_DEV_XID_ERRORS"]["samples"][1][0]["err_code"] == "0"
     assert families["fleetmon_gpu_lost"]["samples"][0][1] == 0
     throttle = families["fleetmon_gpu_clocks_event_active"]["samples"]
     assert {labels["reason"] for labels, _ in throttle} >= {"gpu_idle", "hw_slowdown", "hw_power_brake"}
@@ -190,3 +195,88 @@ def test_promtool_accepts_the_page(pages, tmp_path):
         bad = [f for f in findings if not any(p.match(f) for p in ALLOWED_LINT)]
         assert not bad, f"{scenario}: {bad[:10]}"
         assert any("camelCase" in f for f in findings)  # the check does run
+
+
+DEFAULT_COUNTERS_NVML_CAN_GIVE = {
+    # dcgm-exporter's default counter -> (type, a scenario whose GPUs give it)
+    "DCGM_FI_DEV_ENC_UTIL": ("gauge", "geforce"),
+    "DCGM_FI_DEV_DEC_UTIL": ("gauge", "healthy-a100"),
+    "DCGM_FI_DEV_FB_RESERVED": ("gauge", "healthy-a100"),
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": ("counter", "healthy-a100"),
+    "DCGM_FI_DEV_VGPU_LICENSE_STATUS": ("gauge", "vgpu-guest"),
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": ("gauge", "healthy-h100"),
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": ("gauge", "healthy-h100"),
+    "DCGM_FI_PROF_DRAM_ACTIVE": ("gauge", "healthy-h100"),
+    "DCGM_FI_PROF_PCIE_TX_BYTES": ("gauge", "healthy-a100"),
+    "DCGM_FI_PROF_PCIE_RX_BYTES": ("gauge", "healthy-a100"),
+}
+
+
+def _default_counters(shared_fixtures) -> dict[str, str]:
+    """dcgm-exporter's etc/default-counters.csv: enabled field -> Prometheus type."""
+    path = shared_fixtures / "C_dcgm_exporter" / "dcgm-exporter_etc_default-counters.csv"
+    if not path.is_file():
+        pytest.skip("no dcgm-exporter default-counters.csv fixture")
+    out = {}
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, mtype, _ = (part.strip() for part in line.split(",", 2))
+            out[name] = mtype
+    return out
+
+
+def test_every_default_counter_nvml_can_give_is_served(shared_fixtures, pages):
+    counters = _default_counters(shared_fixtures)
+    served: dict[str, dict] = {}
+    for text in pages.values():
+        for name, fam in parse_exposition(text).items():
+            served.setdefault(name, fam)
+    for name, mtype in counters.items():
+        if mtype == "label":
+            continue
+        assert name in served, f"{name} (a dcgm-exporter default counter) is not served"
+        assert served[name]["type"] == mtype, f"{name}: {served[name]['type']} but dcgm-exporter says {mtype}"
+    for name, (mtype, scenario) in DEFAULT_COUNTERS_NVML_CAN_GIVE.items():
+        fam = parse_exposition(pages[scenario]).get(name)
+        assert fam is not None and fam["type"] == mtype, (name, scenario)
+
+
+def test_profiling_ratios_and_units(pages):
+    h100 = parse_exposition(pages["healthy-h100"])
+    for name in ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"):
+        values = [v for _, v in h100[name]["samples"]]
+        assert len(values) == 8 and all(0.0 <= v <= 1.0 for v in values), (name, values)
+    assert max(v for _, v in h100["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"]["samples"]) > 0.3  # busy at the start
+    a100 = parse_exposition(pages["healthy-a100"])
+    kbs = {lbl["gpu"]: v for lbl, v in a100["DCGM_FI_DEV_PCIE_TX_THROUGHPUT"]["samples"]}
+    bps = {lbl["gpu"]: v for lbl, v in a100["DCGM_FI_PROF_PCIE_TX_BYTES"]["samples"]}
+    assert bps == {gpu: v * 1024 for gpu, v in kbs.items()}
+    reserved = [v for _, v in a100["DCGM_FI_DEV_FB_RESERVED"]["samples"]]
+    assert all(0 < v < 2048 for v in reserved)
+    assert all(v > 0 for _, v in a100["DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"]["samples"])
+
+
+def test_what_a_gpu_cannot_give_has_no_series(pages):
+    a100 = parse_exposition(pages["healthy-a100"])
+    for name in ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",  # no GPM before Hopper
+                 "DCGM_FI_DEV_ENC_UTIL",  # the A100 has no NVENC
+                 "DCGM_FI_DEV_VGPU_LICENSE_STATUS"):  # bare metal: no vGPU licence
+        assert name not in a100, name
+    geforce = parse_exposition(pages["geforce"])
+    assert "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL" not in geforce and "DCGM_FI_PROF_DRAM_ACTIVE" not in geforce
+    assert "DCGM_FI_PROF_DRAM_ACTIVE" not in parse_exposition(pages["old-driver"])  # V100, driver 525
+    ok = {lbl["field"] for lbl, _ in a100["fleetmon_gpu_reading_ok"]["samples"]}
+    assert "tensor_active" not in ok and "enc_util_pct" not in ok
+    vgpu = parse_exposition(pages["vgpu-guest"])
+    assert {v for _, v in vgpu["DCGM_FI_DEV_VGPU_LICENSE_STATUS"]["samples"]} == {1}
+
+
+def test_nominal_specs_for_the_recording_rules(pages):
+    a100 = parse_exposition(pages["healthy-a100"])
+    boost = a100["fleetmon_gpu_nominal_boost_mhz"]["samples"]
+    assert len(boost) == 8 and {v for _, v in boost} == {1410}
+    assert {v for _, v in a100["fleetmon_gpu_nominal_tdp_watts"]["samples"]} == {400}
+    nominal = {v for _, v in a100["fleetmon_gpu_nominal_pcie_bandwidth_bytes_per_second"]["samples"]}
+    assert len(nominal) == 1 and 31e9 < nominal.pop() < 32e9  # Gen4 x16
+    link = a100["fleetmon_gpu_pcie_link_bandwidth_bytes_per_second"]["samples"]
+    assert len(link) == 8 and all(v > 0 for _, v in link)

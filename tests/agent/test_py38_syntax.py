@@ -96,6 +96,8 @@ class _Checker(ast.NodeVisitor):
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for a in node.names:
                     self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        # Classes of the module itself are types too: ``A | B`` of two of them fails on 3.8.
+        self.classes = {n.name for n in ast.walk(tree) if isinstance(n, ast.ClassDef)}
 
     def _flag(self, node: ast.AST, what: str, version: tuple[int, int]) -> None:
         if version > TARGET:
@@ -191,7 +193,7 @@ class _Checker(ast.NodeVisitor):
     def _is_type(self, node: ast.expr) -> bool:
         if isinstance(node, ast.Constant) and node.value is None:
             return True
-        if isinstance(node, ast.Name) and node.id in TYPE_NAMES:
+        if isinstance(node, ast.Name) and (node.id in TYPE_NAMES or node.id in self.classes):
             return True
         if isinstance(node, ast.Subscript):
             return True  # X[...] | Y: a generic alias, never a number or a set

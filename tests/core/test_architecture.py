@@ -102,7 +102,8 @@ def test_agent_runs_on_stdlib_and_pynvml_only():
 
 # The simulated twin implements the pynvml API, so it defines (and calls its own) nvml* names.
 _PYNVML_TWIN = {REPO / "fleetmon" / "sim" / name for name in (
-    "nvml.py", "nvml_constants.py", "nvml_device.py", "nvml_errors.py", "nvml_structs.py", "device.py")}
+    "nvml.py", "nvml_constants.py", "nvml_device.py", "nvml_errors.py", "nvml_structs.py", "device.py",
+    "nvml_profiling.py")}
 _RAW_MODULE_ATTRS = {"nv", "_nv"}
 """Attribute names under which the boundary keeps the raw pynvml (``NvmlSession._nv``)."""
 _PYNVML_NAME = re.compile(r"(c_)?nvml[A-Z]|NVML")

@@ -15,12 +15,13 @@ are hand-written (:data:`_READERS`, named by ``Field.reader``).
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import time
 from typing import Any, Callable
 
 from fleetmon.agent.nvml.load import PynvmlApi
-from fleetmon.fields import ALL_FIELDS, CATALOG, Field, NvmlCall
+from fleetmon.fields import CATALOG, KINDS, Field, NvmlCall
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import Status
 
@@ -39,7 +40,7 @@ _LOST = Status.GPU_LOST.value
 UNSUPPORTED_MEMO_S = 3600.0
 """How long a NOT_SUPPORTED answer is remembered before the call is tried again."""
 
-SAMPLE_FIELDS: tuple[str, ...] = tuple(f.name for f in ALL_FIELDS)
+SAMPLE_FIELDS: tuple[str, ...] = tuple(f.name for kind in KINDS for f in CATALOG if f.kind == kind)
 """Every telemetry field :meth:`NvmlSession.read_sample` returns (fleetmon.fields names),
 for the default catalog (a session built with another one has its own ``sample_fields``).
 
@@ -330,6 +331,187 @@ def _field_value(fv: Any) -> float | None:
         return None
 
 
+def _field_result(r: _Reader, name: str, fv: Any) -> float | None:
+    """The number of one nvmlFieldValue_t, or None with ``name`` marked by its ``nvmlReturn``."""
+    nv = r.nv
+    ret = getattr(fv, "nvmlReturn", 0)
+    if ret == 0:
+        value = _field_value(fv)
+        if value is None:
+            r.mark((name,), _FAILED)
+        return value
+    if ret == getattr(nv, "NVML_ERROR_NOT_SUPPORTED", 3):
+        _mark_unsupported(r, (name,))
+    elif ret == getattr(nv, "NVML_ERROR_GPU_IS_LOST", 15):
+        r.lost = True
+        r.mark((name,), _LOST)
+    else:
+        r.mark((name,), _FAILED)
+    return None
+
+
+def _mark_unsupported(r: _Reader, names: tuple[str, ...]) -> None:
+    """Mark ``names`` unsupported and remember it (the memo is keyed by the first name)."""
+    r.mark(names, _UNSUPPORTED)
+    if r._unsupported is not None:
+        r._unsupported.setdefault(names[0], time.monotonic())
+
+
+def _read_memory_reserved(r: _Reader, h: Any) -> None:
+    """Reserved frame buffer: ``reserved`` of nvmlDeviceGetMemoryInfo_v2 (driver 510+)."""
+    version = getattr(r.nv, "nvmlMemory_v2", None)
+    if version is None:  # a pynvml without the v2 structure
+        r.mark(("mem_reserved_mib",), _UNSUPPORTED)
+        return
+    mem = r.call("mem_reserved_mib", "nvmlDeviceGetMemoryInfo", h, version)
+    if mem is not None:
+        r.values["mem_reserved_mib"] = int(mem.reserved) // _MIB
+
+
+def _read_nvlink(r: _Reader, h: Any) -> None:
+    """NVLink traffic in KiB, TX + RX over every link: the sum of NVML's cumulative KiB counters.
+
+    NVML_FI_DEV_NVLINK_LINK_COUNT first (NOT_SUPPORTED or 0: a board without
+    NVLink, left out), then NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX/RX per link
+    (``scopeId`` = link): data and protocol overhead, like DCGM's per-link
+    bandwidth counters.
+    """
+    nv = r.nv
+    ids = [getattr(nv, n, None) for n in ("NVML_FI_DEV_NVLINK_LINK_COUNT", "NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_TX",
+                                          "NVML_FI_DEV_NVLINK_THROUGHPUT_RAW_RX")]
+    if None in ids:
+        r.mark(("nvlink_kib",), _UNSUPPORTED)
+        return
+    count_id, tx_id, rx_id = ids
+    res = r.call("nvlink_kib", "nvmlDeviceGetFieldValues", h, [count_id])
+    if res is None:
+        return
+    links = _field_result(r, "nvlink_kib", res[0])
+    if links is None:
+        return
+    if links <= 0:
+        _mark_unsupported(r, ("nvlink_kib",))
+        return
+    res = r.call("nvlink_kib", "nvmlDeviceGetFieldValues", h,
+                 [(fid, link) for link in range(int(links)) for fid in (tx_id, rx_id)])
+    if res is None:
+        return
+    total = 0.0
+    for fv in res:
+        value = _field_result(r, "nvlink_kib", fv)
+        if value is None:
+            return
+        total += value
+    r.values["nvlink_kib"] = int(total)
+
+
+def _read_vgpu_license(r: _Reader, h: Any) -> None:
+    """vGPU licence state, only on a GPU NVML reports in vGPU guest mode (else unsupported).
+
+    1 when a licensable feature is licensed (``featureState``), else 0: what
+    DCGM_FI_DEV_VGPU_LICENSE_STATUS tells inside a vGPU VM. Bare metal and
+    passthrough GPUs have no licence to report and get no series.
+    """
+    nv = r.nv
+    mode = r.call("vgpu_license", "nvmlDeviceGetVirtualizationMode", h)
+    if mode is None:
+        return
+    if int(mode) != getattr(nv, "NVML_GPU_VIRTUALIZATION_MODE_VGPU", 2):
+        _mark_unsupported(r, ("vgpu_license",))
+        return
+    feats = r.call("vgpu_license", "nvmlDeviceGetGridLicensableFeatures", h)
+    if feats is None:
+        return
+    if not int(feats.isGridLicenseSupported):
+        _mark_unsupported(r, ("vgpu_license",))
+        return
+    n = int(feats.licensableFeaturesCount)
+    r.values["vgpu_license"] = int(any(int(f.featureState) for f in list(feats.gridLicensableFeatures)[:n]))
+
+
+_GPM_FIELDS = ("gr_engine_active", "tensor_active", "dram_active")
+_GPM_METRICS = (("NVML_GPM_METRIC_GRAPHICS_UTIL", 1), ("NVML_GPM_METRIC_ANY_TENSOR_UTIL", 5),
+                ("NVML_GPM_METRIC_DRAM_BW_UTIL", 10))
+"""GPM metrics (percent) behind DCGM's profiling ratios, in the order of _GPM_FIELDS."""
+_GPM_FIRST_WAIT_S = 0.05
+"""The first read of a GPU has no earlier GPM sample: it takes two this far apart."""
+_GPM_PREVIOUS: dict[Any, Any] = {}
+"""(pynvml module, device) -> the GPM sample of the previous read: each read's metrics cover
+the time since the previous read. One lane reads a GPU, so a key is never used concurrently."""
+
+
+def _gpm_key(nv: Any, h: Any) -> Any:
+    try:
+        return id(nv), ctypes.cast(h, ctypes.c_void_p).value
+    except (TypeError, ctypes.ArgumentError):
+        return id(nv), ("id", id(h))
+
+
+def _gpm_free(nv: Any, sample: Any) -> None:
+    try:
+        nv.nvmlGpmSampleFree(sample)
+    except nv.NVMLError:
+        pass
+
+
+def _gpm_sample(r: _Reader, h: Any) -> Any:
+    """A new GPM sample of ``h``, or None (fields marked)."""
+    sample = r.call(_GPM_FIELDS, "nvmlGpmSampleAlloc")
+    if sample is None:
+        return None
+    if r.call(_GPM_FIELDS, "nvmlGpmSampleGet", h, sample) is None:
+        _gpm_free(r.nv, sample)
+        return None
+    return sample
+
+
+def _read_gpm(r: _Reader, h: Any) -> None:
+    """DCGM's profiling ratios from NVML's GPM metrics (Hopper and later), 0.0-1.0.
+
+    nvmlGpmQueryDeviceSupport says whether the GPU has GPM; one that has not
+    (Ampere and older, GeForce) reads unsupported, so those series are absent.
+    """
+    nv = r.nv
+    support = r.call(_GPM_FIELDS, "nvmlGpmQueryDeviceSupport", h)
+    if support is None:
+        return
+    key = _gpm_key(nv, h)
+    if not int(getattr(support, "isSupportedDevice", 0)) or not hasattr(nv, "c_nvmlGpmMetricsGet_t"):
+        _mark_unsupported(r, _GPM_FIELDS)
+        return
+    previous = _GPM_PREVIOUS.pop(key, None)
+    if previous is None:
+        previous = _gpm_sample(r, h)
+        if previous is None:
+            return
+        time.sleep(_GPM_FIRST_WAIT_S)
+    current = _gpm_sample(r, h)
+    if current is None:
+        _gpm_free(nv, previous)
+        return
+    mg = nv.c_nvmlGpmMetricsGet_t()
+    mg.version = getattr(nv, "NVML_GPM_METRICS_GET_VERSION", 1)
+    mg.numMetrics = len(_GPM_METRICS)
+    mg.sample1 = previous
+    mg.sample2 = current
+    for i, (const, default) in enumerate(_GPM_METRICS):
+        mg.metrics[i].metricId = getattr(nv, const, default)
+    res = r.call(_GPM_FIELDS, "nvmlGpmMetricsGet", mg)
+    _gpm_free(nv, previous)
+    _GPM_PREVIOUS[key] = current
+    if res is None:
+        return
+    for i, name in enumerate(_GPM_FIELDS):
+        metric = res.metrics[i]
+        if int(metric.nvmlReturn) != 0:
+            if int(metric.nvmlReturn) == getattr(nv, "NVML_ERROR_NOT_SUPPORTED", 3):
+                r.mark((name,), _UNSUPPORTED)
+            else:
+                r.mark((name,), _FAILED)
+            continue
+        r.values[name] = round(min(max(float(metric.value), 0.0), 100.0) / 100.0, 4)
+
+
 _READERS: dict[str, Callable[[_Reader, Any], None]] = {
     "_read_mem_temp": _read_mem_temp,
     "_read_fans": _read_fans,
@@ -337,6 +519,10 @@ _READERS: dict[str, Callable[[_Reader, Any], None]] = {
     "_read_memory": _read_memory,
     "_read_throttle": _read_throttle,
     "_read_remapped_rows": _read_remapped_rows,
+    "_read_memory_reserved": _read_memory_reserved,
+    "_read_nvlink": _read_nvlink,
+    "_read_vgpu_license": _read_vgpu_license,
+    "_read_gpm": _read_gpm,
 }
 """The hand-written readers the catalog names (``Field.reader``): calls that give several
 fields, or reads with fallbacks. Every other field is read by :func:`_read_simple`."""
@@ -346,6 +532,7 @@ _CONVERSIONS: dict[str, Callable[[Any], Any]] = {
     "milli": lambda v: _mw(v),
     "count": len,
     "flag": lambda v: int(bool(v)),
+    "first": lambda v: int(v[0]),
 }
 """fleetmon.fields.CONVERSIONS, implemented."""
 
@@ -372,7 +559,7 @@ def check_readers(fields: tuple[Field, ...]) -> tuple[Field, ...]:
 
 def sample_field_names(fields: tuple[Field, ...]) -> tuple[str, ...]:
     """The field names of a sample, grouped by kind (gauges, counters, states) in catalog order."""
-    return tuple(f.name for kind in ("gauge", "counter", "state") for f in fields if f.kind == kind)
+    return tuple(f.name for kind in KINDS for f in fields if f.kind == kind)
 
 
 
