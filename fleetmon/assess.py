@@ -61,6 +61,7 @@ __all__ = [
     "run_preflight",
     "run_report",
     "signoff_summary",
+    "store_derating_history",
 ]
 
 log = logging.getLogger("fleetmon.health")
@@ -305,6 +306,18 @@ def evaluate_and_store(db: Any, now: float, *, fleet: Any = None, window_s: floa
     out.update(findings=len(findings), open=len(open_), derating_rows=written,
                load_s=t1 - t0, evaluate_s=t2 - t1, store_s=t3 - t2)
     return out
+
+
+def store_derating_history(db: Any, now: float, since: float, *, fleet: Any = None) -> int:
+    """Compute and store the daily derating rows of every day from ``since`` to ``now``; returns the rows written.
+
+    The collector stores today's rows as it goes (:func:`evaluate_and_store`); history written in bulk
+    (the demo's generated month) gets its long-run derating trend from this, read from the rollups.
+    """
+    with _gc_paused():
+        history = load_history(db, now, since, fleet=fleet, minutes_s=HEALTH_MINUTES_S)
+    rows = [_derating_day(r) for r in daily_ratios(history) if _day_start(r["day"]) >= since]
+    return stored.save_derating(db, rows) if rows else 0
 
 
 def _derating_day(r: Mapping[str, Any]) -> DeratingDay:

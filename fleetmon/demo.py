@@ -221,6 +221,10 @@ def prepare_history(db_path: Path, *, nodes: int, days: float, seed: int | None,
             return False
         generate_history(db, nodes=nodes, days=days, seed=DEFAULT_SEED if seed is None else seed,
                          progress=progress)
+        # The long-run derating view reads stored daily ratios: compute them for the generated days.
+        from fleetmon.assess import store_derating_history
+        now = time.time()
+        store_derating_history(db, now, now - days * 86400.0)
         return True
     finally:
         db.close()

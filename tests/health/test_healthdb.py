@@ -133,6 +133,17 @@ def test_derating_rows_are_stored_for_today_only(db):
     assert all(r.sm_clock_busy_mhz and r.clock_ratio for r in got)
 
 
+def test_derating_history_is_stored_for_every_day_of_bulk_written_history(db):
+    """History written in bulk (the demo's month) gets a derating row per GPU and day, not only today's."""
+    feeder = Feeder(db)
+    feeder.feed(T0 - 2 * 86400, T0 + 5400)  # three UTC days and a bit
+    written = assess.store_derating_history(db, T0 + 5400, T0 - 2 * 86400)
+    got = stored.derating_history(db, None, 0, T0 + 86400)
+    assert written == len(got) == 6 * 3
+    assert {r.day for r in got} == {T0 - 2 * 86400, T0 - 86400, T0}
+    assert all(r.clock_ratio for r in got)
+
+
 def test_stored_daily_rows_feed_the_trend(db):
     feeder = Feeder(db)
     feeder.feed(T0, T0 + 3600)
