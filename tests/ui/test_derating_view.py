@@ -65,3 +65,11 @@ def test_one_day_of_data_is_readable(qtbot, derating_db):
     _, y = view.median_curve.getData()
     assert list(y) == [0.7]
     service.stop()
+
+
+def test_strip_plot_axis_labels_are_short_model_names():
+    from ui.views.derating import short_model
+
+    assert [short_model(m) for m in ("NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB", "NVIDIA GeForce RTX 3090",
+                                      "Tesla T4", "NVIDIA H100 80GB HBM3")] == ["A100", "V100", "RTX 3090", "T4",
+                                                                                "H100 80GB HBM3"]

@@ -93,6 +93,14 @@ def fleet_median_by_day(days: Sequence[DeratingDay], models: Mapping[str, str], 
     return xs, [statistics.median(per[x]) for x in xs]
 
 
+def short_model(model: str) -> str:
+    """A model name short enough for the strip plot's axis: "NVIDIA A100-SXM4-80GB" → "A100", "Tesla T4" → "T4"."""
+    name = model
+    for prefix in ("NVIDIA ", "GeForce ", "Tesla ", "Quadro "):
+        name = name.replace(prefix, "")
+    return name.split("-")[0].strip() or model
+
+
 def pct(v: float | None) -> str:
     return "—" if v is None else f"{v * 100:.0f} %"
 
@@ -225,7 +233,7 @@ class DeratingView(QWidget):
         self.strip.clear()
         ticks = []
         for i, s in enumerate(summary):
-            ticks.append((i, s.model.replace("NVIDIA ", "")))
+            ticks.append((i, short_model(s.model)))
             if not s.clock_by_card:
                 continue
             ys = np.array([v for v in s.clock_by_card if math.isfinite(v)])
