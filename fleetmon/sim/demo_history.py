@@ -230,7 +230,7 @@ def _hour_values(model: _NodeModel, card: _Card, idx: int, hour_ts: int, end: in
         pstate, mask = p.idle_pstate, 1
         thr["thr_gpu_idle"] = n
     if story == "derated" and idx == 2 and busy:
-        sm = float(round(p.max_sm_mhz * 0.65))
+        sm = float(round(p.boost_mhz * 0.65))  # 65 % of the nominal boost clock
         power = p.tdp_w * 0.6
     if story == "thermal-afternoon" and idx == 0 and busy and 13 <= (hour_ts % DAY) // HOUR < 17:
         temp = p.temp_slowdown_c - 1 + jitter
