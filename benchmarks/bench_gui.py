@@ -63,6 +63,18 @@ def bench_db(args: argparse.Namespace) -> Path:
     return path
 
 
+def bench_settings(folder: Path) -> Any:
+    """Window settings of the benchmark's own (default layout, the Fleet view first), never the user's.
+
+    With the user's settings the measured view is whichever one was last open
+    (e.g. Inspection, whose 1,000-node report is another workload), and
+    closing the window would overwrite them.
+    """
+    from PySide6.QtCore import QSettings
+
+    return QSettings(str(folder / "fleetmon-bench.ini"), QSettings.Format.IniFormat)
+
+
 def child_launch(db: str) -> None:
     """One launch in this fresh process: print seconds from the process start to a populated, painted window."""
     from PySide6.QtWidgets import QApplication
@@ -70,7 +82,7 @@ def child_launch(db: str) -> None:
     from ui.main_window import MainWindow
 
     app = QApplication(sys.argv[:1])
-    window = MainWindow(db, refresh_s=600)
+    window = MainWindow(db, refresh_s=600, settings=bench_settings(Path(tempfile.mkdtemp(prefix="fleetmon-bench-"))))
     done: list[float] = []
 
     def shown(n: int) -> None:
@@ -102,7 +114,7 @@ def in_process(db: Path, runs: int, now: float) -> dict[str, Any]:
     from ui.main_window import MainWindow
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
-    window = MainWindow(str(db), refresh_s=600)
+    window = MainWindow(str(db), refresh_s=600, settings=bench_settings(Path(tempfile.mkdtemp(prefix="fleetmon-bench-"))))
     window.detail._now = lambda: now  # the benchmark fleet's data end at its fixed NOW
     window.show()
     shown: list[tuple[str, int]] = []
@@ -165,7 +177,7 @@ def stalls(nodes: int, procs: int, gpus: int, seconds: float, interval: float) -
         db = open_database(db_path)
         collector = Collector(load_fleet(fleet_file), db, interval_s=interval)
         app = QApplication.instance() or QApplication(sys.argv[:1])
-        window = MainWindow(str(db_path), refresh_s=2.0)
+        window = MainWindow(str(db_path), refresh_s=2.0, settings=bench_settings(folder))
         bridge = Bridge()
         bridge.cycle_finished.connect(window.on_cycle_finished)
         cycles: list[int] = []

@@ -31,7 +31,8 @@ class FleetSnapshot:
     acks: Mapping[str, AckRow] = field(default_factory=dict)
     read_at: float = 0.0
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    """Built on the reader thread for the GUI (``tree``: the fleet tree, ``summary``: the summary bar)."""
+    """Built on the reader thread for the GUI (``tree``: the fleet tree, ``summary``: the summary bar,
+    ``versions``: the versions matrix' rows)."""
 
     def group_of(self, node: str | None) -> str:
         n = self.nodes.get(node or "")
@@ -59,10 +60,12 @@ def read_snapshot(db: Any, now: float | None = None) -> FleetSnapshot:
 
 
 def prepare(snap: FleetSnapshot, params: Any) -> None:
-    """What the GUI thread would otherwise compute per refresh: the fleet tree and the summary bar."""
+    """What the GUI thread would otherwise compute per refresh: the fleet tree, the summary bar, the versions matrix."""
     from ui.models.fleet_build import TreeParams, build_tree, summary_text
+    from ui.models.versions import version_rows
 
     snap.derived["summary"] = summary_text(snap)
+    snap.derived["versions"] = version_rows(snap)
     if isinstance(params, TreeParams):
         snap.derived["tree"] = build_tree(snap, snap.read_at, params)
 

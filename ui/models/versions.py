@@ -103,16 +103,15 @@ def version_rows(snap: FleetSnapshot) -> list[VersionRow]:
                     by.setdefault(v, []).append(name)
             cells[what] = VersionCell(by, _baseline(group_counts.get((group, what), Counter()),
                                                     expected.get((group, what))))
-        vb: dict[str, list[str]] = {}
+        vb: dict[str, dict[str, None]] = {}  # version → its nodes, in first-seen order (a dict: O(1) membership)
         counts: Counter[str] = Counter()
         for r in rows:
             card = snap.gpus.get(r.uuid)
             if card is not None and card.vbios:
-                vb.setdefault(card.vbios, [])
-                if r.node not in vb[card.vbios]:
-                    vb[card.vbios].append(r.node)
+                vb.setdefault(card.vbios, {})[r.node] = None
                 counts[card.vbios] += 1
-        cells["vbios"] = VersionCell(vb, _baseline(counts, expected.get((group, f"vbios:{model}"))), dict(counts))
+        cells["vbios"] = VersionCell({v: list(ns) for v, ns in vb.items()},
+                                     _baseline(counts, expected.get((group, f"vbios:{model}"))), dict(counts))
         out.append(VersionRow(group, model, tuple(nodes), len(rows), cells))
     return out
 
@@ -123,7 +122,9 @@ class VersionsModel(RowsTableModel[VersionRow]):
     COLUMNS = COLUMNS
 
     def set_snapshot(self, snap: FleetSnapshot) -> None:
-        rows = version_rows(snap)
+        rows = snap.derived.get("versions")  # built on the reader thread (ui.fleet_reader.prepare)
+        if rows is None:
+            rows = version_rows(snap)
         if [(r.group, r.model) for r in rows] == [(r.group, r.model) for r in self._rows] and rows:
             self._rows = rows
             self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
