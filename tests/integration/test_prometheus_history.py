@@ -162,3 +162,46 @@ def test_fleetmon_report_says_when_prometheus_is_unreachable(tmp_path, scraped):
                          capture_output=True, text=True, timeout=60, cwd=REPO)
     assert out.returncode != 0
     assert "unreachable" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+
+
+@pytest.mark.gui
+def test_gpu_detail_view_draws_history_from_prometheus(qtbot, scraped):
+    from storage.rows import FleetRow
+    from ui.history_reader import prometheus_url, set_prometheus
+    from ui.views.gpu_detail import GpuDetailView
+
+    prom, agents, _, db_path = scraped
+    uuid = sorted(_agent_temps(agents[0].url))[0]
+    set_prometheus(prom.url)
+    try:
+        view = GpuDetailView(str(db_path))
+    finally:
+        set_prometheus(None)
+    assert prometheus_url() is None and view.service.reader.prometheus == prom.url
+    qtbot.addWidget(view)
+    view.resize(1240, 420)
+    with qtbot.waitSignal(view.history_shown, timeout=20000) as blocker:
+        view.show_gpu(FleetRow(node="node-a", uuid=uuid, index=0, model="NVIDIA A100-SXM4-80GB"))
+    assert blocker.args[0] == uuid and blocker.args[1] >= 1
+    assert view.plot.point_counts()["temp_c"] > 0 and view.plot.reasons["temp_c"] is None
+    assert "minute resolution" in view.status.text()
+    view.service.stop()
+
+
+@pytest.mark.gui
+def test_gpu_detail_view_says_when_prometheus_is_unreachable(qtbot, scraped):
+    from storage.rows import FleetRow
+    from ui.history_reader import set_prometheus
+    from ui.views.gpu_detail import GpuDetailView
+
+    set_prometheus(f"http://127.0.0.1:{free_port()}")
+    try:
+        view = GpuDetailView(str(scraped[3]))
+    finally:
+        set_prometheus(None)
+    qtbot.addWidget(view)
+    with qtbot.waitSignal(view.service.failed, timeout=20000):
+        view.show_gpu(FleetRow(node="node-a", uuid="GPU-none", index=0, model="NVIDIA A100-SXM4-80GB"))
+    assert view.status.text().startswith("cannot read the history: Prometheus http://127.0.0.1:")
+    assert "unreachable" in view.status.text()
+    view.service.stop()
