@@ -159,7 +159,7 @@ def _load_history(db: Any, now: float, since: float, nodes: Iterable[str] | None
     now = float(now)
     since = min(float(since), now)
     trend_from = _day_start(_day_text(now)) - thresholds.derate_trend_days * DAY_S
-    window = health_input.read_window(db, now, since, nodes=nodes, minutes_s=minutes_s, derating_since=trend_from)
+    window = _read_window(db, now, since, nodes, fleet, minutes_s, trend_from)
 
     # Nodes, with their groups from the fleet file where it names them.
     groups_by_node: dict[str, str | None] = {}
@@ -193,6 +193,36 @@ def _load_history(db: Any, now: float, since: float, nodes: Iterable[str] | None
         groups=getattr(fleet, "groups", None) or {}, thresholds=thresholds, daily=daily,
     )
     return replace(base, nodes=tuple(node_list), gpus=tuple(gpus), _cache={})
+
+
+def _read_window(db: Any, now: float, since: float, nodes: Iterable[str] | None, fleet: Any, minutes_s: float,
+                 trend_from: float) -> health_input.RecordedWindow:
+    """The recorded window: from the store, its telemetry from Prometheus with ``[history] prometheus``.
+
+    With a Prometheus, nodes, events, inventory changes and derating rows
+    still come from the store (it may be empty: a workstation that never
+    collected); the GPUs and nodes Prometheus scraped are added, the store's
+    own rows winning where both know a card or node (they carry inventory).
+
+    Raises:
+        KnownError: Prometheus unreachable or the query refused (one line).
+    """
+    window = health_input.read_window(db, now, since, nodes=nodes, minutes_s=minutes_s, derating_since=trend_from)
+    url = getattr(fleet, "history_prometheus", None)
+    if not url:
+        return window
+    import urllib.parse
+
+    from fleetmon.remote import prometheus
+
+    by_address = {urllib.parse.urlsplit(spec.url).netloc: spec.name for spec in fleet.nodes}
+    remote = prometheus.recorded(prometheus.PromClient(url), now, since, minutes_s=minutes_s, by_address=by_address,
+                                 nodes=nodes)
+    known_gpus = {g.uuid for g in window.gpus}
+    known_nodes = {n.name for n in window.nodes}
+    return replace(window, gpus=window.gpus + tuple(g for g in remote.gpus if g.uuid not in known_gpus),
+                   nodes=window.nodes + tuple(n for n in remote.nodes if n.name not in known_nodes),
+                   minutes=remote.minutes, hourly=remote.hourly)
 
 
 def _node(n: NodeRow, groups_by_node: Mapping[str, str | None]) -> dict[str, Any]:

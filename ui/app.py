@@ -61,6 +61,20 @@ def open_checks(db_path: str, fleet: str | None, interval: float | None, *, conf
     return collector, lock, note
 
 
+def _history_source(fleet_path: str | None) -> None:
+    """Read GPU history from the fleet file's ``[history] prometheus`` when it names one."""
+    from ui.history_reader import set_prometheus
+
+    if fleet_path:
+        from fleetmon.errors import KnownError
+        from fleetmon.fleet import load_fleet
+
+        try:
+            set_prometheus(load_fleet(fleet_path).history_prometheus)
+        except KnownError:
+            pass  # open_checks already said what is wrong with the file
+
+
 def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_create: Confirm | None = None,
             error: ShowError | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -90,6 +104,7 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
     if opened is None:
         return 1
     collector, lock, note = opened
+    _history_source(args.fleet)
     window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note, collector=collector)
     previous_hook = install_excepthook(window)
     bridge = Bridge()

@@ -9,43 +9,14 @@ acknowledgements through a short-lived read-write connection of its own.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from PySide6.QtCore import Signal, Slot
 
-from storage.acks import AckRow
-from storage.rows import FleetRow, GpuRow, NodeRow, StoredFinding
 from ui.reader import DbReader, attach_findings
+from ui.snapshot import FleetSnapshot
 
-
-@dataclass(frozen=True)
-class FleetSnapshot:
-    """One read of the fleet: GPUs (findings attached), nodes, cards' inventory, open findings, acks."""
-
-    rows: tuple[FleetRow, ...] = ()
-    nodes: Mapping[str, NodeRow] = field(default_factory=dict)
-    gpus: Mapping[str, GpuRow] = field(default_factory=dict)
-    findings: tuple[StoredFinding, ...] = ()
-    acks: Mapping[str, AckRow] = field(default_factory=dict)
-    read_at: float = 0.0
-    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    """Built on the reader thread for the GUI (``tree``: the fleet tree, ``summary``: the summary bar,
-    ``versions``: the versions matrix' rows)."""
-
-    def group_of(self, node: str | None) -> str:
-        n = self.nodes.get(node or "")
-        return (n.group if n is not None else None) or ""
-
-    def acked(self, f: StoredFinding) -> AckRow | None:
-        """The acknowledgement that still covers ``f`` (None: none, expired or the finding worsened)."""
-        a = self.acks.get(f.key)
-        return a if a is not None and a.covers(f.severity, self.read_at) else None
-
-    @property
-    def last_poll(self) -> float | None:
-        return max((n.last_attempt for n in self.nodes.values() if n.last_attempt), default=None)
+__all__ = ["FleetReader", "FleetSnapshot", "prepare", "read_snapshot"]
 
 
 def read_snapshot(db: Any, now: float | None = None) -> FleetSnapshot:

@@ -5,6 +5,11 @@ emit queued signals) and gets typed results back as signals. Requests carry
 a generation number: when the user clicks through GPUs or ranges faster than
 the disk answers, the worker skips requests that a newer one has replaced, so
 the view never replays a backlog.
+
+History windows come from the local store, or, when the fleet file names a
+``[history] prometheus`` (:func:`set_prometheus`, called at start-up), from
+that Prometheus (:mod:`fleetmon.remote.prometheus`); the card's identity,
+change log and events still come from the store.
 """
 
 from __future__ import annotations
@@ -17,6 +22,34 @@ from typing import Any
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
 from storage.rows import DeratingDay, EventRow, GpuRow, HistoryWindow, InventoryChangeRow, PlacementRow
+
+
+_PROMETHEUS: list[str | None] = [None]
+
+
+def set_prometheus(url: str | None) -> None:
+    """Read the GPU history windows of readers created from now on from this Prometheus (None: the store)."""
+    _PROMETHEUS[0] = url or None
+
+
+def prometheus_url() -> str | None:
+    """The Prometheus history windows are read from (None: the local store)."""
+    return _PROMETHEUS[0]
+
+
+def read_window(db: Any, uuid: str, since: float, until: float, prometheus: str | None = None) -> HistoryWindow:
+    """One GPU's history window: from ``prometheus`` when given, else from the store ``db``.
+
+    Raises:
+        fleetmon.remote.prometheus.PrometheusError: Prometheus unreachable or the query refused.
+    """
+    if prometheus:
+        from fleetmon.remote.prometheus import PromClient, detail_window as remote_window
+
+        return remote_window(PromClient(prometheus), uuid, since, until)
+    from storage.history_window import detail_window
+
+    return detail_window(db, uuid, since, until)
 
 
 @dataclass(frozen=True)
@@ -52,9 +85,10 @@ class HistoryReader(QObject):
     derating_loaded = Signal(object)  # DeratingData
     failed = Signal(str)
 
-    def __init__(self, db_path: str) -> None:
+    def __init__(self, db_path: str, prometheus: str | None = None) -> None:
         super().__init__()
         self.db_path = db_path
+        self.prometheus = prometheus
         self._db: Any = None
         self._lock = threading.Lock()
         self._latest: dict[str, int] = {}
@@ -77,7 +111,7 @@ class HistoryReader(QObject):
 
     @Slot(int, str, float, float)
     def load_detail(self, generation: int, uuid: str, since: float, until: float) -> None:
-        from storage.history_window import detail_window, gpu_changes, gpu_events, gpu_record
+        from storage.history_window import gpu_changes, gpu_events, gpu_record
 
         if self._stale("detail", generation):
             return
@@ -85,7 +119,7 @@ class HistoryReader(QObject):
         try:
             db = self._open()
             gpu = gpu_record(db, uuid)
-            window = detail_window(db, uuid, since, until)
+            window = read_window(db, uuid, since, until, self.prometheus)
             changes, places = gpu_changes(db, uuid)
             events = gpu_events(db, gpu, since, until) if gpu is not None else []
         except Exception as exc:  # shown by the view; the next request retries
@@ -130,7 +164,7 @@ class HistoryService(QObject):
         self._generation = 0
         self._thread = QThread(self)
         self._thread.setObjectName("history-reader")
-        self.reader = HistoryReader(db_path)
+        self.reader = HistoryReader(db_path, prometheus_url())
         self.reader.moveToThread(self._thread)
         self._detail.connect(self.reader.load_detail)
         self._derating.connect(self.reader.load_derating)

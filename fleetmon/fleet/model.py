@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["DEFAULT_AGENT_PORT", "DEFAULT_DCGM_PORT", "FLEET_DEFAULTS", "GROUP_KEYS", "NODE_KEYS", "Fleet", "Group", "NodeSpec"]
+__all__ = ["DEFAULT_AGENT_PORT", "DEFAULT_DCGM_PORT", "FLEET_DEFAULTS", "GROUP_KEYS", "HISTORY_KEYS", "NODE_KEYS",
+           "Fleet", "Group", "NodeSpec"]
 
 DEFAULT_AGENT_PORT = 9414
 """TCP port of ``fleetmon agent`` when a node's URL names none."""
@@ -35,6 +36,8 @@ GROUP_KEYS: tuple[str, ...] = (
 """The keys of a ``[[group]]`` table, in the order the writer puts them."""
 NODE_KEYS: tuple[str, ...] = ("name", "url", "group", "token_file", "tags")
 """The keys of a ``[[node]]`` table."""
+HISTORY_KEYS: tuple[str, ...] = ("prometheus",)
+"""The keys of the optional ``[history]`` table (where the GUI and the reports read history from)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,9 @@ class Fleet:
     path: str
     warnings: tuple[str, ...] = field(default=(), compare=False)
     ssh_config: str | None = None
+    history_prometheus: str | None = None
+    """``[history] prometheus``: the base URL of a Prometheus-compatible HTTP API the GUI's history
+    windows and the reports read telemetry from (None: the local store, the default)."""
 
     def node(self, name: str) -> NodeSpec:
         """The node called ``name`` (case-insensitive).

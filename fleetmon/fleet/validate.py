@@ -19,11 +19,12 @@ from typing import Any
 
 from fleetmon.errors import ConfigError
 from fleetmon.fleet.locate import Locator
-from fleetmon.fleet.model import DEFAULT_AGENT_PORT, DEFAULT_DCGM_PORT, FLEET_DEFAULTS, GROUP_KEYS, NODE_KEYS, Fleet, Group, NodeSpec
+from fleetmon.fleet.model import (DEFAULT_AGENT_PORT, DEFAULT_DCGM_PORT, FLEET_DEFAULTS, GROUP_KEYS, HISTORY_KEYS,
+                                  NODE_KEYS, Fleet, Group, NodeSpec)
 
 __all__ = ["load_fleet", "parse_fleet"]
 
-_ROOT_KEYS = ("fleet", "thresholds", "group", "node")
+_ROOT_KEYS = ("fleet", "thresholds", "group", "node", "history")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_.\-]*[A-Za-z0-9])?$")
 _GROUP_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,62}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -195,6 +196,7 @@ class _Validator:
         thresholds = self._thresholds(data.get("thresholds", {}))
         groups = self._groups(data.get("group", []))
         nodes = self._nodes(data.get("node", []), groups)
+        history = self._history(data.get("history", {}))
         if self.errors:
             self.errors.sort(key=lambda pair: pair[0])
             raise ConfigError("\n".join(message for _, message in self.errors))
@@ -205,6 +207,7 @@ class _Validator:
             nodes=tuple(nodes),
             path=self.path,
             warnings=tuple(message for _, message in self.warnings),
+            history_prometheus=history,
             **settings,
         )
 
@@ -288,6 +291,39 @@ class _Validator:
             if number is not None:
                 out[key] = float(number)
         return out
+
+    # -- [history] ---------------------------------------------------------
+
+    def _history(self, table: Any) -> str | None:
+        """``[history] prometheus``: an http(s) base URL (a path prefix allowed, e.g. Mimir's ``/prometheus``)."""
+        if not isinstance(table, dict):
+            self.error(self._line((), None, "history"), "history", "must be a table ([history])")
+            return None
+        self._unknown_keys(table, HISTORY_KEYS, ("history",), None, "history.")
+        if "prometheus" not in table:
+            return None
+        line, key = self._line(("history",), None, "prometheus"), "history.prometheus"
+        text = self._string(table["prometheus"], line, key)
+        if text is None:
+            return None
+        text = text.strip()
+        try:
+            parts = urllib.parse.urlsplit(text)
+            parts.port
+        except ValueError as err:
+            self.error(line, key, f"invalid URL {text!r}: {err}")
+            return None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            self.error(line, key, f"must be an http:// or https:// URL naming a host, as in http://prom:9090 "
+                                  f"(got {text!r})")
+            return None
+        if parts.username is not None or parts.password is not None:
+            self.error(line, key, "must not hold credentials")
+            return None
+        if parts.query or parts.fragment:
+            self.error(line, key, f"must not have a query or fragment (got {text!r})")
+            return None
+        return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
     # -- [[group]] ---------------------------------------------------------
 

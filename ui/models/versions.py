@@ -16,7 +16,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 
 from fleetmon import hostlist
-from ui.fleet_reader import FleetSnapshot
+from ui.snapshot import FleetSnapshot
 from ui.models.base import Index, RowsTableModel
 
 COLUMNS = ("Group", "Model", "Nodes", "GPUs", "Driver", "CUDA driver", "VBIOS")
