@@ -143,3 +143,14 @@ def test_main_window_renders_at_default_size(qtbot, history_db, tmp_path):
     # Panels keep a legible height: the stack scrolls instead of squeezing them.
     assert window.detail.plot.plots["temp_c"].vb.height() >= 100
     window.close()
+
+
+def test_the_inventory_pane_says_select_a_gpu_before_one_is_chosen(qtbot, history_db):
+    from ui.views.gpu_detail import GpuDetailView
+
+    view = GpuDetailView(str(history_db))
+    qtbot.addWidget(view)
+    try:
+        assert view.inventory.rowCount() == 1 and "select a GPU" in view.inventory.item(0, 1).text()
+    finally:
+        view.shutdown()
