@@ -16,7 +16,10 @@ runs and printed beside its target:
 * range change: 24 h → 7 d → 30 d → 90 d → 1 y on one GPU, each until painted;
 * stalls: the window collecting from ``--nodes`` simulated nodes (real agent
   code, processes of ``fleetmon.sim.fleet`` as in bench_collector.py) on a
-  fresh database; a 10 ms QTimer records the longest gap of the event loop;
+  fresh database, its collector a child process as in `fleetmon gui --fleet`;
+  a 10 ms QTimer records the longest gap of the event loop. Baseline in the
+  same run (interleaved runs): the collector in a thread of the window's
+  process, as the app ran it before;
 * memory: the app's RSS with the fleet table and a 90-day detail open.
 """
 
@@ -153,36 +156,44 @@ def in_process(db: Path, runs: int, now: float) -> dict[str, Any]:
     return {"rows": n_rows, "switch": switch, "ranges": ranges, "rss_mib": mem, "counts": counts}
 
 
-def stalls(nodes: int, procs: int, gpus: int, seconds: float, interval: float) -> dict[str, Any]:
-    """The window collecting from simulated nodes; the longest event-loop gap seen by a 10 ms timer."""
+def stalls(sims: Any, seconds: float, interval: float, *, in_process: bool = False) -> dict[str, Any]:
+    """The window collecting from simulated nodes; the longest event-loop gap seen by a 10 ms timer.
+
+    The collector runs as `fleetmon gui --fleet` runs it: a child process
+    (ui.collector_process). ``in_process`` runs it in a thread of the window's
+    process instead, the design before (the baseline of the same run).
+    """
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from bench_collector import SimProcs
     from fleetmon.collector.poller import Collector
     from fleetmon.fleet import load_fleet
-    from fleetmon.sim.fleet import raise_fd_limit
     from storage.db import open_database
     from ui.bridge import Bridge
+    from ui.collector_process import CollectorProcess
     from ui.main_window import MainWindow
 
-    raise_fd_limit(nodes * 2 + 256)
     folder = Path(tempfile.mkdtemp(prefix="fleetmon-bench-gui-"))
-    sims = SimProcs(folder, nodes, procs, gpus, 4)
-    try:
+    if True:
         fleet_file = folder / "fleet.toml"
         fleet_file.write_text("[fleet]\nname = \"bench\"\ntimeout_s = 10\nconcurrency = 64\n\n" + "".join(
             f'[[node]]\nname = "{n["name"]}"\nurl = "{n["url"]}"\n\n' for n in sims.nodes), encoding="utf-8")
         db_path = folder / "gui.db"
-        db = open_database(db_path)
-        collector = Collector(load_fleet(fleet_file), db, interval_s=interval)
+        open_database(db_path).close()
         app = QApplication.instance() or QApplication(sys.argv[:1])
-        window = MainWindow(str(db_path), refresh_s=2.0, settings=bench_settings(folder))
-        bridge = Bridge()
-        bridge.cycle_finished.connect(window.on_cycle_finished)
         cycles: list[int] = []
-        bridge.cycle_finished.connect(lambda polled, bad: cycles.append(polled))
-        collector.listeners.append(bridge.on_cycle)
+        collector: Any
+        if in_process:
+            collector = Collector(load_fleet(fleet_file), open_database(db_path), interval_s=interval)
+            bridge = Bridge()
+            collector.listeners.append(bridge.on_cycle)
+            cycle_signal = bridge.cycle_finished
+        else:
+            collector = CollectorProcess(str(db_path), str(fleet_file), interval)
+            cycle_signal = collector.cycle_finished
+        window = MainWindow(str(db_path), refresh_s=2.0, settings=bench_settings(folder), collector=collector)
+        cycle_signal.connect(window.on_cycle_finished)
+        cycle_signal.connect(lambda polled, bad: cycles.append(polled))
         window.show()
         gaps: list[float] = []
         last = [time.perf_counter()]
@@ -208,11 +219,12 @@ def stalls(nodes: int, procs: int, gpus: int, seconds: float, interval: float) -
             time.sleep(0.001)
         timer.stop()
         collector.stop()
+        if in_process:
+            collector.db.close()
         rows = window.model.rowCount()
         window.close()
-        db.close()
-    finally:
-        sims.stop()
+        window.deleteLater()
+        app.processEvents()
     worst = max(gaps) - 10 if gaps else float("nan")
     return {"max_stall_ms": worst, "p99_ms": statistics.quantiles(gaps, n=100)[98] - 10 if len(gaps) > 100 else
             float("nan"), "cycles": len(cycles), "rows": rows, "ticks": len(gaps)}
@@ -229,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--node-gpus", type=int, default=8)
     ap.add_argument("--poll-seconds", type=float, default=30.0)
     ap.add_argument("--interval", type=float, default=5.0, help="collector interval in the stall test")
+    ap.add_argument("--no-stall-baseline", dest="stall_baseline", action="store_false",
+                    help="skip the baseline stall runs with the collector in the window's process")
     ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fleetmon-bench"))
     ap.add_argument("--child-launch", metavar="DB", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -268,12 +282,36 @@ def main(argv: list[str] | None = None) -> int:
     line("RSS with the fleet and a 90-day detail open", res["rss_mib"], "MiB", None,
          f"points drawn per panel: {res['counts']}")
     if args.nodes:
-        say(f"  polling {args.nodes} simulated nodes × {args.node_gpus} GPUs for {args.poll_seconds:g} s "
-            f"(collector every {args.interval:g} s, window refresh every 2 s) …")
-        st = stalls(args.nodes, args.procs, args.node_gpus, args.poll_seconds, args.interval)
-        line("longest GUI event-loop stall while polling", st["max_stall_ms"], "ms", TARGETS["stall_ms"],
-             f"p99 {st['p99_ms']:.1f} ms; {st['cycles']} cycles finished, {st['rows']} GPU rows, "
-             f"{st['ticks']} ticks")
+        from bench_collector import SimProcs
+        from fleetmon.sim.fleet import raise_fd_limit
+
+        modes = [False] + ([True] if args.stall_baseline else [])
+        say(f"  polling {args.nodes} simulated nodes × {args.node_gpus} GPUs, {args.poll_seconds:g} s per run, "
+            f"{runs} runs (collector in a child process every {args.interval:g} s, window refresh every 2 s)"
+            + ("; baseline, interleaved: the collector in a thread of the window's process" if args.stall_baseline
+               else "") + " …")
+        raise_fd_limit(args.nodes * 2 + 256)
+        sims = SimProcs(Path(tempfile.mkdtemp(prefix="fleetmon-bench-gui-sims-")), args.nodes, args.procs,
+                        args.node_gpus, 4)
+        found: dict[bool, list[dict[str, Any]]] = {m: [] for m in modes}
+        try:
+            for _ in range(runs):
+                for mode in modes:  # interleaved, so that a noisy moment hits both
+                    found[mode].append(stalls(sims, args.poll_seconds, args.interval, in_process=mode))
+        finally:
+            sims.stop()
+        for mode in modes:
+            st = found[mode]
+            label = ("longest stall, collector in the window's thread (before)" if mode
+                     else "longest GUI event-loop stall while polling")
+            line(label, statistics.median(x["max_stall_ms"] for x in st), "ms", None if mode else TARGETS["stall_ms"],
+                 f"runs " + ", ".join(f"{x['max_stall_ms']:.0f}" for x in st)
+                 + f"; p99 {statistics.median(x['p99_ms'] for x in st):.1f} ms; "
+                 f"{statistics.median(x['cycles'] for x in st):.0f} cycles, {st[0]['rows']} GPU rows")
+        if args.stall_baseline:
+            ratio = (statistics.median(x["max_stall_ms"] for x in found[False])
+                     / statistics.median(x["max_stall_ms"] for x in found[True]))
+            say(f"  ratio child process / in-process collector: {ratio:.2f}")
     return 0
 
 

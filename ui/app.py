@@ -8,7 +8,10 @@ import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ui.collector_process import CollectorProcess
 
 log = logging.getLogger("fleetmon.ui")
 
@@ -82,7 +85,7 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
-    from ui.bridge import Bridge
+    from ui.collector_process import CollectorProcess
     from ui.main_window import SETTINGS_APP, SETTINGS_ORG, MainWindow
     from ui.shell import follow_color_scheme, install_excepthook
 
@@ -104,14 +107,21 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
     if opened is None:
         return 1
     collector, lock, note = opened
-    _history_source(args.fleet)
-    window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note, collector=collector)
-    previous_hook = install_excepthook(window)
-    bridge = Bridge()
-    bridge.cycle_finished.connect(window.on_cycle_finished)
+    child: CollectorProcess | None = None
     if collector is not None:
-        collector.listeners.append(bridge.on_cycle)
-        collector.start()
+        # Checked here (database created and migrated, fleet file read, nobody else writing) so that
+        # any refusal is a dialog; then the writer lock passes to the child process that collects.
+        child = CollectorProcess(db_path, args.fleet, collector.interval_s)
+        collector.db.close()
+        lock.release()
+        note = f"collector: starting, every {collector.interval_s:g} s"
+    _history_source(args.fleet)
+    window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note, collector=child)
+    previous_hook = install_excepthook(window)
+    if child is not None:
+        child.cycle_finished.connect(window.on_cycle_finished)
+        child.state_changed.connect(window.set_collector_note)
+        child.start()
     window.show()
     # Let Ctrl-C and SIGTERM close the window cleanly.
     signal.signal(signal.SIGINT, lambda *a: window.close())
@@ -125,9 +135,6 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
         code = app.exec()
     finally:
         sys.excepthook = previous_hook
-        if collector is not None:
-            collector.stop()
-            collector.db.close()
-        if lock is not None:
-            lock.release()
+        if child is not None:
+            child.stop()
     return int(code)

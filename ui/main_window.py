@@ -38,8 +38,10 @@ SETTINGS_APP = "fleetmon"
 class MainWindow(QMainWindow):
     """Shows the fleet; re-reads the database on a timer and after each poll.
 
-    ``collector`` is the in-process :class:`fleetmon.collector.poller.Collector`
-    when this window collects (Poll now, Pause collecting act on it), else None.
+    ``collector`` is what collects for this window, else None: the
+    :class:`ui.collector_process.CollectorProcess` child of `fleetmon gui --fleet`
+    (or, in tests, an in-process :class:`fleetmon.collector.poller.Collector`);
+    Poll now and Pause collecting call its ``poll_now``, ``pause`` and ``resume``.
     """
 
     load_requested = Signal()
@@ -229,6 +231,11 @@ class MainWindow(QMainWindow):
         if self.collector is None:
             return
         (self.collector.pause if paused else self.collector.resume)()
+        self._update_collector_label()
+
+    def set_collector_note(self, note: str) -> None:
+        """The collector's state as the child process reports it (started, exited and why)."""
+        self.collector_note = note
         self._update_collector_label()
 
     def on_cycle_finished(self, polled: int, unreachable: int) -> None:

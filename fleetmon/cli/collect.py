@@ -57,6 +57,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--once", action="store_true", help="poll every node once, write, and exit")
     p.add_argument("--interval", type=float, metavar="SECONDS",
                    help="poll interval (default: the fleet file's poll_interval_s, else 30)")
+    p.add_argument("--control", choices=("stdio",),
+                   help="stdio: take poll/pause/resume/stop commands on standard input, one per line, report "
+                        "each finished cycle as a JSON line on standard output, and stop at the end of input "
+                        "(how `fleetmon gui` runs its collector in a child process)")
     p.add_argument("-v", "--verbose", action="store_true", help="log every poll")
 
 

@@ -12,11 +12,13 @@ cursors, and the next run asks the agents for everything after them.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import sys
 import threading
-from typing import TYPE_CHECKING, Any
+import time
+from typing import TYPE_CHECKING, Any, TextIO
 
 from fleetmon.errors import KnownError
 
@@ -64,6 +66,8 @@ def run_collect(args: argparse.Namespace) -> int:
             for p in bad:
                 print(f"  {p.node}: {p.error}", file=sys.stderr)
             return 0
+        if getattr(args, "control", None) == "stdio":
+            serve_control(collector, stop, sys.stdin, sys.stdout)
         collector.start()
         print(f"fleetmon collect: polling {len(fleet.nodes)} nodes every {collector.interval_s:g} s into {args.db}",
               file=sys.stderr, flush=True)
@@ -73,6 +77,59 @@ def run_collect(args: argparse.Namespace) -> int:
         return 0
     finally:
         lock.release()
+
+
+CONTROL_COMMANDS = ("poll", "pause", "resume", "stop")
+
+
+def serve_control(collector: Collector, stop: threading.Event, commands: TextIO, events: TextIO) -> threading.Thread:
+    """``--control stdio``: the collector driven by the process that started it (the desktop app).
+
+    Each line read from ``commands`` is one of :data:`CONTROL_COMMANDS`; the
+    end of input (the parent is gone, or closed the pipe) stops the collector
+    like ``stop`` does, so a child never outlives its window. Every finished
+    cycle and every command is reported as one JSON line on ``events``:
+    ``{"event": "cycle", "polled": N, "unreachable": N, "at": T}``,
+    ``{"event": "paused"}``, ``{"event": "resumed"}``, ``{"event": "error", "message": …}``
+    for an unknown command. The first line, ``{"event": "ready", "interval": S, "nodes": N}``,
+    is written before the first cycle starts.
+    """
+    out_lock = threading.Lock()
+
+    def emit(**event: Any) -> None:
+        line = json.dumps(event)
+        with out_lock:
+            try:
+                events.write(line + "\n")
+                events.flush()
+            except (OSError, ValueError):  # the parent closed its end: the end of input stops us
+                pass
+
+    def on_cycle(polls: list[Any]) -> None:
+        emit(event="cycle", polled=len(polls), unreachable=sum(1 for p in polls if not p.ok), at=time.time())
+
+    def read() -> None:
+        for raw in commands:
+            command = raw.strip()
+            if command == "poll":
+                collector.poll_now()
+            elif command == "pause":
+                collector.pause()
+                emit(event="paused")
+            elif command == "resume":
+                collector.resume()
+                emit(event="resumed")
+            elif command == "stop":
+                break
+            elif command:
+                emit(event="error", message=f"unknown command {command[:80]!r}; known: {', '.join(CONTROL_COMMANDS)}")
+        stop.set()
+
+    collector.listeners.append(on_cycle)
+    emit(event="ready", interval=collector.interval_s, nodes=len(collector.nodes))
+    reader = threading.Thread(target=read, name="collector-control", daemon=True)
+    reader.start()
+    return reader
 
 
 def prepare_database(db_path: str, fleet_path: str | None, interval: float | None
