@@ -212,6 +212,24 @@ def test_versions_view_click_lists_the_nodes(qtbot, snap):
     assert got == ["n3"]
 
 
+def test_versions_view_columns_fit_their_versions_and_the_list_says_what_to_do(qtbot, snap):
+    from ui.views.versions import MAX_WIDTH, VersionsView
+
+    view = VersionsView()
+    qtbot.addWidget(view)
+    view.resize(1100, 400)
+    view.show()
+    assert view.nodes.count() == 1 and "Click a cell" in view.nodes.item(0).text()  # not an empty white box
+    view.set_snapshot(snap)
+    header, metrics = view.table.horizontalHeader(), view.table.fontMetrics()
+    for c in range(view.model.columnCount()):
+        widest = max(metrics.horizontalAdvance(str(view.model.data(view.model.index(r, c)) or ""))
+                     for r in range(view.model.rowCount()))
+        assert header.sectionSize(c) >= min(widest, MAX_WIDTH - 12), (c, header.sectionSize(c), widest)
+    table_w, list_w = view.splitter.sizes()
+    assert table_w > 2 * list_w  # the matrix gets the room, the node list the rest
+
+
 def test_findings_view_single_click_and_ack_prompt(qtbot, snap):
     from ui.views.findings import FindingsView
 
@@ -280,3 +298,21 @@ def test_a_node_without_a_buffer_says_so_in_its_tooltip(snap):
     n3, n2 = model.index_of_node("n3"), model.index_of_node("n2")
     assert note in model.data(model.index(n3.row(), 0, n3.parent()), Qt.ItemDataRole.ToolTipRole)
     assert note not in model.data(model.index(n2.row(), 0, n2.parent()), Qt.ItemDataRole.ToolTipRole)
+
+
+def test_fleet_view_gives_a_wide_window_to_the_model_column_unless_the_user_sized_it(qtbot, snap):
+    from ui.views.fleet import COL_MODEL, COLUMN_WIDTHS, FleetView
+
+    view = FleetView()
+    qtbot.addWidget(view)
+    view.resize(1100, 400)
+    view.show()
+    view.set_snapshot(snap)
+    header = view.tree.header()
+    assert header.sectionSize(COL_MODEL) == COLUMN_WIDTHS["Model"]  # the default size: the default widths
+    view.resize(1800, 400)
+    qtbot.waitUntil(lambda: header.sectionSize(COL_MODEL) > COLUMN_WIDTHS["Model"] + 100)
+    header.resizeSection(COL_MODEL, 180)  # the user's choice stays
+    view.resize(1700, 400)
+    qtbot.wait(50)
+    assert header.sectionSize(COL_MODEL) == 180

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from PySide6.QtCore import QItemSelection, QModelIndex, Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QTreeView, QVBoxLayout, QWidget)
 
@@ -19,6 +20,9 @@ __all__ = ["COLUMN_WIDTHS", "FleetView", "summary_text"]
 COLUMN_WIDTHS = {"Name": 165, "Model": 215, "Driver": 90, "Temp": 75, "Power / limit": 115, "Util": 50,
                  "Last seen": 75, "Status": 85}
 """Fixed starting widths (never ResizeToContents over the model: it measures every cell on each refresh)."""
+COL_MODEL = COLUMNS.index("Model")
+HEALTH_WIDTH = 260
+"""Room kept for the last column (Health) before a wide window widens the Model column."""
 
 
 class FleetView(QWidget):
@@ -53,6 +57,9 @@ class FleetView(QWidget):
         for i, name in enumerate(COLUMNS):
             header.resizeSection(i, COLUMN_WIDTHS.get(name, 100))
         header.setSortIndicator(COL_HEALTH, Qt.SortOrder.DescendingOrder)
+        self._model_width_chosen = False  # the user (or a restored layout) sized the Model column
+        self._fitting = False
+        header.sectionResized.connect(self._on_section_resized)
         self.tree.selectionModel().selectionChanged.connect(self._on_selection)
         self.model.modelAboutToBeReset.connect(self._save_state)
         self.model.modelReset.connect(self._restore_state)
@@ -100,6 +107,31 @@ class FleetView(QWidget):
             return
         (self._expanded.add if expanded else self._expanded.discard)(it.key)
         (self._collapsed.discard if expanded else self._collapsed.add)(it.key)
+
+    def _on_section_resized(self, index: int, old: int, new: int) -> None:
+        if index == COL_MODEL and not self._fitting:
+            self._model_width_chosen = True
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
+        super().resizeEvent(event)
+        self.fit_model_column()
+
+    def fit_model_column(self) -> None:
+        """On a wide window the Model column gets half of the room beyond the default widths.
+
+        Otherwise all of it went to the last column (Health, whose text is short) while
+        "3 nodes · 12× NVIDIA A100-SXM4-80GB" was cut. A width the user chose is kept.
+        """
+        if self._model_width_chosen:
+            return
+        header = self.tree.header()
+        others = sum(header.sectionSize(i) for i in range(len(COLUMNS)) if i not in (COL_MODEL, COL_HEALTH))
+        spare = self.tree.viewport().width() - others - COLUMN_WIDTHS["Model"] - HEALTH_WIDTH
+        self._fitting = True
+        try:
+            header.resizeSection(COL_MODEL, COLUMN_WIDTHS["Model"] + min(max(0, spare // 2), 200))
+        finally:
+            self._fitting = False
 
     def _save_state(self) -> None:
         sel = self.tree.selectionModel()

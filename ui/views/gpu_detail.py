@@ -165,6 +165,8 @@ class GpuDetailView(QWidget):
             t.horizontalHeader().setStretchLastSection(True)
             t.setWordWrap(False)
         self.inventory.horizontalHeader().setVisible(False)
+        # A narrow pane cuts the middle of a UUID or bus id, not its distinguishing end (the tooltip has it all).
+        self.inventory.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.inventory.setRowCount(1)  # until a GPU is chosen, say so instead of an empty white pane
         self.inventory.setItem(0, 1, QTableWidgetItem("select a GPU to see its inventory"))
         side = QTabWidget()

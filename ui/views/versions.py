@@ -12,6 +12,7 @@ from ui.fleet_reader import FleetSnapshot
 from ui.models.versions import COLUMNS, VersionsModel
 
 WIDTHS = (110, 260, 60, 60, 260, 160, 260)
+MAX_WIDTH = 420
 
 
 class VersionsView(QWidget):
@@ -39,21 +40,49 @@ class VersionsView(QWidget):
         self.caption.setWordWrap(True)
         self.nodes = QListWidget(self)
         self.nodes.itemActivated.connect(self._on_node)
+        self._hint()
         self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
         self.splitter.addWidget(self.table)
         self.splitter.addWidget(self.nodes)
         self.splitter.setStretchFactor(0, 4)
         self.splitter.setStretchFactor(1, 1)
+        self.splitter.setSizes([4 * 240, 240])  # the matrix first; a saved layout (QSettings) replaces this
+        self._shape: tuple[tuple[str, str], ...] = ()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 0)
         layout.addWidget(self.caption)
         layout.addWidget(self.splitter, 1)
         self._cell: tuple[int, int] | None = None
 
+    def _hint(self) -> None:
+        hint = QListWidgetItem("Click a cell of the matrix to list the nodes behind each version; "
+                               "double-click a node to show it in the fleet view.")
+        hint.setFlags(Qt.ItemFlag.NoItemFlags)
+        self.nodes.clear()
+        self.nodes.setWordWrap(True)
+        self.nodes.addItem(hint)
+
     def set_snapshot(self, snap: FleetSnapshot) -> None:
         self.model.set_snapshot(snap)
+        shape = tuple((r.group, r.model) for r in (self.model.row(i) for i in range(self.model.rowCount())))
+        if shape != self._shape:
+            self._shape = shape
+            self.fit_columns()
         if self._cell is not None and self._cell[0] < self.model.rowCount():
             self.show_cell(self.model.index(*self._cell))
+
+    def fit_columns(self) -> None:
+        """Columns as wide as their text (capped), so that versions are read, not guessed.
+
+        The matrix has one row per (group, model), a few dozen at most, so asking every
+        cell for its size is cheap here (unlike the fleet table, whose widths are fixed).
+        """
+        if self.model.rowCount() > 500:
+            return
+        self.table.resizeColumnsToContents()
+        header = self.table.horizontalHeader()
+        for i in range(self.model.columnCount()):
+            header.resizeSection(i, max(min(header.sectionSize(i) + 12, MAX_WIDTH), 48))
 
     def show_cell(self, index: QModelIndex) -> None:
         if not index.isValid():
