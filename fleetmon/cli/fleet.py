@@ -51,6 +51,13 @@ def add_import_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="ansible only: import just this group and its children",
     )
+    parser.add_argument(
+        "--history-prometheus",
+        metavar="URL",
+        default=None,
+        help="write [history] prometheus = URL: the GUI and the reports read history through this "
+        "Prometheus-compatible API instead of the local database (docs/prometheus.md)",
+    )
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,7 +98,7 @@ def main_import(args: argparse.Namespace) -> int:
     if not nodes:
         print(f"error: {source}: no hosts found ({fmt} format)", file=sys.stderr)
         return 1
-    rendered = render_fleet_toml(nodes, port=port)
+    rendered = render_fleet_toml(nodes, port=port, history_prometheus=getattr(args, "history_prometheus", None))
     try:
         fleet = parse_fleet(rendered, path=args.output or "<output>")
     except ConfigError as err:

@@ -38,6 +38,7 @@ def render_fleet_toml(
     groups: Mapping[str, Mapping[str, Any]] | Iterable[Mapping[str, Any] | Group] | None = None,
     port: int = DEFAULT_AGENT_PORT,
     name: str | None = None,
+    history_prometheus: str | None = None,
 ) -> str:
     """Write node dicts (from an importer) as a fleet file.
 
@@ -49,6 +50,8 @@ def render_fleet_toml(
             node names gets a ``[[group]]`` entry.
         port: agent port for nodes that name none.
         name: the fleet's name, if any.
+        history_prometheus: the ``[history] prometheus`` base URL; when None the
+            table is written commented out, as a hint.
 
     Returns:
         TOML text that ``parse_fleet`` accepts (given valid names).
@@ -83,6 +86,11 @@ def render_fleet_toml(
         "# token_file = \"/etc/fleetmon/token\"",
         "",
     ]
+    if history_prometheus:
+        out += ["[history]", f"prometheus = {_toml_string(history_prometheus)}", ""]
+    else:
+        out += ["# History through a Prometheus that scrapes the agents (docs/prometheus.md):",
+                "# [history]", "# prometheus = \"http://prometheus.example:9090\"", ""]
     for entry in given.values():
         out.append("[[group]]")
         for key in GROUP_KEYS:

@@ -811,3 +811,25 @@ def test_fleet_is_frozen() -> None:
     with pytest.raises(AttributeError):
         fleet.name = "x"  # type: ignore[misc]
     assert isinstance(fleet, Fleet)
+
+
+def test_render_writes_the_history_table_or_its_hint() -> None:
+    nodes = [{"name": "gpu01", "address": "10.0.0.1"}]
+    with_history = render_fleet_toml(nodes, history_prometheus="http://prom.lab:9090/prometheus")
+    assert parse_fleet(with_history).history_prometheus == "http://prom.lab:9090/prometheus"
+    hinted = render_fleet_toml(nodes)
+    assert parse_fleet(hinted).history_prometheus is None  # the local store stays the default
+    assert "# [history]" in hinted and "# prometheus = " in hinted
+
+
+def test_import_cli_writes_history_prometheus(tmp_path: Path) -> None:
+    hosts = tmp_path / "hosts.txt"
+    hosts.write_text("gpu01\ngpu02\n", encoding="utf-8")
+    out = tmp_path / "fleet.toml"
+    args = _parse(fleetcli.add_import_arguments,
+                  [str(hosts), "-o", str(out), "--history-prometheus", "http://prom.lab:9090"])
+    assert fleetcli.main_import(args) == 0
+    assert load_fleet(out).history_prometheus == "http://prom.lab:9090"
+    bad = _parse(fleetcli.add_import_arguments, [str(hosts), "-o", str(tmp_path / "x.toml"),
+                                                  "--history-prometheus", "ftp://prom.lab"])
+    assert fleetcli.main_import(bad) == 1 and not (tmp_path / "x.toml").exists()
