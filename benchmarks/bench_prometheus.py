@@ -16,11 +16,14 @@ Both run for ``--minutes`` minutes. It prints:
   (``/proc/<pid>/stat``, user + system, over the measured run) divided by the
   scrapes it made (``up`` samples); the collector's CPU (this process's, over
   its cycles only) divided by its polls;
-* bytes per stored sample on disk: Prometheus's persisted blocks (chunks +
-  index + tombstones; ``meta.json``'s ``numSamples``), cut early with
-  ``--storage.tsdb.min/max-block-duration`` (``--block-minutes``, default 5) so
-  a short run has one; with no block yet, the head's WAL and chunks per
-  appended sample (said so). fleetmon: the ``samples`` table's pages
+* bytes per stored sample on disk: Prometheus's persisted block (chunks +
+  index + tombstones; ``meta.json``'s ``numSamples``). By default Prometheus
+  runs with its own 2-hour block duration and, at the end of the run, the TSDB
+  admin API's snapshot writes the whole head (the run's hour) as one block
+  through the same block writer its compaction uses: one compacted block over
+  the run. ``--block-minutes N`` instead cuts N-minute blocks during the run
+  (``--storage.tsdb.min/max-block-duration``; small blocks carry a larger
+  share of per-series index). fleetmon: the ``samples`` table's pages
   (``dbstat``) per stored metric value, as ``bench_storage.py`` counts them;
 * the same as bytes per GPU-hour at this interval (the operational figure:
   fleetmon stores one record per GPU-minute, Prometheus one sample per metric
@@ -137,6 +140,20 @@ def prometheus_bytes(data: Path) -> dict[str, Any]:
     return {"source": "head (WAL + head chunks: no block cut yet)", "bytes": size, "chunks": None, "samples": None}
 
 
+def snapshot_head(url: str, data: Path) -> Path:
+    """The run's head written as one block (``POST /api/v1/admin/tsdb/snapshot``); the snapshot folder.
+
+    Prometheus writes the head's samples through the same block writer its
+    compaction uses (chunks + index), so this is the compacted form of the
+    hour, without waiting the 3 hours its head needs before it cuts a 2-hour
+    block by itself.
+    """
+    req = urllib.request.Request(f"{url}/api/v1/admin/tsdb/snapshot?skip_head=false", method="POST")
+    with urllib.request.urlopen(req, timeout=600) as resp:
+        name = json.loads(resp.read())["data"]["name"]
+    return data / "snapshots" / name
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--nodes", type=int, default=1000)
@@ -145,8 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minutes", type=float, default=60.0, help="measured run (default 60)")
     p.add_argument("--interval", type=float, default=30.0, help="scrape and poll interval, s (default 30)")
     p.add_argument("--sample-interval", type=float, default=5.0, help="agents sample every S s (default 5)")
-    p.add_argument("--block-minutes", type=int, default=5,
-                   help="Prometheus block duration (its default is 2 h: a short run would cut no block)")
+    p.add_argument("--block-minutes", type=int, default=0,
+                   help="cut N-minute Prometheus blocks during the run; 0 (default): Prometheus's own 2-hour "
+                        "blocks and, at the end, a snapshot that writes the run's head as one block")
     p.add_argument("--prometheus", default="prometheus")
     p.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = p.parse_args(argv)
@@ -172,10 +190,11 @@ def main(argv: list[str] | None = None) -> int:
         with socket_port() as port:
             pass
         url = f"http://127.0.0.1:{port}"
-        block = f"{args.block_minutes}m"
+        blocks = ([f"--storage.tsdb.min-block-duration={args.block_minutes}m",
+                   f"--storage.tsdb.max-block-duration={args.block_minutes}m"] if args.block_minutes
+                  else ["--web.enable-admin-api"])
         prom = subprocess.Popen([args.prometheus, f"--config.file={cfg}", f"--storage.tsdb.path={data}",
-                                 f"--web.listen-address=127.0.0.1:{port}", f"--storage.tsdb.min-block-duration={block}",
-                                 f"--storage.tsdb.max-block-duration={block}"],
+                                 f"--web.listen-address=127.0.0.1:{port}", *blocks],
                                 stdout=open(folder / "prometheus.log", "wb"), stderr=subprocess.STDOUT,
                                 preexec_fn=_pdeathsig)
         deadline = time.monotonic() + 60
@@ -217,11 +236,15 @@ def main(argv: list[str] | None = None) -> int:
             f"SELECT count(*), {' + '.join(f'count({c})' for c in cols)} FROM samples").fetchone()
         fm_bytes = conn.execute("SELECT sum(pgsize) FROM dbstat WHERE name = 'samples'").fetchone()[0] or 0
         conn.close()
-        # Give Prometheus the time to cut the block its head now spans.
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not any((d / "meta.json").is_file() for d in data.iterdir()):
-            time.sleep(2)
-        pb = prometheus_bytes(data)
+        if args.block_minutes:
+            # Give Prometheus the time to cut the block its head now spans.
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not any((d / "meta.json").is_file() for d in data.iterdir()):
+                time.sleep(2)
+            pb = prometheus_bytes(data)
+        else:
+            pb = prometheus_bytes(snapshot_head(url, data))
+            pb["source"] = "the run as one block, written by the TSDB snapshot"
         if pb["samples"] is None:
             pb["samples"] = appended
 
