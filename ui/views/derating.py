@@ -106,7 +106,8 @@ def pct(v: float | None) -> str:
 
 
 class ModelSummaryModel(RowsTableModel[ModelSummary]):
-    COLUMNS = ("Model", "Cards", "Days", *(f"{label} (min · median · max)" for _, label, _ in RATIOS))
+    # Two header lines: the long one-line labels pushed the PCIe column out of sight even at 1920 px.
+    COLUMNS = ("Model", "Cards", "Days", *(f"{label}\nmin · median · max" for _, label, _ in RATIOS))
 
     def set_rows(self, rows: list[ModelSummary]) -> None:
         self.beginResetModel()
