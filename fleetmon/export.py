@@ -30,6 +30,7 @@ import json
 import os
 import sys
 import tempfile
+import textwrap
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -64,7 +65,8 @@ class ExportCancelled(Exception):
 class Column:
     """One column of a workbook sheet: the row key, its header, width (characters) and kind.
 
-    ``kind`` is "text", "int", "float" or "date" (a Unix time, written as an Excel date).
+    ``kind`` is "text", "wrap" (long text, wrapped in the column's width so that a printed page
+    shows all of it), "int", "float" or "date" (a Unix time, written as an Excel date).
     """
 
     key: str
@@ -74,7 +76,7 @@ class Column:
 
 
 INVENTORY_SHEET: tuple[Column, ...] = (
-    Column("node", "Node", 14), Column("group", "Group", 10), Column("gpu_index", "Slot", 6, "int"),
+    Column("node", "Node", 14), Column("group", "Group", 13), Column("gpu_index", "Slot", 6, "int"),
     Column("pci_bus_id", "PCI bus id", 17), Column("model", "Model", 24), Column("serial", "Serial", 16),
     Column("uuid", "UUID", 42), Column("board_part_number", "Board part", 20), Column("vbios", "VBIOS", 15),
     Column("driver_version", "Driver", 11), Column("cuda_driver_version", "CUDA driver", 11),
@@ -85,18 +87,19 @@ INVENTORY_SHEET: tuple[Column, ...] = (
     Column("pcie_max_gen", "PCIe max gen", 9, "int"), Column("pcie_max_width", "PCIe max width", 9, "int"),
     Column("state", "State", 8), Column("first_seen_ts", "First seen (UTC)", 18, "date"),
     Column("last_seen_ts", "Last seen (UTC)", 18, "date"), Column("health", "Health", 9),
-    Column("open_findings", "Open findings", 9, "int"), Column("findings", "Findings", 70),
+    Column("open_findings", "Open findings", 9, "int"), Column("findings", "Findings", 70, "wrap"),
 )
 FINDINGS_SHEET: tuple[Column, ...] = (
     Column("severity", "Severity", 9), Column("kind", "Kind", 22), Column("node", "Node", 14),
-    Column("group", "Group", 10), Column("gpu_index", "GPU", 5, "int"), Column("gpu_uuid", "UUID", 42),
+    Column("group", "Group", 13), Column("gpu_index", "GPU", 5, "int"), Column("gpu_uuid", "UUID", 42),
     Column("first_seen", "First seen (UTC)", 17, "date"), Column("last_seen", "Last seen (UTC)", 17, "date"),
-    Column("evidence", "Evidence", 60), Column("action", "Action", 60), Column("ack", "Acknowledged", 30),
+    Column("evidence", "Evidence", 50, "wrap"), Column("action", "Action", 60, "wrap"),
+    Column("ack", "Acknowledged", 30, "wrap"),
 )
 VERSIONS_SHEET: tuple[Column, ...] = (
-    Column("group", "Group", 10), Column("model", "Model", 24), Column("component", "Component", 12),
+    Column("group", "Group", 13), Column("model", "Model", 24), Column("component", "Component", 12),
     Column("version", "Version", 16), Column("baseline", "Baseline", 9), Column("nodes", "Nodes", 7, "int"),
-    Column("gpus", "GPUs", 7, "int"), Column("node_list", "Nodes running it", 40),
+    Column("gpus", "GPUs", 7, "int"), Column("node_list", "Nodes running it", 40, "wrap"),
 )
 
 
@@ -323,11 +326,14 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
     try:
         header = wb.add_format({"bold": True, "bg_color": "#DDE4EE", "bottom": 1, "text_wrap": True,
                                 "valign": "top"})
-        fmts = {"date": wb.add_format({"num_format": "yyyy-mm-dd hh:mm", "align": "center"}),
-                "float": wb.add_format({"num_format": "0.0"}),
-                "int": wb.add_format({"num_format": "0", "align": "center"})}
-        quoted = wb.add_format({"quote_prefix": True})
-        tint = {"critical": wb.add_format({"bg_color": "#F4C7C3"}), "warning": wb.add_format({"bg_color": "#FCE8B2"})}
+        # Every cell aligned to the top, so that a row grown for wrapped text reads as one line of facts.
+        fmts = {"date": wb.add_format({"num_format": "yyyy-mm-dd hh:mm", "align": "center", "valign": "top"}),
+                "float": wb.add_format({"num_format": "0.0", "valign": "top"}),
+                "int": wb.add_format({"num_format": "0", "align": "center", "valign": "top"}),
+                "wrap": wb.add_format({"text_wrap": True, "valign": "top"})}
+        quoted = wb.add_format({"quote_prefix": True, "text_wrap": True, "valign": "top"})
+        tint = {"critical": wb.add_format({"bg_color": "#F4C7C3", "valign": "top"}),
+                "warning": wb.add_format({"bg_color": "#FCE8B2", "valign": "top"})}
         for name, columns, rows in (("Inventory", INVENTORY_SHEET, sheet.gpus),
                                     ("Open findings", FINDINGS_SHEET, sheet.findings),
                                     ("Versions", VERSIONS_SHEET, sheet.versions)):
@@ -345,9 +351,15 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
             ws.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.5)
             ws.set_footer(f"&L{name}&RPage &P of &N")
             ws.autofilter(0, 0, max(len(rows), 1), len(columns) - 1)
+            wrapped = [col for col in columns if col.kind == "wrap"]
             for r, row in enumerate(rows, start=1):
                 for c, col in enumerate(columns):
                     _write_cell(ws, r, c, row.get(col.key), col.kind, fmts, quoted)
+                lines = max((wrapped_lines(row.get(col.key), col.width) for col in wrapped), default=1)
+                if lines > 1:
+                    # Spreadsheets do not all grow a row for wrapped text on opening (LibreOffice's
+                    # PDF conversion keeps one line and overprints): the height is set here.
+                    ws.set_row(r, 15 * lines, fmts["wrap"])  # the row's plain text cells: top, wrapped
                 sev = row.get("health") if name == "Inventory" else row.get("severity")
                 if sev in tint:
                     key = "health" if name == "Inventory" else "severity"
@@ -360,6 +372,14 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
             progress(0, 0)
     finally:
         wb.close()
+
+
+def wrapped_lines(value: Any, width: float) -> int:
+    """Lines that ``value`` takes wrapped at ``width`` characters (an estimate: word-wrapped, one font)."""
+    if value is None or value == "":
+        return 1
+    lines = sum(max(1, len(textwrap.wrap(para, max(1, int(width))))) for para in str(value).splitlines() or [""])
+    return min(lines, 40)
 
 
 def _write_cell(ws: Any, r: int, c: int, value: Any, kind: str, fmts: Mapping[str, Any], quoted: Any) -> None:

@@ -193,3 +193,26 @@ def test_command_xlsx(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fleetmon", "export", "--db", str(db), "--format", "xlsx"],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "needs a file" in proc.stderr
+
+
+def test_long_text_wraps_and_its_row_grows_for_print(tmp_path):
+    """Evidence and actions wrap in their column and the row is tall enough (a PDF of the sheet overprinted before)."""
+    from fleetmon.export import FINDINGS_SHEET, wrapped_lines
+
+    db = open_database(tmp_path / "f.db")
+    ingest_polls(db, [_poll("n1", "a")])
+    long_action = "Check the PSU, the board power cables and the BMC power policy; " * 3
+    save_findings(db, [NewFinding(key="k", kind="power-brake", severity="warning", node="n1",
+                                  gpu_uuid=uuid_of("n1", 0), evidence={"summary": "short"}, action=long_action)],
+                  now=T0 + 60)
+    db.close()
+    out = tmp_path / "sheet.xlsx"
+    export_database(tmp_path / "f.db", out)
+    fnd = openpyxl.load_workbook(out)["Open findings"]
+    row = _row(fnd, "Kind", "power-brake")
+    assert row["Action"].value == long_action and row["Action"].alignment.wrap_text
+    width = next(c.width for c in FINDINGS_SHEET if c.key == "action")
+    lines = wrapped_lines(long_action, width)
+    assert lines >= 3 and fnd.row_dimensions[row["Action"].row].height == 15 * lines
+    assert row["Severity"].alignment.vertical == "top" and row["First seen (UTC)"].alignment.vertical == "top"
+    assert wrapped_lines("", 10) == 1 and wrapped_lines("a b", 10) == 1 and wrapped_lines("x" * 25, 10) == 3
