@@ -67,22 +67,25 @@ def test_ack_and_snooze_round_trip_in_sqlite(window, qtbot, fleet_db):
     from storage.db import open_database
 
     key = "temperature-high|gpu:GPU-n2-01|"
-    # The save and the reload it triggers are awaited together: the reload may finish before the save's signal.
-    with qtbot.waitSignals([window.reader.ack_saved, window.snapshot_shown], timeout=10000):
+
+    def shown_keys() -> list[str]:
+        return [window.findings_model.row(r).key for r in range(window.findings_model.rowCount())]
+
+    # The reload after the save, not a timer refresh that may land between the request and the save.
+    with qtbot.waitSignal(window.reader.ack_saved, timeout=10000):
         window.ack_requested.emit(key, "warning", "fan ordered", 0.0, "ann")
     db = open_database(fleet_db, readonly=True)
     stored = acks(db)[key]
     db.close()
     assert (stored.note, stored.by, stored.until, stored.severity) == ("fan ordered", "ann", None, "warning")
-    keys = [window.findings_model.row(r).key for r in range(window.findings_model.rowCount())]
-    assert key not in keys  # hidden while acknowledged
+    qtbot.waitUntil(lambda: window.snapshot.acks.get(key) is not None, timeout=10000)
+    assert key not in shown_keys()  # hidden while acknowledged
     window.findings_view.show_acked.setChecked(True)
-    keys = [window.findings_model.row(r).key for r in range(window.findings_model.rowCount())]
-    assert key in keys
+    assert key in shown_keys()
     # A snooze that already ended: the finding is back.
-    # The save and the reload it triggers are awaited together: the reload may finish before the save's signal.
-    with qtbot.waitSignals([window.reader.ack_saved, window.snapshot_shown], timeout=10000):
+    with qtbot.waitSignal(window.reader.ack_saved, timeout=10000):
         window.ack_requested.emit(key, "warning", "later", time.time() - 1, "ann")
+    qtbot.waitUntil(lambda: getattr(window.snapshot.acks.get(key), "note", None) == "later", timeout=10000)
     assert window.snapshot.acked(next(f for f in window.snapshot.findings if f.key == key)) is None
     with qtbot.waitSignal(window.reader.ack_saved, timeout=5000):
         window.ack_requested.emit(key, "warning", "", -1.0, "ann")
