@@ -22,6 +22,12 @@ _TABLE = {"minute": "samples", "hour": "hourly", "day": "daily"}
 _STEP = {"minute": 60, "hour": HOUR, "day": DAY}
 
 
+def data_version(db: Database) -> int:
+    """SQLite's ``PRAGMA data_version`` of this connection: it changes when another connection commits,
+    so a reader can tell that nothing new was written since its last read."""
+    return int(rows(db, "PRAGMA data_version")[0][0])
+
+
 def fleet_latest(db: Database) -> list[FleetRow]:
     """One row per known GPU with its node and latest reading, ordered by node and index.
 

@@ -45,6 +45,7 @@ class MainWindow(QMainWindow):
     """
 
     load_requested = Signal()
+    refresh_requested = Signal()  # the timer's: read only if the database changed
     ack_requested = Signal(str, str, str, float, str)
     rows_shown = Signal(int)
     history_shown = Signal(str, int)
@@ -127,6 +128,10 @@ class MainWindow(QMainWindow):
         self.reader = FleetReader(db_path)
         self.reader.moveToThread(self._thread)
         self.load_requested.connect(self.reader.load_fleet)
+        self.refresh_requested.connect(self.reader.load_fleet_if_changed)
+        self.reader.unchanged.connect(self._load_done)
+        self._loading_since: float | None = None  # a load asked of the reader and not answered yet
+        self._load_again: bool | None = None  # asked meanwhile: None = no, False = a timer refresh, True = a load
         self.reader.loaded.connect(self._on_loaded)
         self.reader.snapshot_loaded.connect(self._on_snapshot)
         self.ack_requested.connect(self.reader.save_ack)
@@ -142,7 +147,7 @@ class MainWindow(QMainWindow):
 
         self._timer = QTimer(self)
         self._timer.setInterval(int(refresh_s * 1000))
-        self._timer.timeout.connect(self.request_load)
+        self._timer.timeout.connect(self.request_refresh)
         self._timer.start()
         self._restore_settings()
         QTimer.singleShot(0, self.request_load)
@@ -256,8 +261,28 @@ class MainWindow(QMainWindow):
     # -- data ----------------------------------------------------------------------------
 
     def request_load(self) -> None:
+        """Read the fleet now (after a poll, F5, an acknowledgement)."""
+        self._request(changed_only=False)
+
+    def request_refresh(self) -> None:
+        """The timer's refresh: the reader reads only if the database changed (or a while has passed)."""
+        self._request(changed_only=True)
+
+    def _request(self, changed_only: bool) -> None:
+        # One load in flight at a time: requests meanwhile fold into one more after it, so a
+        # reader slower than the timer never builds a queue of loads (each ~1 s at 8,000 GPUs).
+        if self._loading_since is not None and time.monotonic() - self._loading_since < 60:
+            self._load_again = bool(self._load_again) or not changed_only
+            return
+        self._loading_since = time.monotonic()
         self.reader.tree_params = self.fleet_view.model.params()  # the reader builds the fleet tree for these
-        self.load_requested.emit()
+        (self.refresh_requested if changed_only else self.load_requested).emit()
+
+    def _load_done(self) -> None:
+        self._loading_since = None
+        again, self._load_again = self._load_again, None
+        if again is not None:
+            self._request(changed_only=not again)
 
     def _on_loaded(self, rows: list[FleetRow], info: dict[str, Any]) -> None:
         self.model.set_rows(rows)
@@ -272,6 +297,7 @@ class MainWindow(QMainWindow):
         self.rows_shown.emit(len(rows))
 
     def _on_snapshot(self, snap: FleetSnapshot) -> None:
+        self._load_done()
         self.snapshot = snap
         self.fleet_view.set_snapshot(snap)
         self.findings_view.set_snapshot(snap)
@@ -321,6 +347,7 @@ class MainWindow(QMainWindow):
 
     def _on_failed(self, message: str) -> None:
         self.status_label.setText(f"cannot read the database: {message}")
+        self._load_done()
 
     # -- settings --------------------------------------------------------------------------
 

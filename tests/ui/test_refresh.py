@@ -1,0 +1,65 @@
+"""The window's refreshes: the timer reads only when the database changed; loads never queue up."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from helpers import poll
+from storage.db import open_database
+from storage.ingest import ingest_polls
+
+
+@pytest.fixture
+def window(qtbot, fleet_db, tmp_path):
+    from ui.main_window import MainWindow
+
+    w = MainWindow(str(fleet_db), refresh_s=3600, settings=QSettings(str(tmp_path / "w.ini"),
+                                                                   QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.snapshot_shown, timeout=10000):
+        w.request_load()
+    idle(qtbot, w)
+    yield w
+
+
+def idle(qtbot, w) -> None:
+    """No load in flight or folded (the first show asks for one too)."""
+    qtbot.waitUntil(lambda: w._loading_since is None and w._load_again is None, timeout=20000)
+
+
+def test_a_timer_refresh_reads_only_after_another_connection_commits(qtbot, window, fleet_db):
+    snapshots: list[object] = []
+    window.reader.snapshot_loaded.connect(snapshots.append)
+    with qtbot.waitSignal(window.reader.unchanged, timeout=10000):
+        window.request_refresh()
+    idle(qtbot, window)  # the window heard the answer
+    assert snapshots == []  # nothing new: nothing read
+
+    db = open_database(fleet_db)
+    ingest_polls(db, [poll("n9", time.time(), gpus=1)])  # another connection commits a new node
+    db.close()
+    with qtbot.waitSignal(window.snapshot_shown, timeout=10000):
+        window.request_refresh()
+    assert "n9" in window.snapshot.nodes
+
+    window.reader.MAX_UNCHANGED_S = 0.0  # the clock moved on: read again even without a commit
+    with qtbot.waitSignal(window.snapshot_shown, timeout=10000):
+        window.request_refresh()
+    with qtbot.waitSignal(window.snapshot_shown, timeout=10000):
+        window.request_load()  # an explicit load (F5, after a poll) always reads
+
+
+def test_loads_asked_while_one_runs_fold_into_one_more(qtbot, window):
+    snapshots: list[object] = []
+    window.reader.snapshot_loaded.connect(snapshots.append)
+    for _ in range(20):  # a burst: timer ticks, polls and F5 while the reader is busy
+        window.request_load()
+        window.request_refresh()
+    qtbot.waitUntil(lambda: len(snapshots) >= 2, timeout=20000)
+    idle(qtbot, window)
+    qtbot.wait(300)
+    assert len(snapshots) == 2  # the one in flight, then one for everything asked meanwhile
+    assert window._load_again is None
