@@ -78,16 +78,28 @@ _GPU_COLUMNS = ("uuid", "node", "idx", "pci_bus_id", "name", "serial", "vbios", 
                 "power_default_w", "power_enforced_w", "state", "first_seen", "inventory")
 
 
-def gpus(db: Database) -> list[GpuRow]:
+def gpus(db: Database, memo: dict[str, dict[str, Any]] | None = None) -> list[GpuRow]:
     """Every GPU ever seen, ordered by node and index.
 
     ``last_seen`` is the later of the last inventory and the last sample.
+    ``memo`` (stored inventory text → its decoded form), kept by a caller that
+    reads the fleet again and again, saves decoding inventories that did not
+    change (8,000 JSON documents per read of a large fleet); the decoded
+    dicts are shared between reads and must not be modified.
     """
     cols = ", ".join(f"g.{c}" for c in _GPU_COLUMNS)
     out = []
     for r in query(db, f"""SELECT {cols}, max(coalesce(g.last_seen, 0), coalesce(l.seen, 0)) AS last_seen
                            FROM gpus g LEFT JOIN gpu_latest l ON l.gpu_id = g.id ORDER BY g.node, g.idx, g.uuid"""):
-        inv = json.loads(r["inventory"] or "{}")
+        text = r["inventory"] or "{}"
+        if memo is None:
+            inv = json.loads(text)
+        else:
+            inv = memo.get(text)
+            if inv is None:
+                if len(memo) > 4 * 65536:  # inventories replaced over time: start afresh
+                    memo.clear()
+                inv = memo[text] = json.loads(text)
         out.append(GpuRow(
             uuid=r["uuid"], node=r["node"], index=r["idx"], pci_bus_id=r["pci_bus_id"], model=r["name"],
             serial=r["serial"], vbios=r["vbios"], memory_total_mib=r["memory_total_mib"],

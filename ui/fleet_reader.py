@@ -19,14 +19,18 @@ from ui.snapshot import FleetSnapshot
 __all__ = ["FleetReader", "FleetSnapshot", "prepare", "read_snapshot"]
 
 
-def read_snapshot(db: Any, now: float | None = None) -> FleetSnapshot:
-    """Read a :class:`FleetSnapshot` from an open database (any thread; the caller's connection)."""
+def read_snapshot(db: Any, now: float | None = None, memo: dict[str, Any] | None = None) -> FleetSnapshot:
+    """Read a :class:`FleetSnapshot` from an open database (any thread; the caller's connection).
+
+    ``memo``: the reader's cache of decoded inventories, kept between reads (see storage.queries.gpus).
+    """
     from storage.acks import acks
     from storage.findings import open_findings
     from storage.queries import fleet_latest, gpus, nodes
 
     rows, findings = attach_findings(fleet_latest(db), open_findings(db))
-    return FleetSnapshot(rows=tuple(rows), nodes={n.name: n for n in nodes(db)}, gpus={g.uuid: g for g in gpus(db)},
+    return FleetSnapshot(rows=tuple(rows), nodes={n.name: n for n in nodes(db)},
+                         gpus={g.uuid: g for g in gpus(db, memo)},
                          findings=tuple(findings), acks=acks(db), read_at=time.time() if now is None else now)
 
 
@@ -55,6 +59,10 @@ class FleetReader(DbReader):
     the snapshot then comes with its tree built here, off the GUI thread."""
 
     _seen: tuple[Any, Any, float] | None = None  # (data version, tree params, when) of the last snapshot
+
+    def __init__(self, db_path: str) -> None:
+        super().__init__(db_path)
+        self._inventories: dict[str, Any] = {}  # decoded inventories by their stored text, kept between reads
 
     @Slot()
     def load_fleet_if_changed(self) -> None:
@@ -91,7 +99,7 @@ class FleetReader(DbReader):
                 self._db = open_database(self.db_path, readonly=True)
             version = data_version(self._db)
             params = self.tree_params
-            snap = read_snapshot(self._db)
+            snap = read_snapshot(self._db, memo=self._inventories)
             prepare(snap, params)
         except Exception as exc:  # shown in the status bar; the next tick retries
             self._db = None

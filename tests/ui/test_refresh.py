@@ -7,7 +7,7 @@ import time
 import pytest
 from PySide6.QtCore import QSettings
 
-from helpers import poll
+from helpers import inventory, poll
 from storage.db import open_database
 from storage.ingest import ingest_polls
 
@@ -63,3 +63,24 @@ def test_loads_asked_while_one_runs_fold_into_one_more(qtbot, window):
     qtbot.wait(300)
     assert len(snapshots) == 2  # the one in flight, then one for everything asked meanwhile
     assert window._load_again is None
+
+
+def test_inventories_decoded_once_are_reused_until_they_change(fleet_db):
+    from storage.queries import gpus
+
+    db = open_database(fleet_db, readonly=True)
+    memo: dict = {}
+    first = {g.uuid: g for g in gpus(db, memo)}
+    again = {g.uuid: g for g in gpus(db, memo)}
+    assert first.keys() == again.keys() and len(memo) >= 1
+    assert all(again[u].inventory is first[u].inventory for u in first)  # the same decoded dict, not decoded again
+    assert [g.inventory for g in gpus(db)] == [g.inventory for g in first.values()]  # as decoded without a memo
+    db.close()
+    rw = open_database(fleet_db)
+    ingest_polls(rw, [poll("n1", time.time(), inv=[inventory("n1", i, vbios="99.99.99.99.99") for i in range(2)])])
+    rw.close()
+    db = open_database(fleet_db, readonly=True)
+    changed = {g.uuid: g for g in gpus(db, memo)}
+    db.close()
+    n1 = [u for u in changed if u.startswith("GPU-n1")]
+    assert n1 and all(changed[u].inventory.get("vbios") == "99.99.99.99.99" for u in n1)
