@@ -23,7 +23,7 @@ from ui.fleet_reader import FleetReader, FleetSnapshot
 from ui.models.fleet_table import FleetTableModel
 from ui.models.findings_table import FindingsTableModel
 from ui.export_action import InventoryExport
-from ui.shell import Tray
+from ui.shell import Tray, settle_heap
 from ui.views.findings import FindingsView
 from ui.views.fleet import FleetView
 from ui.views.versions import VersionsView
@@ -298,6 +298,7 @@ class MainWindow(QMainWindow):
 
     def _on_snapshot(self, snap: FleetSnapshot) -> None:
         self._load_done()
+        first = not self.snapshot.rows and bool(snap.rows)
         self.snapshot = snap
         self.fleet_view.set_snapshot(snap)
         self.findings_view.set_snapshot(snap)
@@ -312,6 +313,8 @@ class MainWindow(QMainWindow):
         self.tray.update(worst, {f.key for f in live if f.severity == Severity.CRITICAL},
                          lambda k: _describe(by_key[k]))
         self.snapshot_shown.emit(snap)
+        if first:
+            QTimer.singleShot(0, settle_heap)  # after this first paint: start-up's objects out of the collector's way
 
     def _on_selection_changed(self, selected: QItemSelection, deselected: QItemSelection) -> None:
         rows = self.table.selectionModel().selectedRows()

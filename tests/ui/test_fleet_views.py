@@ -316,3 +316,25 @@ def test_fleet_view_gives_a_wide_window_to_the_model_column_unless_the_user_size
     view.resize(1700, 400)
     qtbot.wait(50)
     assert header.sectionSize(COL_MODEL) == 180
+
+
+def test_a_replaced_fleet_tree_is_freed_at_once_not_left_to_the_garbage_collector(qtbot, fleet_db):
+    """Cycles (parent ↔ children) in replaced trees waited for full collections, which froze the window."""
+    import gc
+    import weakref
+
+    from tests.ui.conftest import snapshot
+    from ui.models.fleet_tree import FleetTreeModel
+
+    model = FleetTreeModel()
+    model.set_snapshot(snapshot(fleet_db))
+    old = [weakref.ref(it) for it in model._by_uid.values()]
+    assert old
+    gc.disable()
+    try:
+        model.set_snapshot(snapshot(fleet_db))  # a refresh: a new tree of new items
+        assert all(ref() is None for ref in old)  # freed by reference counting alone
+    finally:
+        gc.enable()
+    assert model.rowCount() > 0 and all(it.parent is not None for it in model._by_uid.values()
+                                        if it.kind == "gpu")  # the shown tree is intact

@@ -113,15 +113,18 @@ def build_tree(snap: Any, now: float, params: TreeParams) -> Tree:
 def build_from_roots(roots: list[Item]) -> tuple[dict[int, Item], tuple[Any, ...]]:
     """Number the rows; return every item by id and the shape (nested ids)."""
     by_uid: dict[int, Item] = {}
+    return by_uid, _walk(roots, by_uid)
 
-    def walk(items: list[Item]) -> tuple[Any, ...]:
-        out = []
-        for i, it in enumerate(items):
-            it.row = i
-            by_uid[it.uid] = it
-            out.append((it.uid, walk(it.children)) if it.children else it.uid)
-        return tuple(out)
-    return by_uid, walk(roots)
+
+def _walk(items: list[Item], by_uid: dict[int, Item]) -> tuple[Any, ...]:
+    # A module function, not a recursive closure: such a closure is a reference cycle that kept
+    # every item of every replaced tree alive until a full garbage collection.
+    out: list[Any] = []
+    for i, it in enumerate(items):
+        it.row = i
+        by_uid[it.uid] = it
+        out.append((it.uid, _walk(it.children, by_uid)) if it.children else it.uid)
+    return tuple(out)
 
 
 class _Builder:

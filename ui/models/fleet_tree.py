@@ -91,6 +91,14 @@ class FleetTreeModel(QAbstractItemModel):
 
     def _show(self, tree: Tree, force_reset: bool = False) -> None:
         roots = tree.roots
+        old = self._by_uid
+        try:
+            self._swap(tree, roots, force_reset)
+        finally:
+            if old is not self._by_uid:
+                _release(old)
+
+    def _swap(self, tree: Tree, roots: list[Item], force_reset: bool) -> None:
         if tree.shape == self._shape and roots and not force_reset:
             # Same shape: same ids at the same rows, so the view's indexes stay valid; swap the items in.
             self._roots, self._by_uid = roots, tree.by_uid
@@ -304,3 +312,15 @@ class FleetTreeModel(QAbstractItemModel):
                 node_source(n.url).note,  # what a dcgm-exporter, ssh or imported node cannot tell ("" for agents)
                 f"last error: {n.last_error}" if n.last_error and n.status == "unreachable" else "") if x)
         return f"group {it.name}: {len(it.children)} nodes, {len(it.gpus)} GPUs"
+
+
+def _release(items: dict[int, Item]) -> None:
+    """Break the parent ↔ children cycles of items no longer shown, so that they are freed at once.
+
+    Left as cycles, every replaced tree (9,000 items at 8,000 GPUs, with the
+    snapshot they point into) waited for a full garbage collection, which then
+    held the interpreter for a few hundred milliseconds: a frozen window.
+    """
+    for item in items.values():
+        item.parent = None
+        item.children = []
