@@ -28,12 +28,12 @@ log = logging.getLogger("fleetmon.ui")
 
 
 def collect_command(db_path: str, fleet_path: str, interval_s: float | None) -> list[str]:
-    """The child's command line: this interpreter (or the bundled app) running `fleetmon collect`."""
-    if getattr(sys, "frozen", False):  # PyInstaller bundle: the executable is the fleetmon CLI itself
-        head = [sys.executable]
-    else:
-        head = [sys.executable, "-m", "fleetmon"]
-    cmd = [*head, "collect", "--db", db_path, "--fleet", fleet_path, "--control", "stdio"]
+    """The child's command line: this interpreter running `fleetmon collect`.
+
+    In the PyInstaller bundle ``sys.executable`` is the app itself, whose entry point
+    (packaging/frozen_main.py) drops the ``-m fleetmon`` in front of the arguments.
+    """
+    cmd = [sys.executable, "-m", "fleetmon", "collect", "--db", db_path, "--fleet", fleet_path, "--control", "stdio"]
     if interval_s is not None:
         cmd += ["--interval", repr(float(interval_s))]
     return cmd
