@@ -5,7 +5,6 @@ from __future__ import annotations
 import configparser
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,19 +12,15 @@ from pathlib import Path
 
 import pytest
 
+from helpers import dead_url
+
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _dead_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
 @pytest.fixture
 def running_collector(tmp_path):
     fleet = tmp_path / "fleet.toml"
-    fleet.write_text(f'[fleet]\ntimeout_s = 1\n[[node]]\nname = "down"\nurl = "{_dead_url()}"\n', encoding="utf-8")
+    fleet.write_text(f'[fleet]\ntimeout_s = 1\n[[node]]\nname = "down"\nurl = "{dead_url()}"\n', encoding="utf-8")
     db = tmp_path / "fleet.db"
     proc = subprocess.Popen([sys.executable, "-m", "fleetmon", "collect", "--fleet", str(fleet), "--db", str(db),
                              "--interval", "30"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,

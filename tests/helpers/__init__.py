@@ -5,6 +5,7 @@ this file."""
 from __future__ import annotations
 
 import random
+import socket
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -17,6 +18,13 @@ from storage.ingest import ingest_polls
 from storage.rollup import rollup
 
 T0 = 1_700_000_000 // 86400 * 86400  # a UTC midnight
+
+
+def dead_url() -> str:
+    """An http URL on 127.0.0.1 where nothing listens (a port just bound and released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
 def uuid_of(node: str, index: int) -> str:

@@ -70,6 +70,22 @@ def fleet_db(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def window(qtbot, fleet_db, tmp_path):
+    """The main window on :func:`fleet_db`, its first snapshot shown (timer refresh once a minute)."""
+    from PySide6.QtCore import QSettings
+
+    from ui.main_window import MainWindow
+
+    w = MainWindow(str(fleet_db), refresh_s=60, settings=QSettings(str(tmp_path / "w.ini"),
+                                                                 QSettings.Format.IniFormat))
+    qtbot.addWidget(w)
+    with qtbot.waitSignal(w.snapshot_shown, timeout=10000):
+        w.request_load()
+    yield w
+    w.close()
+
+
+@pytest.fixture
 def snap(fleet_db: Path) -> FleetSnapshot:
     return snapshot(fleet_db)
 

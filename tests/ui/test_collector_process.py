@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -19,15 +18,10 @@ import pytest
 
 from fleetmon.collector.lock import WriterLock
 from fleetmon.sim.fleet import make_node
+from helpers import dead_url
 from storage.db import open_database, query
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _dead_url() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
 @pytest.fixture
@@ -37,7 +31,7 @@ def live_fleet(tmp_path: Path):
     fleet = tmp_path / "fleet.toml"
     fleet.write_text(f'[fleet]\ntimeout_s = 1\npoll_interval_s = 2\n'
                      f'[[node]]\nname = "live"\nurl = "{node.url}"\n'
-                     f'[[node]]\nname = "down"\nurl = "{_dead_url()}"\n', encoding="utf-8")
+                     f'[[node]]\nname = "down"\nurl = "{dead_url()}"\n', encoding="utf-8")
     db = tmp_path / "fleet.db"
     open_database(db).close()
     yield fleet, db

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from PySide6.QtCore import QSettings
 
 from helpers import inventory, poll
 from storage.db import open_database
@@ -13,24 +12,19 @@ from storage.ingest import ingest_polls
 
 
 @pytest.fixture
-def window(qtbot, fleet_db, tmp_path):
-    from ui.main_window import MainWindow
-
-    w = MainWindow(str(fleet_db), refresh_s=3600, settings=QSettings(str(tmp_path / "w.ini"),
-                                                                   QSettings.Format.IniFormat))
-    qtbot.addWidget(w)
-    with qtbot.waitSignal(w.snapshot_shown, timeout=10000):
-        w.request_load()
-    idle(qtbot, w)
-    yield w
+def quiet_window(qtbot, window):
+    """The window with no load in flight or folded (its first show asks for one too)."""
+    idle(qtbot, window)
+    return window
 
 
 def idle(qtbot, w) -> None:
-    """No load in flight or folded (the first show asks for one too)."""
+    """No load in flight, none folded."""
     qtbot.waitUntil(lambda: w._loading_since is None and w._load_again is None, timeout=20000)
 
 
-def test_a_timer_refresh_reads_only_after_another_connection_commits(qtbot, window, fleet_db):
+def test_a_timer_refresh_reads_only_after_another_connection_commits(qtbot, quiet_window, fleet_db):
+    window = quiet_window
     snapshots: list[object] = []
     window.reader.snapshot_loaded.connect(snapshots.append)
     with qtbot.waitSignal(window.reader.unchanged, timeout=10000):
@@ -52,7 +46,8 @@ def test_a_timer_refresh_reads_only_after_another_connection_commits(qtbot, wind
         window.request_load()  # an explicit load (F5, after a poll) always reads
 
 
-def test_loads_asked_while_one_runs_fold_into_one_more(qtbot, window):
+def test_loads_asked_while_one_runs_fold_into_one_more(qtbot, quiet_window):
+    window = quiet_window
     snapshots: list[object] = []
     window.reader.snapshot_loaded.connect(snapshots.append)
     for _ in range(20):  # a burst: timer ticks, polls and F5 while the reader is busy

@@ -13,19 +13,6 @@ from PySide6.QtCore import QSettings, Qt
 pytestmark = pytest.mark.gui
 
 
-@pytest.fixture
-def window(qtbot, fleet_db, tmp_path):
-    from ui.main_window import MainWindow
-
-    w = MainWindow(str(fleet_db), refresh_s=60, settings=QSettings(str(tmp_path / "w.ini"),
-                                                                 QSettings.Format.IniFormat))
-    qtbot.addWidget(w)
-    with qtbot.waitSignal(w.snapshot_shown, timeout=10000):
-        w.request_load()
-    yield w
-    w.close()
-
-
 def test_views_registered_with_shortcuts(window, qtbot):
     from PySide6.QtWidgets import QLabel
 
