@@ -150,6 +150,7 @@ class MainWindow(QMainWindow):
         self._timer.timeout.connect(self.request_refresh)
         self._timer.start()
         self._restore_settings()
+        settle_heap()  # start-up's objects out of the garbage collector's way (once per process)
         QTimer.singleShot(0, self.request_load)
 
     # -- views -------------------------------------------------------------------------
@@ -295,10 +296,11 @@ class MainWindow(QMainWindow):
             f"{len(rows)} GPUs on {nodes} nodes ({bad} unreachable) · newest sample "
             f"{fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), info['read_at'])}")
         self.rows_shown.emit(len(rows))
+        # The reader's last signal of a load (after snapshot_loaded): only now may the next load start,
+        # so that its Python work does not share the interpreter with the GUI thread applying this one.
+        self._load_done()
 
     def _on_snapshot(self, snap: FleetSnapshot) -> None:
-        self._load_done()
-        first = not self.snapshot.rows and bool(snap.rows)
         self.snapshot = snap
         self.fleet_view.set_snapshot(snap)
         self.findings_view.set_snapshot(snap)
@@ -313,10 +315,6 @@ class MainWindow(QMainWindow):
         self.tray.update(worst, {f.key for f in live if f.severity == Severity.CRITICAL},
                          lambda k: _describe(by_key[k]))
         self.snapshot_shown.emit(snap)
-        if first:
-            # Start-up's objects out of the garbage collector's way, once, a second after the fleet is
-            # first painted: the one collection before the freeze takes ~0.1-0.3 s.
-            QTimer.singleShot(1000, settle_heap)
 
     def _on_selection_changed(self, selected: QItemSelection, deselected: QItemSelection) -> None:
         rows = self.table.selectionModel().selectedRows()

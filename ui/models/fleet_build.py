@@ -49,6 +49,11 @@ def known_uid(key: str) -> int | None:
     return _UIDS.get(key)
 
 
+LEAF: list[Any] = []
+"""The children of every GPU item: one shared empty list, never appended to (8,000 fewer objects for
+the garbage collector to walk per refresh of a 1,000-node fleet)."""
+
+
 @dataclass(eq=False)
 class Item:
     """A row of the tree: a group, a node or a GPU."""
@@ -157,7 +162,8 @@ class _Builder:
             for r in gpus:
                 st = gpu_status(r, self.now)
                 nitem.children.append(Item("gpu", f"g:{r.uuid}", uid_of(f"g:{r.uuid}"), parent=nitem, gpu=r,
-                                           gpus=[r], status=st, severity=gpu_severity(r, st), name=str(r.index)))
+                                           gpus=[r], status=st, severity=gpu_severity(r, st), name=str(r.index),
+                                           children=LEAF))
             nitem.status = "unreachable" if gpus[0].node_status == "unreachable" else fmt.worst_status(
                 [c.status for c in nitem.children])
             nitem.severity = fmt.worst([c.severity for c in nitem.children])

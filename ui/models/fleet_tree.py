@@ -22,7 +22,7 @@ from fleetmon.vocab import Severity
 from storage.rows import FleetRow
 from ui import format as fmt
 from ui.fleet_reader import FleetSnapshot
-from ui.models.fleet_build import (_F0, _LAST, COL_HEALTH, COL_STATUS, COLUMNS, FIELD_COLUMNS, Item, Tree,
+from ui.models.fleet_build import (LEAF, _F0, _LAST, COL_HEALTH, COL_STATUS, COLUMNS, FIELD_COLUMNS, Item, Tree,
                                    TreeParams, build_from_roots, build_tree, gpu_severity, gpu_status, known_uid,
                                    sort_items)
 
@@ -323,4 +323,4 @@ def _release(items: dict[int, Item]) -> None:
     """
     for item in items.values():
         item.parent = None
-        item.children = []
+        item.children = LEAF
