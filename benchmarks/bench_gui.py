@@ -17,7 +17,9 @@ runs and printed beside its target:
 * stalls: the window collecting from ``--nodes`` simulated nodes (real agent
   code, processes of ``fleetmon.sim.fleet`` as in bench_collector.py) on a
   fresh database, its collector a child process as in `fleetmon gui --fleet`;
-  a 10 ms QTimer records the longest gap of the event loop. Baseline in the
+  a 10 ms QTimer records the longest gap of the event loop. Each run is a
+  fresh process with one window, as the app runs (the simulated nodes are
+  started once and shared); Baseline in the
   same run (interleaved runs): the collector in a thread of the window's
   process, as the app ran it before;
 * memory: the app's RSS with the fleet table and a 90-day detail open.
@@ -156,7 +158,27 @@ def in_process(db: Path, runs: int, now: float) -> dict[str, Any]:
     return {"rows": n_rows, "switch": switch, "ranges": ranges, "rss_mib": mem, "counts": counts}
 
 
-def stalls(sims: Any, seconds: float, interval: float, *, in_process: bool = False) -> dict[str, Any]:
+def child_stall(spec: str) -> None:
+    """One stall run in this fresh process (one window per process, as the app runs); prints its JSON."""
+    from fleetmon.sim.fleet import raise_fd_limit
+
+    args = json.loads(Path(spec).read_text())
+    raise_fd_limit(len(args["nodes"]) * 2 + 256)
+    print(json.dumps(stalls(args["nodes"], args["seconds"], args["interval"], in_process=args["in_process"])))
+
+
+def stall_run(nodes: list[dict[str, Any]], seconds: float, interval: float, in_process: bool) -> dict[str, Any]:
+    spec = Path(tempfile.mkdtemp(prefix="fleetmon-bench-stall-")) / "spec.json"
+    spec.write_text(json.dumps({"nodes": nodes, "seconds": seconds, "interval": interval, "in_process": in_process}))
+    out = subprocess.run([sys.executable, __file__, "--child-stall", str(spec)], capture_output=True, text=True,
+                         timeout=600)
+    if out.returncode != 0:
+        raise SystemExit(f"stall run failed: {out.stderr[-2000:]}")
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def stalls(nodes: list[dict[str, Any]], seconds: float, interval: float, *, in_process: bool = False
+           ) -> dict[str, Any]:
     """The window collecting from simulated nodes; the longest event-loop gap seen by a 10 ms timer.
 
     The collector runs as `fleetmon gui --fleet` runs it: a child process
@@ -177,7 +199,7 @@ def stalls(sims: Any, seconds: float, interval: float, *, in_process: bool = Fal
     if True:
         fleet_file = folder / "fleet.toml"
         fleet_file.write_text("[fleet]\nname = \"bench\"\ntimeout_s = 10\nconcurrency = 64\n\n" + "".join(
-            f'[[node]]\nname = "{n["name"]}"\nurl = "{n["url"]}"\n\n' for n in sims.nodes), encoding="utf-8")
+            f'[[node]]\nname = "{n["name"]}"\nurl = "{n["url"]}"\n\n' for n in nodes), encoding="utf-8")
         db_path = folder / "gui.db"
         open_database(db_path).close()
         app = QApplication.instance() or QApplication(sys.argv[:1])
@@ -245,9 +267,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="skip the baseline stall runs with the collector in the window's process")
     ap.add_argument("--cache", default=os.path.join(tempfile.gettempdir(), "fleetmon-bench"))
     ap.add_argument("--child-launch", metavar="DB", help=argparse.SUPPRESS)
+    ap.add_argument("--child-stall", metavar="SPEC", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child_launch:
         child_launch(args.child_launch)
+        return 0
+    if args.child_stall:
+        child_stall(args.child_stall)
         return 0
     import bench_storage as bs
 
@@ -297,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for _ in range(runs):
                 for mode in modes:  # interleaved, so that a noisy moment hits both
-                    found[mode].append(stalls(sims, args.poll_seconds, args.interval, in_process=mode))
+                    found[mode].append(stall_run(sims.nodes, args.poll_seconds, args.interval, mode))
         finally:
             sims.stop()
         for mode in modes:
