@@ -42,7 +42,11 @@ def prepare(snap: FleetSnapshot, params: Any) -> None:
     snap.derived["summary"] = summary_text(snap)
     snap.derived["versions"] = version_rows(snap)
     if isinstance(params, TreeParams):
-        snap.derived["tree"] = build_tree(snap, snap.read_at, params)
+        from ui.models.fleet_tree import warm
+
+        tree = build_tree(snap, snap.read_at, params)
+        warm(tree, snap)
+        snap.derived["tree"] = tree
 
 
 class FleetReader(DbReader):

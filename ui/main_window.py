@@ -131,6 +131,8 @@ class MainWindow(QMainWindow):
         self.refresh_requested.connect(self.reader.load_fleet_if_changed)
         self.reader.unchanged.connect(self._load_done)
         self._loading_since: float | None = None  # a load asked of the reader and not answered yet
+        self._applying: FleetSnapshot | None = None  # a snapshot whose steps are still being applied
+        self._rows_pending: tuple[list[FleetRow], dict[str, Any]] | None = None
         self._load_again: bool | None = None  # asked meanwhile: None = no, False = a timer refresh, True = a load
         self.reader.loaded.connect(self._on_loaded)
         self.reader.snapshot_loaded.connect(self._on_snapshot)
@@ -286,6 +288,12 @@ class MainWindow(QMainWindow):
             self._request(changed_only=not again)
 
     def _on_loaded(self, rows: list[FleetRow], info: dict[str, Any]) -> None:
+        if self._applying is not None:  # the snapshot of the same load is being applied: its last step
+            self._rows_pending = (rows, info)
+            return
+        self._apply_rows(rows, info)
+
+    def _apply_rows(self, rows: list[FleetRow], info: dict[str, Any]) -> None:
         self.model.set_rows(rows)
         if self.table.horizontalHeader().sortIndicatorSection() >= 0:
             h = self.table.horizontalHeader()
@@ -301,10 +309,27 @@ class MainWindow(QMainWindow):
         self._load_done()
 
     def _on_snapshot(self, snap: FleetSnapshot) -> None:
+        """Apply a snapshot in steps, each its own turn of the event loop.
+
+        At 8,000 GPUs the fleet tree, the findings, the versions matrix and the flat table take
+        10–20 ms each to take in; done in one go they held the event loop (input, paint, timers)
+        for 50–100 ms. The fleet view, the one on screen first, goes first.
+        """
         self.snapshot = snap
+        self._applying = snap
         self.fleet_view.set_snapshot(snap)
+        steps = [self._apply_findings, self.versions_view.set_snapshot, self._applied]
+
+        def run(i: int = 0) -> None:
+            if self._applying is not snap:
+                return  # a newer snapshot took over
+            steps[i](snap)
+            if i + 1 < len(steps):
+                QTimer.singleShot(0, self, lambda: run(i + 1))  # the window as context: dropped with it
+        QTimer.singleShot(0, self, run)
+
+    def _apply_findings(self, snap: FleetSnapshot) -> None:
         self.findings_view.set_snapshot(snap)
-        self.versions_view.set_snapshot(snap)
         live = [f for f in snap.findings if snap.acked(f) is None]
         crit = sum(1 for f in live if f.severity == Severity.CRITICAL)
         self.sidebar.item(1).setText(f"Findings ({len(live)}, {crit} crit)" if live else "Findings")
@@ -314,7 +339,13 @@ class MainWindow(QMainWindow):
         by_key = {f.key: f for f in live}
         self.tray.update(worst, {f.key for f in live if f.severity == Severity.CRITICAL},
                          lambda k: _describe(by_key[k]))
+
+    def _applied(self, snap: FleetSnapshot) -> None:
+        self._applying = None
         self.snapshot_shown.emit(snap)
+        pending, self._rows_pending = self._rows_pending, None
+        if pending is not None:
+            QTimer.singleShot(0, self, lambda: self._apply_rows(*pending))
 
     def _on_selection_changed(self, selected: QItemSelection, deselected: QItemSelection) -> None:
         rows = self.table.selectionModel().selectedRows()

@@ -69,6 +69,9 @@ class Item:
     severity: str = ""  # the worst of its findings and statuses
     status: str = ""
     name: str = ""
+    cells: dict[int, Any] | None = None
+    """Cells of a group or node row computed once per tree (its aggregates walk every GPU under it):
+    column → display text, and ``-1 - column`` → the cell's severity tint."""
 
 
 @dataclass(frozen=True)

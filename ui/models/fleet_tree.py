@@ -206,9 +206,9 @@ class FleetTreeModel(QAbstractItemModel):
             return None
         col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._display(it, col)
+            return self._display(it, col) if it.kind == "gpu" else self._aggregate(it, col)
         if role == Qt.ItemDataRole.BackgroundRole:
-            sev = self._cell_severity(it, col)
+            sev = self._cell_severity(it, col) if it.kind == "gpu" else self._aggregate(it, -1 - col)
             return QBrush(TINT[sev]) if sev in TINT else None
         if role == Qt.ItemDataRole.ForegroundRole and col in (COL_STATUS, COL_HEALTH):
             if col == COL_STATUS:
@@ -221,6 +221,17 @@ class FleetTreeModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.ToolTipRole:
             return self._tooltip(it)
         return None
+
+    def _aggregate(self, it: Item, key: int) -> Any:
+        """A group or node row's cell, computed once per tree: ``key`` is the column for its text,
+        ``-1 - column`` for its tint (a group's cells walk all of its GPUs; a repaint asks for each
+        cell several times, and the reader thread fills the top level ahead, see :func:`warm`)."""
+        cells = it.cells
+        if cells is None:
+            cells = it.cells = {}
+        if key not in cells:
+            cells[key] = self._display(it, key) if key >= 0 else self._cell_severity(it, -1 - key)
+        return cells[key]
 
     def _cell_severity(self, it: Item, col: int) -> str:
         if col in (0, COL_HEALTH):
@@ -324,3 +335,17 @@ def _release(items: dict[int, Item]) -> None:
     for item in items.values():
         item.parent = None
         item.children = LEAF
+
+
+def warm(tree: Tree, snap: Any) -> None:
+    """Compute the top-level rows' cells on the reader thread, before the tree reaches the GUI thread.
+
+    The top level (groups, or nodes when ungrouped) is always on screen and its aggregates are the
+    costly cells: a group of 100 nodes sums and compares 800 GPUs per column.
+    """
+    model = FleetTreeModel.__new__(FleetTreeModel)  # its cell logic only: no Qt object is made here
+    model._snap, model._now = snap, tree.now
+    for it in tree.roots:
+        for col in range(len(COLUMNS)):
+            model._aggregate(it, col)
+            model._aggregate(it, -1 - col)
