@@ -23,7 +23,7 @@ from ui.fleet_reader import FleetReader, FleetSnapshot
 from ui.models.fleet_table import FleetTableModel
 from ui.models.findings_table import FindingsTableModel
 from ui.export_action import InventoryExport
-from ui.shell import Tray, settle_heap
+from ui.shell import Tray, freeze_snapshot, settle_heap
 from ui.views.findings import FindingsView
 from ui.views.fleet import FleetView
 from ui.views.versions import VersionsView
@@ -342,6 +342,7 @@ class MainWindow(QMainWindow):
 
     def _applied(self, snap: FleetSnapshot) -> None:
         self._applying = None
+        freeze_snapshot()
         self.snapshot_shown.emit(snap)
         pending, self._rows_pending = self._rows_pending, None
         if pending is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from types import TracebackType
@@ -90,6 +91,31 @@ def settle_heap() -> None:
     if _settled:
         return
     _settled = True
+    gc.freeze()
+
+
+SWEEP_EVERY_S = 1800.0
+_last_sweep = time.monotonic()
+
+
+def freeze_snapshot() -> None:
+    """After a fleet snapshot is applied: freeze it too, so that collections walk only what is newer.
+
+    A snapshot of 8,000 GPUs is some 50,000 objects; every full collection
+    (about one per refresh, while the reader builds the next) walked them for
+    20–40 ms with the interpreter held. They hold no reference cycles (the
+    tree's are broken when it is replaced), so reference counting frees them
+    when the next snapshot replaces them, frozen or not. Cycles made
+    elsewhere that were alive at a freeze and die later would not be
+    collected while frozen: every :data:`SWEEP_EVERY_S` the heap is unfrozen,
+    collected once (0.1–0.3 s at 8,000 GPUs) and frozen again, which bounds
+    that.
+    """
+    global _last_sweep
+    if time.monotonic() - _last_sweep > SWEEP_EVERY_S:
+        _last_sweep = time.monotonic()
+        gc.unfreeze()
+        gc.collect()
     gc.freeze()
 
 

@@ -79,3 +79,27 @@ def test_inventories_decoded_once_are_reused_until_they_change(fleet_db):
     db.close()
     n1 = [u for u in changed if u.startswith("GPU-n1")]
     assert n1 and all(changed[u].inventory.get("vbios") == "99.99.99.99.99" for u in n1)
+
+
+def test_frozen_snapshots_and_the_periodic_sweep_that_bounds_what_freezing_keeps(monkeypatch):
+    """Freezing keeps the collector off applied snapshots; the sweep still frees cycles frozen while alive."""
+    import gc
+    import weakref
+
+    from ui import shell
+
+    class Node:
+        pass
+
+    a, b = Node(), Node()
+    a.other, b.other = b, a  # a reference cycle, alive while frozen
+    gone = weakref.ref(a)
+    monkeypatch.setattr(shell, "_last_sweep", __import__("time").monotonic())
+    shell.freeze_snapshot()
+    assert gc.get_freeze_count() > 0
+    del a, b
+    gc.collect()
+    assert gone() is not None  # frozen: not collected (what the sweep is for)
+    monkeypatch.setattr(shell, "SWEEP_EVERY_S", 0.0)
+    shell.freeze_snapshot()  # the sweep: unfreeze, collect, freeze again
+    assert gone() is None and gc.get_freeze_count() > 0
