@@ -21,10 +21,10 @@ from fleetmon.sources import node_source
 from fleetmon.vocab import Severity
 from storage.rows import FleetRow
 from ui import format as fmt
-from ui.fleet_reader import FleetSnapshot
 from ui.models.fleet_build import (LEAF, _F0, _LAST, COL_HEALTH, COL_STATUS, COLUMNS, FIELD_COLUMNS, Item, Tree,
                                    TreeParams, build_from_roots, build_tree, gpu_severity, gpu_status, known_uid,
                                    sort_items)
+from ui.snapshot import FleetSnapshot
 
 __all__ = ["COLUMNS", "COL_HEALTH", "COL_STATUS", "FIELD_COLUMNS", "FleetTreeModel", "Item", "TINT", "gpu_severity"]
 
