@@ -9,6 +9,7 @@ thread only hands signals around and paints.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QByteArray, QItemSelection, QSettings, Qt, QThread, QTimer, Signal
@@ -132,6 +133,7 @@ class MainWindow(QMainWindow):
         self.reader.unchanged.connect(self._load_done)
         self._loading_since: float | None = None  # a load asked of the reader and not answered yet
         self._applying: FleetSnapshot | None = None  # a snapshot whose steps are still being applied
+        self._steps: list[Callable[[FleetSnapshot], None]] = []
         self._rows_pending: tuple[list[FleetRow], dict[str, Any]] | None = None
         self._load_again: bool | None = None  # asked meanwhile: None = no, False = a timer refresh, True = a load
         self.reader.loaded.connect(self._on_loaded)
@@ -318,15 +320,17 @@ class MainWindow(QMainWindow):
         self.snapshot = snap
         self._applying = snap
         self.fleet_view.set_snapshot(snap)
-        steps = [self._apply_findings, self.versions_view.set_snapshot, self._applied]
+        # A newer snapshot replaces the steps left of an older one. (Kept on the window, not in a
+        # recursive closure: that would be a reference cycle holding the snapshot until a sweep.)
+        self._steps = [self._apply_findings, self.versions_view.set_snapshot, self._applied]
+        QTimer.singleShot(0, self, self._next_step)  # the window as context: dropped with it
 
-        def run(i: int = 0) -> None:
-            if self._applying is not snap:
-                return  # a newer snapshot took over
-            steps[i](snap)
-            if i + 1 < len(steps):
-                QTimer.singleShot(0, self, lambda: run(i + 1))  # the window as context: dropped with it
-        QTimer.singleShot(0, self, run)
+    def _next_step(self) -> None:
+        if not self._steps or self._applying is None:
+            return
+        self._steps.pop(0)(self._applying)
+        if self._steps:
+            QTimer.singleShot(0, self, self._next_step)
 
     def _apply_findings(self, snap: FleetSnapshot) -> None:
         self.findings_view.set_snapshot(snap)
