@@ -33,7 +33,100 @@ TINT: dict[str, QColor] = {Severity.CRITICAL: QColor(198, 40, 40, 70), Severity.
 """Cell backgrounds for offending cells: translucent, so they read on light and dark palettes."""
 
 
-class FleetTreeModel(QAbstractItemModel):
+class CellValues:
+    """The fleet tree's cells over one snapshot at one time: plain Python, no Qt object.
+
+    :class:`FleetTreeModel` answers ``data()`` through it; the reader thread uses it alone to
+    compute the top level's cells ahead (:func:`warm`).
+    """
+
+    _snap: FleetSnapshot
+    _now: float
+
+    def _aggregate(self, it: Item, key: int) -> Any:
+        """A group or node row's cell, computed once per tree: ``key`` is the column for its text,
+        ``-1 - column`` for its tint (a group's cells walk all of its GPUs; a repaint asks for each
+        cell several times, and the reader thread fills the top level ahead, see :func:`warm`)."""
+        cells = it.cells
+        if cells is None:
+            cells = it.cells = {}
+        if key not in cells:
+            cells[key] = self._display(it, key) if key >= 0 else self._cell_severity(it, -1 - key)
+        return cells[key]
+
+    def _cell_severity(self, it: Item, col: int) -> str:
+        if col in (0, COL_HEALTH):
+            return it.severity if fmt.severity_rank(it.severity) >= 2 else ""
+        if col == COL_STATUS:
+            return fmt.STATUS_SEVERITY.get(it.status, "")
+        if _F0 <= col < _LAST and FIELD_COLUMNS[col - _F0].name == "temp_c":
+            return fmt.worst(fmt.temperature_severity(r.values.get("temp_c"), self._inventory(r)) for r in it.gpus)
+        return ""
+
+    def _inventory(self, r: FleetRow) -> Any:
+        g = self._snap.gpus.get(r.uuid)
+        return g.inventory if g is not None else {}
+
+    def _display(self, it: Item, col: int) -> Any:
+        rows = it.gpus
+        if it.kind == "gpu" and it.gpu is not None:
+            r = it.gpu
+            if col == 0:
+                return f"GPU {r.index}" if r.index is not None else r.uuid[:12]
+            if col == 1:
+                return r.model or fmt.DASH
+            if col == 2:
+                return r.driver_version or fmt.DASH
+            if _F0 <= col < _LAST:
+                f = FIELD_COLUMNS[col - _F0]
+                if f.ui is not None and f.ui.format == "power":
+                    return fmt.power(r.values.get(f.name), r.values.get("power_limit_w") or r.power_enforced_w)
+                return fmt.number(r.values.get(f.name), f.unit)
+            if col == _LAST:
+                return fmt.age(r.latest_ts, self._now)
+            if col == COL_STATUS:
+                return f"unreachable: {r.last_error}" if it.status == "unreachable" and r.last_error else it.status
+            if col == COL_HEALTH:
+                return fmt.health(list(r.findings))
+            return None
+        # node and group rows: aggregates over their GPUs
+        if col == 0:
+            return it.name
+        if col == 1:
+            models: dict[str, int] = {}
+            for r in rows:
+                models[r.model or "?"] = models.get(r.model or "?", 0) + 1
+            gpus = ", ".join(f"{n}× {m}" for m, n in sorted(models.items(), key=lambda kv: -kv[1]))
+            if it.kind == "group":
+                return f"{len(it.children)} nodes · {gpus}"
+            return gpus
+        if col == 2:
+            drivers = sorted({r.driver_version for r in rows if r.driver_version})
+            return ", ".join(drivers) if drivers else fmt.DASH
+        if _F0 <= col < _LAST:
+            f = FIELD_COLUMNS[col - _F0]
+            vals = [float(v) for r in rows if isinstance(v := r.values.get(f.name), (int, float))]
+            if not vals:
+                return fmt.DASH
+            if f.ui is not None and f.ui.format == "power":
+                limits = [float(x) for r in rows if isinstance(x := (r.values.get("power_limit_w")
+                                                                      or r.power_enforced_w), (int, float))]
+                return fmt.power(sum(vals), sum(limits) if limits else None)
+            return f"max {fmt.number(max(vals), f.unit)}" if f.name.startswith("temp") else \
+                fmt.number(sum(vals) / len(vals), f.unit)
+        if col == _LAST:
+            return fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), self._now)
+        if col == COL_STATUS:
+            return it.status
+        if col == COL_HEALTH:
+            bad = [r for r in rows if r.findings]
+            if not bad:
+                return "pass"
+            return f"{it.severity} · {len(bad)}/{len(rows)} GPUs"
+        return None
+
+
+class FleetTreeModel(QAbstractItemModel, CellValues):
     """Feed it :meth:`set_snapshot`; ``sort`` and :meth:`set_filter` reorder and hide inside the model.
 
     ``expanded`` (set by the view: ``QTreeView.isExpanded``) limits the
@@ -222,88 +315,6 @@ class FleetTreeModel(QAbstractItemModel):
             return self._tooltip(it)
         return None
 
-    def _aggregate(self, it: Item, key: int) -> Any:
-        """A group or node row's cell, computed once per tree: ``key`` is the column for its text,
-        ``-1 - column`` for its tint (a group's cells walk all of its GPUs; a repaint asks for each
-        cell several times, and the reader thread fills the top level ahead, see :func:`warm`)."""
-        cells = it.cells
-        if cells is None:
-            cells = it.cells = {}
-        if key not in cells:
-            cells[key] = self._display(it, key) if key >= 0 else self._cell_severity(it, -1 - key)
-        return cells[key]
-
-    def _cell_severity(self, it: Item, col: int) -> str:
-        if col in (0, COL_HEALTH):
-            return it.severity if fmt.severity_rank(it.severity) >= 2 else ""
-        if col == COL_STATUS:
-            return fmt.STATUS_SEVERITY.get(it.status, "")
-        if _F0 <= col < _LAST and FIELD_COLUMNS[col - _F0].name == "temp_c":
-            return fmt.worst(fmt.temperature_severity(r.values.get("temp_c"), self._inventory(r)) for r in it.gpus)
-        return ""
-
-    def _inventory(self, r: FleetRow) -> Any:
-        g = self._snap.gpus.get(r.uuid)
-        return g.inventory if g is not None else {}
-
-    def _display(self, it: Item, col: int) -> Any:
-        rows = it.gpus
-        if it.kind == "gpu" and it.gpu is not None:
-            r = it.gpu
-            if col == 0:
-                return f"GPU {r.index}" if r.index is not None else r.uuid[:12]
-            if col == 1:
-                return r.model or fmt.DASH
-            if col == 2:
-                return r.driver_version or fmt.DASH
-            if _F0 <= col < _LAST:
-                f = FIELD_COLUMNS[col - _F0]
-                if f.ui is not None and f.ui.format == "power":
-                    return fmt.power(r.values.get(f.name), r.values.get("power_limit_w") or r.power_enforced_w)
-                return fmt.number(r.values.get(f.name), f.unit)
-            if col == _LAST:
-                return fmt.age(r.latest_ts, self._now)
-            if col == COL_STATUS:
-                return f"unreachable: {r.last_error}" if it.status == "unreachable" and r.last_error else it.status
-            if col == COL_HEALTH:
-                return fmt.health(list(r.findings))
-            return None
-        # node and group rows: aggregates over their GPUs
-        if col == 0:
-            return it.name
-        if col == 1:
-            models: dict[str, int] = {}
-            for r in rows:
-                models[r.model or "?"] = models.get(r.model or "?", 0) + 1
-            gpus = ", ".join(f"{n}× {m}" for m, n in sorted(models.items(), key=lambda kv: -kv[1]))
-            if it.kind == "group":
-                return f"{len(it.children)} nodes · {gpus}"
-            return gpus
-        if col == 2:
-            drivers = sorted({r.driver_version for r in rows if r.driver_version})
-            return ", ".join(drivers) if drivers else fmt.DASH
-        if _F0 <= col < _LAST:
-            f = FIELD_COLUMNS[col - _F0]
-            vals = [float(v) for r in rows if isinstance(v := r.values.get(f.name), (int, float))]
-            if not vals:
-                return fmt.DASH
-            if f.ui is not None and f.ui.format == "power":
-                limits = [float(x) for r in rows if isinstance(x := (r.values.get("power_limit_w")
-                                                                      or r.power_enforced_w), (int, float))]
-                return fmt.power(sum(vals), sum(limits) if limits else None)
-            return f"max {fmt.number(max(vals), f.unit)}" if f.name.startswith("temp") else \
-                fmt.number(sum(vals) / len(vals), f.unit)
-        if col == _LAST:
-            return fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), self._now)
-        if col == COL_STATUS:
-            return it.status
-        if col == COL_HEALTH:
-            bad = [r for r in rows if r.findings]
-            if not bad:
-                return "pass"
-            return f"{it.severity} · {len(bad)}/{len(rows)} GPUs"
-        return None
-
     def _tooltip(self, it: Item) -> str:
         if it.kind == "gpu" and it.gpu is not None:
             r = it.gpu
@@ -343,9 +354,9 @@ def warm(tree: Tree, snap: Any) -> None:
     The top level (groups, or nodes when ungrouped) is always on screen and its aggregates are the
     costly cells: a group of 100 nodes sums and compares 800 GPUs per column.
     """
-    model = FleetTreeModel.__new__(FleetTreeModel)  # its cell logic only: no Qt object is made here
-    model._snap, model._now = snap, tree.now
+    cells = CellValues()
+    cells._snap, cells._now = snap, tree.now
     for it in tree.roots:
         for col in range(len(COLUMNS)):
-            model._aggregate(it, col)
-            model._aggregate(it, -1 - col)
+            cells._aggregate(it, col)
+            cells._aggregate(it, -1 - col)
