@@ -75,13 +75,10 @@ class FleetReader(DbReader):
         Reading and preparing 8,000 GPUs costs the reader about a second of Python, in the
         window's process; a 2-s timer beside a 30-s collector would mostly redo it for nothing.
         """
-        from storage.db import open_database
         from storage.queries import data_version
 
         try:
-            if self._db is None:
-                self._db = open_database(self.db_path, readonly=True)
-            version = data_version(self._db)
+            version = data_version(self._conn())
         except Exception as exc:
             self._db = None
             self.failed.emit(str(exc))
@@ -95,15 +92,13 @@ class FleetReader(DbReader):
 
     @Slot()
     def load_fleet(self) -> None:
-        from storage.db import open_database
         from storage.queries import data_version
 
         try:
-            if self._db is None:
-                self._db = open_database(self.db_path, readonly=True)
-            version = data_version(self._db)
+            db = self._conn()
+            version = data_version(db)
             params = self.tree_params
-            snap = read_snapshot(self._db, memo=self._inventories)
+            snap = read_snapshot(db, memo=self._inventories)
             prepare(snap, params)
         except Exception as exc:  # shown in the status bar; the next tick retries
             self._db = None

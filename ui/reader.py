@@ -34,18 +34,24 @@ class DbReader(QObject):
         self.db_path = db_path
         self._db: Any = None
 
+    def _conn(self) -> Any:
+        """This thread's read-only connection, opened on first use (and again after a failure)."""
+        from storage.db import open_database
+
+        if self._db is None:
+            self._db = open_database(self.db_path, readonly=True)
+        return self._db
+
     @Slot()
     def load(self) -> None:
-        from storage.db import open_database
         from storage.findings import open_findings
         from storage.queries import fleet_latest
 
         try:
-            if self._db is None:
-                self._db = open_database(self.db_path, readonly=True)
-            rows = fleet_latest(self._db)
+            db = self._conn()
+            rows = fleet_latest(db)
             info: dict[str, Any] = {"read_at": time.time()}
-            findings = open_findings(self._db)
+            findings = open_findings(db)
         except Exception as exc:  # shown in the status bar; the next tick retries
             self._db = None
             self.failed.emit(str(exc))
@@ -58,18 +64,16 @@ class DbReader(QObject):
     def load_history(self, uuid: str, window_s: int) -> None:
         """Read one GPU's history over the last ``window_s`` seconds (resolution chosen by storage),
         its inventory (for reference lines) and its per-day derating figures."""
-        from storage.db import open_database
         from storage.findings import derating_history
         from storage.queries import gpu_history, gpu_inventory
 
         try:
-            if self._db is None:
-                self._db = open_database(self.db_path, readonly=True)
+            db = self._conn()
             until = int(time.time()) + 60
             result = GpuDetail(
-                window=gpu_history(self._db, uuid, until - window_s, until),
-                inventory=gpu_inventory(self._db, uuid),
-                derating=tuple(derating_history(self._db, uuid, until - max(window_s, 30 * 86400), until)),
+                window=gpu_history(db, uuid, until - window_s, until),
+                inventory=gpu_inventory(db, uuid),
+                derating=tuple(derating_history(db, uuid, until - max(window_s, 30 * 86400), until)),
             )
         except Exception as exc:  # shown in the status bar; the next request retries
             self._db = None
