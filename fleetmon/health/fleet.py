@@ -455,7 +455,7 @@ class FleetHistory:
     groups: Mapping[str, GroupExpect] = field(default_factory=dict)
     thresholds: Any = None
     daily: tuple[Mapping[str, Any], ...] = ()
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_rows(

@@ -218,6 +218,12 @@ class Series:
         col = self.col("status")
         if col.count(None) == len(col):
             return []
+        # Rows share their status objects (one per distinct status): judge each distinct one
+        # first, and walk the rows only when one of them matches (a GeForce card reports
+        # "unsupported" ECC in every row: a walk of every row for every card and rule).
+        distinct = dict(zip(map(id, col), col))
+        if not any(_status_of(raw, key) == status for raw in distinct.values() if raw):
+            return []
         verdict: dict[int, bool] = {}
         out = []
         for i, st in enumerate(self.statuses()):
@@ -278,6 +284,16 @@ class Series:
         if not second:
             return first
         return _Chain(first, second)
+
+
+def _status_of(raw: Any, key: str) -> Any:
+    """``key``'s entry of one stored status (a dict or its JSON text; None when unreadable)."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return None
+    return raw.get(key) if isinstance(raw, Mapping) else None
 
 
 class _Chain(Series):

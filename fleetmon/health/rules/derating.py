@@ -138,8 +138,19 @@ def daily_ratios(history: FleetHistory, thresholds: Thresholds | None = None) ->
     Days with fewer than ``derate_min_busy_minutes`` busy minutes get no SM
     clock (None). ``pcie_gen``/``pcie_width`` are the link seen most often
     while busy that day. Rows are sorted by day, then node, then UUID.
+
+    Computed once per history and thresholds (the derating rule and the
+    collector's store of today's figures both ask): treat the rows as read-only.
     """
     t = effective_thresholds(history, thresholds)
+    key = ("daily_ratios", t)
+    cached: list[dict[str, Any]] | None = history._cache.get(key)
+    if cached is None:
+        cached = history._cache[key] = _daily_ratios(history, t)
+    return list(cached)
+
+
+def _daily_ratios(history: FleetHistory, t: Thresholds) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for gpu in history.gpus:
         tl = gpu.timeline()

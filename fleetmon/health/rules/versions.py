@@ -83,8 +83,15 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
         if c.kind == "driver_changed":
             changed[c.node] = c.ts
     model_of = {n.name: _node_model(history, n) for n in history.nodes}
+    # Nodes judged together share their peers and baselines: each is computed once per
+    # group (or model), not once per node (a 1,000-node fleet would count a million versions).
+    peers_of: dict[tuple[bool, str], tuple[list[NodeHistory], str]] = {}
+    baselines: dict[tuple[bool, str, str], tuple[str | None, str, Counter[str]]] = {}
     for node in sorted(history.nodes, key=lambda n: n.name):
-        peers, chosen_by = _peers(history, node, model_of)
+        circle = (True, node.group) if node.group else (False, model_of[node.name])
+        if circle not in peers_of:
+            peers_of[circle] = _peers(history, node, model_of)
+        peers, chosen_by = peers_of[circle]
         expect = history.groups.get(node.group or "")
         model = model_of[node.name]
         group_word = f"group {node.group}" if node.group else (
@@ -95,7 +102,9 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
             if not version:
                 continue
             version = str(version)
-            expected, basis, counts = _baseline(peers, attr, getattr(expect, expected_attr) if expect else None)
+            if (*circle, attr) not in baselines:
+                baselines[(*circle, attr)] = _baseline(peers, attr, getattr(expect, expected_attr) if expect else None)
+            expected, basis, counts = baselines[(*circle, attr)]
             if basis == "none" or version == expected or (expected is None and len(counts) < 2):
                 continue
             severity = "warning" if expected is not None else "info"
