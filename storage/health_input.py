@@ -20,6 +20,10 @@ rarely changing integers packed per row, takes 2.4 s for 24 h of 512 GPUs,
 half the time of a plain ``SELECT *`` of the same rows (one dict per row, as
 :func:`load_minutes` gives, took 10 s). The column specs below say which keys
 the rules use.
+
+The collector judges the same 24 h every minute or so: its :class:`WindowCache`
+keeps the telemetry of one pass and reads only what was stored since, at
+8,000 GPUs 0.5 s instead of 4.6 s a pass.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from sqlite_utils import Database
 from fleetmon.fields import HW_THROTTLE_REASONS
 from storage import columns, findings, queries
 from storage.db import get_meta, query, rows
+from storage.ingest import LateMinutes, watch_minutes
 from storage.rows import (DeratingDay, EventRow, GpuColumns, GpuRow, InventoryChangeRow, NodeRow, PlacementRow)
 from storage.schema import HEALTH_HOURLY_COLUMN_NAMES, gauge_scale, row_decoder
 
@@ -158,7 +163,7 @@ def minute_start(db: Database, now: float, since: float, minutes_s: float) -> fl
 
 
 def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] | None = None,
-                minutes_s: float, derating_since: float) -> RecordedWindow:
+                minutes_s: float, derating_since: float, cache: WindowCache | None = None) -> RecordedWindow:
     """The recorded window [since, now] (see :class:`RecordedWindow`).
 
     Args:
@@ -166,6 +171,9 @@ def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] 
             and card is still listed.
         minutes_s: how much of the recent window is read per minute.
         derating_since: the first day of stored derating rows to read.
+        cache: the telemetry of the last read, kept for the next (see
+            :class:`WindowCache`; only without ``nodes``). Its columns are
+            its own: a window read through it is valid until its next read.
 
     Raises:
         StorageError: the database cannot be read.
@@ -181,11 +189,10 @@ def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] 
     wanted = {id_of[g.uuid]: g.uuid for g in gpu_rows   # gpu id -> uuid, telemetry read for these
               if g.uuid in id_of and (scope is None or g.node in scope)}
     wanted_uuids = set(wanted.values())
-    minutes = columns.read_columns(db, _MINUTES, wanted, m_start, now) if m_start <= now else {}
-    hourly: dict[str, dict[str, Sequence[Any]]] = {}
-    if m_start > since:
-        hourly = columns.read_columns(db, _HOURLY, wanted, hour_start, m_start - 1)
-        _join_health(hourly, columns.read_columns(db, _HOURLY_HEALTH, wanted, hour_start, m_start - 1))
+    if cache is not None and scope is None:
+        minutes, hourly = cache.read(db, wanted, since, m_start, hour_start, now)
+    else:
+        minutes, hourly = _telemetry(db, wanted, since, m_start, hour_start, now)
 
     placed: dict[str, list[PlacementRow]] = {}
     for p in queries.placements(db):
@@ -206,6 +213,117 @@ def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] 
         inventory_changes=tuple(queries.inventory_changes(db, since=since, until=now + 1)),
         derating=tuple(findings.derating_history(db, None, derating_since, now + 1)),
     )
+
+
+Telemetry = dict[str, dict[str, Sequence[Any]]]
+
+
+def _telemetry(db: Database, wanted: Mapping[int, str], since: float, m_start: float, hour_start: float,
+               now: float) -> tuple[Telemetry, Telemetry]:
+    """Per-minute columns of [m_start, now] and hourly ones of [hour_start, m_start), by UUID."""
+    minutes = columns.read_columns(db, _MINUTES, wanted, m_start, now) if m_start <= now else {}
+    hourly: Telemetry = {}
+    if m_start > since:
+        hourly = columns.read_columns(db, _HOURLY, wanted, hour_start, m_start - 1)
+        _join_health(hourly, columns.read_columns(db, _HOURLY_HEALTH, wanted, hour_start, m_start - 1))
+    return minutes, hourly
+
+
+class WindowCache:
+    """The telemetry of the last :func:`read_window`, so the next one reads only what is new.
+
+    The collector judges the last 24 h every minute or so, and its window moves
+    by a minute or two between passes: reading all of it again was most of each
+    pass (5 s of 8 s at 8,000 GPUs). Kept here: per GPU, the per-minute columns
+    up to the last read's ``now`` and the hourly part before them. The next
+    read fetches the minutes after that ``now`` and appends them, and reads
+    again, whole, only what may have changed underneath:
+
+    * every GPU, when the per-minute part or the hourly part begins at another
+      hour (about once an hour) or when another connection has committed since
+      (``PRAGMA data_version``: a hand import, a second writer; the store's own
+      writes through this connection do not change it);
+    * a GPU whose minute rows were written at or before the last read's
+      ``now`` through this connection (a node's buffer backfilled after an
+      outage, an agent clock that went back), as :class:`storage.ingest.LateMinutes`
+      notes them: their rollups change too;
+    * a GPU it did not read last time.
+
+    One cache serves one Database object, read and written by one thread.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple[float, float] | None = None
+        self._until: int | None = None
+        self._version: int | None = None
+        self._seen: set[int] = set()
+        self._minutes: dict[str, dict[str, list[Any]]] = {}
+        self._hourly: Telemetry = {}
+        self._watch = LateMinutes()
+        self.full_reads = 0
+        """Reads that fetched the whole window (the first one included)."""
+        self.gpus_reread = 0
+        """GPUs read whole again since the cache was made (late rows, GPUs new to the window)."""
+
+    def read(self, db: Database, wanted: Mapping[int, str], since: float, m_start: float, hour_start: float,
+             now: float) -> tuple[Telemetry, Telemetry]:
+        """The telemetry of the window, as :func:`_telemetry` reads it.
+
+        Raises:
+            StorageError: the database cannot be read (the next read reads everything).
+        """
+        try:
+            return self._update(db, wanted, since, m_start, hour_start, now)
+        except BaseException:
+            self._key = None  # half-appended columns are never read again
+            self._minutes, self._hourly = {}, {}
+            raise
+
+    def _update(self, db: Database, wanted: Mapping[int, str], since: float, m_start: float, hour_start: float,
+              now: float) -> tuple[Telemetry, Telemetry]:
+        until = int(now)
+        watch_minutes(db, self._watch)
+        late = self._watch.take(until)
+        key = (float(m_start), float(hour_start))
+        version = queries.data_version(db)
+        if (self._key != key or self._version != version or self._until is None or until < self._until):
+            minutes, hourly = _telemetry(db, wanted, since, m_start, hour_start, now)
+            self._minutes = {u: _lists(c) for u, c in minutes.items()}
+            self._hourly = hourly
+            self.full_reads += 1
+        else:
+            again = {gid: uuid for gid, uuid in wanted.items() if gid in late or gid not in self._seen}
+            keep = {gid: uuid for gid, uuid in wanted.items() if gid not in again}
+            if self._until < until:
+                for uuid, cols in columns.read_columns(db, _MINUTES, keep, self._until + 1, until).items():
+                    self._append(uuid, cols)
+            if again:
+                self.gpus_reread += len(again)
+                minutes, hourly = _telemetry(db, again, since, m_start, hour_start, now)
+                for uuid in again.values():
+                    self._minutes.pop(uuid, None)
+                    self._hourly.pop(uuid, None)
+                self._minutes.update((u, _lists(c)) for u, c in minutes.items())
+                self._hourly.update(hourly)
+            gone = set(self._minutes).union(self._hourly).difference(wanted.values())
+            for uuid in gone:
+                self._minutes.pop(uuid, None)
+                self._hourly.pop(uuid, None)
+        self._key, self._until, self._version, self._seen = key, until, version, set(wanted)
+        out: Telemetry = {u: dict(c) for u, c in self._minutes.items()}
+        return out, dict(self._hourly)
+
+    def _append(self, uuid: str, cols: Mapping[str, Sequence[Any]]) -> None:
+        mine = self._minutes.get(uuid)
+        if mine is None:
+            self._minutes[uuid] = _lists(cols)
+            return
+        for k, values in cols.items():
+            mine[k].extend(values)
+
+
+def _lists(cols: Mapping[str, Sequence[Any]]) -> dict[str, list[Any]]:
+    return {k: list(v) for k, v in cols.items()}
 
 
 def gpu_ids(db: Database) -> dict[str, int]:

@@ -52,6 +52,50 @@ _CHANGE_SQL = "INSERT INTO inventory_changes (ts, gpu_uuid, node, kind, old, new
 _DIRTY_SQL = """INSERT INTO meta (key, value) VALUES ('rollup_dirty_from', ?)
                 ON CONFLICT (key) DO UPDATE SET value = min(coalesce(value, excluded.value), excluded.value)"""
 
+class LateMinutes:
+    """Minute rows written at or before a reader's mark, by GPU id: what a reader that keeps the
+    rows it read up to ``until`` must read again (a node's buffer backfilled after an outage, an
+    agent whose clock went back).
+
+    A reader registers one with :func:`watch_minutes` on the Database it writes through; every
+    later :func:`ingest_polls` on that Database notes the GPUs whose rows are at or before
+    ``until`` (rows of a batch that failed may be noted too: reading again costs only time).
+    Writes through other connections are not seen here: ``PRAGMA data_version`` tells of them.
+    """
+
+    def __init__(self) -> None:
+        self.until: int | None = None
+        self.late: dict[int, int] = {}
+
+    def saw(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Note the encoded minute rows ``(gpu_id, ts, ...)`` at or before ``until``."""
+        until = self.until
+        if until is None:
+            return
+        late = self.late
+        for r in rows:
+            ts = r[1]
+            if ts <= until:
+                gid = r[0]
+                old = late.get(gid)
+                if old is None or ts < old:
+                    late[gid] = int(ts)
+
+    def take(self, until: int | None) -> dict[int, int]:
+        """The GPUs noted since the last take, and watch from ``until`` on."""
+        late, self.late = self.late, {}
+        self.until = until
+        return late
+
+
+def watch_minutes(db: Database, watch: LateMinutes | None) -> None:
+    """Have :func:`ingest_polls` on ``db`` note late minute rows in ``watch`` (None: stop)."""
+    if watch is None:
+        db.__dict__.pop("_fleetmon_minute_watch", None)
+    else:
+        db.__dict__["_fleetmon_minute_watch"] = watch
+
+
 POWER_TOLERANCE_W = 0.5
 """Power limits closer than this are the same limit (NVML reports milliwatts)."""
 
@@ -86,8 +130,9 @@ class _Batch:
     """State shared by the polls of one ingest call (one transaction)."""
 
     def __init__(self, conn: sqlite3.Connection, seen: dict[str, tuple[Any, ...]],
-                 gpus: dict[str, _Gpu] | None = None) -> None:
+                 gpus: dict[str, _Gpu] | None = None, watch: LateMinutes | None = None) -> None:
         self.conn = conn
+        self.watch = watch
         if gpus is None:
             gpus = _load_gpus(conn)
         # The stored GPU rows as of the last committed batch (this process is the only writer).
@@ -131,6 +176,8 @@ class _Batch:
         if self.poll_log_rows:
             conn.executemany(_POLL_LOG_SQL, self.poll_log_rows)
         if self.minute_rows:
+            if self.watch is not None:
+                self.watch.saw(self.minute_rows)
             before = conn.total_changes
             conn.executemany(_SAMPLE_SQL if layout is LAYOUT else layout.insert_sql(), self.minute_rows)
             if conn.total_changes != before and self.min_ts is not None:
@@ -200,7 +247,7 @@ def ingest_polls(db: Database, polls: Iterable[NodePoll], layout: Layout = LAYOU
     out = refused if refused is not None else {}
     try:
         with transaction(db) as conn:
-            batch = _Batch(conn, seen, db.__dict__.get("_fleetmon_gpus"))
+            batch = _Batch(conn, seen, db.__dict__.get("_fleetmon_gpus"), db.__dict__.get("_fleetmon_minute_watch"))
             for poll in polls:
                 offered += _ingest_isolated(batch, poll, layout, out, log_it=refused is None)
     except BaseException:

@@ -50,8 +50,10 @@ retention of the fleet's ``raw_retention_days``) and, at most every
 duration, so a large fleet is not judged back to back), the health engine
 (:func:`fleetmon.assess.evaluate_and_store`), so the open findings in the
 database are never more than a minute or two old and a fault that persists
-is named within 10 minutes of its onset. ``--once`` evaluates once, after the
-backlogs are fetched. A failure of either step is logged and polling goes on.
+is named within 10 minutes of its onset. Each evaluation reads only the
+telemetry stored since the last one (:class:`storage.health_input.WindowCache`).
+``--once`` evaluates once, after the backlogs are fetched. A failure of either
+step is logged and polling goes on.
 
 This is the only module that imports apscheduler.
 """
@@ -171,6 +173,7 @@ class Collector:
         self.last_health: dict[str, Any] | None = None
         self.last_maintain: dict[str, Any] | None = None
         self._defer_health = False
+        self._window: Any = None  # storage.health_input.WindowCache: what the last health pass read
 
     # -- one cycle --------------------------------------------------------------
 
@@ -357,10 +360,13 @@ class Collector:
         if not force_health and time.monotonic() < self.health_due:
             return
         from fleetmon.assess import evaluate_and_store
+        from storage.health_input import WindowCache
 
+        if self._window is None:
+            self._window = WindowCache()
         t0 = time.monotonic()
         try:
-            self.last_health = evaluate_and_store(self.db, now, fleet=self.fleet)
+            self.last_health = evaluate_and_store(self.db, now, fleet=self.fleet, cache=self._window)
             log.info("health: %d open findings (%d new, %d resolved) in %.2f s", self.last_health["open"],
                      len(self.last_health["new"]), len(self.last_health["resolved"]), time.monotonic() - t0)
         except Exception as exc:
