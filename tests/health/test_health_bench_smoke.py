@@ -34,3 +34,15 @@ def test_health_benchmark_prints_figures_beside_its_baselines(tmp_path):
     assert "fleetmon preflight --nodes node-[0000-0001] --days 14 (2 nodes;" in out
     assert out.count("(target ≤ 5 s)") == 2 and out.count("(target ≤ 2 s)") == 1
     assert (tmp_path / "fleet-g16-d2-r1-").parent.exists() and list(tmp_path.glob("fleet-g16-d2-r1-*.db"))
+
+
+def test_health_pass_benchmark_prints_both_passes_and_the_ratio(tmp_path):
+    proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_health_pass.py"), "--gpus", "16",
+                           "--runs", "3", "--cache", str(tmp_path)],
+                          capture_output=True, text=True, timeout=180, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    walls = re.findall(r"^\s+(whole window read \(baseline\)|through the window cache)\s+(\d+\.\d+) s", out, re.M)
+    assert [w[0] for w in walls] == ["whole window read (baseline)", "through the window cache"], out
+    assert re.search(r"ratio cached/whole \d+\.\d+; the cache read in full 1× and read 0 cards again", out), out
+    assert list(tmp_path.glob("health-pass-g16-*.db"))
