@@ -309,7 +309,7 @@ class _Chain(Series):
     def col(self, key: str) -> Sequence[Any]:
         found = self._cols.get(key)
         if found is None:
-            found = list(self._a.col(key)) + list(self._b.col(key))
+            found = [*self._a.col(key), *self._b.col(key)]  # one list, not three
             self._cols[key] = found
         return found
 
@@ -317,7 +317,7 @@ class _Chain(Series):
     def dur(self) -> Sequence[Any]:
         found = self._cols.get("dur")
         if found is None:
-            found = list(self._a.dur) + list(self._b.dur)
+            found = [*self._a.dur, *self._b.dur]
             self._cols["dur"] = found
         return found
 
