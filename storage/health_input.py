@@ -235,16 +235,18 @@ class WindowCache:
     The collector judges the last 24 h every minute or so, and its window moves
     by a minute or two between passes: reading all of it again was most of each
     pass (5 s of 8 s at 8,000 GPUs). Kept here: per GPU, the per-minute columns
-    up to the last read's ``now`` and the hourly part before them. The next
-    read fetches the minutes after that ``now`` and appends them, and reads
-    again, whole, only what may have changed underneath:
+    read so far and the hourly part before them. The next read fetches each
+    GPU's minutes after the newest one it holds (its mark: a minute row is
+    stored after its minute ends, so the minute that was running at the last
+    read comes now) and appends them, and reads again, whole, only what may
+    have changed underneath:
 
     * every GPU, when the per-minute part or the hourly part begins at another
       hour (about once an hour) or when another connection has committed since
       (``PRAGMA data_version``: a hand import, a second writer; the store's own
       writes through this connection do not change it);
-    * a GPU whose minute rows were written at or before the last read's
-      ``now`` through this connection (a node's buffer backfilled after an
+    * a GPU whose minute rows were written at or before its mark through
+      this connection (a node's buffer backfilled after an
       outage, an agent clock that went back), as :class:`storage.ingest.LateMinutes`
       notes them: their rollups change too;
     * a GPU it did not read last time.
@@ -257,6 +259,7 @@ class WindowCache:
         self._until: int | None = None
         self._version: int | None = None
         self._seen: set[int] = set()
+        self._marks: dict[int, int] = {}
         self._minutes: dict[str, dict[str, list[Any]]] = {}
         self._hourly: Telemetry = {}
         self._watch = LateMinutes()
@@ -283,7 +286,7 @@ class WindowCache:
               now: float) -> tuple[Telemetry, Telemetry]:
         until = int(now)
         watch_minutes(db, self._watch)
-        late = self._watch.take(until)
+        late = self._watch.take()
         key = (float(m_start), float(hour_start))
         version = queries.data_version(db)
         if (self._key != key or self._version != version or self._until is None or until < self._until):
@@ -293,10 +296,16 @@ class WindowCache:
             self.full_reads += 1
         else:
             again = {gid: uuid for gid, uuid in wanted.items() if gid in late or gid not in self._seen}
-            keep = {gid: uuid for gid, uuid in wanted.items() if gid not in again}
-            if self._until < until:
-                for uuid, cols in columns.read_columns(db, _MINUTES, keep, self._until + 1, until).items():
-                    self._append(uuid, cols)
+            # The others: what each GPU stored after the newest minute held of it (GPUs at the
+            # same mark, nearly all of them, in one query).
+            after: dict[int, dict[int, str]] = {}
+            for gid, uuid in wanted.items():
+                if gid not in again:
+                    after.setdefault(self._marks.get(gid, int(m_start) - 1), {})[gid] = uuid
+            for mark, ids in after.items():
+                if mark < until:
+                    for uuid, cols in columns.read_columns(db, _MINUTES, ids, mark + 1, until).items():
+                        self._append(uuid, cols)
             if again:
                 self.gpus_reread += len(again)
                 minutes, hourly = _telemetry(db, again, since, m_start, hour_start, now)
@@ -309,6 +318,15 @@ class WindowCache:
             for uuid in gone:
                 self._minutes.pop(uuid, None)
                 self._hourly.pop(uuid, None)
+        # Each GPU's mark: its newest minute held (before the per-minute part when none): a row
+        # stored later at or before it is late and makes the GPU read again, whole.
+        first = int(m_start) - 1
+        marks: dict[int, int] = {}
+        for gid, uuid in wanted.items():
+            held = self._minutes.get(uuid)
+            marks[gid] = int(held["ts"][-1]) if held and held["ts"] else first
+        self._marks = marks
+        self._watch.take(marks)
         self._key, self._until, self._version, self._seen = key, until, version, set(wanted)
         out: Telemetry = {u: dict(c) for u, c in self._minutes.items()}
         return out, dict(self._hourly)

@@ -30,7 +30,7 @@ import json
 import logging
 import sqlite3
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from sqlite_utils import Database
 
@@ -53,38 +53,43 @@ _DIRTY_SQL = """INSERT INTO meta (key, value) VALUES ('rollup_dirty_from', ?)
                 ON CONFLICT (key) DO UPDATE SET value = min(coalesce(value, excluded.value), excluded.value)"""
 
 class LateMinutes:
-    """Minute rows written at or before a reader's mark, by GPU id: what a reader that keeps the
-    rows it read up to ``until`` must read again (a node's buffer backfilled after an outage, an
+    """Minute rows written at or before what a reader already holds, by GPU id: what a reader
+    that keeps the rows it read must read again (a node's buffer backfilled after an outage, an
     agent whose clock went back).
 
-    A reader registers one with :func:`watch_minutes` on the Database it writes through; every
-    later :func:`ingest_polls` on that Database notes the GPUs whose rows are at or before
-    ``until`` (rows of a batch that failed may be noted too: reading again costs only time).
-    Writes through other connections are not seen here: ``PRAGMA data_version`` tells of them.
+    ``marks`` holds, per GPU id, the newest minute the reader holds of that GPU: a row at or
+    before its mark arrived late. (A minute row's ``ts`` is the minute's start and it is stored
+    after the minute ends, so the reader's clock is not the mark: the minute that was running
+    when it read comes after, and is new, not late.) A reader registers one with
+    :func:`watch_minutes` on the Database it writes through; every later :func:`ingest_polls` on
+    that Database notes the GPUs whose rows are at or before their mark (rows of a batch that
+    failed may be noted too: reading again costs only time). Writes through other connections
+    are not seen here: ``PRAGMA data_version`` tells of them.
     """
 
     def __init__(self) -> None:
-        self.until: int | None = None
+        self.marks: Mapping[int, int] = {}
         self.late: dict[int, int] = {}
 
     def saw(self, rows: Iterable[tuple[Any, ...]]) -> None:
-        """Note the encoded minute rows ``(gpu_id, ts, ...)`` at or before ``until``."""
-        until = self.until
-        if until is None:
+        """Note the encoded minute rows ``(gpu_id, ts, ...)`` at or before their GPU's mark."""
+        marks = self.marks
+        if not marks:
             return
         late = self.late
         for r in rows:
-            ts = r[1]
-            if ts <= until:
-                gid = r[0]
+            gid, ts = r[0], r[1]
+            mark = marks.get(gid)
+            if mark is not None and ts <= mark:
                 old = late.get(gid)
                 if old is None or ts < old:
                     late[gid] = int(ts)
 
-    def take(self, until: int | None) -> dict[int, int]:
-        """The GPUs noted since the last take, and watch from ``until`` on."""
+    def take(self, marks: Mapping[int, int] | None = None) -> dict[int, int]:
+        """The GPUs noted since the last take; with ``marks``, watch against those from now on."""
         late, self.late = self.late, {}
-        self.until = until
+        if marks is not None:
+            self.marks = marks
         return late
 
 

@@ -51,33 +51,36 @@ def test_each_read_through_the_cache_equals_a_fresh_read(tmp_path):
     minutes, hourly = _same(db, cache, start - 30)
     assert cache.full_reads == 1 and hourly and all(len(c["ts"]) for c in minutes.values())
 
-    # New minutes: appended, nothing read again.
-    feeder.feed(start, start + 120)
-    minutes, _ = _same(db, cache, start + 90)
+    # New minutes: appended, nothing read again. A minute row is stored after its minute ends:
+    # the minute running at a read (start + 60 at start + 90) comes after it, new, not late.
+    feeder.feed(start, start + 60)
+    _same(db, cache, start + 90)
+    feeder.feed(start + 60, start + 120)
+    minutes, _ = _same(db, cache, start + 150)
     assert cache.full_reads == 1 and cache.gpus_reread == 0
     assert max(minutes["GPU-n1-00"]["ts"]) == start + 60
 
-    # A node's buffer backfilled after an outage: minutes at or before the last read, one of them
+    # A node's buffer backfilled after an outage: minutes before the newest one held, one of them
     # in the hourly part (its rollup changes) -> that node's cards are read again, whole.
     late = [minute("n2", i, int(ts), seq=900 + k, **HOT) for k, ts in enumerate((start - 3.5 * HOUR, start - 600))
             for i in range(2)]
-    ingest_polls(db, [poll("n2", start + 100, minutes=late)])
-    rollup(db, start + 100)
-    _same(db, cache, start + 100)
+    ingest_polls(db, [poll("n2", start + 155, minutes=late)])
+    rollup(db, start + 155)
+    _same(db, cache, start + 160)
     assert cache.full_reads == 1 and cache.gpus_reread == 2
 
     # A card new to the window is read whole; the others go on being appended.
-    ingest_polls(db, [poll("n4", start + 150, gpus=1, minutes=[minute("n4", 0, start + 60)])])
+    ingest_polls(db, [poll("n4", start + 165, gpus=1, minutes=[minute("n4", 0, start + 60)])])
     feeder.feed(start + 120, start + 180)
-    minutes, _ = _same(db, cache, start + 170)
+    minutes, _ = _same(db, cache, start + 185)
     assert "GPU-n4-00" in minutes and cache.full_reads == 1 and cache.gpus_reread == 3
 
     # A write through another connection (a hand import, a second writer) is not noted by
     # ingest here: the next read reads everything.
     other = open_database(tmp_path / "fleet.db")
-    ingest_polls(other, [poll("n3", start + 175, minutes=[minute("n3", 1, start - 300, **HOT)])])
+    ingest_polls(other, [poll("n2", start + 188, minutes=[minute("n2", 1, start - 900, **HOT)])])
     other.close()
-    _same(db, cache, start + 175)
+    _same(db, cache, start + 190)
     assert cache.full_reads == 2
 
     # The next hour: the per-minute and hourly parts begin an hour later.
