@@ -26,6 +26,14 @@ def number(value: Any, unit: str = "", digits: int = 0) -> str:
     return f"{text} {unit}".strip() if unit not in ("%", "°C") else f"{text}{unit if unit == '%' else ' °C'}"
 
 
+def field(f: Any, values: Any, enforced_w: Any = None) -> str:
+    """A GPU's reading of one field column (a :data:`fleetmon.fields` field): power as draw of
+    its limit (the sampled limit, else the enforced one), every other field as a number."""
+    if f.ui is not None and f.ui.format == "power":
+        return power(values.get(f.name), values.get("power_limit_w") or enforced_w)
+    return number(values.get(f.name), f.unit)
+
+
 def power(draw: Any, limit: Any) -> str:
     """"245 / 350 W"; dashes for what is missing."""
     if draw is None and limit is None:

@@ -92,10 +92,7 @@ class FleetTableModel(RowsTableModel[FleetRow]):
             if col == 3:
                 return r.driver_version or fmt.DASH
             if _FIRST <= col < _LAST:
-                f = FIELD_COLUMNS[col - _FIRST]
-                if f.ui is not None and f.ui.format == "power":
-                    return fmt.power(v.get(f.name), v.get("power_limit_w") or r.power_enforced_w)
-                return fmt.number(v.get(f.name), f.unit)
+                return fmt.field(FIELD_COLUMNS[col - _FIRST], v, r.power_enforced_w)
             if col == _LAST:
                 return fmt.age(r.latest_ts, self._now)
             if col == _LAST + 1:

@@ -78,10 +78,7 @@ class CellValues:
             if col == 2:
                 return r.driver_version or fmt.DASH
             if _F0 <= col < _LAST:
-                f = FIELD_COLUMNS[col - _F0]
-                if f.ui is not None and f.ui.format == "power":
-                    return fmt.power(r.values.get(f.name), r.values.get("power_limit_w") or r.power_enforced_w)
-                return fmt.number(r.values.get(f.name), f.unit)
+                return fmt.field(FIELD_COLUMNS[col - _F0], r.values, r.power_enforced_w)
             if col == _LAST:
                 return fmt.age(r.latest_ts, self._now)
             if col == COL_STATUS:
