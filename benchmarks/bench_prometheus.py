@@ -43,6 +43,7 @@ short run understates its compression; say what you ran.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import signal
@@ -88,6 +89,27 @@ def proc_cpu_s(pid: int) -> float:
 def own_cpu_s() -> float:
     t = os.times()
     return t.user + t.system
+
+
+class GcClock:
+    """Wall time the cyclic garbage collector takes in this process, per generation (``gc.callbacks``)."""
+
+    def __init__(self) -> None:
+        self.seconds = [0.0, 0.0, 0.0]
+        self.count = [0, 0, 0]
+        self._t0 = 0.0
+        gc.callbacks.append(self._tick)
+
+    def _tick(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self._t0 = time.perf_counter()
+        else:
+            g = int(info.get("generation", 2))
+            self.seconds[g] += time.perf_counter() - self._t0
+            self.count[g] += 1
+
+    def reset(self) -> None:
+        self.seconds, self.count = [0.0, 0.0, 0.0], [0, 0, 0]
 
 
 def start_sims(folder: Path, nodes: int, procs: int, gpus: int, sample_s: float) -> tuple[list[Any], list[dict[str, Any]]]:
@@ -218,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
         # judging (which a Prometheus would do with recording and alerting rules) is shown beside it.
         judged = [0.0]
         passes: list[float] = []  # seconds of each health pass
+        parts: dict[str, list[float]] = {"load_s": [], "evaluate_s": [], "store_s": []}  # each pass's split
         plain_maintain = collector.maintain
 
         def timed_maintain(**kw: Any) -> None:
@@ -227,12 +250,19 @@ def main(argv: list[str] | None = None) -> int:
                 plain_maintain(**kw)
             finally:
                 judged[0] += own_cpu_s() - m0
-                if collector.last_health is not before and collector.last_health_s is not None:
+                done = collector.last_health
+                if done is not None and done is not before and collector.last_health_s is not None:
                     passes.append(collector.last_health_s)
+                    for k, v in parts.items():
+                        v.append(float(done.get(k) or 0.0))
         collector.maintain = timed_maintain  # type: ignore[method-assign]
+        gc_clock = GcClock()
         collector.run_cycle(force=True)  # the cold cycle (inventory) is not a steady poll
         judged[0] = 0.0
         passes.clear()
+        for v in parts.values():
+            v.clear()
+        gc_clock.reset()
         p0, t_start = proc_cpu_s(prom.pid), time.time()
         end = time.monotonic() + args.minutes * 60
         cpu = 0.0
@@ -292,6 +322,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  (health passes: {len(passes)}, median {statistics.median(passes) if passes else 0:.2f} s, "
               f"last {passes[-1] if passes else 0:.2f} s; window reads in full: "
               f"{getattr(window, 'full_reads', 0)}, cards read again: {getattr(window, 'gpus_reread', 0)})")
+        if passes:
+            print("  (a pass's medians: " + ", ".join(
+                f"{k.removesuffix('_s')} {statistics.median(v):.2f} s" for k, v in parts.items()) + ")")
+        print(f"  (the collector's cyclic garbage collection over the run: {sum(gc_clock.seconds):.1f} s in "
+              f"{sum(gc_clock.count)} collections; full ones {gc_clock.count[2]}, {gc_clock.seconds[2]:.1f} s)")
         cpu_ratio = fm_cpu_per / pr_cpu_per if pr_cpu_per else float("inf")
         for label, ratio in (("poll, validate, store", cpu_ratio), ("the whole cycle, judging included", whole)):
             print(f"  ratio fleetmon/Prometheus, {label}: {ratio:.2f} (target ≤ {TARGET_CPU_RATIO:g}: "
@@ -316,6 +351,8 @@ def main(argv: list[str] | None = None) -> int:
                           "prom_cpu_per_scrape_s": pr_cpu_per, "fleetmon_cpu_per_poll_s": fm_cpu_per,
                           "fleetmon_judge_cpu_per_poll_s": fm_judge_per,
                           "cpu_ratio": cpu_ratio, "whole_cycle_cpu_ratio": whole, "health_passes": len(passes),
+                          "gc_s": sum(gc_clock.seconds), "gc_full_s": gc_clock.seconds[2],
+                          "health_pass_median_s": {k: statistics.median(v) if v else None for k, v in parts.items()},
                           "prom_bytes_per_sample": pr_bps,
                           "fleetmon_bytes_per_value": fm_bps, "bytes_ratio": b_ratio,
                           "prom_bytes_source": pb["source"], "prom_chunk_bytes": pb["chunks"],

@@ -23,9 +23,9 @@ holds no SQL and names no table.
 
 from __future__ import annotations
 
-import datetime as _dt
 import gc
 import logging
+import operator
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -39,7 +39,7 @@ from fleetmon.health import engine
 from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory, GpuHistory, NodeHistory, Outage, outages_from_events
 from fleetmon.health.rules.derating import daily_ratios
-from fleetmon.health.series import DAY_S, HOUR_S, MINUTE_S, Series
+from fleetmon.health.series import DAY_S, HOUR_S, MINUTE_S, Series, day_of, day_start
 from fleetmon.health.thresholds import Thresholds
 from storage import findings as stored
 from storage import health_input, queries
@@ -96,11 +96,11 @@ def _thresholds(fleet: Any) -> Thresholds:
 
 
 def _day_start(day: str) -> int:
-    return int(_dt.datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=_dt.timezone.utc).timestamp())
+    return day_start(day)
 
 
 def _day_text(ts: float) -> str:
-    return _dt.datetime.fromtimestamp(int(ts) // DAY_S * DAY_S, _dt.timezone.utc).strftime("%Y-%m-%d")
+    return day_of(int(ts) // DAY_S * DAY_S)
 
 
 @contextmanager
@@ -230,7 +230,7 @@ def _read_window(db: Any, now: float, since: float, nodes: Iterable[str] | None,
                    minutes=remote.minutes, hourly=remote.hourly)
 
 
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+_FIELD_NAMES: dict[type, tuple[tuple[str, ...], Any]] = {}
 
 
 def _plain(row: Any) -> dict[str, Any]:
@@ -240,10 +240,15 @@ def _plain(row: Any) -> dict[str, Any]:
     1,000-node fleet that was a second of each health pass. The engine copies what it
     keeps (``GpuHistory.from_row`` builds its own inventory dict) and changes nothing.
     """
-    names = _FIELD_NAMES.get(type(row))
-    if names is None:
-        names = _FIELD_NAMES[type(row)] = tuple(f.name for f in fields(row))
-    return {k: getattr(row, k) for k in names}
+    known = _FIELD_NAMES.get(type(row))
+    if known is None:
+        names = tuple(f.name for f in fields(row))
+        # attrgetter of two or more names gives a tuple, of one the bare value
+        known = _FIELD_NAMES[type(row)] = (names, operator.attrgetter(*names) if len(names) > 1 else None)
+    names, values = known
+    if values is None:
+        return {k: getattr(row, k) for k in names}
+    return dict(zip(names, values(row)))
 
 
 def _node(n: NodeRow, groups_by_node: Mapping[str, str | None]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ Field conventions:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from fleetmon.compat import SLOTS
@@ -248,10 +249,13 @@ def lookup(name: str) -> GpuSpec | None:
     """
     if not name:
         return None
+    return _lookup(name)
+
+
+@functools.lru_cache(maxsize=1024)  # a health pass asks once per card and rule; a fleet has a few models
+def _lookup(name: str) -> GpuSpec | None:
     key = _normalise(name)
-    if not key:
-        return None
-    return _BY_KEY.get(key)
+    return _BY_KEY.get(key) if key else None
 
 
 def all_specs() -> tuple[GpuSpec, ...]:

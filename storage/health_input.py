@@ -133,7 +133,7 @@ class RecordedWindow:
         never_answered: nodes that never answered a poll: (first attempt,
             failed attempts).
         events: node events of the window (not the status flips).
-        inventory_changes: inventory changes of the window.
+        inventory_changes: inventory changes of the window (not the ``enrolled`` entries).
         derating: stored daily derating rows from ``derating_since`` on.
     """
 
@@ -184,7 +184,8 @@ def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] 
     hour_start = int(since) // HOUR_S * HOUR_S
     scope = set(nodes) if nodes is not None else None
 
-    gpu_rows = tuple(g for g in queries.gpus(db) if g.last_seen is None or g.last_seen >= since)
+    memo = cache.inventories if cache is not None else None
+    gpu_rows = tuple(g for g in queries.gpus(db, memo) if g.last_seen is None or g.last_seen >= since)
     id_of = gpu_ids(db)
     wanted = {id_of[g.uuid]: g.uuid for g in gpu_rows   # gpu id -> uuid, telemetry read for these
               if g.uuid in id_of and (scope is None or g.node in scope)}
@@ -210,7 +211,7 @@ def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] 
         outage_events={n: tuple(es) for n, es in flips.items()},
         never_answered=never_answered(db),
         events=tuple(e for e in queries.events(db, since=since, until=now + 1) if e.kind not in OUTAGE_EVENTS),
-        inventory_changes=tuple(queries.inventory_changes(db, since=since, until=now + 1)),
+        inventory_changes=tuple(queries.inventory_changes(db, since=since, until=now + 1, except_kinds=("enrolled",))),
         derating=tuple(findings.derating_history(db, None, derating_since, now + 1)),
     )
 
@@ -263,6 +264,8 @@ class WindowCache:
         self._minutes: dict[str, dict[str, list[Any]]] = {}
         self._hourly: Telemetry = {}
         self._watch = LateMinutes()
+        self.inventories: dict[str, dict[str, Any]] = {}
+        """Stored inventory text -> its decoded form (:func:`storage.queries.gpus`'s memo)."""
         self.full_reads = 0
         """Reads that fetched the whole window (the first one included)."""
         self.gpus_reread = 0

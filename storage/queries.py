@@ -212,14 +212,23 @@ def _json_or_text(text: str | None) -> Any:
 
 
 def inventory_changes(db: Database, since: float | None = None, until: float | None = None,
-                      node: str | None = None, uuid: str | None = None) -> list[InventoryChangeRow]:
-    """Inventory change log entries in [since, until), oldest first (``old``/``new`` decoded)."""
+                      node: str | None = None, uuid: str | None = None,
+                      except_kinds: Iterable[str] = ()) -> list[InventoryChangeRow]:
+    """Inventory change log entries in [since, until), oldest first (``old``/``new`` decoded).
+
+    ``except_kinds``: kinds left out (the health engine does not judge ``enrolled``: on a fleet's
+    first day that is one entry per card, decoded at every health pass).
+    """
     extra: list[str] = []
+    skip = list(except_kinds)
     if uuid is not None:
         extra.append("gpu_uuid = ?")
+    if skip:
+        extra.append(f"kind NOT IN ({', '.join('?' for _ in skip)})")
     where, params = _where(since, until, node, extra)
     if uuid is not None:
         params.append(uuid)
+    params.extend(skip)
     return [InventoryChangeRow(id=r["id"], ts=r["ts"], kind=r["kind"], gpu_uuid=r["gpu_uuid"], node=r["node"],
                                old=_json_or_text(r["old"]), new=_json_or_text(r["new"]))
             for r in query(db, f"SELECT * FROM inventory_changes {where} ORDER BY ts, id", params)]

@@ -313,7 +313,7 @@ class GpuHistory:
     minutes: Series = EMPTY
     hourly: Series = EMPTY
     placements: tuple[Placement, ...] = ()
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_row(

@@ -634,6 +634,29 @@ def test_daily_ratios_rows() -> None:
     assert (r["pcie_gen"], r["pcie_width"]) == (4, 16)
 
 
+def test_daily_ratios_link_is_the_one_seen_most_while_busy() -> None:
+    def link_of(gens: list[Any], widths: list[Any]) -> tuple[Any, Any]:
+        rows = minutes(len(gens), pcie_gen_busy_min=gens, pcie_width_busy_min=widths)
+        return tuple(derating.daily_ratios(fleet(card(rows)))[0][k] for k in ("pcie_gen", "pcie_width"))
+
+    assert link_of([4] * 10, [16] * 10) == (4, 16)
+    assert link_of([4] * 4 + [3] * 6, [16] * 4 + [8] * 6) == (3, 8)
+    assert link_of([None] * 6 + [4] * 4, [None] * 6 + [16] * 4) == (4, 16)   # idle minutes name no link
+    assert link_of([4] * 6 + [4] * 4, [None] * 6 + [16] * 4) == (4, 16)     # half-known rows are skipped
+    assert link_of([None] * 10, [None] * 10) == (None, None)
+    assert link_of([4] * 10, [None] * 10) == (None, None)
+
+
+def test_days_convert_both_ways() -> None:
+    from fleetmon.health.series import day_of, day_start
+
+    assert day_of(0) == "1970-01-01" and day_of(86399.9) == "1970-01-01" and day_of(-1) == "1969-12-31"
+    assert day_start("2026-12-02") == 1796169600 and day_of(1796169600 + 43200) == "2026-12-02"
+    for bad in ("2026-13-01", "yesterday", ""):
+        with pytest.raises(ValueError):
+            day_start(bad)
+
+
 def test_derating_trend_from_stored_rows() -> None:
     from fleetmon.health.series import day_of
 

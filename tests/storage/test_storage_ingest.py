@@ -141,6 +141,10 @@ def test_inventory_changes_each_kind(fresh_db):
         ("driver_changed", None), ("vbios_changed", g0), ("serial_changed", g0), ("power_limit_changed", g0)]
     assert changes[0].old == "550.54.15" and changes[0].new == "555.42.02"
     assert changes[3].old["enforced_w"] == 400.0 and changes[3].new["enforced_w"] == 300.0
+    # What the health engine reads: every kind but the enrolments, filters combined.
+    assert [c.kind for c in inventory_changes(db, except_kinds=("enrolled",))] == [c.kind for c in changes]
+    assert [c.kind for c in inventory_changes(db, uuid=g0, except_kinds=("enrolled", "serial_changed"))] == [
+        "vbios_changed", "power_limit_changed"]
 
     # GPU 1 leaves n1 (disappeared), then shows up in n2's slot 1 (appeared + moved).
     ingest_polls(db, [poll("n1", T0 + 90, inv=[inv[0]], driver="555.42.02")])

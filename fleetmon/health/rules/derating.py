@@ -33,7 +33,6 @@ nominal ratios: it is reported as unknown, never guessed.
 from __future__ import annotations
 
 import bisect
-import datetime as _dt
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -51,7 +50,7 @@ from fleetmon.health.rules.helpers import (
     gpu_label,
     node_finding,
 )
-from fleetmon.health.series import DAY_S, day_of
+from fleetmon.health.series import DAY_S, day_of, day_start
 from fleetmon.health.thresholds import Thresholds
 
 __all__ = ["DAILY_KEYS", "check_derating", "daily_ratios", "weighted_median"]
@@ -115,6 +114,16 @@ def _clock_points(gpu: GpuHistory) -> tuple[list[int], list[float], list[float]]
     return cached
 
 
+def _points_median(gpu: GpuHistory, a: int, b: int) -> float | None:
+    """The weighted median of the card's clock points ``a:b`` (asked by the fleet's clock and the day's row)."""
+    key = ("derate_median", a, b)
+    if key not in gpu._cache:
+        _, mhz, weight = _clock_points(gpu)
+        gpu._cache[key] = weighted_median(mhz[a:b], weight[a:b])
+    found: float | None = gpu._cache[key]
+    return found
+
+
 def _day_bounds(ts: Sequence[Any]) -> list[tuple[int, int, int]]:
     """(UTC day number, first row, end row) for each day the rows cover."""
     out: list[tuple[int, int, int]] = []
@@ -164,15 +173,11 @@ def _daily_ratios(history: FleetHistory, t: Thresholds) -> list[dict[str, Any]]:
         memory = gpu.inv("memory_total_mib")
         for d, lo, hi in _day_bounds(ts):
             a, b = bisect.bisect_left(idx, lo), bisect.bisect_left(idx, hi)
-            values, weights = mhz[a:b], weight[a:b]
-            busy_minutes = sum(weights)
-            sm = weighted_median(values, weights) if busy_minutes >= t.derate_min_busy_minutes else None
+            busy_minutes = sum(weight[a:b])
+            sm = _points_median(gpu, a, b) if busy_minutes >= t.derate_min_busy_minutes else None
             lims = [v for v in limits[lo:hi] if v is not None]
             limit = statistics.fmean(lims) if lims else gpu.inv("power_enforced_w")
-            links = Counter(zip(gens[lo:hi], widths[lo:hi]))
-            known = [(count, link) for link, count in links.items()
-                     if link[0] is not None and link[1] is not None]
-            gen, width = max(known)[1] if known else (None, None)
+            gen, width = _busiest_link(gens[lo:hi], widths[lo:hi])
             rows.append({
                 "uuid": gpu.uuid,
                 "node": gpu.placement_at(min((d + 1) * DAY_S - 1, history.now)).node or gpu.node,
@@ -207,6 +212,19 @@ def _daily_ratios(history: FleetHistory, t: Thresholds) -> list[dict[str, Any]]:
     return rows
 
 
+def _busiest_link(gens: Sequence[Any], widths: Sequence[Any]) -> tuple[Any, Any]:
+    """The (gen, width) seen in most rows, both known; (None, None) when none is."""
+    if None in gens or None in widths:  # idle minutes name no link
+        pairs = [(g, w) for g, w in zip(gens, widths) if g is not None and w is not None]
+    else:
+        pairs = list(zip(gens, widths))
+    if not pairs:
+        return None, None
+    if pairs.count(pairs[0]) == len(pairs):  # one link all day: most cards
+        return pairs[0]
+    return max((count, link) for link, count in Counter(pairs).items())[1]
+
+
 def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
 
@@ -226,9 +244,9 @@ def _fleet_clock(history: FleetHistory) -> dict[str, tuple[float, int]]:
         ts = gpu.timeline().ts
         cut = bisect.bisect_left(idx, bisect.bisect_left(ts, recent))
         if len(idx) - cut >= 5:
-            m = weighted_median(mhz[cut:], weight[cut:])
+            m = _points_median(gpu, cut, len(idx))
         elif sum(weight) >= 5:
-            m = weighted_median(mhz, weight)
+            m = _points_median(gpu, 0, len(idx))
         else:
             continue
         if m is not None:
@@ -403,7 +421,7 @@ def _trends(history: FleetHistory, t: Thresholds, today: Iterable[Mapping[str, A
             continue
         points = []
         for day, ratio in by_day.items():
-            x = _dt.datetime.strptime(day, "%Y-%m-%d").replace(tzinfo=_dt.timezone.utc).timestamp()
+            x = float(day_start(day))
             if x >= horizon - DAY_S:
                 points.append((x / DAY_S, ratio))
         points.sort()

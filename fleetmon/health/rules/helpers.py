@@ -252,6 +252,20 @@ def first_known(values: Sequence[Any]) -> Any:
     return None
 
 
+def known_max(values: Sequence[Any]) -> Any:
+    """The largest value that is not None (None when there is none)."""
+    if None in values:  # a scan in C: most columns have no gap
+        values = [v for v in values if v is not None]
+    return max(values) if values else None
+
+
+def known_min(values: Sequence[Any]) -> Any:
+    """The smallest value that is not None (None when there is none)."""
+    if None in values:
+        values = [v for v in values if v is not None]
+    return min(values) if values else None
+
+
 def slots_of(gpu: GpuHistory, eps: Sequence[Episode]) -> list[str]:
     """The slots (``node:pci``) the card sat in while its bad rows started."""
     seen: list[str] = []

@@ -118,8 +118,11 @@ def check_row_remap(history: FleetHistory, thresholds: Thresholds | None = None)
         if ecc is not None and not ecc:
             continue
         tl = gpu.timeline()
-        pend = [p if p is not None else m for p, m in zip(tl.col("remap_pending"), tl.col("remap_pending_max"))]
-        fail = [p if p is not None else m for p, m in zip(tl.col("remap_failure"), tl.col("remap_failure_max"))]
+        flags = [tl.col(k) for k in ("remap_pending", "remap_pending_max", "remap_failure", "remap_failure_max")]
+        if not any(map(any, flags)):  # nothing pending or failed in any row (most cards, every pass)
+            continue
+        pend = [p if p is not None else m for p, m in zip(flags[0], flags[1])]
+        fail = [p if p is not None else m for p, m in zip(flags[2], flags[3])]
         if not any(pend) and not any(fail):
             continue
         ts, dur = tl.ts, tl.dur

@@ -16,6 +16,7 @@ from fleetmon.health.rules.helpers import (
     first_known,
     gpu_finding,
     gpu_label,
+    known_min,
     last_known,
     slots_of,
 )
@@ -53,8 +54,7 @@ def check_pcie_link(history: FleetHistory, thresholds: Thresholds | None = None)
             continue
         tl = gpu.timeline()
         gens, widths = tl.col("pcie_gen_busy_min"), tl.col("pcie_width_busy_min")
-        low_gen = min((g for g in gens if g is not None), default=None)
-        low_width = min((w for w in widths if w is not None), default=None)
+        low_gen, low_width = known_min(gens), known_min(widths)
         if not ((max_gen and low_gen is not None and low_gen < max_gen)
                 or (max_width and low_width is not None and low_width < max_width)):
             continue

@@ -17,6 +17,7 @@ from fleetmon.health.rules.helpers import (
     gpu_finding,
     gpu_label,
     held_seconds,
+    known_max,
     last_known,
     slots_of,
     slowdown_c,
@@ -107,8 +108,11 @@ def check_power_instability(history: FleetHistory, thresholds: Thresholds | None
         if not tl:
             continue
         util = tl.col("util_gpu_pct_min")
-        pmin, pmax = tl.col("power_w_min"), tl.col("power_w_max")
         thr_u, frac = t.power_drop_util_pct, t.power_drop_frac
+        top = known_max(util)
+        if top is None or top < thr_u:  # never under full load in the window
+            continue
+        pmin, pmax = tl.col("power_w_min"), tl.col("power_w_max")
         bad = [
             (i, 60.0) for i, (u, lo, hi) in enumerate(zip(util, pmin, pmax))
             if u is not None and u >= thr_u and lo is not None and hi and lo < frac * hi

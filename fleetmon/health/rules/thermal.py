@@ -11,6 +11,7 @@ from fleetmon.health.rules.helpers import (
     gpu_finding,
     gpu_label,
     held_seconds,
+    known_max,
     slowdown_c,
     whole_minutes,
 )
@@ -75,7 +76,7 @@ def check_temperature(history: FleetHistory, thresholds: Thresholds | None = Non
         critical = float(shutdown) - t.temperature_margin_c if shutdown else t.temperature_critical_c
         tl = gpu.timeline()
         tmax = tl.col("temp_c_max")
-        peak = max((v for v in tmax if v is not None), default=None)
+        peak = known_max(tmax)
         if peak is None or peak < limit:
             continue
         tmean = tl.col("temp_c_mean")
