@@ -212,7 +212,12 @@ def _read_window(db: Any, now: float, since: float, nodes: Iterable[str] | None,
         KnownError: Prometheus unreachable or the query refused (one line).
     """
     url = getattr(fleet, "history_prometheus", None)
+    # A window holding all of today, for every node, recomputes today's derating rows, and they
+    # replace the stored ones: those are not read.
+    today = float(_day_start(_day_text(now)))
+    whole_today = since <= today and nodes is None
     window = health_input.read_window(db, now, since, nodes=nodes, minutes_s=minutes_s, derating_since=trend_from,
+                                      derating_until=today if whole_today else None,
                                       cache=None if url else cache)
     if not url:
         return window
@@ -363,6 +368,8 @@ def evaluate_and_store(db: Any, now: float, *, fleet: Any = None, window_s: floa
     open_ = [f for f in findings if f.is_open]
     changed = stored.save_findings(db, [_finding_row(f) for f in open_], now)
     written = stored.save_derating(db, derating) if derating else 0
+    if cache is not None and any(d.day < _day_start(_day_text(now)) for d in derating):
+        cache.forget_derating()  # a window longer than today rewrote earlier days the cache holds
     t3 = time.perf_counter()
     out: dict[str, Any] = dict(changed.keys())
     out.update(findings=len(findings), open=len(open_), derating_rows=written,

@@ -163,7 +163,8 @@ def minute_start(db: Database, now: float, since: float, minutes_s: float) -> fl
 
 
 def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] | None = None,
-                minutes_s: float, derating_since: float, cache: WindowCache | None = None) -> RecordedWindow:
+                minutes_s: float, derating_since: float, derating_until: float | None = None,
+                cache: WindowCache | None = None) -> RecordedWindow:
     """The recorded window [since, now] (see :class:`RecordedWindow`).
 
     Args:
@@ -171,6 +172,9 @@ def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] 
             and card is still listed.
         minutes_s: how much of the recent window is read per minute.
         derating_since: the first day of stored derating rows to read.
+        derating_until: the day they end before (default: after ``now``). The collector's
+            pass recomputes today's and stores them: it reads the days before today, and
+            through ``cache`` only when they may have changed.
         cache: the telemetry of the last read, kept for the next (see
             :class:`WindowCache`; only without ``nodes``). Its columns are
             its own: a window read through it is valid until its next read.
@@ -212,7 +216,10 @@ def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] 
         never_answered=never_answered(db),
         events=tuple(e for e in queries.events(db, since=since, until=now + 1) if e.kind not in OUTAGE_EVENTS),
         inventory_changes=tuple(queries.inventory_changes(db, since=since, until=now + 1, except_kinds=("enrolled",))),
-        derating=tuple(findings.derating_history(db, None, derating_since, now + 1)),
+        derating=(cache.derating(db, derating_since, derating_until)
+                  if cache is not None and derating_until is not None and derating_until <= now
+                  else tuple(findings.derating_history(db, None, derating_since,
+                                                       now + 1 if derating_until is None else derating_until))),
     )
 
 
@@ -266,6 +273,7 @@ class WindowCache:
         self._watch = LateMinutes()
         self.inventories: dict[str, dict[str, Any]] = {}
         """Stored inventory text -> its decoded form (:func:`storage.queries.gpus`'s memo)."""
+        self._derating: tuple[tuple[float, float, int], tuple[DeratingDay, ...]] | None = None
         self.full_reads = 0
         """Reads that fetched the whole window (the first one included)."""
         self.gpus_reread = 0
@@ -284,6 +292,23 @@ class WindowCache:
             self._key = None  # half-appended columns are never read again
             self._minutes, self._hourly = {}, {}
             raise
+
+    def derating(self, db: Database, since: float, until: float) -> tuple[DeratingDay, ...]:
+        """Stored derating rows of the days [since, until), read again only when they may have changed.
+
+        Days before today change only through other connections (a bulk history written by
+        ``fleetmon.assess.store_derating_history``, a second writer): ``PRAGMA data_version``
+        tells. The collector's own pass writes today's rows only. At a 14-day trend window and
+        8,000 cards that is 100,000 rows a pass not read again.
+        """
+        key = (float(since), float(until), queries.data_version(db))
+        if self._derating is None or self._derating[0] != key:
+            self._derating = (key, tuple(findings.derating_history(db, None, since, until)))
+        return self._derating[1]
+
+    def forget_derating(self) -> None:
+        """Read the stored derating rows again next time (this connection rewrote earlier days)."""
+        self._derating = None
 
     def _update(self, db: Database, wanted: Mapping[int, str], since: float, m_start: float, hour_start: float,
               now: float) -> tuple[Telemetry, Telemetry]:

@@ -128,3 +128,58 @@ def test_the_collector_pass_finds_the_same_through_the_cache(fresh_db):
         assert found == sorted(f.key for f in assess.engine.evaluate(plain) if f.is_open)
     assert any("thermal-throttle" in key for key in found)
     assert cache.full_reads == 1
+
+
+def test_stored_derating_days_are_read_again_only_when_they_may_have_changed(tmp_path):
+    from storage.findings import save_derating
+    from storage.rows import DeratingDay
+
+    path = tmp_path / "fleet.db"
+    db = open_database(path)
+    feeder = Feeder(db, nodes=("n1",), gpus=2)
+    today = T0 + 10 * DAY
+    feeder.feed(today - HOUR, today + HOUR)
+    uuids = sorted(r[0] for r in db.execute("SELECT uuid FROM gpus"))
+    save_derating(db, [DeratingDay(u, today - d * DAY, "n1", clock_ratio=0.9) for u in uuids for d in (1, 2)])
+
+    cache = WindowCache()
+
+    def read(now):
+        w = read_window(db, now, now - DAY, minutes_s=MINUTES_S, derating_since=today - 14 * DAY,
+                        derating_until=today, cache=cache)
+        fresh = read_window(db, now, now - DAY, minutes_s=MINUTES_S, derating_since=today - 14 * DAY,
+                            derating_until=today)
+        assert w.derating == fresh.derating
+        return w.derating
+
+    first = read(today + 600)
+    assert sorted((d.gpu_uuid, d.day) for d in first) == sorted((u, today - d * DAY) for u in uuids for d in (1, 2))
+    # Today's rows, written by this connection (the collector's pass), are not among them: same rows.
+    save_derating(db, [DeratingDay(u, today, "n1", clock_ratio=0.8) for u in uuids])
+    assert read(today + 660) is first
+    # Another connection rewrites an earlier day: read again.
+    other = open_database(path)
+    save_derating(other, [DeratingDay(uuids[0], today - DAY, "n1", clock_ratio=0.5)])
+    other.close()
+    again = read(today + 720)
+    assert again is not first
+    assert {d.clock_ratio for d in again if d.gpu_uuid == uuids[0] and d.day == today - DAY} == {0.5}
+    # This connection rewrites an earlier day (a window longer than today): told to forget, it reads again.
+    save_derating(db, [DeratingDay(uuids[1], today - 2 * DAY, "n1", clock_ratio=0.4)])
+    cache.forget_derating()
+    assert {d.clock_ratio for d in read(today + 780) if d.gpu_uuid == uuids[1] and d.day == today - 2 * DAY} == {0.4}
+
+
+def test_a_pass_over_more_than_today_makes_the_cache_forget_the_days_it_rewrote(fresh_db):
+    feeder = Feeder(fresh_db, nodes=("n1",), gpus=2)
+    today = T0 + 10 * DAY
+    feeder.feed(today - 2 * HOUR, today + HOUR)
+    from fleetmon.health.thresholds import Thresholds
+
+    trend_from = today - Thresholds().derate_trend_days * DAY  # what the pass reads
+    cache = WindowCache()
+    assess.evaluate_and_store(fresh_db, today + HOUR, cache=cache)
+    assert cache.derating(fresh_db, trend_from, today) == ()  # nothing stored before today yet
+    # A two-day window writes yesterday's rows through this connection.
+    assess.evaluate_and_store(fresh_db, today + HOUR, cache=cache, window_s=2 * DAY)
+    assert {d.day for d in cache.derating(fresh_db, trend_from, today)} == {today - DAY}
