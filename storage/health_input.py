@@ -306,6 +306,11 @@ class WindowCache:
             self._derating = (key, tuple(findings.derating_history(db, None, since, until)))
         return self._derating[1]
 
+    @property
+    def gpus_held(self) -> int:
+        """How many cards the last read held."""
+        return len(self._seen)
+
     def forget_derating(self) -> None:
         """Read the stored derating rows again next time (this connection rewrote earlier days)."""
         self._derating = None

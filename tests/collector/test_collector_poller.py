@@ -202,3 +202,50 @@ def test_poll_now_runs_a_cycle_before_the_interval(tmp_path):
     collector.stop()
     assert len(collector.starts) == 2
     assert collector.starts[1] - collector.starts[0] < 2
+
+
+def test_a_large_window_is_kept_away_from_the_cyclic_collector_and_thawed_hourly(tmp_path, monkeypatch):
+    import gc
+    import weakref
+
+    from fleetmon.collector import poller
+
+    node = make_node("n1", gpus=2)
+    node.serve(0.1)
+    fleet = _fleet(tmp_path, {"n1": node.url})
+    db = open_database(tmp_path / "fleet.db")
+    clock = [1000.0]
+    monkeypatch.setattr(poller.time, "monotonic", lambda: clock[0])
+    try:
+        collector = Collector(fleet, db)
+        collector.run_cycle()
+        collector.maintain(force_health=True)
+        assert collector.last_health is not None and collector._window.gpus_held == 2
+        assert gc.get_freeze_count() == 0  # a small window: the plain collector, as before
+
+        collector.freeze_from_gpus = 2
+        collector.maintain(force_health=True)
+        assert gc.get_freeze_count() > 0 and collector.thaws == 0
+
+        class Box:
+            pass
+
+        box = Box()
+        box.me = box  # type: ignore[attr-defined]  # garbage with a reference cycle, made between passes
+        alive = weakref.ref(box)
+        del box
+        clock[0] += 600
+        collector.maintain(force_health=True)  # frozen with the rest: the collector cannot free it
+        gc.collect()
+        assert alive() is not None and collector.thaws == 0
+        clock[0] += poller.THAW_EVERY_S
+        collector.maintain(force_health=True)  # an hour on: thawed and collected, then frozen afresh
+        assert alive() is None and collector.thaws == 1 and gc.get_freeze_count() > 0
+
+        collector.freeze_from_gpus = 3  # the fleet below the threshold again: nothing stays frozen
+        collector.maintain(force_health=True)
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.unfreeze()
+        db.close()
+        node.close()
