@@ -368,7 +368,8 @@ def evaluate_and_store(db: Any, now: float, *, fleet: Any = None, window_s: floa
     open_ = [f for f in findings if f.is_open]
     changed = stored.save_findings(db, [_finding_row(f) for f in open_], now)
     written = stored.save_derating(db, derating) if derating else 0
-    if cache is not None and any(d.day < _day_start(_day_text(now)) for d in derating):
+    today = _day_start(_day_text(now))
+    if cache is not None and any(d.day < today for d in derating):
         cache.forget_derating()  # a window longer than today rewrote earlier days the cache holds
     t3 = time.perf_counter()
     out: dict[str, Any] = dict(changed.keys())
