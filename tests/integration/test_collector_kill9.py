@@ -127,13 +127,19 @@ def _wait_for(proc: subprocess.Popen[bytes], log: Path, ready: Any, what: str) -
 
 
 def _moments(rng: random.Random) -> list[tuple[str, float]]:
-    """KILLS (anchor, delay) pairs: each anchor at least a sixth of the runs, in a seeded order."""
-    anchors = ["start", "polling", "ingest", "committed", "committed2", "polling"]
+    """KILLS (anchor, delay) pairs: each anchor at least a sixth of the runs, in a seeded order.
+
+    A "first-cycle" delay is a fraction of the banner-to-first-commit time measured in this run's
+    "committed" rounds (resolved when the round runs), so kills land inside the first cycle on a
+    fast machine as on a slow one.
+    """
+    anchors = ["start", "polling", "ingest", "committed", "committed2", "first-cycle"]
     out = []
     for k in range(KILLS):
         anchor = anchors[k % len(anchors)] if k < len(anchors) else rng.choice(anchors)
         delay = {"start": rng.uniform(0.05, 0.6), "polling": rng.uniform(0.0, 0.8), "ingest": rng.uniform(0.0, 0.05),
-                 "committed": rng.uniform(0.0, 0.4), "committed2": rng.uniform(0.0, 0.2)}[anchor]
+                 "committed": rng.uniform(0.0, 0.4), "committed2": rng.uniform(0.0, 0.2),
+                 "first-cycle": rng.uniform(0.0, 0.5)}[anchor]
         out.append((anchor, delay))
     return out
 
@@ -151,6 +157,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_the_next_run_backfills(tmp_p
         db = tmp_path / "fleet.db"
         env = dict(os.environ, PYTHONPATH=str(REPO))
         moments = _moments(random.Random(9))
+        first_commit_s: list[float] = []  # banner to first cycle line, in "committed" rounds
         progress = []
         for round_no, (anchor, moment) in enumerate(moments):
             if round_no:
@@ -167,9 +174,14 @@ def test_kill_9_at_random_moments_loses_nothing_and_the_next_run_backfills(tmp_p
                     wal = Path(str(db) + "-wal")
                     before = _stat(wal)
                     _wait_for(proc, log, lambda: _stat(wal) != before, "WAL write")
+                banner_seen = time.monotonic()
                 if anchor.startswith("committed"):  # the cycle line is logged after the commit
                     want = 2 if anchor == "committed2" else 1
                     _wait_for(proc, log, lambda: log.read_bytes().count(b" minutes, ") >= want, "commit")
+                    if anchor == "committed":
+                        first_commit_s.append(time.monotonic() - banner_seen)
+                if anchor == "first-cycle":  # a fraction of the shortest first cycle seen so far
+                    moment *= min(first_commit_s)
                 time.sleep(moment)
                 if proc.poll() is None:
                     proc.kill()
@@ -180,7 +192,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_the_next_run_backfills(tmp_p
             progress.append((anchor, round(moment, 2), cycles, cursors))
         print("\nkilled after (s), cycles committed before the kill, cursors:", *progress, sep="\n  ")
         assert len(progress) == KILLS
-        assert {p[0] for p in progress} == {"start", "polling", "ingest", "committed", "committed2"}
+        assert {p[0] for p in progress} == {"start", "polling", "ingest", "committed", "committed2", "first-cycle"}
         assert any(p[3] and any(p[3].values()) for p in progress), "no run ever committed: kills too early"
         assert sum(1 for p in progress if p[2] == 0 and p[0] != "start") >= 5, "no kill before the first commit"
         assert any(p[2] >= 2 for p in progress), "no kill after a second cycle"
