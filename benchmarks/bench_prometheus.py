@@ -135,8 +135,9 @@ def start_sims(folder: Path, nodes: int, procs: int, gpus: int, sample_s: float)
     return [p for p, _ in started], described
 
 
-def prom_query(url: str, expr: str) -> float:
-    q = urllib.parse.urlencode({"query": expr})
+def prom_query(url: str, expr: str, at: float | None = None) -> float:
+    """An instant query, at ``at`` (Unix seconds) when given so that several queries see one window."""
+    q = urllib.parse.urlencode({"query": expr} if at is None else {"query": expr, "time": f"{at:.3f}"})
     with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=30) as resp:
         result = json.loads(resp.read())["data"]["result"]
     return float(result[0]["value"][1]) if result else 0.0
@@ -277,9 +278,10 @@ def main(argv: list[str] | None = None) -> int:
             cycles += 1
             time.sleep(max(0.0, args.interval - (time.monotonic() - cycle_start)))
         prom_cpu = proc_cpu_s(prom.pid) - p0
-        span = int(time.time() - t_start)
-        scrapes = prom_query(url, f"sum(count_over_time(up[{span}s]))")
-        scraped_ok = prom_query(url, f"sum(sum_over_time(up[{span}s]))")
+        t_end = time.time()
+        span = int(t_end - t_start)
+        scrapes = prom_query(url, f"sum(count_over_time(up[{span}s]))", at=t_end)
+        scraped_ok = prom_query(url, f"sum(sum_over_time(up[{span}s]))", at=t_end)
         appended = own_metric(url, "prometheus_tsdb_head_samples_appended_total")
         db.close()
         conn = sqlite3.connect(db_path)
