@@ -401,14 +401,13 @@ class Collector:
                 gc.unfreeze()
                 self._frozen_at = None
             return
-        now = time.monotonic()
-        if self._frozen_at is not None and now - self._frozen_at >= THAW_EVERY_S:
+        if self._frozen_at is not None and time.monotonic() - self._frozen_at >= THAW_EVERY_S:
             gc.unfreeze()
             gc.collect()
             self.thaws += 1
-            now = time.monotonic()
-        if self._frozen_at is None or now - self._frozen_at >= THAW_EVERY_S:
-            self._frozen_at = now
+            self._frozen_at = None
+        if self._frozen_at is None:
+            self._frozen_at = time.monotonic()
         gc.freeze()
 
     def collect_once(self) -> list[NodePoll]:
