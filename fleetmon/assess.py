@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from fleetmon import hostlist
+from fleetmon import hostlist, ledger
 from fleetmon.errors import KnownError, StorageError
 from fleetmon.health import engine
 from fleetmon.health.findings import Finding
@@ -304,37 +304,6 @@ def _change(c: InventoryChangeRow) -> dict[str, Any]:
 # -- the collector's periodic evaluation ------------------------------------------------
 
 
-def _finding_row(f: Finding) -> NewFinding:
-    """A finding as storage.findings.save_findings takes it (the summary rides in the evidence)."""
-    return NewFinding(key=f.key, kind=f.kind, severity=f.severity, node=f.node, gpu_uuid=f.gpu_uuid,
-                      first_seen=f.first_seen, last_seen=f.last_seen,
-                      evidence={"summary": f.summary, **f.evidence}, action=f.action)
-
-
-def _stored_finding(r: StoredFinding, now: float, stale_s: float,
-                    index_of: Mapping[str, int | None]) -> Finding | None:
-    """A Finding from a stored row (None for a kind or severity this build does not know).
-
-    A row still open whose last refresh is older than ``stale_s`` counts as
-    resolved: no collector has judged it since.
-    """
-    evidence = dict(r.evidence or {})
-    summary = str(evidence.pop("summary", "") or f"{r.node}: {r.kind}")
-    # updated_at: when the collector last judged it open (last_seen is the latest evidence).
-    refreshed = r.updated_at if r.updated_at is not None else r.last_seen
-    resolved = r.resolved_at is not None or float(refreshed) < now - stale_s
-    try:
-        return Finding(
-            kind=str(r.kind), severity=str(r.severity), node=str(r.node or ""),
-            gpu_uuid=r.gpu_uuid, first_seen=float(r.first_seen), last_seen=float(r.last_seen),
-            evidence=evidence, action=str(r.action or ""), summary=summary, key=str(r.key),
-            state="resolved" if resolved else "open",
-            gpu_index=index_of.get(r.gpu_uuid) if r.gpu_uuid else None,
-        )
-    except (ValueError, TypeError):
-        return None
-
-
 def evaluate_and_store(db: Any, now: float, *, fleet: Any = None, window_s: float = HEALTH_WINDOW_S,
                        minutes_s: float = HEALTH_MINUTES_S,
                        cache: health_input.WindowCache | None = None) -> dict[str, Any]:
@@ -358,7 +327,7 @@ def evaluate_and_store(db: Any, now: float, *, fleet: Any = None, window_s: floa
     with _gc_paused():
         history = load_history(db, now, now - window_s, fleet=fleet, minutes_s=minutes_s, cache=cache)
         t1 = time.perf_counter()
-        findings = engine.evaluate(history)
+        findings = ledger.judge(db, history, engine.evaluate(history))
         derating = [_derating_day(r) for r in daily_ratios(history) if _day_start(r["day"]) >= history.since]
         # Freed here, by reference counting, while the cyclic collector is still paused: the
         # history holds millions of objects, and the collector's first pass after it resumes
@@ -366,7 +335,7 @@ def evaluate_and_store(db: Any, now: float, *, fleet: Any = None, window_s: floa
         del history
     t2 = time.perf_counter()
     open_ = [f for f in findings if f.is_open]
-    changed = stored.save_findings(db, [_finding_row(f) for f in open_], now)
+    changed = ledger.store(db, findings, now)
     written = stored.save_derating(db, derating) if derating else 0
     today = _day_start(_day_text(now))
     if cache is not None and any(d.day < today for d in derating):
@@ -484,8 +453,7 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
     with _gc_paused():
         history = load_history(db, now, now - since_s, fleet=fleet, minutes_s=min(since_s, REPORT_MINUTES_S))
         t1 = time.perf_counter()
-        findings = engine.evaluate(history)
-    findings = _carry_onsets(findings, stored.open_findings(db))
+        findings = ledger.judge(db, history, engine.evaluate(history))
     kind = report_scope(group)
     if baseline not in ("report", "signoff"):
         raise ValueError(f"baseline {baseline!r}: expected 'report' or 'signoff'")
@@ -547,21 +515,6 @@ def signoff_summary(result: engine.ReportResult, checked: Iterable[str] = ()) ->
             "open": [f.to_dict() for f in result.findings if f.is_open]}
 
 
-def _carry_onsets(findings: Sequence[Finding], rows: Iterable[StoredFinding]) -> list[Finding]:
-    """The real onset of findings that began before the window: the stored first_seen of the same key.
-
-    A report judges its window only, so a fault older than the window would
-    show the window's start as "first seen"; the collector stored the finding
-    when it began (and keeps that first_seen while it stays open).
-    """
-    onset = {r.key: float(r.first_seen) for r in rows if r.resolved_at is None}
-    out = []
-    for f in findings:
-        first = onset.get(f.key)
-        out.append(replace(f, first_seen=first) if first is not None and first < f.first_seen else f)
-    return out
-
-
 def run_preflight(db: Any, now: float, nodes_expr: str | Sequence[str], days: float, fleet: Any = None
                   ) -> PreflightRun:
     """Go / no-go for the nodes of ``nodes_expr`` (a Slurm hostlist) over the last ``days``.
@@ -592,21 +545,7 @@ def run_preflight(db: Any, now: float, nodes_expr: str | Sequence[str], days: fl
     with _gc_paused():
         history = load_history(db, now, since, nodes=names, fleet=fleet, minutes_s=PREFLIGHT_MINUTES_S)
         t1 = time.perf_counter()
-        fresh = engine.evaluate(history)
-    wanted = set(names)
-    keys = {f.key for f in fresh}
-    stale_s = history.thresholds.resolve_after_minutes * 60.0 if isinstance(history.thresholds, Thresholds) \
-        else 1800.0
-    index_of = {g.uuid: g.index for g in history.gpus}
-    merged = list(fresh)
-    rows = stored.findings_between(db, since, now + 1)
-    for r in rows:
-        if r.key in keys or r.node not in wanted:
-            continue
-        f = _stored_finding(r, now, stale_s, index_of)
-        if f is not None:
-            merged.append(f)
-    merged = _carry_onsets(merged, rows)
-    result = engine.preflight(history, names, days=days, findings=engine.sort_findings(merged))
+        merged = ledger.judge(db, history, engine.evaluate(history))
+    result = engine.preflight(history, names, days=days, findings=merged)
     t2 = time.perf_counter()
     return PreflightRun(result, t1 - t0, t2 - t1)

@@ -98,6 +98,79 @@ def save_findings(db: Database, findings: Sequence[NewFinding], now: float) -> F
     return FindingChanges(**{what: tuple(full[k] for k in keys) for what, keys in result.items()})
 
 
+def save_ledger(db: Database, open_: Sequence[NewFinding], resolved: Sequence[NewFinding], now: float
+                ) -> FindingChanges:
+    """Store one health pass as the lifecycle judged it; return what changed.
+
+    Unlike :func:`save_findings`, nothing is resolved for being absent: the
+    health engine's lifecycle (:mod:`fleetmon.health.lifecycle`) decides, and
+    a key in neither list is left as it is. ``open_`` findings are upserted
+    open (one that was resolved reopens; ``first_seen`` is stored as given:
+    the lifecycle's true onset); ``resolved`` ones that are stored and open
+    are resolved at ``now``, with their evidence (saying why); a resolved
+    finding never stored is not added.
+    """
+    result: dict[str, list[str]] = {"new": [], "reopened": [], "resolved": [], "worsened": []}
+
+    def text(f: NewFinding) -> str | None:
+        return json.dumps(f.evidence, separators=(",", ":"), sort_keys=True, default=str) \
+            if f.evidence is not None else None
+
+    with transaction(db) as conn:
+        cur = conn.execute("SELECT key, severity, resolved_at FROM findings")
+        stored = {k: (sev, res) for k, sev, res in cur.fetchall()}
+        for f in open_:
+            old = stored.get(f.key)
+            if old is None:
+                conn.execute(
+                    """INSERT INTO findings (key, kind, severity, node, gpu_uuid, first_seen, last_seen, evidence,
+                                             action, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                    (f.key, f.kind, f.severity, f.node, f.gpu_uuid, f.first_seen or now, f.last_seen or now,
+                     text(f), f.action, now))
+                result["new"].append(f.key)
+                continue
+            conn.execute(
+                """UPDATE findings SET kind = ?, severity = ?, node = ?, gpu_uuid = ?, first_seen = ?, last_seen = ?,
+                       evidence = ?, action = ?, updated_at = ?, resolved_at = NULL WHERE key = ?""",
+                (f.kind, f.severity, f.node, f.gpu_uuid, f.first_seen or now, f.last_seen or now, text(f), f.action,
+                 now, f.key))
+            if old[1] is not None:
+                result["new"].append(f.key)
+                result["reopened"].append(f.key)
+            elif _rank(f.severity) > _rank(old[0]):
+                result["worsened"].append(f.key)
+        for f in resolved:
+            old = stored.get(f.key)
+            if old is None or old[1] is not None:
+                continue
+            conn.execute("""UPDATE findings SET resolved_at = ?, updated_at = ?, last_seen = ?, evidence = ?
+                            WHERE key = ?""", (now, now, f.last_seen or now, text(f), f.key))
+            result["resolved"].append(f.key)
+        wanted = {k for keys in result.values() for k in keys}
+        full: dict[str, StoredFinding] = {}
+        if wanted:
+            cur = conn.execute("SELECT * FROM findings")
+            names = [d[0] for d in cur.description]
+            full = {r["key"]: _finding(r) for r in (dict(zip(names, row)) for row in cur.fetchall())
+                    if r["key"] in wanted}
+    return FindingChanges(**{what: tuple(full[k] for k in keys) for what, keys in result.items()})
+
+
+def ledger_rows(db: Database, until: float, resolved_since: float) -> list[StoredFinding]:
+    """Findings begun by ``until`` that are open, or were resolved at or after ``resolved_since``."""
+    return [_finding(r) for r in query(db, """
+        SELECT * FROM findings WHERE first_seen <= ? AND (resolved_at IS NULL OR resolved_at >= ?)
+        ORDER BY first_seen, id""", (until, resolved_since))]
+
+
+def all_findings(db: Database, until: float | None = None) -> list[StoredFinding]:
+    """Every stored finding (open and resolved) that began before ``until``, oldest first."""
+    if until is None:
+        return [_finding(r) for r in query(db, "SELECT * FROM findings ORDER BY first_seen, id")]
+    return [_finding(r) for r in query(db, "SELECT * FROM findings WHERE first_seen <= ? ORDER BY first_seen, id",
+                                       (until,))]
+
+
 def open_findings(db: Database) -> list[StoredFinding]:
     """Findings not resolved, oldest first. ``evidence`` is decoded."""
     return [_finding(r) for r in query(db, "SELECT * FROM findings WHERE resolved_at IS NULL ORDER BY first_seen, id")]

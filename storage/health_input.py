@@ -436,3 +436,47 @@ def load_daily(db: Database, since: float, until: float, nodes: Iterable[str] | 
                fields: Iterable[str] | None = None) -> dict[str, list[dict[str, Any]]]:
     """Daily rollups in [since, until) by GPU UUID."""
     return _load(db, "daily", "rollup", since, until, nodes, fields)
+
+
+def coverage(db: Database, uuids: Iterable[str], after: float, until: float
+             ) -> dict[str, tuple[float, float, float | None]]:
+    """How much data each card sent in (``after``, ``until``]: {uuid: (hours with data, busy minutes, newest)}.
+
+    Counted from the hourly rollups (hours starting after ``after``) and the
+    per-minute table for what the rollups do not hold yet; ``newest`` is the
+    end of the newest stored minute or hour (at most ``until``). A card
+    without any data there is left out. What the health lifecycle needs to
+    tell a quiet period backed by data from a silent one.
+    """
+    ids = {i: u for u, i in gpu_ids(db).items() if u in set(uuids)}
+    if not ids:
+        return {}
+    marks = ",".join("?" for _ in ids)
+    first_hour = (int(after) // HOUR_S + 1) * HOUR_S
+    out: dict[str, tuple[float, float, float | None]] = {}
+    for r in query(db, f"""
+            SELECT h.gpu_id AS gid, count(*) AS hours, sum(coalesce(hh.busy_minutes, 0)) AS busy,
+                   max(h.ts) AS last
+            FROM hourly h LEFT JOIN hourly_health hh ON hh.gpu_id = h.gpu_id AND hh.ts = h.ts
+            WHERE h.gpu_id IN ({marks}) AND h.ts >= ? AND h.ts < ?
+            GROUP BY h.gpu_id""", (*ids, first_hour, until)):
+        out[ids[int(r["gid"])]] = (float(r["hours"]), float(r["busy"] or 0.0), min(float(r["last"]) + HOUR_S, until))
+    for r in query(db, f"""
+            SELECT gpu_id AS gid, count(DISTINCT ts / {HOUR_S}) AS hours,
+                   sum(CASE WHEN n > 0 AND busy_n * 2 >= n AND busy_n > 0 THEN 1 ELSE 0 END) AS busy,
+                   max(ts) AS last
+            FROM samples WHERE gpu_id IN ({marks}) AND ts > ? AND ts < ? AND ts >= ?
+            GROUP BY gpu_id""", (*ids, after, until, _rolled_until(db, ids, first_hour))):
+        uuid = ids[int(r["gid"])]
+        h, b, t = out.get(uuid, (0.0, 0.0, None))
+        last = min(float(r["last"]) + 60.0, until)
+        out[uuid] = (h + float(r["hours"]), b + float(r["busy"] or 0.0), last if t is None else max(t, last))
+    return out
+
+
+def _rolled_until(db: Database, ids: Mapping[int, str], first_hour: float) -> float:
+    """The end of the newest rolled-up hour of these cards (minutes before it are counted in the rollups)."""
+    marks = ",".join("?" for _ in ids)
+    found = query(db, f"SELECT max(ts) AS last FROM hourly WHERE gpu_id IN ({marks})", tuple(ids))
+    last = found[0]["last"] if found else None
+    return max(first_hour, float(last) + HOUR_S) if last is not None else first_hour

@@ -30,6 +30,7 @@ from fleetmon.health.fleet import FleetHistory, GpuHistory
 from fleetmon.health.isolate import Problem, isolated, run_isolated, unjudgeable_findings
 from fleetmon.health.rules import RULES, Rule
 from fleetmon.health.thresholds import Thresholds
+import fleetmon.health.verdict as verdict
 
 __all__ = [
     "NO_GO_WARNINGS",
@@ -49,13 +50,8 @@ __all__ = [
     "sort_findings",
 ]
 
-VERDICTS: tuple[str, ...] = ("fail", "unreachable", "unknown", "warn", "pass")
-"""Node verdicts, worst first. fail: an open critical finding; unreachable:
-the node answered before but its latest poll failed (or a node-unreachable
-finding is open); unknown: the node never answered, so nothing is known of it;
-warn: an open warning; pass: polled, and no open warning or critical finding.
-Reachability decides first: findings of a node that does not answer now are
-not evidence that it is well."""
+VERDICTS: tuple[str, ...] = verdict.VERDICTS
+"""Node verdicts, worst first: see :mod:`fleetmon.health.verdict` (the one place they are computed)."""
 
 NO_GO_WARNINGS: frozenset[str] = frozenset({
     "ecc-correctable-storm", "retired-pages", "row-remap", "pcie-link-degraded", "pcie-replay",
@@ -222,50 +218,41 @@ def attribute_slots(findings: Sequence[Finding], history: FleetHistory) -> list[
 
 
 def reachability(history: FleetHistory) -> dict[str, str]:
-    """The nodes that do not answer now: node -> "unknown" (never answered) or "unreachable".
+    """The nodes that do not answer now: node -> "unknown", "unreachable" or "stale".
 
     Unreachable: the node answered once, and its latest poll failed or its
-    last outage is still open. This is the state right after an agent dies,
-    before the node-unreachable finding's threshold is reached.
+    last outage is still open (the state right after an agent dies, before the
+    node-unreachable finding's threshold is reached). Stale: its newest good
+    poll is older than ``stale_after_minutes`` before ``history.now`` (nobody
+    polled it since: no news is not good news). See :func:`fleetmon.health.verdict.reach_of`.
     """
+    t = history.thresholds if isinstance(history.thresholds, Thresholds) else Thresholds()
     out: dict[str, str] = {}
     for node in history.nodes:
-        if node.last_ok is None:
-            out[node.name] = "unknown"
-        elif ((node.last_attempt is not None and node.last_attempt > node.last_ok)
-              or (node.outages and node.outages[-1].end is None)):
-            out[node.name] = "unreachable"
+        state = verdict.reach_of(
+            last_ok=node.last_ok, last_attempt=node.last_attempt,
+            outage_open=bool(node.outages and node.outages[-1].end is None),
+            now=history.now, stale_after_s=t.stale_after_minutes * 60.0)
+        if state is not None:
+            out[node.name] = state
     return out
 
 
 def node_verdicts(findings: Iterable[Finding], nodes: Iterable[str] | None = None,
                   reach: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A verdict of :data:`VERDICTS` per node from its open findings and reachability.
+    """A verdict of :data:`VERDICTS` per node, by :func:`fleetmon.health.verdict.combine`.
 
-    fail: an open critical finding; warn: an open warning; pass: otherwise
-    (info and resolved findings never change a verdict). ``reach`` (see
-    :func:`reachability`) overrides: "unknown" for a node never reached,
-    "unreachable" for one not answering now; an open node-unreachable finding
-    also makes a node unreachable. Nodes given in ``nodes`` but without
-    findings pass; the result is ordered by node name.
+    From each node's open findings and ``reach`` (see :func:`reachability`).
+    Nodes given in ``nodes`` without findings are judged on reachability
+    alone; the result is ordered by node name.
     """
-    verdict: dict[str, str] = {n: "pass" for n in (nodes or ())}
-    down: dict[str, str] = {}
+    reach = reach or {}
+    found: dict[str, list[tuple[str, str]]] = {n: [] for n in (nodes or ())}
     for f in findings:
-        current = verdict.setdefault(f.node, "pass")
-        if not f.is_open:
-            continue
-        if f.kind == "node-unreachable":
-            down.setdefault(f.node, "unreachable")
-        if f.severity == Severity.CRITICAL:
-            verdict[f.node] = "fail"
-        elif f.severity == Severity.WARNING and current != "fail":
-            verdict[f.node] = "warn"
-    down.update(reach or {})
-    for name, state in down.items():
-        if name in verdict:
-            verdict[name] = state
-    return {n: verdict[n] for n in sorted(verdict, key=hostlist.sort_key)}
+        mine = found.setdefault(f.node, [])
+        if f.is_open:
+            mine.append((f.severity, f.kind))
+    return {n: verdict.combine(found[n], reach.get(n)) for n in sorted(found, key=hostlist.sort_key)}
 
 
 def diff_findings(
@@ -339,9 +326,9 @@ class ReportResult:
 
     @property
     def critical(self) -> bool:
-        """Whether any open critical finding is in the report, or a node is unreachable or unknown."""
+        """Whether any open critical finding is in the report, or a node fails, is unreachable, stale or unknown."""
         return any(f.is_open and f.severity == Severity.CRITICAL for f in self.findings) or any(
-            v in ("unreachable", "unknown") for v in self.verdicts.values())
+            v in verdict.SILENT or v == "fail" for v in self.verdicts.values())
 
 
 def _in_group(history: FleetHistory, group: str | None) -> list[str]:
@@ -358,6 +345,8 @@ def fleet_summary(
     (nodes not answering now: an open node-unreachable finding, a failed
     latest poll, or no good poll ever), ``never_reached`` (of those, the nodes
     that never answered), and
+    ``stale`` (node -> age in seconds of its newest good poll, for the nodes
+    nobody has heard from for longer than ``stale_after_minutes``),
     ``inventory_changes`` (the window's inventory-change findings as
     ``{ts, node, gpu_uuid, change, before, after, summary}``).
     """
@@ -375,6 +364,9 @@ def fleet_summary(
         {f.node for f in findings if f.kind == "node-unreachable" and f.is_open and f.node in names}
         | set(reach), key=hostlist.sort_key)
     never = sorted((n for n, v in reach.items() if v == "unknown"), key=hostlist.sort_key)
+    ages = {n.name: history.now - float(n.last_ok) for n in history.nodes
+            if n.name in names and reach.get(n.name) == "stale" and n.last_ok is not None}
+    stale = {n: round(ages[n], 1) for n in sorted(ages, key=hostlist.sort_key)}
     changes = [
         {"ts": f.first_seen, "node": f.node, "gpu_uuid": f.gpu_uuid,
          "change": f.evidence.get("change"), "before": f.evidence.get("before"),
@@ -389,6 +381,7 @@ def fleet_summary(
         "driver_versions": dict(sorted(drivers.items(), key=lambda kv: (-kv[1], kv[0]))),
         "unreachable": unreachable,
         "never_reached": never,
+        "stale": stale,
         "inventory_changes": changes,
     }
 
@@ -493,6 +486,15 @@ class PreflightResult:
     def critical(self) -> bool:
         """Whether any node is no-go."""
         return any(not n.go for n in self.nodes)
+
+
+def _age_text(minutes: float) -> str:
+    """"42 min", "6.0 h", "1.5 d": the age of a node's newest data."""
+    if minutes < 120:
+        return f"{minutes:.0f} min"
+    if minutes < 48 * 60:
+        return f"{minutes / 60:.1f} h"
+    return f"{minutes / 1440:.1f} d"
 
 
 def _ecc_power(history: FleetHistory, node: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -622,6 +624,9 @@ def preflight(
         state = reach.get(name)
         if state == "unknown":
             reasons.insert(0, "never reached: no successful poll yet [node-unreachable]")
+        elif state == "stale":
+            age = (history.now - node.last_ok) / 60.0 if node.last_ok is not None else 0.0
+            reasons.append(f"stale: no good poll for {_age_text(age)} [node-unreachable]")
         elif state == "unreachable" and not any("[node-unreachable, open]" in r for r in reasons):
             reasons.append(f"unreachable now: the latest poll failed ({node.last_error or 'no answer'}) "
                            "[node-unreachable]")

@@ -99,6 +99,39 @@ def exit_status(result: ReportResult | PreflightResult | Iterable[Finding]) -> i
     return EXIT_CRITICAL if any(f.is_open and f.severity == "critical" for f in result) else EXIT_OK
 
 
+def age_text(seconds: float) -> str:
+    """"42 min", "6.0 h", "1.5 d": how old a node's newest data is."""
+    minutes = seconds / 60.0
+    if minutes < 120:
+        return f"{minutes:.0f} min"
+    if minutes < 48 * 60:
+        return f"{minutes / 60:.1f} h"
+    return f"{minutes / 1440:.1f} d"
+
+
+def _stale_line(stale: Mapping[str, float]) -> str:
+    return ", ".join(f"{n} ({age_text(float(a))})" for n, a in stale.items()) or "none"
+
+
+def resolution_text(f: Finding) -> str:
+    """How a resolved finding was resolved: "resolved by alice at …: card replaced — note", or by data."""
+    lc = f.evidence.get("lifecycle")
+    if not isinstance(lc, Mapping):
+        return ""
+    why = lc.get("resolved")
+    if not isinstance(why, Mapping):
+        return ""
+    res = why.get("resolution")
+    if why.get("by") == "operator" and isinstance(res, Mapping):
+        who = f" by {res.get('by')}" if res.get("by") else ""
+        note = f" — {res.get('note')}" if res.get("note") else ""
+        return (f"resolved{who} at {_short(res.get('at'))}: "
+                f"{res.get('reason_text') or res.get('reason')}{note}")
+    if why.get("why"):
+        return f"resolved by data: {why.get('why')}"
+    return ""
+
+
 def _iso(ts: float | None) -> str | None:
     if ts is None:
         return None
@@ -221,6 +254,7 @@ def report_text(result: ReportResult) -> str:
         f"  Drivers:       {_drivers_line(s.get('driver_versions', {}))}",
         f"  Unreachable:   {_hosts(down) if down else 'none'}",
         f"  Never reached: {_hosts(sorted(never, key=hostlist.sort_key)) if never else 'none'}",
+        f"  Stale:         {_stale_line(s.get('stale') or {})}",
         "",
     ]
     if result.previous:
@@ -254,6 +288,8 @@ def report_text(result: ReportResult) -> str:
             kinds = ["never reached: no evidence"]
         elif verdict == "unreachable" and not any(k.startswith("node-unreachable") for k in kinds):
             kinds = ["not answering now", *kinds]
+        elif verdict == "stale" or name in (s.get("stale") or {}):
+            kinds = [f"no data for {age_text(float((s.get('stale') or {}).get(name, 0.0)))}", *kinds]
         out.append(f"  {verdict.upper():<{verdict_w}}  {name:<{name_w}} {', '.join(kinds)}".rstrip())
     if passing:
         out.append(f"  {'PASS':<{verdict_w}}  {_plural(len(passing), 'node')}: {_hosts(passing)}")
@@ -273,6 +309,9 @@ def report_text(result: ReportResult) -> str:
     out.append(f"Resolved in the window ({len(resolved)})")
     for f in resolved:
         out.append(_finding_line(f, ww) + f"  (last {_short(f.last_seen)})")
+        how = resolution_text(f)
+        if how:
+            out.append(f"        {how}")
     out.append("")
     code = exit_status(result)
     out.append(f"Exit status: {code}" + (" (critical findings)" if code == EXIT_CRITICAL else ""))
@@ -411,11 +450,17 @@ def _findings_table(findings: Sequence[Finding], resolved: bool = False,
         cls = ' class="resolved"' if resolved or not f.is_open else ""
         rows.append(
             f"<tr{cls}><td class=\"nw\">{_badge(f.severity)}</td><td class=\"tok\">{_e(f.where())}</td>"
-            f"<td class=\"nw\"><code>{_e(f.kind)}</code></td><td>{_e(f.summary)}{_ack_cell(acked, f.key)}</td>"
+            f"<td class=\"nw\"><code>{_e(f.kind)}</code></td><td>{_e(f.summary)}{_ack_cell(acked, f.key)}"
+            f"{_resolution_cell(f)}</td>"
             f"<td class=\"nw\">{_e(_short(f.first_seen))}</td><td class=\"nw\">{_e(_short(f.last_seen))}</td>"
             f"<td class=\"small\">{_e(f.action)}</td></tr>")
     rows.append("</table>")
     return "\n".join(rows)
+
+
+def _resolution_cell(f: Finding) -> str:
+    how = resolution_text(f)
+    return f'<br><span class="small">{_e(how)}</span>' if how else ""
 
 
 def _ack_cell(acked: Mapping[str, Mapping[str, Any]] | None, key: str) -> str:
@@ -440,7 +485,8 @@ def report_html(result: ReportResult) -> str:
         f"<tr><th>Driver versions</th><td>{_e(_drivers_line(s.get('driver_versions', {})))}</td></tr>",
         f"<tr><th>Unreachable</th><td>{_e(_hosts(down) if down else 'none')}</td></tr>",
         f"<tr><th>Never reached</th><td>{_e(_hosts(sorted(never, key=hostlist.sort_key)) if never else 'none')}"
-        "</td></tr></table>",
+        "</td></tr>",
+        f"<tr><th>Stale</th><td>{_e(_stale_line(s.get('stale') or {}))}</td></tr></table>",
         "<h2>Changes since the previous report</h2>",
     ]
     if result.previous:
@@ -469,6 +515,9 @@ def report_html(result: ReportResult) -> str:
             kinds = "never reached: no evidence"
         elif verdict == "unreachable" and "node-unreachable" not in kinds:
             kinds = ", ".join(k for k in ("not answering now", kinds) if k)
+        elif verdict == "stale" or name in (s.get("stale") or {}):
+            age = f"no data for {age_text(float((s.get('stale') or {}).get(name, 0.0)))}"
+            kinds = ", ".join(k for k in (age, kinds) if k)
         body.append(f"<tr><td>{_e(name)}</td><td>{_badge(verdict)}</td><td>{_e(kinds)}</td></tr>")
     body.append("</table>")
     body.append("<h2>Open findings</h2>")

@@ -41,12 +41,34 @@ class Thresholds:
     # -- lifecycle ----------------------------------------------------------
     resolve_after_minutes: int = _t(
         30, "min", 1, 10080,
-        "A condition finding whose evidence stopped this long ago is resolved.",
+        "Evidence this recent makes a finding current; an older one is judged by its kind's lifecycle "
+        "(a state whose newer data no longer shows it is resolved).",
         "fleetmon")
     event_resolve_hours: int = _t(
         24, "h", 1, 720,
-        "Event findings (Xid, new uncorrectable ECC, inventory changes) stay open this long "
-        "after the last occurrence.", "fleetmon")
+        "Information findings (inventory changes) are shown this long after the last occurrence "
+        "(point events wait for an operator: see the lifecycle).", "fleetmon")
+    quiet_hours: int = _t(
+        48, "h", 1, 2160,
+        "A recurring condition (thermal, power brake, PCIe replays or downtraining, flapping, derating) "
+        "resolves only after this long without a recurrence, backed by data (see the two below).",
+        "fleetmon (two daily cycles: a fault of every afternoon is never quiet)")
+    quiet_data_frac: float = _t(
+        0.75, "fraction", 0.1, 1.0,
+        "Share of the quiet or clean period's hours that must hold data of the GPU (node): missing data "
+        "is not health.", "fleetmon")
+    quiet_busy_minutes: int = _t(
+        60, "min", 0, 100000,
+        "Busy minutes the quiet or clean period needs for a load-dependent kind (a card that idled "
+        "since its throttle proved nothing).", "fleetmon")
+    event_clean_hours: int = _t(
+        168, "h", 1, 8760,
+        "A point event whose kind allows it (a non-critical Xid, a power dropout) resolves after this "
+        "long clean, with data and load; critical point events wait for an operator.", "fleetmon")
+    stale_after_minutes: int = _t(
+        10, "min", 1, 10080,
+        "A node whose newest good poll is older than this (about a few poll intervals at the default "
+        "30 s) is stale, never pass.", "fleetmon")
     # -- Xid ----------------------------------------------------------------
     xid_burst_gap_s: int = _t(
         180, "s", 1, 86400,

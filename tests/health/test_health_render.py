@@ -59,8 +59,8 @@ def test_report_json_is_stable_and_documented(scenario) -> None:
     assert set(doc) == {"schema", "kind", "generated_at", "generated_at_iso", "since", "since_iso", "group",
                         "status", "exit_status", "summary", "nodes", "changes", "findings"}
     assert set(doc["summary"]) == {"nodes", "gpus", "gpus_by_model", "driver_versions", "unreachable",
-                                   "never_reached", "inventory_changes", "verdicts"}
-    assert doc["summary"]["verdicts"] == {"pass": 3, "warn": 3, "fail": 1, "unreachable": 1, "unknown": 0}
+                                   "never_reached", "stale", "inventory_changes", "verdicts"}
+    assert doc["summary"]["verdicts"] == {"pass": 3, "warn": 3, "fail": 1, "unreachable": 1, "stale": 0, "unknown": 0}
     assert doc["summary"]["gpus_by_model"] == {"NVIDIA A100-SXM4-80GB": 32}
     assert doc["changes"]["compared"] is False
     finding = doc["findings"][0]
@@ -182,6 +182,12 @@ def _block(text: str, name: str) -> str:
 def test_docs_thresholds_table_is_generated() -> None:
     text = DOCS.read_text(encoding="utf-8")
     assert _block(text, "thresholds") == describe()
+
+
+def test_docs_lifecycle_table_is_generated() -> None:
+    from fleetmon.health.lifecycle import lifecycle_markdown
+
+    assert _block(DOCS.read_text(encoding="utf-8"), "lifecycle") == lifecycle_markdown()
 
 
 def test_docs_kinds_table_is_generated() -> None:

@@ -83,11 +83,22 @@ def test_column_reader_gives_what_the_row_loader_gives(db):
 # -- evaluate_and_store: the finding life cycle ------------------------------------------------
 
 
-def test_a_fault_is_stored_resolved_when_it_stops_and_reopened_when_it_recurs(db):
+QUIET_2H = """
+[fleet]
+name = "t"
+[thresholds]
+quiet_hours = 2
+quiet_data_frac = 0.5
+quiet_busy_minutes = 30
+"""
+
+
+def test_a_fault_stays_open_until_a_quiet_period_with_data_then_reopens_as_a_recurrence(db, tmp_path):
+    fleet = _fleet(tmp_path, QUIET_2H)
     feeder = Feeder(db)
     key_of = lambda found: next(k for k, r in found.items() if r["kind"] == "thermal-throttle")  # noqa: E731
     feeder.feed(T0, T0 + 3600, {("n2", 1): between(T0 + 1800, T0 + 3600, HOT)})
-    out = assess.evaluate_and_store(db, T0 + 3600)
+    out = assess.evaluate_and_store(db, T0 + 3600, fleet=fleet)
     found = _findings(db)
     key = key_of(found)
     assert key in out["new"]
@@ -98,19 +109,27 @@ def test_a_fault_is_stored_resolved_when_it_stops_and_reopened_when_it_recurs(db
     assert row["evidence"] and '"summary":"n2 gpu1: thermal slowdown' in row["evidence"]
     assert [f.key for f in stored.open_findings(db) if f.kind == "thermal-throttle"] == [key]
 
-    # The fault stops: an hour later it is resolved, and the row is still there.
-    feeder.feed(T0 + 3600, T0 + 7200)
-    out = assess.evaluate_and_store(db, T0 + 7200)
+    # Silence is not health: with no data for three hours the finding stays open.
+    out = assess.evaluate_and_store(db, T0 + 3 * 3600 + 3600, fleet=fleet)
+    assert key not in out["resolved"] and _findings(db)[key]["resolved_at"] is None
+
+    # Data arrives that shows the card busy and cool for the quiet period: then it is resolved, and kept.
+    feeder.feed(T0 + 4 * 3600, T0 + 7 * 3600)
+    out = assess.evaluate_and_store(db, T0 + 7 * 3600, fleet=fleet)
     assert key in out["resolved"]
     row = _findings(db)[key]
-    assert row["resolved_at"] == T0 + 7200
+    assert row["resolved_at"] == T0 + 7 * 3600
+    assert '"by":"data"' in row["evidence"]
     assert key not in {f.key for f in stored.open_findings(db)}
 
-    # It comes back: the same finding reopens.
-    feeder.feed(T0 + 7200, T0 + 8400, {("n2", 1): between(T0 + 7800, T0 + 8400, HOT)})
-    out = assess.evaluate_and_store(db, T0 + 8400)
+    # It comes back: the same finding reopens, linked to the earlier episode.
+    feeder.feed(T0 + 7 * 3600, T0 + 7 * 3600 + 1200, {("n2", 1): between(T0 + 7 * 3600 + 600, T0 + 7 * 3600 + 1200, HOT)})
+    out = assess.evaluate_and_store(db, T0 + 7 * 3600 + 1200, fleet=fleet)
     assert key in out["reopened"] and key in out["new"]
-    assert _findings(db)[key]["resolved_at"] is None
+    row = _findings(db)[key]
+    # The window holds both episodes: the new one is dated from the earlier one's resolution, not before.
+    assert row["resolved_at"] is None and T0 + 7 * 3600 <= row["first_seen"] <= T0 + 7 * 3600 + 600
+    assert '"previous":{' in row["evidence"]
     assert len([r for r in _findings(db).values() if r["kind"] == "thermal-throttle"]) == 1
 
 
@@ -242,7 +261,10 @@ def test_report_says_what_changed_since_the_previous_report(db):
     feeder.feed(T0 + 3600, T0 + 7200, {("n3", 0): ecc})
     second = assess.run_report(db, T0 + 7200, 86400, None).result
     assert second.previous
-    assert [f.kind for f in second.resolved if f.severity != "info"] == ["thermal-throttle"]
+    # An hour cool is not yet the quiet period (quiet_hours): the throttle stays open, with why.
+    assert not [f.kind for f in second.resolved if f.severity != "info"]
+    (thermal,) = [f for f in second.findings if f.kind == "thermal-throttle"]
+    assert thermal.is_open and "h of data since" in thermal.evidence["lifecycle"]["open_because"]
     assert [(f.kind, f.node) for f in second.new if f.severity == "critical"] == [("ecc-uncorrectable", "n3")]
     assert second.verdicts["n3"] == "fail" and second.critical
 
@@ -287,21 +309,22 @@ def test_preflight_from_the_database_with_a_hostlist(db):
                       action="Drain and reboot")
     stored.save_findings(db, [lost], T0 + 600)
     stored.save_findings(db, [], T0 + 1200)
-    # A warning left open by a collector that stopped judging long ago does not block.
+    # A warning the collector left open still blocks: three hours of data are not its quiet period.
     fan = NewFinding(key="fan-stopped|gpu:GPU-gpu07-00|", kind="fan-stopped", severity="warning", node="gpu07",
                      gpu_uuid=uuid_of("gpu07", 0), evidence={"summary": "gpu07 gpu0: fan stopped"})
     stored.save_findings(db, [fan], T0 + 1300)
     run = assess.run_preflight(db, T0 + 3 * 3600, "gpu[01-03,07-08],gpu09", 14, None)
     result = run.result
-    assert result.go == ["gpu01", "gpu02", "gpu07"]
-    assert result.no_go == ["gpu03", "gpu08", "gpu09"]
-    assert result.exclude == "gpu[03,08-09]"
+    assert result.go == ["gpu01", "gpu02"]
+    assert result.no_go == ["gpu03", "gpu07", "gpu08", "gpu09"]
+    assert result.exclude == "gpu[03,07-09]"
     reasons = {n.name: n.reasons for n in result.nodes}
     assert any("thermal-throttle" in r for r in reasons["gpu03"])
     assert reasons["gpu08"] == ("gpu08 gpu0: GPU lost (fell off the bus) [gpu-lost, resolved]",)
     assert reasons["gpu09"] == ("no data: the node is not in the database",)
     fan_finding = next(f for f in result.findings if f.kind == "fan-stopped")
-    assert fan_finding.state == "resolved" and fan_finding.summary == "gpu07 gpu0: fan stopped"
+    assert fan_finding.state == "open" and fan_finding.summary.startswith("gpu07 gpu0: fan stopped")
+    assert any("fan-stopped" in r for r in reasons["gpu07"])
     gpu01 = next(n for n in result.nodes if n.name == "gpu01")
     assert gpu01.ecc["cards_with_ecc"] == 2 and gpu01.power["mean_w"] == pytest.approx(320.5, abs=15)
 

@@ -60,7 +60,7 @@ def test_report_json_with_a_critical_finding_exits_2_and_compares_next_time(dbs)
     doc = json.loads(proc.stdout)
     assert doc["schema"] == 1 and doc["kind"] == "report" and doc["exit_status"] == 2
     assert doc["status"] == "fail" and doc["summary"]["verdicts"] == {
-        "pass": 1, "warn": 1, "fail": 1, "unreachable": 0, "unknown": 0}
+        "pass": 1, "warn": 1, "fail": 1, "unreachable": 0, "stale": 0, "unknown": 0}
     assert {n["name"]: n["verdict"] for n in doc["nodes"]} == {"n1": "pass", "n2": "warn", "n3": "fail"}
     assert doc["since"] == NOW - 86400 and doc["generated_at"] == NOW
     kinds = {(f["node"], f["kind"]) for f in doc["findings"] if f["state"] == "open" and f["severity"] != "info"}

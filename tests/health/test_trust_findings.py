@@ -68,10 +68,13 @@ def test_preflight_is_no_go_for_never_reached_and_unreachable_nodes(db: Any) -> 
     assert any("never reached" in r for r in reasons["ghost"])
 
 
-def test_node_verdicts_take_reachability_over_findings() -> None:
-    findings = [Finding("xid", "critical", "n1", "u", 0, 1), Finding("node-unreachable", "critical", "n3", None, 0, 1)]
-    got = engine.node_verdicts(findings, ["n1", "n2", "n3", "n4"], {"n1": "unreachable", "n2": "unknown"})
-    assert got == {"n1": "unreachable", "n2": "unknown", "n3": "unreachable", "n4": "pass"}
+def test_node_verdicts_take_reachability_over_warnings_but_a_failed_node_stays_failed() -> None:
+    findings = [Finding("xid", "critical", "n1", "u", 0, 1), Finding("node-unreachable", "critical", "n3", None, 0, 1),
+                Finding("thermal-throttle", "warning", "n5", "v", 0, 1)]
+    got = engine.node_verdicts(findings, ["n1", "n2", "n3", "n4", "n5", "n6"],
+                               {"n1": "unreachable", "n2": "unknown", "n5": "stale", "n6": "stale"})
+    # A node silent now with an open critical finding is still failed: its silence is not evidence.
+    assert got == {"n1": "fail", "n2": "unknown", "n3": "unreachable", "n4": "pass", "n5": "stale", "n6": "stale"}
     assert engine.VERDICTS[0] == "fail" and engine.VERDICTS[-1] == "pass"
 
 
