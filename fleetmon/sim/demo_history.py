@@ -56,9 +56,6 @@ DAY = 86400
 SAMPLES_PER_MINUTE = 12
 """The agent samples every 5 s: ``n`` of a generated minute."""
 
-EPOCH_META_KEY = "demo_story_epoch"
-"""The database's meta key holding the Unix time its generated history ends (the stories' epoch)."""
-
 DEFAULT_SEED = 20240601
 NEW_DRIVER = "550.54.15"
 OLD_DRIVER = "535.161.08"
@@ -342,19 +339,17 @@ def generate_history(db: Any, *, nodes: int = FLEET_SIZE, days: float = 30, seed
         if progress is not None:
             progress(i + 1, total)
     rollup(db, now=now)
-    from storage.db import set_meta
+    from storage.bulk import mark_generated_until
 
-    with db.conn:
-        set_meta(db.conn, EPOCH_META_KEY, end)
+    mark_generated_until(db, end)  # the stories' epoch: where live agents take over, now or when reopened
     return fleet
 
 
 def stored_epoch(db: Any) -> float | None:
     """The epoch of the history :func:`generate_history` wrote into ``db`` (None: none recorded)."""
-    from storage.db import get_meta
+    from storage.bulk import generated_until
 
-    value = get_meta(db, EPOCH_META_KEY)
-    return None if value is None else float(value)
+    return generated_until(db)
 
 
 def _node_day(m: _NodeModel, cards: list[_Card], d0: int, d1: int, end: int, raw: bool, rnd: random.Random,
