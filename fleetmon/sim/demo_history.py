@@ -82,8 +82,8 @@ class DemoNode:
         spec = f"{self.model}*{self.gpus};driver={self.driver};seed={seed}"
         if self.story is not None:
             spec += f";story={self.story}"
-            if epoch is not None:
-                spec += f";epoch={epoch:.0f}"
+        if epoch is not None:  # also on healthy nodes: the twin then starts warm, as the history left it
+            spec += f";epoch={epoch:.0f}"
         return spec
 
 

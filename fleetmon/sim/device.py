@@ -164,6 +164,8 @@ class SimGpu:
             idle_target = p.idle_temp_c + 15.0
         target = busy_target if busy else idle_target
         previous = idle_target if (busy or phase.first) else busy_target
+        if phase.first and self.node.spec.story_epoch is not None:
+            previous = target  # continuing a generated history: the card was already running, not cold
         temp = target + (previous - target) * math.exp(-phase.elapsed_s / _TAU_S)
         temp += (u("temp") - 0.5) * 1.0
 

@@ -14,6 +14,7 @@ follows the UTC clock). Pure arithmetic on ``t``: nothing here reads a clock.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from fleetmon.compat import SLOTS
@@ -90,7 +91,8 @@ NONE = CardState()
 
 def retired_pages(t: float, epoch: float) -> tuple[int, int, int]:
     """The V100's retired pages at ``t``: (SBE, DBE, pending)."""
-    sbe = RETIRED_SBE_AT_EPOCH + int((t - epoch) // RETIRED_SBE_EVERY_S)
+    # mid-interval steps: no page retires at the epoch itself
+    sbe = RETIRED_SBE_AT_EPOCH + math.floor((t - epoch) / RETIRED_SBE_EVERY_S + 0.5)
     pending = 1 if t >= epoch - RETIRED_PENDING_FROM_S else 0
     return max(0, min(RETIRED_SBE_CAP, sbe)), RETIRED_DBE, pending
 
