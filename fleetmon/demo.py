@@ -147,6 +147,8 @@ class Demo:
     fleet_path: Path
     db_path: Path
     keep: bool = False
+    epoch: float | None = None
+    """With history: the Unix time the generated history ends and the agents' stories are anchored at."""
 
     def close(self) -> None:
         stop_agents(self.agents)
@@ -179,11 +181,13 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
         raise KnownError("--nodes must be between 1 and 64")
     folder = Path(tempfile.mkdtemp(prefix="fleetmon-demo-"))
     groups: dict[str, str] = {}
+    epoch: float | None = None
     if history:
         from fleetmon.sim.demo_history import DEFAULT_SEED, demo_fleet
 
+        epoch = story_epoch(db_path)
         fleet = demo_fleet(nodes)
-        specs = [(n.name, n.scenario(DEFAULT_SEED if seed is None else seed)) for n in fleet]
+        specs = [(n.name, n.scenario(DEFAULT_SEED if seed is None else seed, epoch)) for n in fleet]
         groups = {n.name: n.group for n in fleet}
         backfill_minutes = 0
     else:
@@ -195,7 +199,7 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
     except BaseException:
         _remove_folder(folder, keep)
         raise
-    demo = Demo(folder, agents, folder / "fleet.toml", db_path or folder / "fleet.db", keep)
+    demo = Demo(folder, agents, folder / "fleet.toml", db_path or folder / "fleet.db", keep, epoch)
     try:
         write_fleet(demo.fleet_path, agents, interval_s=interval_s, groups=groups)
     except BaseException:
@@ -204,12 +208,35 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
     return demo
 
 
+def story_epoch(db_path: Path | None, now: float | None = None) -> float:
+    """The Unix time the demo's history ends and its stories are anchored at (to the minute).
+
+    A kept database's own epoch (stored when its history was generated), so
+    the agents continue its stories as they stood; otherwise ``now`` (default
+    the clock): the history about to be generated ends where the agents,
+    started next, take over.
+    """
+    if db_path is not None and db_path.exists():
+        from fleetmon.sim.demo_history import stored_epoch
+        from storage.db import open_database
+
+        db = open_database(db_path)
+        try:
+            found = stored_epoch(db)
+        finally:
+            db.close()
+        if found is not None:
+            return found
+    return float(int(time.time() if now is None else now) // 60 * 60)
+
+
 def prepare_history(db_path: Path, *, nodes: int, days: float, seed: int | None,
-                    progress: Callable[[int, int], None] | None = None) -> bool:
+                    progress: Callable[[int, int], None] | None = None, now: float | None = None) -> bool:
     """Write the demo fleet's history into ``db_path`` unless it already holds a fleet; True if written.
 
-    An existing database with nodes is reused as it is (its history then
-    continues from the live agents).
+    The history ends at ``now`` (default the clock; the demo passes its
+    :attr:`Demo.epoch`). An existing database with nodes is reused as it is
+    (its history then continues from the live agents).
     """
     from fleetmon.sim.demo_history import DEFAULT_SEED, generate_history
     from storage.db import open_database
@@ -219,11 +246,11 @@ def prepare_history(db_path: Path, *, nodes: int, days: float, seed: int | None,
     try:
         if stored_nodes(db):
             return False
+        now = time.time() if now is None else now
         generate_history(db, nodes=nodes, days=days, seed=DEFAULT_SEED if seed is None else seed,
-                         progress=progress)
+                         progress=progress, now=now)
         # The long-run derating view reads stored daily ratios: compute them for the generated days.
         from fleetmon.assess import store_derating_history
-        now = time.time()
         store_derating_history(db, now, now - days * 86400.0)
         return True
     finally:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlite_utils import Database
 
-from storage.db import set_meta, transaction
+from storage.db import get_meta, set_meta, transaction
 from storage.rollup import HOUR, rollup
 
 
@@ -46,3 +46,18 @@ def compact_hours(db: Database, start: int, before: int, *, minutes_per_row: int
         set_meta(conn, "pruned_before", before)
     rollup(db, now=now, since=start)  # no raw minutes left before `before`: only the days are rebuilt
     return hours
+
+
+GENERATED_UNTIL_KEY = "generated_until"
+
+
+def mark_generated_until(db: Database, until: float) -> None:
+    """Record that the store's generated history ends at ``until`` (Unix s; the demo stories' epoch)."""
+    with transaction(db) as conn:
+        set_meta(conn, GENERATED_UNTIL_KEY, float(until))
+
+
+def generated_until(db: Database) -> float | None:
+    """Where the store's generated history ends (None: it holds none, or from before this was recorded)."""
+    value = get_meta(db, GENERATED_UNTIL_KEY)
+    return None if value is None else float(value)

@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
                     history=history, seed=args.seed, db_path=db_path) as demo:
         if history and (args.no_gui or db_path is not None and db_path.exists()):
             # headless (or nothing to generate): the terminal shows the progress
-            _history(demo.db_path, args, text_progress())
+            _history(demo.db_path, args, text_progress(), demo.epoch)
         if args.no_gui:
             return _run_headless(demo, args)
         from ui.demo import run_demo
@@ -35,17 +35,20 @@ def run(args: argparse.Namespace) -> int:
         generate = None
         if history and not demo.db_path.exists():
             def generate(progress: Callable[[int, int], None]) -> None:
-                _history(demo.db_path, args, progress)
+                _history(demo.db_path, args, progress, demo.epoch)
         rc = run_demo(demo, interval_s=args.interval, max_seconds=args.duration, generate=generate)
         if db_path is not None:
             print(f"fleetmon demo: kept the database {db_path}", file=sys.stderr)
         return rc
 
 
-def _history(db_path: Path, args: argparse.Namespace, progress: Callable[[int, int], None]) -> None:
+def _history(db_path: Path, args: argparse.Namespace, progress: Callable[[int, int], None],
+             epoch: float | None) -> None:
     from fleetmon.demo import prepare_history
 
-    if prepare_history(db_path, nodes=args.nodes, days=args.history_days, seed=args.seed, progress=progress):
+    # The history ends at the demo's epoch: where its agents (started just before) took over.
+    if prepare_history(db_path, nodes=args.nodes, days=args.history_days, seed=args.seed, progress=progress,
+                       now=epoch):
         print(f"fleetmon demo: generated {args.history_days:g} days of history in {db_path}",
               file=sys.stderr, flush=True)
     else:

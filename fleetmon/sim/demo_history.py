@@ -47,6 +47,7 @@ from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.nvml import open_nvml
 from fleetmon.agent.sampler import Sampler
 from fleetmon.records import Event, GpuInventory, GpuMinute, NodeInfo, NodePoll
+from fleetmon.sim import stories
 from fleetmon.sim.nvml import SimulatedNvml
 from fleetmon.sim.scenarios import PROFILES
 
@@ -71,18 +72,20 @@ class DemoNode:
     driver: str
     story: str | None = None
 
-    def scenario(self, seed: int = DEFAULT_SEED) -> str:
-        """The simulated agent's scenario: the same cards as the history (same seed, same node name)."""
-        return f"{self.model}*{self.gpus}{_LIVE_FAULTS.get(self.story or '', '')};driver={self.driver};seed={seed}"
+    def scenario(self, seed: int = DEFAULT_SEED, epoch: float | None = None) -> str:
+        """The simulated agent's scenario: the same cards as the history (same seed, same node name).
 
+        With a story, the twin plays it live (:mod:`fleetmon.sim.stories`),
+        anchored at ``epoch`` (the Unix time the generated history ends; None:
+        the agent's start), so it continues the history without a jump.
+        """
+        spec = f"{self.model}*{self.gpus};driver={self.driver};seed={seed}"
+        if self.story is not None:
+            spec += f";story={self.story}"
+        if epoch is not None:  # also on healthy nodes: the twin then starts warm, as the history left it
+            spec += f";epoch={epoch:.0f}"
+        return spec
 
-# The stories still going on when the window opens, continued by the live agents.
-_LIVE_FAULTS = {
-    "pcie-riser": "+pcie_degraded@1:0",
-    "retired-pages": "+retired_pages@3:0",
-    "row-remap": "+row_remap_pending@1:0",
-    "derated": "+derate@2:0",
-}
 
 _FLEET: tuple[DemoNode, ...] = (
     DemoNode("rig-3090-01", "geforce-3090", "rtx3090", 4, NEW_DRIVER),
@@ -178,7 +181,9 @@ class _NodeModel:
 def _read_node(node: DemoNode, seed: int, start: int) -> _NodeModel:
     """The node's facts, inventory and one sampled minute per card, from the simulated NVML twin."""
     clock = _FixedClock(float(start + 5))  # not the wall clock: the same seed gives the same cards and readings
-    nv = SimulatedNvml(node.scenario(seed), node_name=node.name, clock=clock, start=clock() - 3600)
+    # The healthy twin of the node (same cards): the story's values come from fleetmon.sim.stories per hour.
+    nv = SimulatedNvml(replace(node, story=None).scenario(seed), node_name=node.name, clock=clock,
+                       start=clock() - 3600)
     session = open_nvml(nv)
     buffer = Buffer(None)
     sampler = Sampler(session, buffer, interval_s=60.0, clock=clock)
@@ -210,7 +215,6 @@ def _hour_values(model: _NodeModel, card: _Card, idx: int, hour_ts: int, end: in
     story = model.node.story
     h = hour_ts // HOUR
     busy = (h + card.phase) % 6 < 4
-    days_left = (end - hour_ts) / DAY
     v = dict(card.template)
     n = SAMPLES_PER_MINUTE
     status = dict(card.status)
@@ -229,33 +233,25 @@ def _hour_values(model: _NodeModel, card: _Card, idx: int, hour_ts: int, end: in
         mem_used = 250.0
         pstate, mask = p.idle_pstate, 1
         thr["thr_gpu_idle"] = n
-    if story == "derated" and idx == 2 and busy:
-        sm = float(round(p.boost_mhz * 0.65))  # 65 % of the nominal boost clock
-        power = p.tdp_w * 0.6
-    if story == "thermal-afternoon" and idx == 0 and busy and 13 <= (hour_ts % DAY) // HOUR < 17:
-        temp = p.temp_slowdown_c - 1 + jitter
-        sm = float(round(p.boost_mhz * 0.8))
+    st = stories.card_state(story, idx, hour_ts, end, gen=p.pcie_gen, width=p.pcie_width)
+    if st.sm_frac is not None and busy:
+        sm = float(round(p.boost_mhz * st.sm_frac))  # 65 % of the nominal boost clock
+        power = p.tdp_w * (st.power_frac or 0.65)
+    if st.hot and busy:
+        temp = p.temp_slowdown_c - stories.THERMAL_UNDER_SLOWDOWN_C + jitter / 2
+        sm = float(round(p.boost_mhz * stories.THERMAL_SM_FRAC))
         thr["thr_sw_thermal"] = n
         mask |= 0x20
-    if story == "pcie-riser" and idx == 1 and busy and days_left < 7:
-        # the riser gets worse over the week: x16 gen 4, then gen 3, then gen 1 x8
-        if days_left < 2:
-            gen, width = 1, 8
-        elif days_left < 4.5:
-            gen = 3 if (h % 3) else 1
-        elif h % 4 == 0:
-            gen = 3
-    if story == "weak-psu" and idx in (0, 1) and busy and days_left < 10 and h % 3 == 0:
-        thr["thr_hw_power_brake"] = n // 3
+    if st.link is not None and busy:
+        gen, width = st.link
+    if st.power_brake and busy:
+        thr["thr_hw_power_brake"] = round(n * stories.PSU_BRAKE_DUTY)
         mask |= 0x80
-        power *= 0.7
-    if story == "retired-pages" and idx == 3:
-        total_days = max(1.0, (end - model.info.started_at) / DAY)
-        v["retired_sbe"] = int(8 * max(0.0, 1 - days_left / total_days))
-        v["retired_pending"] = 1 if days_left < 1.5 else 0
-    if story == "row-remap" and idx == 1 and days_left < 3:
-        v["remap_corr"] = 1
-        v["remap_pending"] = 1
+        power *= stories.PSU_BRAKE_POWER_FRAC
+    if st.retired is not None:
+        v["retired_sbe"], v["retired_dbe"], v["retired_pending"] = st.retired
+    if st.remap is not None:
+        v["remap_corr"], v["remap_unc"], v["remap_pending"], v["remap_failure"] = st.remap
     if busy:
         thr_busy = n
     else:
@@ -324,7 +320,7 @@ def generate_history(db: Any, *, nodes: int = FLEET_SIZE, days: float = 30, seed
     segments = [(a, b) for a, b in zip(cuts, cuts[1:]) if b > a]
     total = len(segments)
     rnd = random.Random(seed)
-    xid_ts = end - 2 * DAY + 5 * HOUR + 17 * 60
+    xid_ts = int(stories.xid_time("weak-psu", end) or 0)
     for i, (d0, d1) in enumerate(segments):
         polls: list[NodePoll] = []
         raw = d0 >= minute_start
@@ -343,7 +339,17 @@ def generate_history(db: Any, *, nodes: int = FLEET_SIZE, days: float = 30, seed
         if progress is not None:
             progress(i + 1, total)
     rollup(db, now=now)
+    from storage.bulk import mark_generated_until
+
+    mark_generated_until(db, end)  # the stories' epoch: where live agents take over, now or when reopened
     return fleet
+
+
+def stored_epoch(db: Any) -> float | None:
+    """The epoch of the history :func:`generate_history` wrote into ``db`` (None: none recorded)."""
+    from storage.bulk import generated_until
+
+    return generated_until(db)
 
 
 def _node_day(m: _NodeModel, cards: list[_Card], d0: int, d1: int, end: int, raw: bool, rnd: random.Random,
@@ -366,7 +372,7 @@ def _node_day(m: _NodeModel, cards: list[_Card], d0: int, d1: int, end: int, raw
                     vv = dict(v)
                     vv["energy_mj"] = card.energy_mj
                     st = status
-                    if story == "weak-psu" and index in (0, 1) and busy and (t // 60) % 97 == 0:
+                    if busy and stories.card_state(story, index, t, end).power_dropout:
                         st = dict(status)
                         _power_dropout(vv, st)
                     hour_minutes.append(GpuMinute(0, t, uuid, index, SAMPLES_PER_MINUTE, vv, st))
@@ -377,11 +383,12 @@ def _node_day(m: _NodeModel, cards: list[_Card], d0: int, d1: int, end: int, raw
                 for k in card.thr_keys:
                     v[k] = int(v[k] or 0) * 60
                 v["busy_n"] = int(v["busy_n"] or 0) * 60
-                if story == "weak-psu" and index in (0, 1) and busy and (end - h0) < 10 * DAY and h0 // HOUR % 17 == 0:
+                if (story == "weak-psu" and index in stories.WEAK_PSU_GPUS and busy and h0 // HOUR % 17 == 0
+                        and end - h0 < stories.PSU_FROM_S):  # an hourly row of the PSU story: one in 17 drops
                     status = dict(status)
                     _power_dropout(v, status)
                 hour_minutes.append(GpuMinute(0, h0, uuid, index, n, v, status))
-            if story == "weak-psu" and index in (0, 1) and h0 <= xid_ts < h0 + HOUR:
+            if story == "weak-psu" and index in stories.WEAK_PSU_GPUS and h0 <= xid_ts < h0 + HOUR:
                 hour_events.append(Event(seq=None, ts=float(xid_ts), kind="xid", uuid=uuid,  # type: ignore[arg-type]
                                          pci_bus_id=card.inv.values.get("pci_bus_id"), code=79,
                                          message="GPU has fallen off the bus.", data={"source": "kmsg"}))

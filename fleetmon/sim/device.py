@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fleetmon.sim import scenarios as _sc
+from fleetmon.sim import stories as _st
 from fleetmon.sim.nvml_constants import (
     NVML_AGGREGATE_ECC, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC,
     nvmlClocksEventReasonGpuIdle, nvmlClocksEventReasonHwPowerBrakeSlowdown, nvmlClocksEventReasonHwSlowdown,
@@ -83,6 +84,34 @@ class SimGpu:
         for f in self.node.faults:
             if f.gpu == self.phys and f.active(t):
                 out[f.kind] = f
+        if self.node.spec.story is not None:
+            out.update(self._story_faults(t))
+        return out
+
+    def story(self, t: float) -> _st.CardState:
+        """What the node's demo story (:mod:`fleetmon.sim.stories`) does to this GPU at simulation time t."""
+        spec = self.node.spec
+        if spec.story is None:
+            return _st.NONE
+        epoch = self.node.start if spec.story_epoch is None else spec.story_epoch
+        gen, width = self.link_max()
+        return _st.card_state(spec.story, self.phys, self.node.start + t, epoch, gen=gen, width=width)
+
+    def _story_faults(self, t: float) -> dict[str, _sc.FaultSpec]:
+        """The story's state at t as the twin's own fault kinds (the counters are added where they are read)."""
+        st = self.story(t)
+        out: dict[str, _sc.FaultSpec] = {}
+        if st.link is not None:
+            out["pcie_degraded"] = _sc.FaultSpec("pcie_degraded", self.phys, params={"gen": st.link[0],
+                                                                                     "width": st.link[1]})
+        if st.sm_frac is not None:
+            out["derate"] = _sc.FaultSpec("derate", self.phys, params={"frac": st.sm_frac, "sw_power_cap": False,
+                                                                       "power_frac": st.power_frac})
+        if st.power_brake:
+            out["power_brake"] = _sc.FaultSpec("power_brake", self.phys, params={
+                "duty": _st.PSU_BRAKE_DUTY, "window_s": 5, "power_frac": 0.82 * _st.PSU_BRAKE_POWER_FRAC})
+        if st.power_dropout and _sc.phase_at(self.workload, t).busy:
+            out["power_read_fail"] = _sc.FaultSpec("power_read_fail", self.phys)
         return out
 
     def started(self, kind: str, t: float) -> list[_sc.FaultSpec]:
@@ -127,12 +156,16 @@ class SimGpu:
 
         # Temperature: first-order approach to the phase's target.
         idle_target, busy_target = p.idle_temp_c, p.busy_temp_c
+        if self.story(t).hot:  # a story's hot hours: just under the slowdown temperature while busy
+            busy_target = p.temp_slowdown_c - _st.THERMAL_UNDER_SLOWDOWN_C
         if "thermal" in f or "fan_stuck" in f:
             over = float(f["thermal"].params["over_c"]) if "thermal" in f else 1.0
             busy_target = p.temp_slowdown_c + over + 0.5
             idle_target = p.idle_temp_c + 15.0
         target = busy_target if busy else idle_target
         previous = idle_target if (busy or phase.first) else busy_target
+        if phase.first and self.node.spec.story_epoch is not None:
+            previous = target  # continuing a generated history: the card was already running, not cold
         temp = target + (previous - target) * math.exp(-phase.elapsed_s / _TAU_S)
         temp += (u("temp") - 0.5) * 1.0
 
@@ -157,7 +190,7 @@ class SimGpu:
                 if f["derate"].params.get("sw_power_cap"):
                     reasons |= nvmlClocksEventReasonSwPowerCap
                 sm = p.boost_mhz * float(f["derate"].params["frac"]) * (0.99 + 0.02 * u("sm"))
-                power = limit * (0.62 + 0.06 * u("pw"))
+                power = limit * (float(f["derate"].params.get("power_frac") or 0.65) - 0.03 + 0.06 * u("pw"))
             mem_mhz = p.max_mem_mhz
             pstate = 0
             job = 0.55 + 0.4 * u("job", phase.index)
@@ -273,6 +306,9 @@ class SimGpu:
         for f in self.started("ecc_uncorrectable", t):
             dbe += self._steps(f, t)
             pending = True
+        story = self.story(t).retired
+        if story is not None:
+            sbe, dbe, pending = sbe + story[0], dbe + story[1], pending or bool(story[2])
         seed = self.node.spec.seed
 
         def addr(kind: str, i: int) -> int:
@@ -293,6 +329,10 @@ class SimGpu:
         for f in self.started("ecc_uncorrectable", t):
             unc += self._steps(f, t)
             pending = 1
+        story = self.story(t).remap
+        if story is not None:
+            corr, unc = corr + story[0], unc + story[1]
+            pending, failure = max(pending, story[2]), max(failure, story[3])
         return corr, unc, pending, failure
 
     def replays(self, t: float) -> int:

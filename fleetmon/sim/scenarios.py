@@ -15,7 +15,8 @@ Three kinds of data, plus small pure helpers:
 
 A scenario can be given as a name from :data:`SCENARIOS`, as a composite spec
 string ``MODEL*N[,MODEL*N...][+FAULT@GPU[:ONSET_S]]...[;key=value...]``
-(e.g. ``rtx4090*4+pcie_degraded@1:0;driver=550.54.15``), as a path to a JSON
+(keys ``driver``, ``hostname``, ``seed``, ``persistence``, ``story``, ``epoch``; e.g.
+``rtx4090*4+pcie_degraded@1:0;driver=550.54.15``), as a path to a JSON
 file holding one table entry, or as a dict with the table-entry structure::
 
     {
@@ -28,6 +29,8 @@ file holding one table entry, or as a dict with the table-entry structure::
       "init_error": null,                # "driver_not_loaded", "library_not_found",
                                          # "lib_rm_version_mismatch", "no_permission"
       "virtualization": "none",          # "passthrough", "vgpu", "vgpu-unlicensed"
+      "story": null,                     # a demo story (fleetmon.sim.stories), e.g. "derated"
+      "story_epoch": null,               # Unix s the story is anchored at (default: the start)
       "workload": {"mode": "cycle", "busy_s": 240, "idle_s": 120, "offset_s": 0},
       "gpus": ["a100", {"model": "a100", "slot_gen": 3, "workload": {"mode": "idle"}}],
       "faults": [{"kind": "thermal", "gpu": 0, "onset_s": 300, "duration_s": null}],
@@ -47,6 +50,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fleetmon.compat import SLOTS
+from fleetmon.sim.stories import STORY_NAMES
 
 
 @dataclass(frozen=True, **SLOTS)
@@ -288,6 +292,8 @@ class NodeSpec:
     gpus: tuple[GpuSpec, ...]
     faults: tuple[FaultSpec, ...]
     virtualization: str = "none"  # "none", "passthrough", "vgpu" (a licensed vGPU guest), "vgpu-unlicensed"
+    story: str | None = None  # a demo story of fleetmon.sim.stories, continued live
+    story_epoch: float | None = None  # Unix s the story is anchored at (None: the simulation start)
 
 
 @dataclass(frozen=True, **SLOTS)
@@ -506,8 +512,14 @@ def parse_composite(spec: str) -> dict[str, Any]:
     for opt in options:
         key, eq, value = opt.partition("=")
         key = key.strip()
-        if not eq or key not in ("driver", "hostname", "seed", "persistence"):
-            raise ValueError(f"bad node option {opt!r} (driver=, hostname=, seed=, persistence=)")
+        if not eq or key not in ("driver", "hostname", "seed", "persistence", "story", "epoch"):
+            raise ValueError(f"bad node option {opt!r} (driver=, hostname=, seed=, persistence=, story=, epoch=)")
+        if key == "epoch":
+            try:
+                entry["story_epoch"] = float(value)
+            except ValueError:
+                raise ValueError(f"bad story epoch in {opt!r} (Unix seconds)") from None
+            continue
         entry[key] = int(value) if key in ("seed", "persistence") else value.strip()
     return entry
 
@@ -568,7 +580,17 @@ def _build(name: str, entry: dict[str, Any]) -> NodeSpec:
         gpus=tuple(gpus),
         faults=tuple(faults),
         virtualization=_virtualization(entry.get("virtualization", "none")),
+        story=_story(entry.get("story")),
+        story_epoch=None if entry.get("story_epoch") is None else float(entry["story_epoch"]),
     )
+
+
+def _story(value: Any) -> str | None:
+    if value is None:
+        return None
+    if value not in STORY_NAMES:
+        raise ValueError(f"unknown story {value!r}; known: {', '.join(STORY_NAMES)}")
+    return str(value)
 
 
 VIRTUALIZATION = ("none", "passthrough", "vgpu", "vgpu-unlicensed")
