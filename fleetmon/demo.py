@@ -250,8 +250,11 @@ def prepare_history(db_path: Path, *, nodes: int, days: float, seed: int | None,
         generate_history(db, nodes=nodes, days=days, seed=DEFAULT_SEED if seed is None else seed,
                          progress=progress, now=now)
         # The long-run derating view reads stored daily ratios: compute them for the generated days.
-        from fleetmon.assess import store_derating_history
+        from fleetmon.assess import replay_ledger, store_derating_history
         store_derating_history(db, now, now - days * 86400.0)
+        # The findings ledger a collector would have kept through the month: the stories' faults are
+        # judged from their onset, not forgotten when they leave a window.
+        replay_ledger(db, now - days * 86400.0, now)
         return True
     finally:
         db.close()
