@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -59,7 +60,20 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_report_json_names_every_simulated_fault(tmp_path, capsys, pytestconfig):
+@dataclass(frozen=True)
+class Run:
+    """One collected run of the faulty fleet: the database and when the collector finished."""
+
+    db: Path
+    fleet: Path
+    collected_at: float
+    started: float
+
+
+@pytest.fixture(scope="module")
+def faulty_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """Agents on simulated faulty nodes, one `collect --once`, then nothing more: the run ends there."""
+    tmp_path = tmp_path_factory.mktemp("faulty")
     started = time.monotonic()
     nodes = [(_node(kind), f"fault-{kind}") for kind, _, _ in FAULTS]
     nodes += [(HEALTHY[0], HEALTHY[1]), (MISMATCH[0], MISMATCH[1])]
@@ -82,6 +96,11 @@ def test_report_json_names_every_simulated_fault(tmp_path, capsys, pytestconfig)
         assert f"polled {len(urls)} nodes: {len(urls) - 1} ok, 1 unreachable" in collect.stdout
     finally:
         stop_agents(agents)
+    return Run(db, fleet, time.time(), started)
+
+
+def test_report_json_names_every_simulated_fault(faulty_run, capsys, pytestconfig):
+    db, started = faulty_run.db, faulty_run.started
     report = subprocess.run([sys.executable, "-m", "fleetmon", "report", "--db", str(db), "--json"],
                             capture_output=True, text=True, timeout=60, cwd=REPO)
     assert report.returncode == 2, report.stderr  # critical findings (ECC, lost GPU, remap failure)
@@ -155,3 +174,54 @@ def test_backfilled_agent_serves_the_simulated_past(tmp_path):
     assert len(xids) >= 10 and all(e["code"] == 13 for e in xids)  # Xid 13 every 60 s since the start
     assert xids[0]["ts"] <= now - 9 * 60
     assert events[0]["kind"] == "agent_start" and events[0]["ts"] <= now - 9 * 60
+
+
+CRITICAL_FAULTS = {"ecc_uncorrectable": "ecc-uncorrectable", "gpu_lost": "gpu-lost", "row_remap_failure": "row-remap"}
+"""The simulated faults that make a critical finding (fault-xid's Xid 13 is an application error: a warning)."""
+
+
+def _judge(cmd: str, run: Run, now: float, *extra: str) -> tuple[int, dict]:
+    got = subprocess.run([sys.executable, "-m", "fleetmon", cmd, "--db", str(run.db), "--json", "--now", str(now),
+                          *extra], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert got.returncode in (0, 2), got.stderr
+    return got.returncode, json.loads(got.stdout)
+
+
+@pytest.mark.parametrize("hours", [6, 36])
+def test_a_silent_fleet_judged_later_keeps_its_failures_and_passes_no_node(faulty_run, hours):
+    """`report --now` and `preflight --now` hours after the run ended: nothing got better without evidence."""
+    now = faulty_run.collected_at + hours * 3600
+    code, doc = _judge("report", faulty_run, now)
+    verdicts = {n["name"]: n["verdict"] for n in doc["nodes"]}
+    assert code == 2 and doc["status"] == "fail"
+    assert "pass" not in verdicts.values(), verdicts  # nobody heard from any node for hours
+    assert doc["summary"]["verdicts"]["pass"] == 0
+    # The nodes with a critical fault are still failed, their critical findings open.
+    open_ = [f for f in doc["findings"] if f["state"] == "open"]
+    for fault, kind in CRITICAL_FAULTS.items():
+        node = _node(fault)
+        assert verdicts[node] == "fail", (node, verdicts[node])
+        assert any(f["node"] == node and f["kind"] == kind and f["severity"] == "critical" for f in open_), (node, kind)
+    # Every fault is still named, open, on its node (the Xid is an event: it waits for an operator).
+    for kind, expected, _ in FAULTS:
+        assert any(f["node"] == _node(kind) and f["kind"] == expected for f in open_), (kind, expected)
+    # The rest read stale with the age of their data (the healthy node too: no news is not good news).
+    assert verdicts[HEALTHY[0]] == "stale"
+    age = doc["summary"]["stale"][HEALTHY[0]]
+    assert hours * 3600 - 120 <= age <= hours * 3600 + 600
+    assert verdicts[UNREACHABLE] == "unknown"  # never answered
+    # The preflight agrees: none of them is go.
+    names = ",".join(verdicts)
+    code, pre = _judge("preflight", faulty_run, now, "--nodes", names, "--days", "3")
+    assert code == 2 and pre["go"] == []
+    # The collector's stored ledger keeps them open too (the GUI's and the export's source).
+    from storage.db import open_database
+    from storage.findings import open_findings
+
+    db = open_database(faulty_run.db, readonly=True)
+    try:
+        stored = {(f.node, f.kind) for f in open_findings(db) if f.severity == "critical"}
+    finally:
+        db.close()
+    for fault, kind in CRITICAL_FAULTS.items():
+        assert (_node(fault), kind) in stored
