@@ -165,8 +165,10 @@ def _resolved_at(f: Finding) -> float:
     lc = f.evidence.get("lifecycle")
     if isinstance(lc, Mapping):
         why = lc.get("resolved")
-        if isinstance(why, Mapping) and isinstance(why.get("resolution"), Mapping):
-            at = why["resolution"].get("at")
+        if isinstance(why, Mapping):
+            at = why.get("at")
+            if at is None and isinstance(why.get("resolution"), Mapping):
+                at = why["resolution"].get("at")
             if isinstance(at, (int, float)) and math.isfinite(at):
                 return float(at)
     return -math.inf

@@ -312,15 +312,18 @@ def _judge_one(f: Finding | None, entry: LedgerEntry | None, res: Resolution | N
     elif f is not None:
         # Every bit of this evidence predates the operator's resolution.
         base = f
-        return _resolved(base, days, {"by": "operator", "resolution": res.to_dict() if res else None}, now)
+        return _resolved(base, days, {"by": "operator", "resolution": res.to_dict() if res else None,
+                                      "at": res.at if res else None}, now)
     else:
         assert stored is not None
         base = stored
         if not stored_open:
             if entry is not None and entry.resolved_at is not None and entry.resolved_at < now - DAYS_KEPT * 86400:
                 return None
-            why = prev.get("resolved") if isinstance(prev.get("resolved"), Mapping) else (
-                {"by": "operator", "resolution": res.to_dict()} if res is not None else {"by": "quiet"})
+            why = dict(prev["resolved"]) if isinstance(prev.get("resolved"), Mapping) else (
+                {"by": "operator", "resolution": res.to_dict()} if res is not None else {"by": "data"})
+            if entry is not None and entry.resolved_at is not None:
+                why.setdefault("at", entry.resolved_at)
             return _resolved(stored, days, why, now)
     # Open or resolved by the kind's lifecycle.
     state, why = _state(life, base, f if fresh_after else None, coverage, now, t)
@@ -334,7 +337,7 @@ def _judge_one(f: Finding | None, entry: LedgerEntry | None, res: Resolution | N
     if state == "open" and why:
         lc["open_because"] = why
     if state == "resolved":
-        lc["resolved"] = {"by": "data", "why": why}
+        lc["resolved"] = {"by": "data", "why": why, "at": now}
     summary = base.summary
     if lc.get("recurrence") and life.cls == "recurring":
         summary = f"{summary} ({lc['recurrence']})"

@@ -77,13 +77,20 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
     """A card no longer enumerated on a node that answers, or too few GPUs (critical).
 
     Per card: its state is "missing", or it was last seen more than
-    ``gpu_missing_minutes`` before its node's last good poll. Per node: the
+    ``gpu_missing_minutes`` before its node's last good poll, and no other card
+    answers in its slot since (that is a replacement, not a missing card). Per node: the
     node reports fewer GPUs than its group expects (beyond the cards already
     named). Nodes that do not answer are left to ``node-unreachable``.
     """
     t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
     per_node: Counter[str] = Counter()
+    # The newest card seen in each slot: a card whose slot another card took after it was replaced.
+    newest: dict[tuple[str, str], float] = {}
+    for gpu in history.gpus:
+        if gpu.pci_bus_id and gpu.last_seen is not None and gpu.state != GpuState.MISSING:
+            slot = (gpu.node, gpu.pci_bus_id.lower())
+            newest[slot] = max(newest.get(slot, float("-inf")), float(gpu.last_seen))
     for gpu in history.gpus:
         node = history.node(gpu.node)
         if not _reachable(node, history.now, t) or gpu.last_seen is None:
@@ -92,6 +99,8 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
         gone = node.last_ok - gpu.last_seen >= t.gpu_missing_minutes * 60
         if gpu.state != GpuState.MISSING and not gone:
             continue
+        if gpu.pci_bus_id and newest.get((gpu.node, gpu.pci_bus_id.lower()), float("-inf")) > float(gpu.last_seen):
+            continue  # replaced: another card answers in its slot (the inventory change says so)
         per_node[gpu.node] += 1
         out.append(gpu_finding(
             history, gpu, "gpu-missing", "critical", float(gpu.last_seen), history.now,

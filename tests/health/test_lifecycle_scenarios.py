@@ -1,0 +1,239 @@
+"""Verdicts that do not forget: multi-day histories judged at several `--now` times, on every surface.
+
+A real SQLite database is fed as the collector would (minutes, polls, events), the collector's health
+pass (``assess.evaluate_and_store``) runs every few hours as it would, and the fleet is then judged at
+chosen moments by ``report`` (its JSON), ``preflight`` (its JSON), the export's sheet and the ledger the
+GUI reads. Each case checks the same verdict on each of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from fleetmon import assess
+from fleetmon.export import read_sheet
+from fleetmon.health import render
+from fleetmon.health.verdict import combine, reach_of
+from fleetmon.records import Event
+from storage import findings as stored
+from storage import resolutions
+from storage.db import open_database
+from storage.ingest import ingest_polls
+from storage.queries import nodes as stored_nodes
+from storage.rollup import rollup
+from helpers import HOT, T0, inventory, minute, poll, uuid_of
+
+H = 3600
+D = 86400
+
+
+@pytest.fixture
+def db(tmp_path):
+    d = open_database(tmp_path / "fleet.db")
+    yield d
+    d.close()
+
+
+Faults = Mapping[tuple[str, int], Callable[[int], Mapping[str, Any]]]
+
+
+class Fleet:
+    """Two nodes of two cards fed hour by hour, with the collector's health pass every ``pass_every`` s."""
+
+    def __init__(self, db: Any, nodes: tuple[str, ...] = ("n1", "n2"), gpus: int = 2, pass_every: int = 6 * H):
+        self.db, self.nodes, self.gpus, self.pass_every = db, nodes, gpus, pass_every
+        self.seq = {n: 0 for n in nodes}
+        self.eseq = {n: 0 for n in nodes}
+        self.t = T0
+        self.inv: dict[str, list[Any]] = {n: [inventory(n, i) for i in range(gpus)] for n in nodes}
+
+    def run(self, until: int, faults: Faults | None = None, *, silent: tuple[str, ...] = (),
+            events: Mapping[str, list[tuple[int, str, int | None, int | None]]] | None = None) -> None:
+        """Feed [self.t, until) an hour a poll; ``events[node]``: (ts, kind, gpu index, Xid code)."""
+        faults = faults or {}
+        while self.t < until:
+            end = min(self.t + H, until)
+            polls = []
+            for node in self.nodes:
+                if node in silent:
+                    continue
+                mins = []
+                for ts in range(self.t, end, 60):
+                    for g in self.inv[node]:
+                        self.seq[node] += 1
+                        extra = dict(faults[(node, g.index)](ts)) if (node, g.index) in faults else {}
+                        m = minute(node, g.index, ts, seq=self.seq[node], busy=True, **extra)
+                        if g.uuid != uuid_of(node, g.index):
+                            m = type(m)(seq=m.seq, ts=m.ts, uuid=g.uuid, index=m.index, n=m.n, values=m.values,
+                                        status=m.status)
+                        mins.append(m)
+                evs = []
+                for ts, kind, gpu, code in (events or {}).get(node, []):
+                    if self.t <= ts < end:
+                        self.eseq[node] += 1
+                        uuid = self.inv[node][gpu].uuid if gpu is not None else None
+                        evs.append(Event(seq=self.eseq[node], ts=ts, kind=kind, uuid=uuid, code=code,
+                                         message=f"NVRM: Xid (PCI:0000:{gpu or 0:02x}:00): {code}, pid=1" if code else ""))
+                polls.append(poll(node, end, gpus=len(self.inv[node]), minutes=mins, events=evs,
+                                  inv=self.inv[node], minutes_cursor=self.seq[node],
+                                  events_cursor=self.eseq[node] or None))
+            if polls:
+                ingest_polls(self.db, polls)
+            rollup(self.db, end)
+            if end % self.pass_every == 0 or end == until:
+                assess.evaluate_and_store(self.db, end)
+            self.t = end
+
+
+EXPORT_ORDER = ("critical", "unreachable", "stale", "unknown", "warning", "ok")
+
+
+def surfaces(db: Any, now: float, nodes: tuple[str, ...] = ("n1", "n2")) -> dict[str, dict[str, str]]:
+    """The verdict of each node on each surface at ``now``."""
+    run = assess.run_report(db, now, D, None, save=False)
+    report = json.loads(render.report_json(run.result))
+    pre = json.loads(render.preflight_json(assess.run_preflight(db, now, list(nodes), 14).result))
+    sheet = read_sheet(db, now=now)
+    health = {}
+    for row in sheet.gpus:
+        health.setdefault(row["node"], set()).add(row["health"])
+    # The GUI reads the ledger the collector keeps, judged at the moment shown by the one verdict function.
+    ledger = {}
+    for n in stored_nodes(db):
+        mine = [(str(f.severity), f.kind) for f in stored.open_findings(db) if f.node == n.name]
+        ledger[n.name] = combine(mine, reach_of(last_ok=n.last_ok, last_attempt=n.last_attempt,
+                                                outage_open=n.status == "unreachable", now=now, stale_after_s=600))
+    return {
+        "report": {n["name"]: n["verdict"] for n in report["nodes"]},
+        "preflight": {n["name"]: n["verdict"] for n in pre["nodes"]},
+        # A card's health: its node's worst card stands for the node here.
+        "export": {n: min(v, key=lambda h: EXPORT_ORDER.index(h) if h in EXPORT_ORDER else 9)
+                   for n, v in health.items()},
+        "ledger": ledger,
+        "_exit": {"report": report["exit_status"], "preflight": pre["exit_status"]},
+    }
+
+
+def open_of(db: Any, now: float, kind: str) -> list[Any]:
+    run = assess.run_report(db, now, D, None, save=False)
+    return [f for f in run.result.findings if f.kind == kind and f.is_open]
+
+
+# -- an Xid 79: the morning after, a week later, resolved by an operator, back again, card replaced ----------
+
+
+def test_an_xid_79_stays_open_until_an_operator_resolves_it_and_reopens_when_it_comes_back(db):
+    fleet = Fleet(db)
+    xid_at = T0 + 22 * H  # 22:00 on day 0
+    fleet.run(T0 + D + 8 * H, events={"n1": [(xid_at, "xid", 1, 79)]})
+
+    # The morning after: failed on every surface.
+    got = surfaces(db, T0 + D + 8 * H)
+    assert got["report"] == {"n1": "fail", "n2": "pass"}
+    assert got["ledger"] == {"n1": "fail", "n2": "pass"}
+    assert got["preflight"] == {"n1": "no-go", "n2": "go"}
+    assert got["export"]["n1"] == "critical" and got["export"]["n2"] == "ok"
+    assert got["_exit"] == {"report": 2, "preflight": 2}
+    (xid,) = open_of(db, T0 + D + 8 * H, "xid")
+    assert xid.first_seen == xid_at and xid.severity == "critical"
+
+    # A week later, with a week of healthy, busy data since: an Xid 79 is still open (it waits for an operator).
+    fleet.run(T0 + 8 * D)
+    got = surfaces(db, T0 + 8 * D)
+    assert got["report"]["n1"] == "fail" and got["ledger"]["n1"] == "fail" and got["export"]["n1"] == "critical"
+    (xid,) = open_of(db, T0 + 8 * D, "xid")
+    assert xid.first_seen == xid_at  # the true onset, a week before the report's 24 h window
+    assert xid.evidence["lifecycle"]["open_because"] == "waits for an operator's resolution"
+
+    # An operator reseats the card and resolves the finding: it passes everywhere but the stricter pre-run review.
+    resolutions.resolve(db, xid.key, "reseated", "reseated in slot 1, riser checked", T0 + 8 * D + 600, "alice")
+    fleet.run(T0 + 8 * D + 2 * H)
+    now = T0 + 8 * D + 2 * H
+    got = surfaces(db, now)
+    assert got["report"] == {"n1": "pass", "n2": "pass"} and got["ledger"]["n1"] == "pass"
+    assert got["export"]["n1"] == "ok" and got["_exit"]["report"] == 0
+    assert got["preflight"]["n1"] == "no-go"  # a card that fell off the bus this fortnight is a risk for a long run
+    report = assess.run_report(db, now, 30 * D, None, save=False).result
+    (closed,) = [f for f in report.findings if f.kind == "xid"]
+    assert not closed.is_open
+    assert render.resolution_text(closed).startswith("resolved by alice at ")
+    assert "card reseated — reseated in slot 1, riser checked" in render.report_text(report)
+    assert [r.reason for r in resolutions.card_resolutions(db, uuid_of("n1", 1))] == ["reseated"]
+
+    # It comes back: a recurrence, linked to the resolution.
+    again = T0 + 8 * D + 3 * H
+    fleet.run(T0 + 8 * D + 4 * H, events={"n1": [(again, "xid", 1, 79)]})
+    got = surfaces(db, T0 + 8 * D + 4 * H)
+    assert got["report"]["n1"] == "fail" and got["ledger"]["n1"] == "fail"
+    (xid,) = open_of(db, T0 + 8 * D + 4 * H, "xid")
+    assert xid.first_seen == again
+    assert xid.evidence["lifecycle"]["recurs_after"]["reason"] == "reseated"
+    assert "back after it was resolved: card reseated" in xid.summary
+
+    # The card is replaced: a new UUID in the slot, the old finding resolved as replaced; the node passes.
+    resolutions.resolve(db, xid.key, "replaced", "RMA 4711", T0 + 8 * D + 5 * H, "bob")
+    fleet.inv["n1"][1] = inventory("n1", 1, uuid="GPU-n1-new-01", serial="SN-new")
+    fleet.run(T0 + 8 * D + 8 * H)
+    got = surfaces(db, T0 + 8 * D + 8 * H)
+    assert got["report"]["n1"] == "pass" and got["ledger"]["n1"] == "pass"
+
+
+# -- a card that overheats every afternoon, judged at 08:00 ----------------------------------------------------
+
+
+def test_a_card_that_overheats_every_afternoon_is_open_at_eight_in_the_morning(db):
+    fleet = Fleet(db)
+    afternoons = lambda ts: HOT if 13 * H <= ts % D < 17 * H else {}  # noqa: E731
+    fleet.run(T0 + 7 * D + 8 * H, {("n2", 0): afternoons})
+    now = T0 + 7 * D + 8 * H  # 08:00, fifteen hours after the last throttle
+    got = surfaces(db, now)
+    assert got["report"] == {"n1": "pass", "n2": "warn"}
+    assert got["ledger"] == {"n1": "pass", "n2": "warn"}
+    assert got["preflight"] == {"n1": "go", "n2": "no-go"}
+    assert got["export"]["n2"] == "warning"
+    (f,) = open_of(db, now, "thermal-throttle")
+    # Days 1-6 of the last seven (today has had no afternoon yet), the last episode ending yesterday at 17:00.
+    assert f.summary.endswith("(6 of the last 7 days, last at Nov 20 17:00 UTC)"), f.summary
+    assert f.first_seen < T0 + D  # since the first afternoon, not the window's start
+
+
+# -- a node silent for six hours ------------------------------------------------------------------------------
+
+
+def test_a_node_silent_for_six_hours_is_stale_never_pass(db):
+    fleet = Fleet(db)
+    fleet.run(T0 + D)
+    fleet.run(T0 + D + 6 * H, silent=("n2",))
+    now = T0 + D + 6 * H
+    got = surfaces(db, now)
+    assert got["report"] == {"n1": "pass", "n2": "stale"}
+    assert got["ledger"] == {"n1": "pass", "n2": "stale"}
+    assert got["preflight"] == {"n1": "go", "n2": "no-go"}
+    assert got["export"]["n2"] != "ok"
+    assert got["_exit"]["report"] == 2
+    run = assess.run_report(db, now, D, None, save=False)
+    assert run.result.summary["stale"] == {"n2": 6 * H}
+    assert "n2 (6.0 h)" in render.report_text(run.result)
+    reasons = {n.name: n.reasons for n in assess.run_preflight(db, now, ["n2"], 14).result.nodes}
+    assert reasons["n2"] == ("stale: no good poll for 6.0 h [node-unreachable]",)
+
+
+def test_missing_data_never_resolves_a_recurring_condition(db):
+    fleet = Fleet(db)
+    fleet.run(T0 + 6 * H, {("n1", 1): lambda ts: HOT if ts >= T0 + 5 * H else {}})
+    assert open_of(db, T0 + 6 * H, "thermal-throttle")
+    # Three days with no data at all, then judged: still open (and the node stale).
+    later = T0 + 3 * D
+    (f,) = open_of(db, later, "thermal-throttle")
+    assert "h of data since" in f.evidence["lifecycle"]["open_because"]
+    assert surfaces(db, later)["report"]["n1"] == "stale"
+    # Two days of data without it: resolved by data (the default quiet period is 48 h).
+    fleet.t = later
+    fleet.run(later + 50 * H)
+    assert not open_of(db, later + 50 * H, "thermal-throttle")
+    row = {r.key: r for r in stored.all_findings(db)}[f.key]
+    assert row.resolved_at is not None and row.evidence["lifecycle"]["resolved"]["by"] == "data"
