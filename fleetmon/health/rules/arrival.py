@@ -98,7 +98,10 @@ def check_arrival_history(history: FleetHistory, thresholds: Thresholds | None =
         first_seen = gpu.first_seen
         if first_seen is None or not history.since <= float(first_seen) <= history.now:
             continue  # cheap test first: most cards were seen before the window
-        tl = gpu.timeline()
+        # The card's first rows are hourly ones when the window's hourly part holds it, else minutes:
+        # read that Series alone (the whole timeline's columns are concatenations of both).
+        hours, mins = gpu.hourly, gpu.minutes
+        tl = hours if hours and (not mins or float(hours.ts[0]) < float(mins.ts[0])) else mins
         sight = _first_sight(history, gpu, tl)
         if sight is None:
             continue
