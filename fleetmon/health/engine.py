@@ -56,7 +56,7 @@ VERDICTS: tuple[str, ...] = verdict.VERDICTS
 NO_GO_WARNINGS: frozenset[str] = frozenset({
     "ecc-correctable-storm", "retired-pages", "row-remap", "pcie-link-degraded", "pcie-replay",
     "power-brake", "power-instability", "power-unreadable", "thermal-throttle", "fan-stopped",
-    "node-flapping", "gpu-missing", "gpu-lost", "xid",
+    "node-flapping", "gpu-missing", "gpu-lost", "xid", "arrival-history",
 })
 """Open warnings of these kinds make a node no-go in a preflight (besides any
 critical finding in the window): each can stop a multi-day job."""

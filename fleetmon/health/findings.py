@@ -74,6 +74,12 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
     KindInfo("row-remap", "gpu", "warning / critical",
              "A row remap is pending (reset needed) or failed (no spare rows: replacement).",
              "pending, failure, correctable_rows, uncorrectable_rows"),
+    KindInfo("arrival-history", "gpu", "warning / critical",
+             "A card whose first sight lies in the window arrived with a past: lifetime uncorrectable "
+             "ECC errors, retired pages, a pending retirement, remapped rows or a remap failure "
+             "(the intake check for second-hand cards).",
+             "ecc_unc_agg, ecc_corr_agg, retired_sbe, retired_dbe, retired_pending, "
+             "remap_correctable_rows, remap_uncorrectable_rows, remap_failure, first_sight"),
     KindInfo("xid", "gpu", "info / warning / critical",
              "NVIDIA Xid events by code, grouped into bursts, classified (hardware, driver, "
              "application ...) and escalated when they recur after resets or hit several GPUs "
@@ -138,7 +144,7 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
 
 KIND_PRIORITY: tuple[str, ...] = (
     "node-unreachable", "uuid-conflict", "gpu-lost", "gpu-missing", "ecc-uncorrectable", "row-remap", "retired-pages",
-    "xid", "power-brake", "power-instability", "temperature-high", "fan-stopped", "thermal-throttle",
+    "arrival-history", "xid", "power-brake", "power-instability", "temperature-high", "fan-stopped", "thermal-throttle",
     "pcie-link-degraded", "pcie-replay", "ecc-correctable-storm", "node-flapping", "power-unreadable",
     "power-capped", "derating", "driver-mismatch", "vbios-mismatch", "inventory-change", "data-unjudgeable",
 )

@@ -11,6 +11,7 @@ windows, hourly rows (:mod:`fleetmon.health.hourly`).
 from __future__ import annotations
 
 import json
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -376,10 +377,117 @@ class GpuHistory:
             self._cache["timeline"] = cached
         return cached
 
+    def located_placements(self) -> tuple[Placement, ...]:
+        """:attr:`placements` with each move dated by the card's rows, not by the store's record.
+
+        The store dates a move by the poll that first saw the card in its new
+        place, but the agent buffers minutes while no one polls it: after a
+        power-down and a swap, the first minutes in the new slot are older
+        than that poll. A card moves only while it is off, which leaves a gap
+        in its minute rows, so a move is dated to the first row after the
+        latest gap in the contiguous minute rows before the recorded time.
+        Without such a gap (the rows run on, or the rows before it are hourly,
+        whose gaps cannot be seen) the recorded time stands.
+        """
+        places = self.placements
+        if len(places) < 2:
+            return places
+        cached: tuple[Placement, ...] | None = self._cache.get("located")
+        if cached is not None:
+            return cached
+        tl = self.timeline()
+        ts, dur, n = tl.ts, tl.dur, len(tl)
+        out = [places[0]]
+        floor = 0  # rows before this belong to earlier placements
+        for p in places[1:]:
+            first = bisect_left(ts, p.ts, floor, n)  # the first row at or after the record
+            start = first
+            k = first - 1
+            while k > floor and dur[k] <= MINUTE_S:
+                if float(ts[k]) > float(ts[k - 1]) + float(dur[k - 1]):  # a gap before row k
+                    start = k
+                    break
+                k -= 1
+            if start < first:
+                p = replace(p, ts=float(ts[start]))
+            out.append(p)
+            floor = max(floor, start)
+        located = tuple(out)
+        self._cache["located"] = located
+        return located
+
+    def move_rows(self) -> tuple[tuple[int, int | None], ...]:
+        """Per move after the first placement: (its first timeline row, a row that spans it or None).
+
+        A row spans a move when the located move falls strictly inside it (an
+        hourly row, or a minute row cut by a recorded time): what the row
+        counted cannot be charged to either placement.
+        """
+        cached: tuple[tuple[int, int | None], ...] | None = self._cache.get("move_rows")
+        if cached is not None:
+            return cached
+        places = self.located_placements()
+        out: list[tuple[int, int | None]] = []
+        if len(places) > 1:
+            tl = self.timeline()
+            ts, dur, n = tl.ts, tl.dur, len(tl)
+            for p in places[1:]:
+                b = bisect_left(ts, p.ts, 0, n)
+                spans = b - 1 if b > 0 and float(ts[b - 1]) + float(dur[b - 1]) > p.ts else None
+                out.append((b, spans))
+        result = tuple(out)
+        self._cache["move_rows"] = result
+        return result
+
+    def placed_delta(self, counter: str) -> list[float]:
+        """The timeline's :meth:`Series.delta` with each increase charged where it was counted.
+
+        An increase between two rows in different placements is charged to
+        the later row only when the counter was reset in between (power-off,
+        reset or driver reload: what it holds was counted since, in the new
+        place); an increase that grew across the move (it may have been
+        counted in the old place after its last row, or in the new one) and
+        the increase of a row that spans a move cannot be placed, and count
+        for neither (0). Cards that never moved get :meth:`Series.delta`.
+        """
+        tl = self.timeline()
+        delta = tl.delta(counter)
+        moves = self.move_rows()
+        if not moves:
+            return delta
+        key = "placed:" + counter
+        cached: list[float] | None = self._cache.get(key)
+        if cached is not None:
+            return cached
+        out = list(delta)
+        values, given = tl.col(counter), tl.col(counter + "_delta")
+        n = len(tl)
+        for b, spans in moves:
+            if spans is not None:
+                out[spans] = 0.0  # the next row counts from a value read after the move
+                continue
+            k = b
+            while k < n and values[k] is None and given[k] is None:
+                k += 1
+            if k == n:
+                continue
+            prev = None
+            for j in range(b - 1, -1, -1):
+                if values[j] is not None:
+                    prev = values[j]
+                    break
+            v = values[k]
+            if prev is not None and v is not None and v < prev:
+                continue  # reset across the move: counted since, in the new place
+            if prev is not None or given[k] is not None:
+                out[k] = 0.0
+        self._cache[key] = out
+        return out
+
     def placement_at(self, ts: float) -> Placement:
-        """Where the card sat at ``ts`` (its current place when unknown)."""
+        """Where the card sat at ``ts`` (its current place when unknown), moves dated by its rows."""
         found: Placement | None = None
-        for p in self.placements:
+        for p in self.located_placements():
             if p.ts <= ts:
                 found = p
             else:

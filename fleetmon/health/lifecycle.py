@@ -142,6 +142,9 @@ def _check_table() -> None:
         raise ValueError(f"LIFECYCLE must give every kind of KINDS a lifecycle (missing {missing}, bad {bad})")
 
 
+_check_table()
+
+
 def life_of(kind: str) -> KindLife:
     """The lifecycle of ``kind`` (a kind this build does not know: a state, judged on fresh data)."""
     return LIFECYCLE.get(kind) or KindLife(kind, "state")
@@ -320,11 +323,11 @@ def _judge_one(f: Finding | None, entry: LedgerEntry | None, res: Resolution | N
         if not stored_open:
             if entry is not None and entry.resolved_at is not None and entry.resolved_at < now - DAYS_KEPT * 86400:
                 return None
-            why = dict(prev["resolved"]) if isinstance(prev.get("resolved"), Mapping) else (
+            earlier: dict[str, Any] = dict(prev["resolved"]) if isinstance(prev.get("resolved"), Mapping) else (
                 {"by": "operator", "resolution": res.to_dict()} if res is not None else {"by": "data"})
             if entry is not None and entry.resolved_at is not None:
-                why.setdefault("at", entry.resolved_at)
-            return _resolved(stored, days, why, now)
+                earlier.setdefault("at", entry.resolved_at)
+            return _resolved(stored, days, earlier, now)
     # Open or resolved by the kind's lifecycle.
     state, why = _state(life, base, f if fresh_after else None, coverage, now, t)
     lc: dict[str, Any] = {"class": life.cls, "days": sorted(days)[-DAYS_KEPT:]}

@@ -118,6 +118,30 @@ class Thresholds:
         15, "pages", 1, 64,
         "DBE-retired pages above this, with more than one new in 7 days: critical.",
         "M2: DCGM_LIMIT_MAX_RETIRED_PAGES_SOFT_LIMIT (§2.2)")
+    # -- arrival (a card's history at first sight) ---------------------------
+    arrival_unc_ecc_critical: int = _t(
+        5, "errors", 1, 1000000,
+        "Lifetime (aggregate) uncorrectable ECC errors a card reports at first sight for a "
+        "critical arrival-history finding (any fewer: warning).",
+        "M5: practitioner, more than 4 aggregate uncorrectable errors is an RMA reason (§2.3)")
+    arrival_retired_pages_warning: int = _t(
+        1, "pages", 1, 64,
+        "Retired pages (SBE + DBE) a card reports at first sight for an arrival-history warning.",
+        "M2: any retirement means past DBEs or repeated SBEs (§2.2; fleetmon)")
+    arrival_retired_pages_critical: int = _t(
+        16, "pages", 1, 64,
+        "Retired pages (SBE + DBE) at first sight for a critical arrival-history finding "
+        "(a quarter of the 64-page budget spent before the card arrived).",
+        "M2: DCGM soft limit of 15 DBE pages (§2.2; fleetmon)")
+    arrival_remapped_rows_warning: int = _t(
+        1, "rows", 1, 100000,
+        "Remapped rows (correctable + uncorrectable) a card reports at first sight for an "
+        "arrival-history warning.", "M3/M4: remaps accumulating are an early warning (§2.3; fleetmon)")
+    arrival_remapped_rows_critical: int = _t(
+        8, "rows", 1, 100000,
+        "Rows remapped for uncorrectable errors at first sight for a critical arrival-history "
+        "finding (a bank fails its next remap after eight).",
+        "M3: remap failure after 8 uncorrectable rows in a bank (§2.3; fleetmon)")
     # -- PCIe ---------------------------------------------------------------
     pcie_degraded_minutes: int = _t(
         3, "min", 1, 1440,
@@ -277,6 +301,10 @@ class Thresholds:
             raise ValueError(
                 "retired_pages_warning must not exceed retired_pages_critical "
                 f"({result.retired_pages_warning} > {result.retired_pages_critical})")
+        for low, high in (("arrival_retired_pages_warning", "arrival_retired_pages_critical"),):
+            if getattr(result, low) > getattr(result, high):
+                raise ValueError(f"{low} must not exceed {high} "
+                                 f"({getattr(result, low)} > {getattr(result, high)})")
         return result
 
     def to_dict(self) -> dict[str, float]:

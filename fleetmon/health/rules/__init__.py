@@ -11,7 +11,8 @@ little.
 Families (one module each, like glances' one plugin per metric family):
 :mod:`~fleetmon.health.rules.versions` (driver, VBIOS),
 :mod:`~fleetmon.health.rules.ecc`, :mod:`~fleetmon.health.rules.memory`
-(retired pages, remapped rows), :mod:`~fleetmon.health.rules.xid`,
+(retired pages, remapped rows), :mod:`~fleetmon.health.rules.arrival` (a card's
+memory history at first sight), :mod:`~fleetmon.health.rules.xid`,
 :mod:`~fleetmon.health.rules.bus` (lost and missing cards),
 :mod:`~fleetmon.health.rules.pcie`, :mod:`~fleetmon.health.rules.power`,
 :mod:`~fleetmon.health.rules.thermal`, :mod:`~fleetmon.health.rules.derating`,
@@ -41,6 +42,7 @@ from collections.abc import Callable
 
 from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory
+from fleetmon.health.rules.arrival import check_arrival_history
 from fleetmon.health.rules.bus import check_gpu_lost, check_gpu_missing
 from fleetmon.health.rules.derating import check_derating
 from fleetmon.health.rules.ecc import check_ecc_correctable, check_ecc_uncorrectable
@@ -65,6 +67,7 @@ __all__ = [
     "RULES",
     "Episode",
     "Rule",
+    "check_arrival_history",
     "check_derating",
     "check_driver_versions",
     "check_ecc_correctable",
@@ -94,7 +97,8 @@ Rule = Callable[[FleetHistory, Thresholds], list[Finding]]
 
 RULES: tuple[Rule, ...] = (
     check_driver_versions, check_vbios, check_ecc_uncorrectable, check_ecc_correctable,
-    check_retired_pages, check_row_remap, check_xid, check_gpu_lost, check_gpu_missing,
+    check_retired_pages, check_row_remap, check_arrival_history, check_xid, check_gpu_lost,
+    check_gpu_missing,
     check_pcie_link, check_pcie_replay, check_power_brake, check_power_instability,
     check_power_unreadable, check_power_capped, check_thermal_throttle, check_temperature,
     check_fan_stopped, check_derating, check_node_unreachable, check_node_flapping,

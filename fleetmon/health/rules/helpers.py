@@ -267,9 +267,9 @@ def known_min(values: Sequence[Any]) -> Any:
 
 
 def slots_of(gpu: GpuHistory, eps: Sequence[Episode]) -> list[str]:
-    """The slots (``node:pci``) the card sat in while its bad rows started."""
+    """The slots (``node:pci``) the card sat in while its bad rows started (moves dated by its rows)."""
     seen: list[str] = []
-    places = gpu.placements
+    places = gpu.located_placements()
     for ep in eps:
         last = ep.last_ts if ep.last_ts is not None else ep.start
         for k, place in enumerate(places):

@@ -130,7 +130,7 @@ def check_pcie_replay(history: FleetHistory, thresholds: Thresholds | None = Non
         values = tl.col("pcie_replay")
         if not any(tl.col("pcie_replay_delta")) and first_known(values) == last_known(values):
             continue
-        delta = tl.delta("pcie_replay")
+        delta = gpu.placed_delta("pcie_replay")  # an increase across a move counts where it was counted
         ts, dur = tl.ts, tl.dur
         grown = [(i, d) for i, d in enumerate(delta) if d > 0]
         if not grown:
