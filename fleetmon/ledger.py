@@ -145,6 +145,9 @@ def judge(db: Any, history: FleetHistory, fresh: Sequence[Finding], *,
     t = history.thresholds if isinstance(history.thresholds, Thresholds) else Thresholds()
     judged = lifecycle.judge(fresh, ledger_entries(db, now, index_of), resolutions(db, now),
                              coverage_fn(history, db), now, t)
+    # Card or slot, told again over the merged findings: a fault the ledger kept from an earlier window
+    # (a card that left the bad slot hours ago) still counts for its slot.
+    judged = engine.attribute_slots(judged, history)
     start = history.since if since is None else since
     out = []
     for f in judged:

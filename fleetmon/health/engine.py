@@ -16,6 +16,7 @@ return data; the CLI and storage layers do the reading and writing.
 from __future__ import annotations
 
 import functools
+import re
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -160,6 +161,10 @@ def _family(f: Finding) -> str | None:
     return fam
 
 
+_LEAD = re.compile(r"^The fault (?:followed|stays|moved) [^;]*; ")
+"""The lead :func:`attribute_slots` puts before an action (removed first: attributing again replaces it)."""
+
+
 def attribute_slots(findings: Sequence[Finding], history: FleetHistory) -> list[Finding]:
     """Tell a card's fault from a slot's (riser, PSU rail) across card swaps.
 
@@ -213,7 +218,7 @@ def attribute_slots(findings: Sequence[Finding], history: FleetHistory) -> list[
             lead = ("The fault moved with the card across slots "
                     f"({', '.join(sorted(card_slots[(fam, card)]))}): replace or RMA the card; ")
         evidence["attribution"] = attribution
-        out.append(replace(f, evidence=evidence, action=lead + f.action))
+        out.append(replace(f, evidence=evidence, action=lead + _LEAD.sub("", f.action, count=1)))
     return out
 
 

@@ -237,3 +237,57 @@ def test_missing_data_never_resolves_a_recurring_condition(db):
     assert not open_of(db, later + 50 * H, "thermal-throttle")
     row = {r.key: r for r in stored.all_findings(db)}[f.key]
     assert row.resolved_at is not None and row.evidence["lifecycle"]["resolved"]["by"] == "data"
+
+
+# -- a card arriving with a past ------------------------------------------------------------------------------
+
+
+def test_a_card_arriving_with_lifetime_errors_is_flagged_at_first_sight_and_kept_until_accepted(db):
+    fleet = Fleet(db)
+    fleet.run(T0 + D)
+    # A second-hand card goes into n2's slot 1: its NVML reports 2 lifetime uncorrectable ECC errors.
+    fleet.inv["n2"][1] = inventory("n2", 1, uuid="GPU-used-01", serial="SN-used")
+    past = lambda ts: {"ecc_unc_agg": 2, "retired_dbe": 2, "retired_sbe": 13}  # noqa: E731
+    fleet.run(T0 + D + 2 * H, {("n2", 1): past})
+    now = T0 + D + 2 * H
+    (f,) = open_of(db, now, "arrival-history")
+    assert f.gpu_uuid == "GPU-used-01"
+    assert f.summary.startswith("n2 gpu1: arrived with 2 lifetime uncorrectable ECC errors, 15 retired pages")
+    got = surfaces(db, now)
+    assert got["report"]["n2"] == got["ledger"]["n2"] == {"warning": "warn", "critical": "fail"}[f.severity]
+    assert got["preflight"]["n2"] == "no-go" and got["export"]["n2"] == f.severity
+    # A week of clean service later it is still there: the intake decision is the operator's.
+    fleet.run(T0 + 8 * D, {("n2", 1): past})
+    assert open_of(db, T0 + 8 * D, "arrival-history")
+    resolutions.resolve(db, f.key, "accepted", "burn-in passed, kept as a spare-pool card", T0 + 8 * D + 60, "carol")
+    fleet.run(T0 + 8 * D + H, {("n2", 1): past})
+    got = surfaces(db, T0 + 8 * D + H)
+    assert got["report"]["n2"] == got["ledger"]["n2"] == "pass"
+    assert not open_of(db, T0 + 8 * D + H, "arrival-history")
+
+
+# -- two cards swapped between a bad and a good slot, the node down in between ----------------------------
+
+
+def test_a_swap_between_a_bad_and_a_good_slot_charges_the_replays_to_the_bad_slot(db):
+    fleet = Fleet(db, nodes=("n1",))
+    bad = lambda ts: {"pcie_replay": (ts - T0) // 60 * 20}  # noqa: E731 - 20 replays a minute since boot
+    fleet.run(T0 + 6 * H, {("n1", 0): bad})
+    # The node powers down for an hour; the two cards are swapped (the replay counter resets with the power).
+    a, b = fleet.inv["n1"]
+    fleet.inv["n1"] = [inventory("n1", 0, uuid=b.uuid, serial="SN-n1-1"),
+                       inventory("n1", 1, uuid=a.uuid, serial="SN-n1-0")]
+    fleet.run(T0 + 7 * H, silent=("n1",))
+    up = T0 + 7 * H
+    fleet.run(T0 + 9 * H, {("n1", 0): lambda ts: {"pcie_replay": (ts - up) // 60 * 20}})
+    now = T0 + 9 * H
+    run = assess.run_report(db, now, D, None, save=False)
+    replays = {f.gpu_uuid: f for f in run.result.findings if f.kind == "pcie-replay"}
+    bad_slot = "n1:00000000:10:00.0"
+    assert set(replays) == {a.uuid, b.uuid}
+    for f in replays.values():
+        assert f.evidence["slots"] == [bad_slot], (f.gpu_uuid, f.evidence["slots"])
+        assert f.evidence.get("attribution") == "slot", f.evidence
+    got = surfaces(db, now, nodes=("n1",))
+    assert got["report"]["n1"] == got["ledger"]["n1"] == "warn"
+    assert got["preflight"]["n1"] == "no-go"
