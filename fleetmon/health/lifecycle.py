@@ -281,6 +281,9 @@ def _judge_one(f: Finding | None, entry: LedgerEntry | None, res: Resolution | N
         stored_open = False
     prev = _lc(stored) if stored is not None else {}
     days = set(prev.get("days") or ())
+    # Evidence counts only when it is newer than the last resolution, the operator's or the data's.
+    if stored is not None and not stored_open and entry is not None and entry.resolved_at is not None:
+        cutoff = max(cutoff, min(entry.resolved_at, now))
     fresh_after = f is not None and f.last_seen > cutoff
     base: Finding
     recurs_after: dict[str, Any] | None = None
@@ -290,14 +293,13 @@ def _judge_one(f: Finding | None, entry: LedgerEntry | None, res: Resolution | N
         first = f.first_seen if f.first_seen > cutoff else max(f.first_seen, cutoff)
         if stored is not None and stored_open and stored.first_seen < first:
             first = stored.first_seen  # the same episode began before this window: the true onset
-            if stored.rank > f.rank:  # the episode's worst stays until it resolves
+            if stored.rank > f.rank and life.cls != "state":  # the episode's worst stays until it resolves
                 base = replace(stored, evidence={**f.evidence, **{k: v for k, v in stored.evidence.items()
                                                                   if k != "lifecycle"}})
         elif stored is not None and not stored_open:
             # It came back after it was resolved: a recurrence, linked to the earlier episode. The
-            # window may hold both episodes; the new one began after the earlier one was resolved.
-            if entry is not None and entry.resolved_at is not None:
-                first = max(first, min(entry.resolved_at, f.last_seen))
+            # window may hold both episodes; the new one began after the earlier one was resolved
+            # (``first`` is already no earlier than the resolution).
             previous = {"first_seen": stored.first_seen, "last_seen": stored.last_seen,
                         "resolved_at": entry.resolved_at if entry else None,
                         "resolved": prev.get("resolved")}
@@ -312,13 +314,13 @@ def _judge_one(f: Finding | None, entry: LedgerEntry | None, res: Resolution | N
         for ts in (f.first_seen if f.first_seen > cutoff else None, f.last_seen):
             if ts is not None:
                 days.add(_day(ts))
-    elif f is not None:
+    elif f is not None and stored is None:
         # Every bit of this evidence predates the operator's resolution.
         base = f
         return _resolved(base, days, {"by": "operator", "resolution": res.to_dict() if res else None,
                                       "at": res.at if res else None}, now)
     else:
-        assert stored is not None
+        assert stored is not None  # the evidence predates the stored entry's resolution, or there is none
         base = stored
         if not stored_open:
             if entry is not None and entry.resolved_at is not None and entry.resolved_at < now - DAYS_KEPT * 86400:
@@ -341,11 +343,13 @@ def _judge_one(f: Finding | None, entry: LedgerEntry | None, res: Resolution | N
         lc["open_because"] = why
     if state == "resolved":
         lc["resolved"] = {"by": "data", "why": why, "at": now}
-    summary = base.summary
+    summary = _base_summary(base)
+    lc["base_summary"] = summary
     if lc.get("recurrence") and life.cls == "recurring":
         summary = f"{summary} ({lc['recurrence']})"
     if recurs_after is not None:
-        summary = f"{summary} [back after it was resolved: {recurs_after.get('reason_text') or recurs_after.get('reason')}]"
+        reason = str(recurs_after.get("reason") or "")
+        summary = f"{summary} [back after it was resolved: {RESOLVE_REASONS.get(reason, reason)}]"
     return replace(base, state=state, summary=summary, evidence={**_plain(base.evidence), "lifecycle": lc})
 
 
@@ -353,8 +357,15 @@ def _plain(evidence: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in evidence.items() if k != "lifecycle"}
 
 
+def _base_summary(f: Finding) -> str:
+    """The rule's own summary, without what the lifecycle added to it (a stored finding carries both)."""
+    base = _lc(f).get("base_summary")
+    return str(base) if isinstance(base, str) and base else f.summary
+
+
 def _resolved(f: Finding, days: set[str], why: Mapping[str, Any] | None, now: float) -> Finding:
-    lc = {"class": life_of(f.kind).cls, "days": sorted(days)[-DAYS_KEPT:], "resolved": dict(why or {})}
+    lc = {"class": life_of(f.kind).cls, "days": sorted(days)[-DAYS_KEPT:], "resolved": dict(why or {}),
+          "base_summary": _base_summary(f)}
     return replace(f, state="resolved", evidence={**_plain(f.evidence), "lifecycle": lc})
 
 

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fleetmon import hostlist
+from fleetmon.health.lifecycle import RESOLVE_REASONS
 from fleetmon.health.engine import VERDICTS, NodePreflight, PreflightResult, ReportResult
 from fleetmon.health.findings import Finding, worst_order
 
@@ -125,8 +126,9 @@ def resolution_text(f: Finding) -> str:
     if why.get("by") == "operator" and isinstance(res, Mapping):
         who = f" by {res.get('by')}" if res.get("by") else ""
         note = f" — {res.get('note')}" if res.get("note") else ""
+        reason = str(res.get("reason") or "")
         return (f"resolved{who} at {_short(res.get('at'))}: "
-                f"{res.get('reason_text') or res.get('reason')}{note}")
+                f"{res.get('reason_text') or RESOLVE_REASONS.get(reason, reason)}{note}")
     if why.get("why"):
         return f"resolved by data: {why.get('why')}"
     return ""
