@@ -55,7 +55,7 @@ class MainWindow(QMainWindow):
     snapshot_shown = Signal(object)  # FleetSnapshot
 
     def __init__(self, db_path: str, *, refresh_s: float = 2.0, collector_note: str = "", collector: Any = None,
-                 settings: QSettings | None = None) -> None:
+                 settings: QSettings | None = None, stale_after_s: float | None = None) -> None:
         super().__init__()
         self.setWindowTitle(f"fleetmon — {db_path}")
         self.resize(1240, 760)
@@ -117,6 +117,7 @@ class MainWindow(QMainWindow):
         self.outer.setSizes([130, 1110])
         self.setCentralWidget(self.outer)
         self.exporter = InventoryExport(db_path, self)
+        self.exporter.stale_after_s = stale_after_s
         self._build_menus()
 
         self.status_label = QLabel("reading database…")
@@ -129,6 +130,7 @@ class MainWindow(QMainWindow):
         self._thread = QThread(self)
         self._thread.setObjectName("db-reader")
         self.reader = FleetReader(db_path)
+        self.reader.stale_after_s = stale_after_s  # the fleet file's stale_after_minutes (None: the default)
         self.reader.moveToThread(self._thread)
         self.load_requested.connect(self.reader.load_fleet)
         self.refresh_requested.connect(self.reader.load_fleet_if_changed)

@@ -26,9 +26,10 @@ def _fill(db):
 
 def test_rows_and_csv(fresh_db):
     _fill(fresh_db)
-    rows = inventory_rows(fresh_db)
+    rows = inventory_rows(fresh_db, now=T0 + 60)  # a minute after the polls: every node answers
     assert [(r["node"], r["gpu_index"]) for r in rows] == [("n1", 0), ("n1", 1), ("n2", 0)]
     assert rows[1]["open_findings"] == 2 and rows[1]["worst_finding"] == "critical: ecc-uncorrectable"
+    assert [(r["health"], r["verdict"]) for r in rows] == [("ok", "pass"), ("critical", "fail"), ("ok", "pass")]
     assert rows[2]["driver_version"] == "535.161.08" and rows[0]["driver_version"] == "550.54.15"
     parsed = list(csv.DictReader(io.StringIO(render(rows, "csv"))))
     assert list(parsed[0]) == list(COLUMNS) and len(parsed) == 3
