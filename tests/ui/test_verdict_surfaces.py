@@ -87,7 +87,7 @@ def test_every_surface_shows_the_one_verdict(vwindow: Any, verdict_db: Path) -> 
             it = tree.item(tree.index(c, 0, node))
             assert it is not None and it.gpu is not None
             health[it.gpu.uuid] = tree.data(tree.index(c, COL_HEALTH, node))
-    assert health["ok1"] == "pass" and health["warn1"] == "warn · 1/2 GPUs" and health["bad1"] == "fail · 2/2 GPUs"
+    assert health["ok1"] == "pass" and health["warn1"] == "warn · 1/2 GPUs" and health["bad1"] == "fail · 1/2 GPUs"
     assert health["old1"] == "stale 6.0 h"
     assert health[uuid_of("old1", 0)] == health[uuid_of("old1", 1)] == health[uuid_of("bad1", 1)] == "stale 6.0 h"
     assert health[uuid_of("bad1", 0)] == "fail: ecc-uncorrectable"

@@ -117,11 +117,14 @@ class CellValues:
             return it.status
         if col == COL_HEALTH:
             # The node's own verdict (the report's), the worst of its nodes for a group.
-            if it.verdict in ("fail", "warn"):
-                gpu_verdicts = self._snap.verdicts.gpus
-                bad = sum(1 for r in rows if gpu_verdicts.get(r.uuid, "pass") != "pass")
-                return f"{it.verdict} · {bad}/{len(rows)} GPUs" if rows else it.verdict
-            age = self._snap.verdicts.age(it.name) if it.kind == "node" else None
+            v = self._snap.verdicts
+            if it.verdict in ("fail", "warn"):  # how many of its GPUs read that verdict themselves
+                same = sum(1 for r in rows if v.gpus.get(r.uuid) == it.verdict)
+                return f"{it.verdict} · {same}/{len(rows)} GPUs" if rows else it.verdict
+            if it.kind == "node":
+                age = v.age(it.name)
+            else:  # a group: the age of its freshest stale node's data
+                age = min((a for n in it.children if (a := v.age(n.name)) is not None), default=None)
             return fmt.verdict_label(it.verdict, (), age)
         return None
 
