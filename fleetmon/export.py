@@ -3,8 +3,18 @@
 One row per card ever seen: where it sits (node, group, index, PCI bus id),
 what it is (model, UUID, serial, board part number, VBIOS, memory, power
 limits, PCIe maximum), the node's driver, its state, when it was first and
-last seen, its health and its open findings. Cards that left the fleet stay in
-the sheet with state "gone" unless ``--current`` is given.
+last seen, its health, its verdict and its open findings. Cards that left the
+fleet stay in the sheet with state "gone" unless ``--current`` is given.
+
+Health and verdict are judged as the report judges a node
+(:mod:`fleetmon.health.verdict`): ``verdict`` is the card's verdict word
+(fail, unreachable, stale, unknown, warn, pass) from its own and its node's
+open findings and its node's reachability at ``now`` (a card still in its
+node's inventory whose newest record is older than the stale limit while the
+node answers is stale too); ``health`` keeps its old words where they apply
+(fail → "critical", warn → "warning", pass → "ok", or "info" when only info
+findings are open) and says "unreachable", "stale" or "unknown" for a card
+nobody hears from, never "ok".
 
 The XLSX workbook adds a sheet of the open findings and one of the version
 matrix (driver / CUDA driver / VBIOS by group and model, with node counts).
@@ -39,15 +49,22 @@ from pathlib import Path
 from typing import Any
 
 from fleetmon import hostlist
+from fleetmon.health import verdict as V
+from fleetmon.health.thresholds import Thresholds
 from fleetmon.vocab import severity_rank
 from fleetmon.errors import KnownError
 
 COLUMNS: tuple[str, ...] = (
     "node", "group", "gpu_index", "model", "uuid", "serial", "board_part_number", "vbios", "pci_bus_id",
     "memory_total_mib", "power_default_w", "power_enforced_w", "driver_version", "cuda_driver_version",
-    "state", "first_seen", "last_seen", "open_findings", "worst_finding",
+    "state", "first_seen", "last_seen", "open_findings", "worst_finding", "verdict",
 )
-"""The CSV and JSON columns, in order (unchanged since the first sheet)."""
+"""The CSV and JSON columns, in order: the first sheet's, then those added since (``verdict``), appended
+so that a script reading columns by position or by name keeps working."""
+
+HEALTH_OF_VERDICT: dict[str, str] = {"fail": "critical", "warn": "warning", "pass": "ok"}
+"""The inventory's ``health`` word of a verdict; the silent verdicts (unreachable, stale, unknown) stand as
+they are."""
 
 FORMATS = ("xlsx", "csv", "json")
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
@@ -88,6 +105,7 @@ INVENTORY_SHEET: tuple[Column, ...] = (
     Column("state", "State", 8), Column("first_seen_ts", "First seen (UTC)", 18, "date"),
     Column("last_seen_ts", "Last seen (UTC)", 18, "date"), Column("health", "Health", 9),
     Column("open_findings", "Open findings", 9, "int"), Column("findings", "Findings", 70, "wrap"),
+    Column("verdict", "Verdict", 11),
 )
 FINDINGS_SHEET: tuple[Column, ...] = (
     Column("severity", "Severity", 9), Column("kind", "Kind", 22), Column("node", "Node", 14),
@@ -157,19 +175,37 @@ def _evidence_text(ev: Mapping[str, Any] | None) -> str:
     return ", ".join(f"{k}={v}" for k, v in ev.items() if isinstance(v, (str, int, float)) and v != "")
 
 
-def inventory_rows(db: Any, *, current: bool = False, group: str | None = None) -> list[dict[str, Any]]:
+def inventory_rows(db: Any, *, current: bool = False, group: str | None = None, now: float | None = None,
+                   stale_after_s: float | None = None) -> list[dict[str, Any]]:
     """The sheet's rows (keyed by :data:`COLUMNS` and the workbook's extra keys), ordered by node and index."""
-    return read_sheet(db, current=current, group=group).gpus
+    return read_sheet(db, current=current, group=group, now=now, stale_after_s=stale_after_s).gpus
 
 
-def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now: float | None = None) -> Sheet:
-    """Everything an export writes, read from an open database."""
+def health_word(verdict: str, severities: Iterable[Any] = ()) -> str:
+    """The ``health`` cell of a card of ``verdict`` whose open findings have ``severities``."""
+    if verdict == "pass" and any(str(s) == "info" for s in severities):
+        return "info"
+    return HEALTH_OF_VERDICT.get(verdict, verdict)
+
+
+def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now: float | None = None,
+               stale_after_s: float | None = None) -> Sheet:
+    """Everything an export writes, read from an open database.
+
+    ``now`` (default: the clock) is when health and verdict are judged; ``stale_after_s`` is the stale
+    limit (default: :class:`fleetmon.health.thresholds.Thresholds` ``stale_after_minutes``).
+    """
     from storage.acks import active_acks
     from storage.findings import open_findings
     from storage.queries import gpus, nodes
     from storage.rows import StoredFinding
 
+    now = time.time() if now is None else now
+    limit = Thresholds().stale_after_minutes * 60.0 if stale_after_s is None else float(stale_after_s)
     node_rows = {n.name: n for n in nodes(db)}
+    reach: dict[str, str | None] = {
+        n.name: V.reach_of(last_ok=n.last_ok, last_attempt=n.last_attempt, outage_open=n.status == "unreachable",
+                           now=now, stale_after_s=limit) for n in node_rows.values()}
     card_findings: dict[str, list[StoredFinding]] = {}
     node_findings: dict[str, list[StoredFinding]] = {}
     all_open = open_findings(db)
@@ -189,7 +225,12 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
         mine = card_findings.get(g.uuid, [])
         theirs = node_findings.get(g.node or "", [])
         worst = max(mine, key=lambda f: _rank(f.severity), default=None)
-        health = max(mine + theirs, key=lambda f: _rank(f.severity), default=None)
+        # The card's reachability: its node's (a card whose node is unknown here: "unknown"); while the
+        # node answers, a card still in its inventory with no record for longer than the limit is stale.
+        own = reach.get(g.node or "", "unknown")
+        if own is None and g.state != "gone" and (g.last_seen is None or now - float(g.last_seen) > limit):
+            own = "unknown" if g.last_seen is None else "stale"
+        verdict = V.combine([(str(f.severity), f.kind) for f in mine + theirs], own)
         listed = sorted(mine, key=lambda f: -_rank(f.severity)) + sorted(theirs, key=lambda f: -_rank(f.severity))
         inv = g.inventory
         row = {
@@ -207,7 +248,8 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
             "power_min_w": inv.get("power_min_w"), "power_max_w": inv.get("power_max_w"),
             "pcie_max_gen": inv.get("pcie_max_gen"), "pcie_max_width": inv.get("pcie_max_width"),
             "first_seen_ts": g.first_seen, "last_seen_ts": g.last_seen,
-            "health": str(health.severity) if health else "ok",
+            "health": health_word(verdict, (f.severity for f in mine + theirs)),
+            "verdict": verdict,
             "findings": "; ".join(f"{f.severity}: {f.kind}" + ("" if f.gpu_uuid else " (node)") for f in listed),
         }
         cards[g.uuid] = row
@@ -223,7 +265,6 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
         return group is None or (f.node in node_rows and group_of(f.node) == group)
 
     shown = [f for f in all_open if shown_finding(f)]
-    now = time.time() if now is None else now
     acked = active_acks(db, [(f.key, f.severity) for f in shown], now)
     for f in sorted(shown, key=lambda f: (-_rank(f.severity), hostlist.sort_key(f.node or ""), f.kind)):
         a = acked.get(f.key)
@@ -332,8 +373,12 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
                 "int": wb.add_format({"num_format": "0", "align": "center", "valign": "top"}),
                 "wrap": wb.add_format({"text_wrap": True, "valign": "top"})}
         quoted = wb.add_format({"quote_prefix": True, "text_wrap": True, "valign": "top"})
-        tint = {"critical": wb.add_format({"bg_color": "#F4C7C3", "valign": "top"}),
-                "warning": wb.add_format({"bg_color": "#FCE8B2", "valign": "top"})}
+        red = wb.add_format({"bg_color": "#F4C7C3", "valign": "top"})
+        amber = wb.add_format({"bg_color": "#FCE8B2", "valign": "top"})
+        grey = wb.add_format({"bg_color": "#E0E0E0", "valign": "top"})
+        # Health and verdict cells of a card that is not well, and severity cells of findings.
+        tint = {"critical": red, "warning": amber, "fail": red, "unreachable": red, "stale": amber,
+                "unknown": grey, "warn": amber}
         for name, columns, rows in (("Inventory", INVENTORY_SHEET, sheet.gpus),
                                     ("Open findings", FINDINGS_SHEET, sheet.findings),
                                     ("Versions", VERSIONS_SHEET, sheet.versions)):
@@ -360,11 +405,11 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
                     # Spreadsheets do not all grow a row for wrapped text on opening (LibreOffice's
                     # PDF conversion keeps one line and overprints): the height is set here.
                     ws.set_row(r, 15 * lines, fmts["wrap"])  # the row's plain text cells: top, wrapped
-                sev = row.get("health") if name == "Inventory" else row.get("severity")
-                if sev in tint:
-                    key = "health" if name == "Inventory" else "severity"
-                    c = next(i for i, col in enumerate(columns) if col.key == key)
-                    ws.write_string(r, c, str(sev), tint[str(sev)])
+                for key in (("health", "verdict") if name == "Inventory" else ("severity",)):
+                    sev = row.get(key)
+                    if sev in tint:
+                        c = next(i for i, col in enumerate(columns) if col.key == key)
+                        ws.write_string(r, c, str(sev), tint[str(sev)])
                 done += 1
                 if progress is not None and (done % 200 == 0 or done == total) and progress(done, total) is False:
                     raise ExportCancelled()
@@ -398,8 +443,11 @@ def _write_cell(ws: Any, r: int, c: int, value: Any, kind: str, fmts: Mapping[st
 
 
 def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[str], fmt: str | None = None, *,
-                    current: bool = False, group: str | None = None, progress: Progress | None = None) -> int:
+                    current: bool = False, group: str | None = None, progress: Progress | None = None,
+                    now: float | None = None, stale_after_s: float | None = None) -> int:
     """Write the sheet of the database at ``db_path`` (opened read-only) to ``output``; the number of GPUs.
+
+    ``now`` and ``stale_after_s``: see :func:`read_sheet`.
 
     The file is written next to ``output`` and renamed into place, so that a
     failed or cancelled export (:class:`ExportCancelled`) leaves no half file.
@@ -411,7 +459,7 @@ def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[s
         raise KnownError(f"no database at {db_path}")
     db = open_database(Path(db_path), readonly=True)
     try:
-        sheet = read_sheet(db, current=current, group=group)
+        sheet = read_sheet(db, current=current, group=group, now=now, stale_after_s=stale_after_s)
     finally:
         db.close()
     out = Path(output)

@@ -78,6 +78,21 @@ def _history_source(fleet_path: str | None) -> None:
             pass  # open_checks already said what is wrong with the file
 
 
+def stale_after_s(fleet_path: str | None) -> float | None:
+    """The fleet file's ``stale_after_minutes`` in seconds (None: no fleet file, or an unreadable one: the
+    default), so that the window judges staleness as the fleet's reports do."""
+    if not fleet_path:
+        return None
+    from fleetmon.errors import KnownError
+    from fleetmon.fleet import load_fleet
+    from fleetmon.health.thresholds import Thresholds
+
+    try:
+        return Thresholds.from_overrides(load_fleet(fleet_path).thresholds or {}).stale_after_minutes * 60.0
+    except (KnownError, ValueError):
+        return None  # open_checks already said what is wrong with the file
+
+
 def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_create: Confirm | None = None,
             error: ShowError | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -116,7 +131,8 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
         lock.release()
         note = f"collector: starting, every {collector.interval_s:g} s"
     _history_source(args.fleet)
-    window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note, collector=child)
+    window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note, collector=child,
+                        stale_after_s=stale_after_s(args.fleet))
     previous_hook = install_excepthook(window)
     if child is not None:
         child.cycle_finished.connect(window.on_cycle_finished)

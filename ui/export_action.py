@@ -48,10 +48,11 @@ class ExportWorker(QObject):
     failed = Signal(str)  # a message for the operator
     cancelled = Signal()
 
-    def __init__(self, db_path: str, output: str) -> None:
+    def __init__(self, db_path: str, output: str, stale_after_s: float | None = None) -> None:
         super().__init__()
         self.db_path = db_path
         self.output = output
+        self.stale_after_s = stale_after_s
         self._stop = threading.Event()
         self.runner: threading.Thread | None = None
 
@@ -74,7 +75,7 @@ class ExportWorker(QObject):
         try:
             if self._stop.is_set():
                 raise ExportCancelled()
-            n = export_database(self.db_path, self.output, progress=self._progress)
+            n = export_database(self.db_path, self.output, progress=self._progress, stale_after_s=self.stale_after_s)
         except ExportCancelled:
             self.cancelled.emit()
         except KnownError as exc:
@@ -106,6 +107,7 @@ class InventoryExport(QObject):
         self.action.triggered.connect(self.start)
         self.worker: ExportWorker | None = None
         self.progress: QProgressDialog | None = None
+        self.stale_after_s: float | None = None  # the fleet's stale limit (None: the default), set by the window
 
     def start(self) -> None:
         path = self.ask_path(self.window)
@@ -122,7 +124,7 @@ class InventoryExport(QObject):
         dlg.setAutoClose(False)
         dlg.setAutoReset(False)
         self.progress = dlg
-        worker = ExportWorker(self.db_path, path)
+        worker = ExportWorker(self.db_path, path, self.stale_after_s)
         worker.progressed.connect(self._on_progress)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)

@@ -19,19 +19,26 @@ from ui.snapshot import FleetSnapshot
 __all__ = ["FleetReader", "FleetSnapshot", "prepare", "read_snapshot"]
 
 
-def read_snapshot(db: Any, now: float | None = None, memo: dict[str, Any] | None = None) -> FleetSnapshot:
+def read_snapshot(db: Any, now: float | None = None, memo: dict[str, Any] | None = None,
+                  stale_after_s: float | None = None) -> FleetSnapshot:
     """Read a :class:`FleetSnapshot` from an open database (any thread; the caller's connection).
 
     ``memo``: the reader's cache of decoded inventories, kept between reads (see storage.queries.gpus).
+    The snapshot comes judged (``snap.verdicts``, :func:`ui.verdicts.judge`) at its ``read_at`` with
+    ``stale_after_s`` (default: the default ``stale_after_minutes``).
     """
+    from ui.verdicts import judge
+
     from storage.acks import acks
     from storage.findings import open_findings
     from storage.queries import fleet_latest, gpus, nodes
 
     rows, findings = attach_findings(fleet_latest(db), open_findings(db))
-    return FleetSnapshot(rows=tuple(rows), nodes={n.name: n for n in nodes(db)},
+    snap = FleetSnapshot(rows=tuple(rows), nodes={n.name: n for n in nodes(db)},
                          gpus={g.uuid: g for g in gpus(db, memo)},
                          findings=tuple(findings), acks=acks(db), read_at=time.time() if now is None else now)
+    snap.derived["verdicts"] = judge(snap, stale_after_s)
+    return snap
 
 
 def prepare(snap: FleetSnapshot, params: Any) -> None:
@@ -58,6 +65,8 @@ class FleetReader(DbReader):
     MAX_UNCHANGED_S = 10.0
     """Even with nothing new in the database, a refresh reads again after this long: the ages shown
     ("12 s ago") and what counts as stale move on with the clock."""
+    stale_after_s: float | None = None
+    """The fleet's ``stale_after_minutes`` in seconds (None: the default), set by the window."""
     tree_params: Any = None
     """The fleet tree's :class:`ui.models.fleet_build.TreeParams`, set from the GUI thread before each load:
     the snapshot then comes with its tree built here, off the GUI thread."""
@@ -98,7 +107,7 @@ class FleetReader(DbReader):
             db = self._conn()
             version = data_version(db)
             params = self.tree_params
-            snap = read_snapshot(db, memo=self._inventories)
+            snap = read_snapshot(db, memo=self._inventories, stale_after_s=self.stale_after_s)
             prepare(snap, params)
         except Exception as exc:  # shown in the status bar; the next tick retries
             self._db = None
@@ -108,7 +117,7 @@ class FleetReader(DbReader):
         self._seen = (version, params, time.time())
         self.snapshot_loaded.emit(snap)
         # The original signals, for anyone listening to the plain reader.
-        self.loaded.emit(list(snap.rows), {"read_at": snap.read_at})
+        self.loaded.emit(list(snap.rows), {"read_at": snap.read_at, "verdicts": snap.verdicts})
         self.findings_loaded.emit(list(snap.findings))
 
     @Slot(str, str, str, float, str)

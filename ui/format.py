@@ -8,8 +8,10 @@ from typing import Any
 from collections.abc import Sequence
 
 from fleetmon.health.findings import worst_order
+from fleetmon.health.verdict import SILENT, combine
 from fleetmon.vocab import GpuState, Severity
 from fleetmon.vocab import severity_rank as vocab_severity_rank
+from ui.verdicts import STALE_AFTER_S
 
 DASH = "—"
 
@@ -59,8 +61,12 @@ def age(ts: Any, now: float | None = None) -> str:
 
 
 def gpu_status(node_status: str | None, gpu_state: str | None, latest_ts: Any, now: float | None = None,
-               stale_after_s: float = 120.0) -> str:
-    """One word for the status column: ok, lost, unreachable, stale, unknown."""
+               stale_after_s: float = STALE_AFTER_S) -> str:
+    """One word for the status column from a row alone: ok, lost, unreachable, stale, unknown.
+
+    The GUI's surfaces read the snapshot's judged status instead (:class:`ui.verdicts.Verdicts`,
+    which also knows the node's newest good poll); this is the same rule for a lone row.
+    """
     now = time.time() if now is None else now
     if node_status == "unreachable":
         return "unreachable"
@@ -81,6 +87,10 @@ STATUS_COLORS = {
     "unknown": "#757575",
 }
 
+VERDICT_COLORS: dict[str, str] = {"fail": "#c62828", "unreachable": "#c62828", "stale": "#ef6c00",
+                                  "unknown": "#757575", "warn": "#ef6c00", "pass": "#2e7d32"}
+"""A colour per verdict (:data:`fleetmon.health.verdict.VERDICTS`), for every surface."""
+
 
 SEVERITY_COLORS: dict[str, str] = {Severity.CRITICAL: "#c62828", Severity.WARNING: "#ef6c00", Severity.INFO: "#1565c0"}
 """Keyed by :class:`fleetmon.vocab.Severity` (whose members are their strings, so ``.get("critical")`` works)."""
@@ -91,24 +101,54 @@ def severity_rank(severity: Any) -> int:
     return vocab_severity_rank(severity)
 
 
-def health(findings: Sequence[tuple[str, str]] | Sequence[tuple[str, str, float | None]],
-           status: str | None = None) -> str:
-    """One cell for a GPU's open findings, e.g. "critical: ecc-uncorrectable (+2)".
+def span(seconds: Any) -> str:
+    """A duration: "45 s", "12 min", "6.0 h", "3.2 d"; dash for None."""
+    if seconds is None:
+        return DASH
+    s = max(0.0, float(seconds))
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 90 * 60:
+        return f"{s / 60:.0f} min"
+    if s < 48 * 3600:
+        return f"{s / 3600:.1f} h"
+    return f"{s / 86400:.1f} d"
 
-    The worst finding leads, by the report's fixed order
-    (:func:`fleetmon.health.findings.worst_order`: severity, kind priority,
-    then the earlier onset when a third element gives it), so the same
-    faults always give the same label. With no findings the cell says "pass"
-    only on evidence: "unreachable" or "unknown" (see :func:`gpu_status`)
-    when the node does not answer or nothing was ever read.
+
+def verdict_label(verdict: str, findings: Sequence[tuple[str, str]] | Sequence[tuple[str, str, float | None]] = (),
+                  age_s: float | None = None) -> str:
+    """One health cell: the verdict word first, e.g. "fail: ecc-uncorrectable (+2)", "stale 6.0 h (+1)".
+
+    ``verdict`` comes from :func:`fleetmon.health.verdict.combine` (never recomputed here). For
+    fail and warn the worst finding of that severity is named, by the report's fixed order
+    (:func:`fleetmon.health.findings.worst_order`: severity, kind priority, then the earlier onset
+    when a third element gives it), so the same faults always give the same label; a silent node
+    or GPU says how old its data is (``age_s``, for stale) and how many open findings it has.
     """
-    if status in ("unreachable", "unknown"):
-        return status + (f" (+{len(findings)})" if findings else "")
-    if not findings:
+    n = len(findings)
+    if verdict in ("fail", "warn"):
+        want = Severity.CRITICAL if verdict == "fail" else Severity.WARNING
+        named = [f for f in findings if str(f[0]) == want and str(f[1]) != "node-unreachable"] or list(findings)
+        if named:
+            worst = min(named, key=lambda f: worst_order(str(f[0]), str(f[1]), f[2] if len(f) > 2 else None))
+            return f"{verdict}: {worst[1]}" + (f" (+{n - 1})" if n > 1 else "")
+        return verdict
+    if verdict == "pass":
         return "pass"
-    worst = min(findings, key=lambda f: worst_order(str(f[0]), str(f[1]), f[2] if len(f) > 2 else None))
-    more = f" (+{len(findings) - 1})" if len(findings) > 1 else ""
-    return f"{worst[0]}: {worst[1]}{more}"
+    head = f"{verdict} {span(age_s)}" if verdict == "stale" and age_s is not None else verdict
+    return head + (f" (+{n})" if n else "")
+
+
+def health(findings: Sequence[tuple[str, str]] | Sequence[tuple[str, str, float | None]],
+           status: str | None = None, age_s: float | None = None) -> str:
+    """One cell for a GPU's open findings and its status (see :func:`gpu_status`), e.g. "fail: xid (+2)".
+
+    The verdict is :func:`fleetmon.health.verdict.combine` of the findings and, for a status of a
+    silent node or GPU ("unreachable", "stale", "unknown"), that status: "pass" only on evidence.
+    The label is :func:`verdict_label`'s.
+    """
+    reach = status if status in SILENT else None
+    return verdict_label(combine([(str(f[0]), str(f[1])) for f in findings], reach), findings, age_s)
 
 
 # -- fleet view cells ------------------------------------------------------------------

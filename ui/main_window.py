@@ -17,6 +17,7 @@ from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (QHeaderView, QLabel, QListWidget, QMainWindow, QSplitter,
                                QStackedWidget, QTableView, QWidget)
 
+from fleetmon.health.verdict import VERDICTS
 from fleetmon.vocab import Severity
 from storage.rows import FleetRow, StoredFinding
 from ui import format as fmt
@@ -31,6 +32,7 @@ from ui.views.versions import VersionsView
 from ui.views.derating import DeratingView
 from ui.views.gpu_detail import GpuDetailView
 from ui.views import inspection, prerun
+from ui.verdicts import Verdicts
 
 SETTINGS_ORG = "fleetmon"
 SETTINGS_APP = "fleetmon"
@@ -53,7 +55,7 @@ class MainWindow(QMainWindow):
     snapshot_shown = Signal(object)  # FleetSnapshot
 
     def __init__(self, db_path: str, *, refresh_s: float = 2.0, collector_note: str = "", collector: Any = None,
-                 settings: QSettings | None = None) -> None:
+                 settings: QSettings | None = None, stale_after_s: float | None = None) -> None:
         super().__init__()
         self.setWindowTitle(f"fleetmon — {db_path}")
         self.resize(1240, 760)
@@ -115,6 +117,7 @@ class MainWindow(QMainWindow):
         self.outer.setSizes([130, 1110])
         self.setCentralWidget(self.outer)
         self.exporter = InventoryExport(db_path, self)
+        self.exporter.stale_after_s = stale_after_s
         self._build_menus()
 
         self.status_label = QLabel("reading database…")
@@ -127,6 +130,7 @@ class MainWindow(QMainWindow):
         self._thread = QThread(self)
         self._thread.setObjectName("db-reader")
         self.reader = FleetReader(db_path)
+        self.reader.stale_after_s = stale_after_s  # the fleet file's stale_after_minutes (None: the default)
         self.reader.moveToThread(self._thread)
         self.load_requested.connect(self.reader.load_fleet)
         self.refresh_requested.connect(self.reader.load_fleet_if_changed)
@@ -258,10 +262,12 @@ class MainWindow(QMainWindow):
         if self.collector is not None and self.pause_action.isChecked():
             state = "collector: PAUSED"
         last = self._last_cycle or snap.last_poll
-        unreachable = sum(1 for n in snap.nodes.values() if n.status == "unreachable")
+        counts = snap.verdicts.counts()  # nodes per verdict, as the report judges them
+        silent = "".join(f" · {counts[v]} {v}" for v in ("stale", "unknown") if counts[v])
         crit = sum(1 for f in snap.findings if f.severity == Severity.CRITICAL and snap.acked(f) is None)
         self.collector_label.setText(f"{state} · last poll {fmt.age(last, snap.read_at or None)} · "
-                                     f"{unreachable} unreachable · {crit} critical")
+                                     f"{counts['fail']} fail · {counts['unreachable']} unreachable{silent} · "
+                                     f"{crit} critical")
 
     # -- data ----------------------------------------------------------------------------
 
@@ -296,14 +302,20 @@ class MainWindow(QMainWindow):
         self._apply_rows(rows, info)
 
     def _apply_rows(self, rows: list[FleetRow], info: dict[str, Any]) -> None:
-        self.model.set_rows(rows)
+        verdicts = info.get("verdicts")
+        self.model.set_rows(rows, info.get("read_at"), verdicts=verdicts if isinstance(verdicts, Verdicts) else None)
         if self.table.horizontalHeader().sortIndicatorSection() >= 0:
             h = self.table.horizontalHeader()
             self.model.sort(h.sortIndicatorSection(), h.sortIndicatorOrder())
         nodes = len({r.node for r in rows})
-        bad = len({r.node for r in rows if r.node_status == "unreachable"})
+        judged = verdicts.nodes if isinstance(verdicts, Verdicts) else {}
+        silent: dict[str, int] = {"unreachable": 0, "stale": 0, "unknown": 0}
+        for name in {r.node for r in rows}:
+            if judged.get(name) in silent:
+                silent[judged[name]] += 1
+        silent_text = ", ".join(f"{n} {v}" for v, n in silent.items() if n or v == "unreachable")
         self.status_label.setText(
-            f"{len(rows)} GPUs on {nodes} nodes ({bad} unreachable) · newest sample "
+            f"{len(rows)} GPUs on {nodes} nodes ({silent_text}) · newest sample "
             f"{fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), info['read_at'])}")
         self.rows_shown.emit(len(rows))
         # The reader's last signal of a load (after snapshot_loaded): only now may the next load start,
@@ -338,11 +350,15 @@ class MainWindow(QMainWindow):
         crit = sum(1 for f in live if f.severity == Severity.CRITICAL)
         self.sidebar.item(1).setText(f"Findings ({len(live)}, {crit} crit)" if live else "Findings")
         self._update_collector_label()
-        unreachable = any(n.status == "unreachable" for n in snap.nodes.values())
-        worst = fmt.worst([str(f.severity) for f in live] + ([Severity.CRITICAL] if unreachable else []))
+        # The tray shows the fleet's worst node verdict (as the report's status), in its severity's colour.
+        v = snap.verdicts
+        worst = v.worst() if v.nodes else ""
+        counts = v.counts()
         by_key = {f.key: f for f in live}
         self.tray.update(worst, {f.key for f in live if f.severity == Severity.CRITICAL},
-                         lambda k: _describe(by_key[k]))
+                         lambda k: _describe(by_key[k]),
+                         status=(f"{worst.upper()}: " + ", ".join(f"{counts[x]} {x}" for x in VERDICTS if counts[x]))
+                         if worst else "")
 
     def _applied(self, snap: FleetSnapshot) -> None:
         self._applying = None

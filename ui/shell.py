@@ -120,12 +120,12 @@ def freeze_snapshot() -> None:
 
 
 def severity_icon(severity: str, size: int = 32) -> QIcon:
-    """A round badge in the colour of a severity (green when none)."""
+    """A round badge in the colour of a severity or a verdict (green when none)."""
     pix = QPixmap(size, size)
     pix.fill(Qt.GlobalColor.transparent)
     p = QPainter(pix)
     p.setRenderHint(QPainter.RenderHint.Antialiasing)
-    p.setBrush(QColor(fmt.SEVERITY_COLORS.get(severity, fmt.STATUS_COLORS["ok"])))
+    p.setBrush(QColor(fmt.SEVERITY_COLORS.get(severity) or fmt.VERDICT_COLORS.get(severity, fmt.STATUS_COLORS["ok"])))
     p.setPen(Qt.PenStyle.NoPen)
     p.drawEllipse(2, 2, size - 4, size - 4)
     p.end()
@@ -133,12 +133,15 @@ def severity_icon(severity: str, size: int = 32) -> QIcon:
 
 
 class Tray:
-    """The tray icon (when the desktop has a tray): the worst current severity; a message on a new critical."""
+    """The tray icon (when the desktop has a tray): the fleet's worst verdict (in its severity's colour, the
+    verdicts in the tooltip); a message on a new critical finding."""
 
     def __init__(self, window: QWidget) -> None:
         self.icon: QSystemTrayIcon | None = None
         self._known_critical: set[str] | None = None
         self.notified: list[str] = []
+        self.worst = ""
+        self.tooltip = "fleetmon"
         if not QSystemTrayIcon.isSystemTrayAvailable():
             return
         self.icon = QSystemTrayIcon(severity_icon(""), window)
@@ -146,16 +149,20 @@ class Tray:
         self.icon.activated.connect(lambda *_: _bring_up(window))
         self.icon.show()
 
-    def update(self, worst: str, critical_keys: set[str], describe: Callable[[str], str]) -> list[str]:
-        """Show ``worst``; notify about critical findings not seen before (not on the first update).
+    def update(self, worst: str, critical_keys: set[str], describe: Callable[[str], str], status: str = ""
+               ) -> list[str]:
+        """Show ``worst`` (a verdict, or a severity) and ``status`` (the verdicts, in words); notify about critical
+        findings not seen before (not on the first update).
 
         Returns the keys notified about.
         """
         new = sorted(critical_keys - self._known_critical) if self._known_critical is not None else []
         self._known_critical = set(critical_keys)
+        self.worst = worst
+        self.tooltip = f"fleetmon: {status or worst or 'all clear'}"
         if self.icon is not None:
             self.icon.setIcon(severity_icon(worst))
-            self.icon.setToolTip(f"fleetmon: {worst or 'all clear'}")
+            self.icon.setToolTip(self.tooltip)
             if new:
                 self.icon.showMessage("fleetmon: new critical finding",
                                       "\n".join(describe(k) for k in new[:5]),

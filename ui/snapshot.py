@@ -11,6 +11,7 @@ from typing import Any
 
 from storage.acks import AckRow
 from storage.rows import FleetRow, GpuRow, NodeRow, StoredFinding
+from ui.verdicts import Verdicts, judge
 
 
 @dataclass(frozen=True)
@@ -24,8 +25,18 @@ class FleetSnapshot:
     acks: Mapping[str, AckRow] = field(default_factory=dict)
     read_at: float = 0.0
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
-    """Built on the reader thread for the GUI (``tree``: the fleet tree, ``summary``: the summary bar,
-    ``versions``: the versions matrix' rows)."""
+    """Built on the reader thread for the GUI (``verdicts``: :class:`ui.verdicts.Verdicts`, ``tree``: the
+    fleet tree, ``summary``: the summary bar, ``versions``: the versions matrix' rows)."""
+
+    @property
+    def verdicts(self) -> Verdicts:
+        """Every node's and GPU's verdict at ``read_at``: judged once, on the reader thread by
+        :func:`ui.fleet_reader.read_snapshot` (a snapshot built otherwise is judged here, once, with the
+        default stale limit)."""
+        v = self.derived.get("verdicts")
+        if not isinstance(v, Verdicts):
+            v = self.derived["verdicts"] = judge(self)
+        return v
 
     def group_of(self, node: str | None) -> str:
         n = self.nodes.get(node or "")

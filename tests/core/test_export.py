@@ -26,9 +26,10 @@ def _fill(db):
 
 def test_rows_and_csv(fresh_db):
     _fill(fresh_db)
-    rows = inventory_rows(fresh_db)
+    rows = inventory_rows(fresh_db, now=T0 + 60)  # a minute after the polls: every node answers
     assert [(r["node"], r["gpu_index"]) for r in rows] == [("n1", 0), ("n1", 1), ("n2", 0)]
     assert rows[1]["open_findings"] == 2 and rows[1]["worst_finding"] == "critical: ecc-uncorrectable"
+    assert [(r["health"], r["verdict"]) for r in rows] == [("ok", "pass"), ("critical", "fail"), ("ok", "pass")]
     assert rows[2]["driver_version"] == "535.161.08" and rows[0]["driver_version"] == "550.54.15"
     parsed = list(csv.DictReader(io.StringIO(render(rows, "csv"))))
     assert list(parsed[0]) == list(COLUMNS) and len(parsed) == 3
@@ -53,3 +54,53 @@ def test_command(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "fleetmon", "export", "--db", str(tmp_path / "missing.db")],
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1 and "no database at" in proc.stderr
+
+
+def test_health_and_verdict_of_silent_cards_in_every_format(tmp_path):
+    """Issue 19: a card nobody hears from is never "ok"; ``verdict`` is the report's node verdict's word."""
+    import openpyxl
+
+    from fleetmon import assess
+    from fleetmon.export import export_database
+    from helpers import VERDICT_NODES, verdict_fleet
+    from storage.db import open_database
+
+    now = float(T0 + 7 * 86400)
+    path = tmp_path / "f.db"
+    db = open_database(path)
+    verdict_fleet(db, now)
+    report = assess.run_report(db, now, 86400, None, save=False).result.verdicts
+    db.close()
+    assert dict(report) == VERDICT_NODES
+    # A card reads its node's verdict, except where its own findings say otherwise (warn1 GPU 0 has none).
+    expected = {"ok1": [("ok", "pass")] * 2, "old1": [("stale", "stale")] * 2,
+                "bad1": [("critical", "fail"), ("stale", "stale")], "warn1": [("ok", "pass"), ("warning", "warn")]}
+    for fmt in ("csv", "json", "xlsx"):
+        out = tmp_path / f"sheet.{fmt}"
+        assert export_database(path, out, now=now) == 8
+        if fmt == "csv":
+            rows = list(csv.DictReader(io.StringIO(out.read_text())))
+            assert list(rows[0]) == list(COLUMNS) and list(COLUMNS)[-1] == "verdict"
+            got = [(r["node"], r["verdict"]) for r in rows]
+        elif fmt == "json":
+            rows = json.loads(out.read_text())["gpus"]
+            got = [(r["node"], r["verdict"]) for r in rows]
+        else:
+            ws = openpyxl.load_workbook(out)["Inventory"]
+            head = [c.value for c in ws[1]]
+            rows = [{h: c.value for h, c in zip(head, r)} for r in ws.iter_rows(min_row=2)]
+            assert [(r["Node"], r["Health"], r["Verdict"]) for r in rows] == [
+                (n, h, v) for n in sorted(expected) for h, v in expected[n]]
+            got = [(r["Node"], r["Verdict"]) for r in rows]
+        assert got == [(n, v) for n in sorted(expected) for _, v in expected[n]], fmt
+        # The node's verdict is the worst of its cards' here, and the report's.
+        from fleetmon.health.verdict import worst_verdict
+        assert {n: worst_verdict(v for m, v in got if m == n) for n in expected} == VERDICT_NODES
+    # The stale limit is a parameter: a day's limit makes the 6-h-old nodes answer.
+    db = open_database(path, readonly=True)
+    try:
+        rows = inventory_rows(db, now=now, stale_after_s=86400)
+    finally:
+        db.close()
+    assert {r["node"]: r["verdict"] for r in rows if r["gpu_index"] == 1} == {
+        "ok1": "pass", "old1": "pass", "bad1": "pass", "warn1": "warn"}

@@ -68,7 +68,7 @@ def test_workbook_cell_by_cell(tmp_path):
     db = _build(tmp_path / "f.db")
     out = tmp_path / "sheet.xlsx"
     seen = []
-    assert export_database(db, out, progress=lambda done, total: seen.append((done, total))) == 5
+    assert export_database(db, out, progress=lambda done, total: seen.append((done, total)), now=T0 + 60) == 5
     assert seen and seen[-1][0] == seen[-1][1]
     wb = openpyxl.load_workbook(out)
     assert wb.sheetnames == ["Inventory", "Open findings", "Versions"]
@@ -76,9 +76,9 @@ def test_workbook_cell_by_cell(tmp_path):
     assert _header(inv) == ["Node", "Group", "Slot", "PCI bus id", "Model", "Serial", "UUID", "Board part", "VBIOS",
                             "Driver", "CUDA driver", "Memory (MiB)", "Power default (W)", "Power limit (W)",
                             "Power min (W)", "Power max (W)", "PCIe max gen", "PCIe max width", "State",
-                            "First seen (UTC)", "Last seen (UTC)", "Health", "Open findings", "Findings"]
+                            "First seen (UTC)", "Last seen (UTC)", "Health", "Open findings", "Findings", "Verdict"]
     assert inv["A1"].font.b and inv.freeze_panes == "C2"
-    assert inv.auto_filter.ref == "A1:X6"
+    assert inv.auto_filter.ref == "A1:Y6"
     assert inv.max_row == 6 and [inv.cell(r, 1).value for r in range(2, 7)] == ["m1", "n1", "n1", "n2", "n2"]
     row = _row(inv, "UUID", uuid_of("n1", 1))
     values = {k: c.value for k, c in row.items()}
@@ -87,7 +87,7 @@ def test_workbook_cell_by_cell(tmp_path):
     assert values["VBIOS"] == "92.00.45.00.01" and values["Driver"] == "550.54.15" and values["CUDA driver"] == "12.4"
     assert values["Memory (MiB)"] == 81920 and values["Power limit (W)"] == 400 and values["Power max (W)"] == 400
     assert values["PCIe max gen"] == 4 and values["PCIe max width"] == 16
-    assert values["Health"] == "critical" and values["Open findings"] == 2
+    assert values["Health"] == "critical" and values["Open findings"] == 2 and values["Verdict"] == "fail"
     assert values["Findings"] == "critical: ecc-uncorrectable; warning: pcie-replay"
     for k in ("Slot", "Memory (MiB)", "Power limit (W)", "PCIe max gen", "Open findings"):
         assert row[k].data_type == "n", k
@@ -97,6 +97,7 @@ def test_workbook_cell_by_cell(tmp_path):
     # A node-level finding makes its cards' health, listed as the node's.
     n2 = _row(inv, "UUID", uuid_of("n2", 0))
     assert n2["Health"].value == "warning" and n2["Findings"].value == "warning: driver-mismatch (node)"
+    assert n2["Verdict"].value == "warn"
     assert n2["Open findings"].value == 0
     assert inv.column_dimensions["G"].width > 30  # the UUID fits
 

@@ -153,3 +153,27 @@ class Feeder:
 def between(a: int, b: int, values: Mapping[str, Any]) -> Callable[[int], Mapping[str, Any]]:
     """Override ``values`` for minutes in [a, b)."""
     return lambda ts: values if a <= ts < b else {}
+
+
+VERDICT_NODES = {"ok1": "pass", "old1": "stale", "bad1": "fail", "warn1": "warn"}
+"""What :func:`verdict_fleet` builds, node → its verdict (issue 19)."""
+
+
+def verdict_fleet(db: Any, now: float) -> None:
+    """Four nodes of two GPUs, one per verdict at ``now``: ok1 polled 30 s before (pass); old1 polled 6 h
+    before, no findings (stale); bad1 polled 6 h before with an open critical ecc-uncorrectable on GPU 0 in
+    the ledger (fail: silence is not evidence); warn1 polled 30 s before with an open warning Xid on GPU 1
+    (warn)."""
+    from storage.findings import save_ledger
+    from storage.rows import NewFinding
+
+    ingest_polls(db, [poll("old1", now - 6 * 3600), poll("bad1", now - 6 * 3600)])
+    ingest_polls(db, [poll("ok1", now - 30), poll("warn1", now - 30)])
+    save_ledger(db, [
+        NewFinding(key=f"ecc-uncorrectable|gpu:{uuid_of('bad1', 0)}|", kind="ecc-uncorrectable", severity="critical",
+                   node="bad1", gpu_uuid=uuid_of("bad1", 0), first_seen=now - 7 * 3600, last_seen=now - 6.5 * 3600,
+                   evidence={"new": 2, "volatile": 2, "aggregate": 2}, action="Drain the node"),
+        NewFinding(key=f"xid|gpu:{uuid_of('warn1', 1)}|31", kind="xid", severity="warning", node="warn1",
+                   gpu_uuid=uuid_of("warn1", 1), first_seen=now - 3600, last_seen=now - 1800,
+                   evidence={"code": 31, "count": 1}, action="Check the job"),
+    ], [], now - 60)

@@ -14,7 +14,7 @@ from ui import format as fmt
 
 
 def _row(node: str, idx: int, **kw: object) -> FleetRow:
-    base: dict[str, object] = {"node": node, "node_status": "ok", "last_ok": 1.0, "uuid": f"GPU-{node}-{idx}",
+    base: dict[str, object] = {"node": node, "node_status": "ok", "last_ok": 995.0, "uuid": f"GPU-{node}-{idx}",
                                "index": idx, "model": "NVIDIA A100-SXM4-80GB", "state": "ok", "latest_ts": 995.0}
     base.update(kw)
     return FleetRow(**base)  # type: ignore[arg-type]
@@ -28,9 +28,9 @@ def _finding(i: int, **kw: object) -> StoredFinding:
 
 def test_health_label_does_not_depend_on_the_order_of_equally_severe_findings() -> None:
     a = [("warning", "ecc-correctable-storm"), ("warning", "xid")]
-    assert fmt.health(a) == fmt.health(list(reversed(a))) == "warning: xid (+1)"
+    assert fmt.health(a) == fmt.health(list(reversed(a))) == "warn: xid (+1)"
     # Severity first, whatever the kind priority.
-    assert fmt.health([("warning", "xid", 20.0), ("critical", "derating", 30.0)]) == "critical: derating (+1)"
+    assert fmt.health([("warning", "xid", 20.0), ("critical", "derating", 30.0)]) == "fail: derating (+1)"
 
 
 def test_health_says_pass_only_on_evidence() -> None:
@@ -52,7 +52,7 @@ def test_attach_findings_orders_each_gpu_worst_first_by_the_fixed_order() -> Non
         [row], _ = attach_findings(rows, order)
         assert row.findings == (("warning", "xid"), ("warning", "ecc-correctable-storm"),
                                 ("warning", "driver-mismatch"))
-        assert fmt.health(list(row.findings)) == "warning: xid (+2)"
+        assert fmt.health(list(row.findings)) == "warn: xid (+2)"
 
 
 @pytest.mark.gui

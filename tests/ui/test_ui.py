@@ -31,14 +31,14 @@ def test_age(delta, expected):
 
 @pytest.mark.parametrize("node, gpu, ts, expected", [
     ("unreachable", "ok", 990.0, "unreachable"), ("ok", "lost", 990.0, "lost"), ("ok", "ok", None, "unknown"),
-    ("ok", "ok", 700.0, "stale"), ("ok", "ok", 990.0, "ok"),
+    ("ok", "ok", 300.0, "stale"), ("ok", "ok", 990.0, "ok"),
 ])
 def test_gpu_status(node, gpu, ts, expected):
     assert fmt.gpu_status(node, gpu, ts, now=1000.0) == expected
 
 
 def _row(node, idx, **kw):
-    base = {"node": node, "node_status": "ok", "last_ok": 1.0, "last_error": None, "driver_version": "535.161.08",
+    base = {"node": node, "node_status": "ok", "last_ok": 995.0, "last_error": None, "driver_version": "535.161.08",
             "uuid": f"GPU-{node}-{idx}", "index": idx, "model": "NVIDIA A100-SXM4-80GB", "state": "ok",
             "latest_ts": 995.0, "power_default_w": 400.0, "power_enforced_w": 400.0,
             "values": {"temp_c": 55, "power_w": 301.2, "power_limit_w": 400.0, "util_gpu_pct": 88}, "status": {}}
@@ -74,7 +74,7 @@ def test_fleet_table_model(qtmodeltester):
 def test_health_cell():
     assert fmt.health([]) == "pass"
     assert fmt.health([("warning", "pcie-replay"), ("critical", "ecc-uncorrectable"), ("info", "derating")]) == \
-        "critical: ecc-uncorrectable (+2)"
+        "fail: ecc-uncorrectable (+2)"
 
 
 def test_attach_findings_gives_node_findings_to_every_gpu():

@@ -20,8 +20,10 @@ from typing import Any
 
 from fleetmon import hostlist
 from fleetmon.fields import CATALOG, Field
+from fleetmon.health.verdict import VERDICTS, verdict_rank, worst_verdict
 from storage.rows import FleetRow
 from ui import format as fmt
+from ui.verdicts import Verdicts, severity_word
 
 FIELD_COLUMNS: tuple[Field, ...] = tuple(f for f in CATALOG if f.ui is not None)
 COLUMNS: tuple[str, ...] = (("Name", "Model", "Driver") + tuple(f.ui.header for f in FIELD_COLUMNS if f.ui is not None)
@@ -66,8 +68,9 @@ class Item:
     row: int = 0
     gpu: FleetRow | None = None
     gpus: list[FleetRow] = field(default_factory=list)  # every GPU under a group or node
-    severity: str = ""  # the worst of its findings and statuses
+    severity: str = ""  # its verdict's severity (ui.verdicts.VERDICT_SEVERITY): tints and the expanded nodes
     status: str = ""
+    verdict: str = ""  # fleetmon.health.verdict's word, judged once per snapshot (FleetSnapshot.verdicts)
     name: str = ""
     cells: dict[int, Any] | None = None
     """Cells of a group or node row computed once per tree (its aggregates walk every GPU under it):
@@ -106,7 +109,17 @@ def gpu_severity(r: FleetRow, status: str) -> str:
 
 
 def gpu_status(r: FleetRow, now: float) -> str:
+    """A lone row's status word (the tree reads the snapshot's judged one, :class:`ui.verdicts.Verdicts`)."""
     return fmt.gpu_status(r.node_status, r.state, r.latest_ts, now)
+
+
+def row_verdict(v: Verdicts, r: FleetRow) -> str:
+    """The verdict of a GPU row (a node's own verdict for the pseudo row of a node without GPUs)."""
+    return (v.gpus.get(r.uuid) or v.node(r.node)) if r.uuid else v.node(r.node)
+
+
+def row_status(v: Verdicts, r: FleetRow) -> str:
+    return v.gpu_status.get(r.uuid) or v.node_status.get(r.node) or "ok"
 
 
 def build_tree(snap: Any, now: float, params: TreeParams) -> Tree:
@@ -139,6 +152,7 @@ class _Builder:
     def __init__(self, snap: Any, now: float) -> None:
         self.snap = snap
         self.now = now
+        self.v: Verdicts = snap.verdicts if snap is not None else Verdicts()
 
     def roots(self, params: TreeParams) -> list[Item]:
         snap = self.snap
@@ -149,6 +163,7 @@ class _Builder:
                 by_node.setdefault(r.node, []).append(r)
         groups: dict[str, list[Item]] = {}
         with_gpus = {r.node for r in snap.rows}
+        v = self.v
         for name, node_row in snap.nodes.items():  # nodes without a known GPU (never reached): a row of their own
             if name in with_gpus:
                 continue
@@ -156,20 +171,22 @@ class _Builder:
                               findings=tuple((str(f.severity), f.kind) for f in snap.findings
                                              if f.node == name and not f.gpu_uuid))
             if keep(pseudo):
-                st = "unreachable" if node_row.status == "unreachable" else "unknown"
+                verdict = v.node(name)
                 groups.setdefault(node_row.group or "", []).append(Item(
-                    "node", f"n:{name}", uid_of(f"n:{name}"), name=name, status=st,
-                    severity=gpu_severity(pseudo, st)))
+                    "node", f"n:{name}", uid_of(f"n:{name}"), name=name, status=v.node_status.get(name) or "ok",
+                    verdict=verdict, severity=severity_word(verdict)))
+        gpu_verdicts, statuses = v.gpus, v.gpu_status
         for node, gpus in by_node.items():
-            nitem = Item("node", f"n:{node}", uid_of(f"n:{node}"), gpus=gpus, name=node)
+            verdict = v.node(node)
+            nitem = Item("node", f"n:{node}", uid_of(f"n:{node}"), gpus=gpus, name=node, verdict=verdict,
+                         severity=severity_word(verdict))
             for r in gpus:
-                st = gpu_status(r, self.now)
+                gv = gpu_verdicts.get(r.uuid, "unknown")
                 nitem.children.append(Item("gpu", f"g:{r.uuid}", uid_of(f"g:{r.uuid}"), parent=nitem, gpu=r,
-                                           gpus=[r], status=st, severity=gpu_severity(r, st), name=str(r.index),
-                                           children=LEAF))
-            nitem.status = "unreachable" if gpus[0].node_status == "unreachable" else fmt.worst_status(
-                [c.status for c in nitem.children])
-            nitem.severity = fmt.worst([c.severity for c in nitem.children])
+                                           gpus=[r], status=statuses.get(r.uuid, "unknown"), verdict=gv,
+                                           severity=severity_word(gv), name=str(r.index), children=LEAF))
+            st = v.node_status.get(node, "ok")
+            nitem.status = st if st != "ok" else fmt.worst_status([c.status for c in nitem.children])
             groups.setdefault(snap.group_of(node), []).append(nitem)
         if params.grouped and len(groups) > 1:  # one group (or none at all): the group level says nothing
             roots = []
@@ -178,7 +195,8 @@ class _Builder:
                              name=group or "(no group)", gpus=[r for n in nodes_ for r in n.gpus])
                 for n in nodes_:
                     n.parent = gitem
-                gitem.severity = fmt.worst([n.severity for n in nodes_])
+                gitem.verdict = worst_verdict(n.verdict for n in nodes_)
+                gitem.severity = severity_word(gitem.verdict)
                 gitem.status = fmt.worst_status([n.status for n in nodes_])
                 roots.append(gitem)
             return roots
@@ -190,8 +208,11 @@ class _Builder:
         """A predicate over GPU rows for the filter text: every word must match.
 
         A word is a Slurm hostlist (``gpu[01-04]``: those nodes), ``key:value``
-        (node, group, model, driver, status, severity or kind) or plain text
-        matched against node, group, model, driver, status and findings.
+        (node, group, model, driver, status, severity, verdict or kind) or plain text
+        matched against node, group, model, driver, status and findings. ``status:``
+        and ``severity:`` match the GPU's verdict (``status:stale``, ``severity:fail``)
+        and its old severity words (``status:critical``: fail or unreachable,
+        ``severity:warning``: warn or stale) too.
         """
         words = text.split()
         if not words:
@@ -214,11 +235,13 @@ class _Builder:
         return lambda r: value in self._haystack(r, key)
 
     def _haystack(self, r: FleetRow, key: str) -> str:
-        st = gpu_status(r, self.now)
+        st = row_status(self.v, r)
+        verdict = row_verdict(self.v, r)
+        judged = f"{verdict} {severity_word(verdict) or verdict}"
         parts = {
             "node": r.node, "group": str(self.snap.group_of(r.node)), "model": r.model or "",
-            "driver": r.driver_version or "", "status": f"{st} {gpu_severity(r, st) or 'pass'}",
-            "severity": gpu_severity(r, st) or "pass", "kind": " ".join(k for _, k in r.findings),
+            "driver": r.driver_version or "", "status": f"{st} {judged}",
+            "severity": judged, "verdict": verdict, "kind": " ".join(k for _, k in r.findings),
         }
         if key in parts:
             return parts[key].lower()
@@ -227,7 +250,7 @@ class _Builder:
     # -- sorting --------------------------------------------------------------------
 
     def _sort_key(self, it: Item, col: int) -> Any:
-        rank = fmt.severity_rank(it.severity) * 10 + fmt.status_rank(it.status)
+        rank = (len(VERDICTS) - verdict_rank(it.verdict)) * 10 + fmt.status_rank(it.status)
         name = hostlist.natural_key(it.name) if it.kind != "gpu" else (int(it.name) if it.name.isdigit() else 0,)
         if col == COL_HEALTH or col == COL_STATUS:
             return (rank, ) if col == COL_HEALTH else (fmt.status_rank(it.status), rank)
@@ -267,9 +290,10 @@ def _sort_value(r: FleetRow, col: int) -> Any:
 
 
 def summary_text(snap: Any) -> str:
-    """The summary bar: nodes, GPUs, unreachable, critical, warning, driver versions in use."""
+    """The summary bar: nodes, GPUs, nodes per verdict (the snapshot's, as the report judges), open
+    critical and warning findings, driver versions in use."""
     nodes = {r.node for r in snap.rows} | set(snap.nodes)
-    unreachable = {n for n in nodes if snap.nodes.get(n) is not None and snap.nodes[n].status == "unreachable"}
+    counts = snap.verdicts.counts()
     live = [f for f in snap.findings if snap.acked(f) is None]
     crit = sum(1 for f in live if f.severity == "critical")
     warn = sum(1 for f in live if f.severity == "warning")
@@ -279,11 +303,13 @@ def summary_text(snap: Any) -> str:
         if v:
             drivers[v] = drivers.get(v, 0) + 1
     acked = len(snap.findings) - len(live)
-    parts = [f"<b>{len(nodes)}</b> nodes", f"<b>{len(snap.rows)}</b> GPUs",
-             f"<b style='color:{fmt.STATUS_COLORS['unreachable'] if unreachable else 'inherit'}'>"
-             f"{len(unreachable)}</b> unreachable",
-             f"<b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>{crit}</b> critical",
-             f"<b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>{warn}</b> warning"]
+    parts = [f"<b>{len(nodes)}</b> nodes", f"<b>{len(snap.rows)}</b> GPUs"]
+    # Every verdict a node has, worst first; "unreachable" always (it was the bar's first alarm).
+    parts += [f"<b style='color:{fmt.VERDICT_COLORS[v] if counts[v] and v != 'pass' else 'inherit'}'>"
+              f"{counts[v]}</b> {v}" for v in VERDICTS if counts[v] or v == "unreachable"]
+    parts.append(f"findings: <b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>{crit}</b>"
+                 f" critical, <b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>{warn}</b>"
+                 " warning")
     if acked:
         parts.append(f"{acked} acknowledged")
     parts.append("drivers: " + (", ".join(f"{v} ({k})" for v, k in sorted(drivers.items(), key=lambda kv: -kv[1]))

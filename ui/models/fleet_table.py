@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 from typing import Any
 
 from PySide6.QtCore import QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from fleetmon.fields import CATALOG, Field
+from fleetmon.health.verdict import VERDICTS, verdict_rank
 from storage.rows import FleetRow
 from ui import format as fmt
 from ui.models.base import Index, RowsTableModel
+from ui.verdicts import Verdicts, judge
 
 FIELD_COLUMNS: tuple[Field, ...] = tuple(f for f in CATALOG if f.ui is not None)
 """The telemetry columns, declared in the field catalog (``Field.ui``), between Driver and Last seen."""
@@ -29,10 +32,20 @@ class FleetTableModel(RowsTableModel[FleetRow]):
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self._now = time.time()
+        self._v = Verdicts(self._now)
 
-    def set_rows(self, rows: list[FleetRow], now: float | None = None) -> None:
-        """Replace the rows (keeps the view's selection when the shape is unchanged)."""
-        self._now = time.time() if now is None else now
+    def set_rows(self, rows: list[FleetRow], now: float | None = None, verdicts: Verdicts | None = None) -> None:
+        """Replace the rows (keeps the view's selection when the shape is unchanged).
+
+        ``verdicts``: the snapshot's (``FleetSnapshot.verdicts``, judged on the reader thread); without
+        them the rows are judged here alone, at ``now`` (their own nodes' newest good poll and status).
+        """
+        if verdicts is not None:
+            self._now = verdicts.now if now is None else now
+            self._v = verdicts
+        else:
+            self._now = time.time() if now is None else now
+            self._v = judge(SimpleNamespace(rows=rows, nodes={}, findings=(), read_at=self._now))
         same_shape = [(r.node, r.uuid) for r in rows] == [(r.node, r.uuid) for r in self._rows]
         if same_shape and rows:
             self._rows = rows
@@ -59,8 +72,8 @@ class FleetTableModel(RowsTableModel[FleetRow]):
             if column == _LAST:
                 return (r.latest_ts or 0.0,)
             if column == _LAST + 1:
-                return (fmt.status_rank(self._status(r)),)
-            return (max((fmt.severity_rank(f[0]) for f in r.findings), default=0),)
+                return (fmt.status_rank(self._status(r)), -verdict_rank(self._v.gpu(r.uuid)))
+            return (len(VERDICTS) - verdict_rank(self._v.gpu(r.uuid)), fmt.status_rank(self._status(r)))
 
         self.layoutAboutToBeChanged.emit()
         before = self.persistentIndexList()
@@ -74,7 +87,11 @@ class FleetTableModel(RowsTableModel[FleetRow]):
         self.layoutChanged.emit()
 
     def _status(self, r: FleetRow) -> str:
-        return fmt.gpu_status(r.node_status, r.state, r.latest_ts, self._now)
+        return self._v.gpu_status.get(r.uuid) or fmt.gpu_status(r.node_status, r.state, r.latest_ts, self._now)
+
+    def verdict(self, r: FleetRow) -> str:
+        """The GPU's verdict (:class:`ui.verdicts.Verdicts`)."""
+        return self._v.gpu(r.uuid)
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid() or index.row() >= len(self._rows):
@@ -101,15 +118,11 @@ class FleetTableModel(RowsTableModel[FleetRow]):
                     return f"unreachable: {r.last_error}"
                 return status
             if col == _LAST + 2:
-                return fmt.health(list(r.findings), self._status(r))
+                return fmt.verdict_label(self._v.gpu(r.uuid), r.findings, self._v.age(r.uuid))
         if role == Qt.ItemDataRole.ForegroundRole and col == _LAST + 1:
             return QBrush(QColor(fmt.STATUS_COLORS.get(self._status(r), "#000000")))
         if role == Qt.ItemDataRole.ForegroundRole and col == _LAST + 2:
-            found = r.findings
-            if self._status(r) in ("unreachable", "unknown"):
-                return QBrush(QColor(fmt.STATUS_COLORS[self._status(r)]))
-            worst = max((f[0] for f in found), key=fmt.severity_rank, default="")
-            return QBrush(QColor(fmt.SEVERITY_COLORS.get(worst, "#2e7d32")))
+            return QBrush(QColor(fmt.VERDICT_COLORS.get(self._v.gpu(r.uuid), "#757575")))
         if role == Qt.ItemDataRole.TextAlignmentRole and (col == 1 or _FIRST <= col < _LAST):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:

@@ -84,7 +84,7 @@ class CellValues:
             if col == COL_STATUS:
                 return f"unreachable: {r.last_error}" if it.status == "unreachable" and r.last_error else it.status
             if col == COL_HEALTH:
-                return fmt.health(list(r.findings))
+                return fmt.verdict_label(it.verdict, r.findings, self._snap.verdicts.age(r.uuid))
             return None
         # node and group rows: aggregates over their GPUs
         if col == 0:
@@ -116,10 +116,16 @@ class CellValues:
         if col == COL_STATUS:
             return it.status
         if col == COL_HEALTH:
-            bad = [r for r in rows if r.findings]
-            if not bad:
-                return "pass"
-            return f"{it.severity} · {len(bad)}/{len(rows)} GPUs"
+            # The node's own verdict (the report's), the worst of its nodes for a group.
+            v = self._snap.verdicts
+            if it.verdict in ("fail", "warn"):  # how many of its GPUs read that verdict themselves
+                same = sum(1 for r in rows if v.gpus.get(r.uuid) == it.verdict)
+                return f"{it.verdict} · {same}/{len(rows)} GPUs" if rows else it.verdict
+            if it.kind == "node":
+                age = v.age(it.name)
+            else:  # a group: the age of its freshest stale node's data
+                age = min((a for n in it.children if (a := v.age(n.name)) is not None), default=None)
+            return fmt.verdict_label(it.verdict, (), age)
         return None
 
 
@@ -174,7 +180,12 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
         self._rebuild(force_reset=True)
 
     def status_of(self, r: FleetRow) -> str:
-        return gpu_status(r, self._now)
+        """The GPU's status word as judged for the snapshot shown (:class:`ui.verdicts.Verdicts`)."""
+        return self._snap.verdicts.gpu_status.get(r.uuid) or gpu_status(r, self._now)
+
+    def verdict_of(self, r: FleetRow) -> str:
+        """The GPU's verdict as judged for the snapshot shown."""
+        return self._snap.verdicts.gpu(r.uuid)
 
     def _rebuild(self, force_reset: bool = False) -> None:
         self._show(build_tree(self._snap, self._now, self.params()), force_reset)
@@ -303,9 +314,9 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
         if role == Qt.ItemDataRole.ForegroundRole and col in (COL_STATUS, COL_HEALTH):
             if col == COL_STATUS:
                 return QBrush(QColor(fmt.STATUS_COLORS.get(it.status, "#757575")))
-            return QBrush(QColor(fmt.SEVERITY_COLORS.get(it.severity, "#2e7d32")))
+            return QBrush(QColor(fmt.VERDICT_COLORS.get(it.verdict, "#757575")))
         if role == Qt.ItemDataRole.DecorationRole and col == 0:
-            return QColor(fmt.SEVERITY_COLORS.get(it.severity, fmt.STATUS_COLORS["ok"]))
+            return QColor(fmt.VERDICT_COLORS.get(it.verdict, "#757575"))
         if role == Qt.ItemDataRole.TextAlignmentRole and _F0 <= col < _LAST:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -319,6 +330,7 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
             inv = self._inventory(r)
             if inv.get("temp_slowdown_c"):
                 lines.append(f"slowdown temperature {inv['temp_slowdown_c']} °C")
+            lines.append(f"verdict: {fmt.verdict_label(it.verdict, r.findings, self._snap.verdicts.age(r.uuid))}")
             lines += [f"{sev}: {kind}" for sev, kind in r.findings]
             return "\n".join(lines)
         if it.kind == "node":

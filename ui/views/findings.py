@@ -17,6 +17,9 @@ from ui import format as fmt
 from ui.fleet_reader import FleetSnapshot
 from ui.models.findings_table import COL_ACK, COL_EVIDENCE, COLUMNS, FindingsTableModel
 
+SILENT_ORDER = ("unreachable", "stale", "unknown")
+"""The verdicts of nodes nobody hears from (fleetmon.health.verdict.SILENT), worst first."""
+
 WIDTHS = (70, 150, 110, 50, 85, 85, 300, 330, 200)
 """Starting widths by logical column (fixed: no ResizeToContents)."""
 VISUAL_ORDER = (0, 1, 2, 3, COL_EVIDENCE, 4, 5, COL_ACK, 6)
@@ -130,6 +133,7 @@ class FindingsView(QWidget):
         layout.addWidget(self.table, 1)
         self._kinds: list[str] = []
         self._groups: list[str] = []
+        self._silent = ""
         self._update_buttons()
 
     # -- data ----------------------------------------------------------------------------
@@ -139,6 +143,10 @@ class FindingsView(QWidget):
         self._refill(self.kind, "All kinds", sorted({f.kind for f in snap.findings}), "_kinds")
         self._refill(self.group, "All groups", sorted({snap.group_of(f.node) for f in snap.findings}), "_groups")
         self.model.set_rows(list(snap.findings), snap.read_at, acks=snap.acks, groups=groups)
+        # Nodes nobody hears from have no finding that says so (a stale node's findings are old news):
+        # the count line names them, by the snapshot's verdicts, as every other surface does.
+        counts = snap.verdicts.counts()
+        self._silent = ", ".join(f"{counts[v]} {v}" for v in SILENT_ORDER if counts[v])
         self._update_count()
         self._update_buttons()
 
@@ -164,7 +172,8 @@ class FindingsView(QWidget):
     def _update_count(self) -> None:
         shown, total = self.model.rowCount(), len(self.model.all_rows())
         acked = sum(1 for f in self.model.all_rows() if self.model.ack(f) is not None)
-        self.count.setText(f"{shown} of {total} shown" + (f" · {acked} acknowledged" if acked else ""))
+        self.count.setText(f"{shown} of {total} shown" + (f" · {acked} acknowledged" if acked else "")
+                           + (f" · nodes not heard from: {self._silent}" if self._silent else ""))
 
     def current(self) -> StoredFinding | None:
         i = self.table.currentIndex()

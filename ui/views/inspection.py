@@ -33,8 +33,8 @@ from ui.views.save_html import save_html_dialog, write_html
 
 Index = QModelIndex | QPersistentModelIndex
 
-VERDICT_COLORS = {"fail": "#c62828", "unreachable": "#c62828", "unknown": "#757575", "warn": "#ef6c00",
-                  "pass": "#2e7d32"}
+VERDICT_COLORS = fmt.VERDICT_COLORS
+"""One colour per verdict, stale included (the same table as the fleet tree's)."""
 
 
 def _when(ts: Any) -> str:
