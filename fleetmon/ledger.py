@@ -119,10 +119,15 @@ def coverage_fn(history: FleetHistory, db: Any = None) -> lifecycle.CoverageFn:
             parts = [Coverage(hours=h, busy_minutes=b, newest=t) for h, b, t in got.values()]
         else:
             parts = [_gpu_coverage(g, after, now) for g in gpus]
+        # A good poll is data too (versions, inventory, the latest sample): the newest of it counts as
+        # the subject's newest data, so a state that a poll shows gone (a driver fixed) resolves.
+        polled = [min(float(g.last_seen), now) for g in gpus if g.last_seen is not None]
         if not f.gpu_uuid:
             node = history.node(f.node)
-            if node is not None and node.last_ok is not None and not parts:
-                parts = [Coverage(newest=min(float(node.last_ok), now))]
+            if node is not None and node.last_ok is not None:
+                polled.append(min(float(node.last_ok), now))
+        if polled:
+            parts.append(Coverage(newest=max(polled)))
         best = Coverage(
             hours=max((p.hours for p in parts), default=0.0),
             busy_minutes=max((p.busy_minutes for p in parts), default=0.0),
