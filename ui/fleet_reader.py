@@ -120,6 +120,29 @@ class FleetReader(DbReader):
         self.loaded.emit(list(snap.rows), {"read_at": snap.read_at, "verdicts": snap.verdicts})
         self.findings_loaded.emit(list(snap.findings))
 
+    resolved = Signal(str)  # finding key
+
+    @Slot(str, str, str, str)
+    def save_resolution(self, key: str, reason: str, note: str, by: str) -> None:
+        """Store an operator's resolution of the finding ``key`` (storage.resolutions), then reload."""
+        from storage import resolutions
+        from storage.db import open_database
+
+        try:
+            db = open_database(self.db_path)
+            try:
+                resolutions.resolve(db, key, reason, note, time.time(), by or None)
+            finally:
+                db.close()
+        except KeyError:
+            self.failed.emit(f"cannot resolve {key}: no such finding is stored")
+            return
+        except Exception as exc:
+            self.failed.emit(f"cannot store the resolution: {exc}")
+            return
+        self.resolved.emit(key)
+        self.load_fleet()
+
     @Slot(str, str, str, float, str)
     def save_ack(self, key: str, severity: str, note: str, until: float, by: str) -> None:
         """Acknowledge (``until`` 0) or snooze the finding ``key``; ``note`` empty and ``until`` < 0 clears it."""

@@ -50,6 +50,7 @@ class MainWindow(QMainWindow):
     load_requested = Signal()
     refresh_requested = Signal()  # the timer's: read only if the database changed
     ack_requested = Signal(str, str, str, float, str)
+    resolve_requested = Signal(str, str, str, str)
     rows_shown = Signal(int)
     history_shown = Signal(str, int)
     snapshot_shown = Signal(object)  # FleetSnapshot
@@ -143,6 +144,7 @@ class MainWindow(QMainWindow):
         self.reader.loaded.connect(self._on_loaded)
         self.reader.snapshot_loaded.connect(self._on_snapshot)
         self.ack_requested.connect(self.reader.save_ack)
+        self.resolve_requested.connect(self.reader.save_resolution)
         self.reader.failed.connect(self._on_failed)
         self.detail.history_shown.connect(self.history_shown)
         self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
@@ -150,6 +152,7 @@ class MainWindow(QMainWindow):
         self.findings_view.gpu_requested.connect(self.show_gpu)
         self.findings_view.node_requested.connect(self.show_node)
         self.findings_view.ack_requested.connect(self.ack_requested)
+        self.findings_view.resolve_requested.connect(self.resolve_requested)
         self.versions_view.node_requested.connect(self.show_node)
         self._thread.start()
 

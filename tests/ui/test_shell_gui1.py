@@ -184,3 +184,25 @@ def test_tray_notifies_only_on_a_new_critical(qapp):
     assert tray.update("critical", {"a"}, str) == []  # the first look is not news
     assert tray.update("critical", {"a", "b"}, str) == ["b"]
     assert tray.update("warning", set(), str) == []
+
+
+def test_resolve_from_the_findings_view_round_trip_in_sqlite(window, qtbot, fleet_db):
+    """Resolve…: the operator's reason and note are stored (storage.resolutions), the finding leaves the open list."""
+    from storage.db import open_database
+    from storage.resolutions import card_resolutions
+
+    key = "temperature-high|gpu:GPU-n2-01|"
+    view = window.findings_view
+    r = next(r for r in range(view.model.rowCount()) if view.model.row(r).key == key)
+    view.table.setCurrentIndex(view.model.index(r, 1))
+    assert view.resolve_button.isEnabled()
+    asked = []
+    view.ask_resolve = lambda parent, f: (asked.append(f.key), ("cooling-fixed", "fan replaced"))[1]
+    with qtbot.waitSignal(window.reader.resolved, timeout=10000):
+        view.resolve_button.click()
+    assert asked == [key]
+    db = open_database(fleet_db, readonly=True)
+    (row,) = card_resolutions(db, "GPU-n2-01")
+    db.close()
+    assert (row.key, row.reason, row.note) == (key, "cooling-fixed", "fan replaced") and row.by
+    qtbot.waitUntil(lambda: key not in {f.key for f in window.snapshot.findings}, timeout=10000)

@@ -1,4 +1,4 @@
-"""The findings view: open findings with their evidence, filters, and acknowledge / snooze."""
+"""The findings view: open findings with their evidence, filters, acknowledge / snooze, and resolve."""
 
 from __future__ import annotations
 
@@ -65,21 +65,64 @@ class AckDialog(QDialog):
         return d.answer() if d.exec() == QDialog.DialogCode.Accepted else None
 
 
+ResolveAnswer = tuple[str, str]
+"""(reason, note): a reason of fleetmon.health.lifecycle.RESOLVE_REASONS and free text."""
+
+
+class ResolveDialog(QDialog):
+    """Asks why a finding is resolved (card replaced, reseated …) and for a note."""
+
+    def __init__(self, finding: StoredFinding, parent: Any = None) -> None:
+        from fleetmon.health.lifecycle import RESOLVE_REASONS
+
+        super().__init__(parent)
+        self.setWindowTitle("Resolve finding")
+        self.reason = QComboBox(self)
+        for key, words in RESOLVE_REASONS.items():
+            self.reason.addItem(words, key)
+        self.note = QLineEdit(self)
+        self.note.setPlaceholderText("what was done (RMA number, part, ticket…)")
+        form = QFormLayout(self)
+        form.addRow(QLabel(f"<b>{finding.severity} {finding.kind}</b> on {finding.node}"
+                           + (f" GPU {finding.gpu_index}" if finding.gpu_index is not None else "")))
+        form.addRow(QLabel(fmt.evidence_text(finding.kind, finding.evidence)))
+        form.addRow("Resolved because:", self.reason)
+        form.addRow("Note:", self.note)
+        form.addRow(QLabel("Closes this episode and keeps it in the card's history; if the fault comes back "
+                           "it reopens as a recurrence."))
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    def answer(self) -> ResolveAnswer:
+        return str(self.reason.currentData()), self.note.text().strip()
+
+    @staticmethod
+    def ask(parent: QWidget, finding: StoredFinding) -> ResolveAnswer | None:
+        d = ResolveDialog(finding, parent)
+        return d.answer() if d.exec() == QDialog.DialogCode.Accepted else None
+
+
 class FindingsView(QWidget):
     """A single click on a finding emits ``gpu_requested`` (its GPU) or ``node_requested`` (a node finding).
 
     ``ack_requested(key, severity, note, until, by)`` asks the reader to store
     an acknowledgement (until 0), a snooze, or a removal (until -1).
-    ``ask_ack`` is the prompt (replaceable in tests).
+    ``resolve_requested(key, reason, note, by)`` asks it to store an
+    operator's resolution. ``ask_ack`` and ``ask_resolve`` are the prompts
+    (replaceable in tests).
     """
 
     gpu_requested = Signal(str)
     node_requested = Signal(str)
     ack_requested = Signal(str, str, str, float, str)
+    resolve_requested = Signal(str, str, str, str)
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
         self.ask_ack: Callable[[QWidget, StoredFinding, bool], AckAnswer | None] = AckDialog.ask
+        self.ask_resolve: Callable[[QWidget, StoredFinding], ResolveAnswer | None] = ResolveDialog.ask
         self.model = FindingsTableModel(self)
         self.kind = QComboBox(self)
         self.severity = QComboBox(self)
@@ -98,6 +141,9 @@ class FindingsView(QWidget):
         self.ack_button.clicked.connect(lambda: self.acknowledge(snooze=False))
         self.snooze_button.clicked.connect(lambda: self.acknowledge(snooze=True))
         self.clear_button.clicked.connect(self.clear_ack)
+        self.resolve_button = QPushButton("Resolve…", self)
+        self.resolve_button.setToolTip("Resolve as an operator's act: card replaced, reseated, driver updated …")
+        self.resolve_button.clicked.connect(self.resolve)
         self.table = QTableView(self)
         self.table.setModel(self.model)
         self.table.setSortingEnabled(True)
@@ -125,7 +171,7 @@ class FindingsView(QWidget):
             bar.addWidget(widget)
         bar.addStretch(1)
         bar.addWidget(self.count)
-        for button in (self.ack_button, self.snooze_button, self.clear_button):
+        for button in (self.ack_button, self.snooze_button, self.clear_button, self.resolve_button):
             bar.addWidget(button)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 0)
@@ -184,6 +230,7 @@ class FindingsView(QWidget):
         self.ack_button.setEnabled(f is not None)
         self.snooze_button.setEnabled(f is not None)
         self.clear_button.setEnabled(f is not None and self.model.ack(f) is not None)
+        self.resolve_button.setEnabled(f is not None)
 
     # -- actions --------------------------------------------------------------------------
 
@@ -208,6 +255,16 @@ class FindingsView(QWidget):
         if until is not None and until <= time.time():
             until = time.time() + 3600
         self.ack_requested.emit(f.key, str(f.severity), note, float(until or 0.0), _user())
+
+    def resolve(self) -> None:
+        f = self.current()
+        if f is None:
+            return
+        answer = self.ask_resolve(self, f)
+        if answer is None:
+            return
+        reason, note = answer
+        self.resolve_requested.emit(f.key, reason, note, _user())
 
     def clear_ack(self) -> None:
         f = self.current()
