@@ -162,6 +162,10 @@ def minute_start(db: Database, now: float, since: float, minutes_s: float) -> fl
     return float(int(start) // HOUR_S * HOUR_S) if start > since else since
 
 
+STILL_THERE_S = 600.0
+"""A card seen this close to its node's newest good poll was there when the node went silent."""
+
+
 def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] | None = None,
                 minutes_s: float, derating_since: float, derating_until: float | None = None,
                 cache: WindowCache | None = None) -> RecordedWindow:
@@ -189,7 +193,13 @@ def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] 
     scope = set(nodes) if nodes is not None else None
 
     memo = cache.inventories if cache is not None else None
-    gpu_rows = tuple(g for g in queries.gpus(db, memo) if g.last_seen is None or g.last_seen >= since)
+    node_rows = tuple(queries.nodes(db))
+    # A card seen in the window, or at its node's newest good poll: the cards of a node nobody has
+    # heard from since stay listed (the node went silent, the card did not leave). A card its node
+    # stopped reporting before the window is gone.
+    last_ok = {n.name: n.last_ok for n in node_rows if n.last_ok is not None}
+    gpu_rows = tuple(g for g in queries.gpus(db, memo) if g.last_seen is None or g.last_seen >= since
+                     or g.last_seen >= last_ok.get(g.node or "", float("inf")) - STILL_THERE_S)
     id_of = gpu_ids(db)
     wanted = {id_of[g.uuid]: g.uuid for g in gpu_rows   # gpu id -> uuid, telemetry read for these
               if g.uuid in id_of and (scope is None or g.node in scope)}
@@ -207,7 +217,7 @@ def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] 
     for e in queries.events(db, until=now + 1, kinds=OUTAGE_EVENTS):
         flips.setdefault(e.node, []).append(e)
     return RecordedWindow(
-        nodes=tuple(queries.nodes(db)),
+        nodes=node_rows,
         gpus=gpu_rows,
         minutes=minutes,
         hourly=hourly,

@@ -243,7 +243,7 @@ def report_text(result: ReportResult) -> str:
     s = result.summary
     counts = _verdict_counts(result.verdicts)
     never = set(s.get("never_reached") or ())
-    down = [n for n in s.get("unreachable") or () if n not in never]
+    down = [n for n in s.get("unreachable") or () if n not in never and n not in (s.get("stale") or {})]
     ww = _where_width([*result.findings, *result.new, *result.resolved, *result.worsened])
     out = [
         "fleetmon report" + (f" — group {result.group}" if result.group else ""),
@@ -474,7 +474,7 @@ def report_html(result: ReportResult) -> str:
     s = result.summary
     counts = _verdict_counts(result.verdicts)
     never = set(s.get("never_reached") or ())
-    down = [n for n in s.get("unreachable") or () if n not in never]
+    down = [n for n in s.get("unreachable") or () if n not in never and n not in (s.get("stale") or {})]
     title = "fleetmon report" + (f" — group {result.group}" if result.group else "")
     body = [
         f"<h1>{_e(title)} {_badge(result.status)}</h1>",

@@ -210,6 +210,9 @@ def test_a_silent_fleet_judged_later_keeps_its_failures_and_passes_no_node(fault
     age = doc["summary"]["stale"][HEALTHY[0]]
     assert hours * 3600 - 120 <= age <= hours * 3600 + 600
     assert verdicts[UNREACHABLE] == "unknown"  # never answered
+    # The silent nodes' cards are still the fleet's (the nodes went silent, the cards did not leave).
+    assert doc["summary"]["gpus"] == 4 * (len(FAULTS) + 2)
+    assert all(f["gpu_index"] is not None for f in open_ if f["gpu_uuid"])
     # The preflight agrees: none of them is go.
     names = ",".join(verdicts)
     code, pre = _judge("preflight", faulty_run, now, "--nodes", names, "--days", "3")
