@@ -17,13 +17,12 @@ import pytest
 from fleetmon import assess
 from fleetmon.export import read_sheet
 from fleetmon.health import render
-from fleetmon.health.verdict import combine, reach_of
+from fleetmon.health.verdict import worst_verdict
 from fleetmon.records import Event
 from storage import findings as stored
 from storage import resolutions
 from storage.db import open_database
 from storage.ingest import ingest_polls
-from storage.queries import nodes as stored_nodes
 from storage.rollup import rollup
 from helpers import HOT, T0, inventory, minute, poll, uuid_of
 
@@ -98,24 +97,28 @@ def surfaces(db: Any, now: float, nodes: tuple[str, ...] = ("n1", "n2")) -> dict
     report = json.loads(render.report_json(run.result))
     pre = json.loads(render.preflight_json(assess.run_preflight(db, now, list(nodes), 14).result))
     sheet = read_sheet(db, now=now)
-    health = {}
+    health: dict[str, set[str]] = {}
+    verdicts: dict[str, set[str]] = {}
     for row in sheet.gpus:
         health.setdefault(row["node"], set()).add(row["health"])
-    # The GUI reads the ledger the collector keeps, judged at the moment shown by the one verdict function.
-    ledger = {}
-    for n in stored_nodes(db):
-        mine = [(str(f.severity), f.kind) for f in stored.open_findings(db) if f.node == n.name]
-        ledger[n.name] = combine(mine, reach_of(last_ok=n.last_ok, last_attempt=n.last_attempt,
-                                                outage_open=n.status == "unreachable", now=now, stale_after_s=600))
-    return {
+        verdicts.setdefault(row["node"], set()).add(row["verdict"])
+    # The GUI's models read one snapshot of the ledger the collector keeps, judged on the reader thread.
+    from ui.fleet_reader import read_snapshot
+
+    snap = read_snapshot(db, now=now)
+    got = {
+        "gui": dict(snap.verdicts.nodes),
+        "export_verdict": {n: worst_verdict(v) for n, v in verdicts.items()},
         "report": {n["name"]: n["verdict"] for n in report["nodes"]},
         "preflight": {n["name"]: n["verdict"] for n in pre["nodes"]},
         # A card's health: its node's worst card stands for the node here.
         "export": {n: min(v, key=lambda h: EXPORT_ORDER.index(h) if h in EXPORT_ORDER else 9)
                    for n, v in health.items()},
-        "ledger": ledger,
         "_exit": {"report": report["exit_status"], "preflight": pre["exit_status"]},
     }
+    # One verdict: the report, the GUI's snapshot and the export's verdict column agree on every node.
+    assert got["report"] == got["gui"] == got["export_verdict"], got
+    return got
 
 
 def open_of(db: Any, now: float, kind: str) -> list[Any]:
@@ -134,7 +137,7 @@ def test_an_xid_79_stays_open_until_an_operator_resolves_it_and_reopens_when_it_
     # The morning after: failed on every surface.
     got = surfaces(db, T0 + D + 8 * H)
     assert got["report"] == {"n1": "fail", "n2": "pass"}
-    assert got["ledger"] == {"n1": "fail", "n2": "pass"}
+    assert got["gui"] == {"n1": "fail", "n2": "pass"}
     assert got["preflight"] == {"n1": "no-go", "n2": "go"}
     assert got["export"]["n1"] == "critical" and got["export"]["n2"] == "ok"
     assert got["_exit"] == {"report": 2, "preflight": 2}
@@ -144,7 +147,7 @@ def test_an_xid_79_stays_open_until_an_operator_resolves_it_and_reopens_when_it_
     # A week later, with a week of healthy, busy data since: an Xid 79 is still open (it waits for an operator).
     fleet.run(T0 + 8 * D)
     got = surfaces(db, T0 + 8 * D)
-    assert got["report"]["n1"] == "fail" and got["ledger"]["n1"] == "fail" and got["export"]["n1"] == "critical"
+    assert got["report"]["n1"] == "fail" and got["gui"]["n1"] == "fail" and got["export"]["n1"] == "critical"
     (xid,) = open_of(db, T0 + 8 * D, "xid")
     assert xid.first_seen == xid_at  # the true onset, a week before the report's 24 h window
     assert xid.evidence["lifecycle"]["open_because"] == "waits for an operator's resolution"
@@ -154,7 +157,7 @@ def test_an_xid_79_stays_open_until_an_operator_resolves_it_and_reopens_when_it_
     fleet.run(T0 + 8 * D + 2 * H)
     now = T0 + 8 * D + 2 * H
     got = surfaces(db, now)
-    assert got["report"] == {"n1": "pass", "n2": "pass"} and got["ledger"]["n1"] == "pass"
+    assert got["report"] == {"n1": "pass", "n2": "pass"} and got["gui"]["n1"] == "pass"
     assert got["export"]["n1"] == "ok" and got["_exit"]["report"] == 0
     assert got["preflight"]["n1"] == "no-go"  # a card that fell off the bus this fortnight is a risk for a long run
     report = assess.run_report(db, now, 30 * D, None, save=False).result
@@ -168,7 +171,7 @@ def test_an_xid_79_stays_open_until_an_operator_resolves_it_and_reopens_when_it_
     again = T0 + 8 * D + 3 * H
     fleet.run(T0 + 8 * D + 4 * H, events={"n1": [(again, "xid", 1, 79)]})
     got = surfaces(db, T0 + 8 * D + 4 * H)
-    assert got["report"]["n1"] == "fail" and got["ledger"]["n1"] == "fail"
+    assert got["report"]["n1"] == "fail" and got["gui"]["n1"] == "fail"
     (xid,) = open_of(db, T0 + 8 * D + 4 * H, "xid")
     assert xid.first_seen == again
     assert xid.evidence["lifecycle"]["recurs_after"]["reason"] == "reseated"
@@ -179,7 +182,7 @@ def test_an_xid_79_stays_open_until_an_operator_resolves_it_and_reopens_when_it_
     fleet.inv["n1"][1] = inventory("n1", 1, uuid="GPU-n1-new-01", serial="SN-new")
     fleet.run(T0 + 8 * D + 8 * H)
     got = surfaces(db, T0 + 8 * D + 8 * H)
-    assert got["report"]["n1"] == "pass" and got["ledger"]["n1"] == "pass"
+    assert got["report"]["n1"] == "pass" and got["gui"]["n1"] == "pass"
 
 
 # -- a card that overheats every afternoon, judged at 08:00 ----------------------------------------------------
@@ -192,7 +195,7 @@ def test_a_card_that_overheats_every_afternoon_is_open_at_eight_in_the_morning(d
     now = T0 + 7 * D + 8 * H  # 08:00, fifteen hours after the last throttle
     got = surfaces(db, now)
     assert got["report"] == {"n1": "pass", "n2": "warn"}
-    assert got["ledger"] == {"n1": "pass", "n2": "warn"}
+    assert got["gui"] == {"n1": "pass", "n2": "warn"}
     assert got["preflight"] == {"n1": "go", "n2": "no-go"}
     assert got["export"]["n2"] == "warning"
     (f,) = open_of(db, now, "thermal-throttle")
@@ -211,7 +214,7 @@ def test_a_node_silent_for_six_hours_is_stale_never_pass(db):
     now = T0 + D + 6 * H
     got = surfaces(db, now)
     assert got["report"] == {"n1": "pass", "n2": "stale"}
-    assert got["ledger"] == {"n1": "pass", "n2": "stale"}
+    assert got["gui"] == {"n1": "pass", "n2": "stale"}
     assert got["preflight"] == {"n1": "go", "n2": "no-go"}
     assert got["export"]["n2"] != "ok"
     assert got["_exit"]["report"] == 2
@@ -254,7 +257,7 @@ def test_a_card_arriving_with_lifetime_errors_is_flagged_at_first_sight_and_kept
     assert f.gpu_uuid == "GPU-used-01"
     assert f.summary.startswith("n2 gpu1: arrived with 2 lifetime uncorrectable ECC errors, 15 retired pages")
     got = surfaces(db, now)
-    assert got["report"]["n2"] == got["ledger"]["n2"] == {"warning": "warn", "critical": "fail"}[f.severity]
+    assert got["report"]["n2"] == got["gui"]["n2"] == {"warning": "warn", "critical": "fail"}[f.severity]
     assert got["preflight"]["n2"] == "no-go" and got["export"]["n2"] == f.severity
     # A week of clean service later it is still there: the intake decision is the operator's.
     fleet.run(T0 + 8 * D, {("n2", 1): past})
@@ -262,7 +265,7 @@ def test_a_card_arriving_with_lifetime_errors_is_flagged_at_first_sight_and_kept
     resolutions.resolve(db, f.key, "accepted", "burn-in passed, kept as a spare-pool card", T0 + 8 * D + 60, "carol")
     fleet.run(T0 + 8 * D + H, {("n2", 1): past})
     got = surfaces(db, T0 + 8 * D + H)
-    assert got["report"]["n2"] == got["ledger"]["n2"] == "pass"
+    assert got["report"]["n2"] == got["gui"]["n2"] == "pass"
     assert not open_of(db, T0 + 8 * D + H, "arrival-history")
 
 
@@ -289,5 +292,5 @@ def test_a_swap_between_a_bad_and_a_good_slot_charges_the_replays_to_the_bad_slo
         assert f.evidence["slots"] == [bad_slot], (f.gpu_uuid, f.evidence["slots"])
         assert f.evidence.get("attribution") == "slot", f.evidence
     got = surfaces(db, now, nodes=("n1",))
-    assert got["report"]["n1"] == got["ledger"]["n1"] == "warn"
+    assert got["report"]["n1"] == got["gui"]["n1"] == "warn"
     assert got["preflight"]["n1"] == "no-go"
