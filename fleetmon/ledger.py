@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from fleetmon.health import engine, lifecycle
@@ -157,16 +158,10 @@ def judge(db: Any, history: FleetHistory, fresh: Sequence[Finding], *,
     out = []
     for f in judged:
         if f.gpu_uuid and f.gpu_index is None and f.gpu_uuid in index_of:
-            f = _with_index(f, index_of[f.gpu_uuid])
+            f = replace(f, gpu_index=index_of[f.gpu_uuid])
         if f.is_open or f.last_seen >= start or _resolved_at(f) >= start:
             out.append(f)
     return engine.sort_findings(out)
-
-
-def _with_index(f: Finding, index: int | None) -> Finding:
-    from dataclasses import replace
-
-    return replace(f, gpu_index=index)
 
 
 def _resolved_at(f: Finding) -> float:
