@@ -29,10 +29,11 @@ venv: $(STAMP)
 demo: deps-demo $(STAMP)
 	$(BIN)/fleetmon demo
 
-# mypy first: a type error fails the target before the (slower) tests run.
+# mypy first: a type error fails the target before the (slower) tests run. Two pytest-xdist
+# workers (the 2 cores CI has), a test file per worker at a time, so a module's fixture runs once.
 test: deps-test $(STAMP)
 	$(BIN)/python -m mypy
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 --dist loadfile
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

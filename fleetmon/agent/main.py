@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import socket
 import ssl
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fleetmon.errors import KnownError, NvmlUnavailable
+from fleetmon.stopping import stop_on_signals
 from fleetmon.tokens import read_token_file
 
 DEFAULT_PORT = 9414
@@ -349,11 +349,7 @@ def run(args: argparse.Namespace) -> int:
                         max_bytes=int(args.max_buffer_mb * 1024 * 1024), clock=clock,
                         before_serve=before_serve, http_limits=limits)
 
-    def _stop(signum: int, frame: Any) -> None:
-        agent.stop.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
+    stop_on_signals(agent.stop)
     print(f"fleetmon agent: serving {len(agent.session.indices())} GPU(s) of {agent.state.node().hostname} on "
           f"{agent.url}; "
           f"Xid source: {agent.watcher.source}", file=sys.stderr, flush=True)

@@ -8,11 +8,12 @@ headless, until Ctrl-C or ``--duration``.
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
+
+from fleetmon.stopping import stop_on_signals
 
 if TYPE_CHECKING:
     from fleetmon.demo import Demo
@@ -64,11 +65,7 @@ def _run_headless(demo: Demo, args: argparse.Namespace) -> int:
     collector = Collector(load_fleet(demo.fleet_path), open_database(demo.db_path), interval_s=args.interval)
     stop = threading.Event()
 
-    def _stop(*_: object) -> None:
-        stop.set()
-
-    signal.signal(signal.SIGINT, _stop)
-    signal.signal(signal.SIGTERM, _stop)
+    stop_on_signals(stop)
     collector.start()
     print(f"fleetmon demo: collecting into {demo.db_path} (Ctrl-C stops)", file=sys.stderr, flush=True)
     stop.wait(args.duration or None)

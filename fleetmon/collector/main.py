@@ -14,13 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import signal
 import sys
 import threading
 import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fleetmon.errors import KnownError
+from fleetmon.stopping import stop_on_signals
 
 if TYPE_CHECKING:
     from fleetmon.collector.lock import WriterLock
@@ -41,12 +41,8 @@ def run_collect(args: argparse.Namespace) -> int:
     # Handlers go in before the lock is taken: a SIGTERM at any moment after that is a clean stop.
     stop = threading.Event()
 
-    def _stop(signum: int, frame: Any) -> None:
-        stop.set()
-
     if not args.once:
-        signal.signal(signal.SIGTERM, _stop)
-        signal.signal(signal.SIGINT, _stop)
+        stop_on_signals(stop)
     lock = WriterLock(args.db)
     if not lock.acquire():
         raise KnownError(f"another collector writes {args.db} ({lock.holder()}); stop it first")

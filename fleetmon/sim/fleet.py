@@ -27,7 +27,6 @@ import argparse
 import json
 import os
 import resource
-import signal
 import sys
 import threading
 import time
@@ -41,6 +40,7 @@ from fleetmon.agent.sampler import Sampler
 from fleetmon.agent.server import AgentState, make_server
 from fleetmon.records import GpuMinute, NodeInfo
 from fleetmon.sim.nvml import SimulatedNvml
+from fleetmon.stopping import stop_on_signals
 
 
 class ShiftedClock:
@@ -266,11 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                            seed=args.seed)
     done = threading.Event()
 
-    def _stop(signum: int, frame: Any) -> None:
-        done.set()
-
-    signal.signal(signal.SIGTERM, _stop)
-    signal.signal(signal.SIGINT, _stop)
+    stop_on_signals(done)
     described = fleet.describe()
     doc = {"pid": os.getpid(), "startup_s": round(time.monotonic() - t0, 3), "nodes": described}
     tmp = Path(args.port_file + ".tmp")

@@ -82,8 +82,8 @@ class Fleet:
                                   events_cursor=self.eseq[node] or None))
             if polls:
                 ingest_polls(self.db, polls)
-            rollup(self.db, end)
             if end % self.pass_every == 0 or end == until:
+                rollup(self.db, end)  # the collector rolls up before each health pass, too
                 assess.evaluate_and_store(self.db, end)
             self.t = end
 
