@@ -101,6 +101,16 @@ def watch_minutes(db: Database, watch: LateMinutes | None) -> None:
         db.__dict__["_fleetmon_minute_watch"] = watch
 
 
+@dataclass(frozen=True)
+class GpuCap:
+    """The most GPUs one node may accumulate: ``gpus`` distinct UUIDs seen on it within ``span_s``
+    (the collector's figures are :data:`fleetmon.collector.limits.MAX_GPUS_SEEN_PER_NODE` and
+    ``GPUS_SEEN_SPAN_S``; storage imports no collector module, so they are passed in)."""
+
+    gpus: int
+    span_s: float
+
+
 POWER_TOLERANCE_W = 0.5
 """Power limits closer than this are the same limit (NVML reports milliwatts)."""
 
@@ -156,6 +166,7 @@ class _Batch:
         self.poll_log_rows: list[tuple[Any, ...]] = []
         self.state_rows: list[tuple[str, int]] = []
         self.min_ts: int | None = None
+        self.gpu_cap: GpuCap | None = None
 
     def change(self, ts: float, uuid: str | None, node: str | None, kind: str, old: Any, new: Any) -> None:
         if kind == "appeared" and node not in self.known_nodes:
@@ -227,10 +238,17 @@ _LATEST_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False)
 
 
 def ingest_polls(db: Database, polls: Iterable[NodePoll], layout: Layout = LAYOUT,
-                 refused: dict[str, str] | None = None) -> int:
+                 refused: dict[str, str] | None = None, gpu_cap: GpuCap | None = None) -> int:
     """Store a batch of polls in one transaction; returns the number of minute rows offered.
 
     ``layout`` is the stored form of the field catalog (storage.schema.LAYOUT).
+
+    The agents' polls are written first, then the other sources' (dcgm-exporter, SSH, captures),
+    each group in the order given: an agent serves its cards from its own buffer, a scrape or
+    a capture cannot prove them, so on a fresh database an agent holds its cards even when a
+    scrape listing them comes first in the fleet file (see :func:`_quarantine_claims`).
+    ``gpu_cap`` (the collector passes :data:`fleetmon.collector.limits.MAX_GPUS_SEEN_PER_NODE`):
+    past it a node's new GPU UUIDs are refused (see :func:`_cap_new_gpus`); None: no cap.
 
     Each node's answer is written under a savepoint of its own: one that the
     store cannot keep (a wrong type, see :mod:`storage.boundary`; an integer
@@ -253,7 +271,8 @@ def ingest_polls(db: Database, polls: Iterable[NodePoll], layout: Layout = LAYOU
     try:
         with transaction(db) as conn:
             batch = _Batch(conn, seen, db.__dict__.get("_fleetmon_gpus"), db.__dict__.get("_fleetmon_minute_watch"))
-            for poll in polls:
+            batch.gpu_cap = gpu_cap
+            for poll in sorted(polls, key=lambda p: not proves_cards(p.url)):
                 offered += _ingest_isolated(batch, poll, layout, out, log_it=refused is None)
     except BaseException:
         # Nothing of the batch was stored: forget what it changed in the caches.
@@ -337,8 +356,8 @@ def _ingest_isolated(batch: _Batch, poll: NodePoll, layout: Layout, refused: dic
 
 
 def _node_row(conn: sqlite3.Connection, node: str) -> tuple[Any, ...]:
-    """(status, driver_version, last_ok, buffer_id) of a node, creating its row on first sight."""
-    sql = "SELECT status, driver_version, last_ok, buffer_id FROM nodes WHERE name = ?"
+    """(status, driver_version, last_ok, buffer_id, notice) of a node, creating its row on first sight."""
+    sql = "SELECT status, driver_version, last_ok, buffer_id, notice FROM nodes WHERE name = ?"
     row: tuple[Any, ...] | None = conn.execute(sql, (node,)).fetchone()
     if row is None:
         conn.execute("INSERT INTO nodes (name) VALUES (?)", (node,))
@@ -350,7 +369,7 @@ def _node_row(conn: sqlite3.Connection, node: str) -> tuple[Any, ...]:
 def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
     conn = batch.conn
     node = poll.node
-    old_status, old_driver, last_ok, old_buffer = _node_row(conn, node)
+    old_status, old_driver, last_ok, old_buffer, old_notice = _node_row(conn, node)
     batch.poll_log_rows.append(
         (poll.ts, node, int(poll.ok), poll.error, round(poll.duration_ms, 3), len(poll.minutes), len(poll.events)))
     if not poll.ok:
@@ -384,8 +403,20 @@ def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
         sets += (f", minutes_cursor = {_cursor_expr('minutes_cursor', reset)}"
                  f", events_cursor = {_cursor_expr('events_cursor', reset)}")
         params += [poll.minutes_cursor, poll.events_cursor]
+    poll, taken = _quarantine_claims(batch, poll)
+    notice = None
+    if batch.gpu_cap is not None:
+        poll, notice, refused_n = _cap_new_gpus(batch, poll, batch.gpu_cap)
+        if notice is not None:
+            sets += ", refused_uuids = refused_uuids + ?"
+            params.append(refused_n)
+            if notice != old_notice:
+                log.warning("node %s: %s", node, notice)
+    sets += ", notice = ?"
+    params.append(notice)
     conn.execute(f"UPDATE nodes SET {sets} WHERE name = ?", (*params, node))
-    poll = _quarantine_claims(batch, poll)
+    if taken:
+        _take_over(batch, poll, taken)
     _inventory(batch, poll)
     for s in poll.latest:
         gid = batch.gpu_id(s.uuid, node, poll.ts, s.index)
@@ -421,7 +452,7 @@ CLAIM_REPORT_EVERY_S = 600.0
 """While a claim conflict lasts, a ``uuid_conflict`` event is written when it starts and then at most
 this often (the health rule keeps its finding open for twice this after the last one)."""
 
-_CLAIM_SQL = """SELECT n.status, n.last_ok, max(coalesce(g.last_seen, 0), coalesce(l.seen, 0))
+_CLAIM_SQL = """SELECT n.status, n.last_ok, max(coalesce(g.last_seen, 0), coalesce(l.seen, 0)), n.url
                 FROM gpus g JOIN nodes n ON n.name = g.node LEFT JOIN gpu_latest l ON l.gpu_id = g.id
                 WHERE g.id = ?"""
 _CLAIM_UPSERT_SQL = """
@@ -432,7 +463,22 @@ _CLAIM_UPSERT_SQL = """
         reported_at = excluded.reported_at, dropped = dropped + excluded.dropped"""
 
 
-def _quarantine_claims(batch: _Batch, poll: NodePoll) -> NodePoll:
+def proves_cards(url: str | None) -> bool:
+    """Whether a node with this URL serves its cards from its own agent buffer (an agent).
+
+    A dcgm-exporter scrape, an nvidia-smi reading over SSH and an imported capture cannot prove
+    that the cards they list are theirs: they never displace an agent that serves a card
+    (see :func:`_quarantine_claims`). The URL's scheme says which: ``http(s)://`` (or no URL) is an
+    agent, as :func:`fleetmon.sources.node_source` reads it; storage imports no sources module
+    (tests/core/test_architecture.py), tests/storage/test_store_hostile_claims.py checks the two agree.
+    """
+    if not url:
+        return True
+    scheme = url.strip().split(":", 1)[0].lower() if ":" in url else ""
+    return scheme in ("http", "https") or scheme not in ("dcgm+http", "dcgm+https", "ssh", "file")
+
+
+def _quarantine_claims(batch: _Batch, poll: NodePoll) -> tuple[NodePoll, dict[str, str]]:
     """Drop the records of GPUs that another node reports at the same time; store the conflict.
 
     A node that reports a GPU UUID already held by another node, while that
@@ -444,9 +490,22 @@ def _quarantine_claims(batch: _Batch, poll: NodePoll) -> NodePoll:
     ``uuid_conflict`` event of the claimant names the holder (the
     ``uuid-conflict`` finding). A real move (the card disappeared from its
     node, or that node stopped answering) is recorded as a move, as before.
+
+    One exception (issue 20, item 4): a source that cannot prove the card (a
+    dcgm-exporter scrape, nvidia-smi over SSH, an imported capture; see
+    :func:`proves_cards`) never keeps a card from an agent. When an agent
+    claims a card that such a node holds, the agent takes it (returned as
+    ``{uuid: former holder}`` for :func:`_take_over`) and the former holder
+    becomes the quarantined claimant: the conflict and its event are its own,
+    and its later records of the card are dropped as above. Between two
+    agents, or two nodes of other sources, the holder keeps the card.
+
+    Returns the poll without the quarantined records, and the cards taken over.
     """
     node, ts = poll.node, poll.ts
+    agent = proves_cards(poll.url)
     holders: dict[str, str] = {}
+    taken: dict[str, str] = {}
     claimed = {g.uuid for g in poll.gpus} | {s.uuid for s in poll.latest} | {m.uuid for m in poll.minutes}
     for uuid in claimed:
         g = batch.gpus.get(uuid)
@@ -455,37 +514,115 @@ def _quarantine_claims(batch: _Batch, poll: NodePoll) -> NodePoll:
         row = batch.conn.execute(_CLAIM_SQL, (g.id,)).fetchone()
         if row is None:
             continue
-        status, last_ok, seen = row
+        status, last_ok, seen, holder_url = row
         if status == "ok" and last_ok is not None and last_ok >= ts - CLAIM_WINDOW_S and seen >= ts - CLAIM_WINDOW_S:
-            holders[uuid] = g.node
+            if agent and not proves_cards(holder_url):
+                taken[uuid] = g.node
+            else:
+                holders[uuid] = g.node
+    by_former: dict[str, list[str]] = {}
+    for uuid, former in sorted(taken.items()):
+        by_former.setdefault(former, []).append(uuid)
+    for former, uuids in sorted(by_former.items()):
+        _report_conflict(batch.conn, former, node, ts, {u: 0 for u in uuids})
     if not holders:
-        return poll
-    conn = batch.conn
+        return poll, taken
     by_holder: dict[str, list[str]] = {}
     for uuid, holder in sorted(holders.items()):
         by_holder.setdefault(holder, []).append(uuid)
     for holder, uuids in sorted(by_holder.items()):
-        marks = ", ".join("?" for _ in uuids)
-        last = conn.execute(f"""SELECT max(reported_at), min(last_seen) FROM gpu_claim_conflicts
-                                WHERE node = ? AND holder = ? AND gpu_uuid IN ({marks})""",
-                            (node, holder, *uuids)).fetchone()
-        due = last is None or last[0] is None or ts - last[0] >= CLAIM_REPORT_EVERY_S or (
-            last[1] is not None and last[1] < ts - CLAIM_WINDOW_S)
-        reported = ts if due else float(last[0])
         dropped = {u: sum(1 for r in poll.gpus if r.uuid == u) + sum(1 for s in poll.latest if s.uuid == u)
                    + sum(1 for m in poll.minutes if m.uuid == u) for u in uuids}
-        conn.executemany(_CLAIM_UPSERT_SQL, [(node, u, holder, ts, ts, reported, dropped[u], CLAIM_WINDOW_S)
-                                             for u in uuids])
-        if due:
-            conn.execute(_EVENT_SQL, (
-                node, None, ts, "uuid_conflict", uuids[0], None, None,
-                f"node {node} reports GPU UUIDs already seen on node {holder} at the same time",
-                _dumps({"holder": holder, "uuids": uuids, "dropped": sum(dropped.values()),
-                        "repeat_s": CLAIM_REPORT_EVERY_S})))
+        _report_conflict(batch.conn, node, holder, ts, dropped)
     keep = holders.keys()
     return replace(poll, gpus=[g for g in poll.gpus if g.uuid not in keep],
                    latest=[s for s in poll.latest if s.uuid not in keep],
-                   minutes=[m for m in poll.minutes if m.uuid not in keep])
+                   minutes=[m for m in poll.minutes if m.uuid not in keep]), taken
+
+
+def _report_conflict(conn: sqlite3.Connection, node: str, holder: str, ts: float, dropped: dict[str, int]) -> None:
+    """Store ``node``'s claim of the cards ``holder`` keeps (``dropped``: uuid -> records not stored) and, when
+    due, the claimant's ``uuid_conflict`` event."""
+    uuids = sorted(dropped)
+    marks = ", ".join("?" for _ in uuids)
+    last = conn.execute(f"""SELECT max(reported_at), min(last_seen) FROM gpu_claim_conflicts
+                            WHERE node = ? AND holder = ? AND gpu_uuid IN ({marks})""",
+                        (node, holder, *uuids)).fetchone()
+    due = last is None or last[0] is None or ts - last[0] >= CLAIM_REPORT_EVERY_S or (
+        last[1] is not None and last[1] < ts - CLAIM_WINDOW_S)
+    reported = ts if due else float(last[0])
+    conn.executemany(_CLAIM_UPSERT_SQL, [(node, u, holder, ts, ts, reported, dropped[u], CLAIM_WINDOW_S)
+                                         for u in uuids])
+    if due:
+        conn.execute(_EVENT_SQL, (
+            node, None, ts, "uuid_conflict", uuids[0], None, None,
+            f"node {node} reports GPU UUIDs already seen on node {holder} at the same time",
+            _dumps({"holder": holder, "uuids": uuids, "dropped": sum(dropped.values()),
+                    "repeat_s": CLAIM_REPORT_EVERY_S})))
+
+
+def _take_over(batch: _Batch, poll: NodePoll, taken: dict[str, str]) -> None:
+    """An agent takes cards from a node that cannot prove them (see :func:`_quarantine_claims`).
+
+    The card's passport moves to the agent's node (a ``moved`` change, as any move). The
+    card's minute rows from the first minute the agent serves of it in this poll on (its
+    oldest minute here, else its latest sample's minute) are deleted: the agent's buffer
+    holds every minute from there on, and a row the other source wrote there would keep the
+    agent's minute out (minutes are stored once per GPU and minute). Older rows stay.
+    """
+    conn, node = batch.conn, poll.node
+    inventoried = {g.uuid for g in poll.gpus}
+    for uuid in sorted(taken):
+        g = batch.gpus[uuid]
+        starts: list[float] = [m.ts for m in poll.minutes if m.uuid == uuid]
+        if not starts:
+            starts = [s.ts for s in poll.latest if s.uuid == uuid] or [poll.ts]
+        cut = int(min(starts)) // 60 * 60
+        if conn.execute("DELETE FROM samples WHERE gpu_id = ? AND ts >= ?", (g.id, cut)).rowcount:
+            conn.execute(_DIRTY_SQL, (cut,))
+        if uuid in inventoried:
+            continue  # _upsert_gpu moves the passport with the agent's inventory
+        index = next((s.index for s in poll.latest if s.uuid == uuid),
+                     next((m.index for m in poll.minutes if m.uuid == uuid), g.idx))
+        batch.change(poll.ts, uuid, node, "moved", place_text(g.node, g.idx, g.pci_bus_id),
+                     place_text(node, index, g.pci_bus_id))
+        conn.execute("UPDATE gpus SET node = ?, idx = ? WHERE id = ?", (node, index, g.id))
+        g.node, g.idx = node, index
+        batch.seen.pop(uuid, None)
+
+
+def _cap_new_gpus(batch: _Batch, poll: NodePoll, cap: GpuCap) -> tuple[NodePoll, str | None, int]:
+    """Refuse the GPU UUIDs new to a node past :class:`GpuCap` (issue 20, item 9).
+
+    A node may have been seen with at most ``cap.gpus`` distinct GPUs within ``cap.span_s``
+    (cards on the node seen that recently, plus the new ones of this poll). Past that, the new
+    UUIDs of the poll (in the order it lists them, the first ones kept while there is room) are
+    refused: their inventory entry, latest sample and minutes are not stored; the node's
+    known cards, its other records and the poll itself are. Returns the poll, the one-line
+    notice for ``nodes.notice`` (None when nothing was refused) and the number refused.
+    """
+    node = poll.node
+    new: dict[str, None] = {}
+    for u in (*(g.uuid for g in poll.gpus), *(s.uuid for s in poll.latest), *(m.uuid for m in poll.minutes)):
+        g = batch.gpus.get(u)
+        if g is None or g.node != node:
+            new[u] = None
+    if not new:
+        return poll, None, 0
+    known = batch.conn.execute(
+        """SELECT count(*) FROM gpus g LEFT JOIN gpu_latest l ON l.gpu_id = g.id
+           WHERE g.node = ? AND max(coalesce(g.last_seen, 0), coalesce(l.seen, 0)) >= ?""",
+        (node, poll.ts - cap.span_s)).fetchone()[0]
+    room = max(0, cap.gpus - int(known))
+    if len(new) <= room:
+        return poll, None, 0
+    refused = set(list(new)[room:])
+    notice = (f"{len(refused)} new GPU UUID{'s' if len(refused) != 1 else ''} refused: the node was seen with "
+              f"{int(known) + room} distinct GPUs within {cap.span_s / 3600:g} h, the most one node may have "
+              f"({cap.gpus}); its known cards are still stored")
+    return replace(poll, gpus=[g for g in poll.gpus if g.uuid not in refused],
+                   latest=[s for s in poll.latest if s.uuid not in refused],
+                   minutes=[m for m in poll.minutes if m.uuid not in refused]), notice, len(refused)
 
 
 def _cursor_expr(column: str, reset: bool) -> str:

@@ -66,7 +66,7 @@ def _node(r: dict[str, Any]) -> NodeRow:
         gpu_count=r["gpu_count"], status=r["status"], last_ok=r["last_ok"], last_attempt=r["last_attempt"],
         last_error=r["last_error"], skew_s=r["skew_s"], agent_started_at=r["agent_started_at"],
         minutes_cursor=int(r["minutes_cursor"] or 0), events_cursor=int(r["events_cursor"] or 0),
-        buffer_id=r.get("buffer_id"))
+        buffer_id=r.get("buffer_id"), notice=r.get("notice"), refused_uuids=int(r.get("refused_uuids") or 0))
 
 
 def nodes(db: Database) -> list[NodeRow]:

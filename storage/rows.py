@@ -45,6 +45,10 @@ class NodeRow:
     minutes_cursor: int = 0
     events_cursor: int = 0
     buffer_id: str | None = None
+    notice: str | None = None
+    """Why GPU UUIDs of the latest stored poll were refused (the per-node GPU cap), else None."""
+    refused_uuids: int = 0
+    """GPU UUID sightings refused to this node by the cap, over all polls."""
 
 
 @dataclass(frozen=True)

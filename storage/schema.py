@@ -663,6 +663,7 @@ _step("m007_gpu_claims")(schema_claims.m007_gpu_claims)
 _step("m008_finding_acks")(schema_acks.m008_finding_acks)
 _step("m009_signoffs")(schema_signoff.m009_signoffs)
 _step("m010_finding_resolutions")(schema_resolutions.m010_finding_resolutions)
+_step("m011_node_gpu_cap")(schema_claims.m011_node_gpu_cap)
 
 
 # -- the default layout -----------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Schema step m007: GPU UUID claim conflicts (issue 11, item 4).
+"""Schema steps m007: GPU UUID claim conflicts (issue 11, item 4); m011: the per-node GPU cap (issue 20).
 
 Kept beside :mod:`storage.schema` (which registers it with its other hand-written
 steps) so that module stays within the size limit.
@@ -28,3 +28,14 @@ def m007_gpu_claims(db: Database) -> None:
             dropped INTEGER NOT NULL DEFAULT 0,
             PRIMARY KEY (node, gpu_uuid)
         )""")
+
+
+def m011_node_gpu_cap(db: Database) -> None:
+    """What a node's polls had refused to it by the cap on the GPUs one node may accumulate (issue 20, item 9).
+
+    ``notice``: one line saying why GPU UUIDs of the node's latest poll were refused while the poll
+    itself was stored (NULL once a poll brings no refused UUID; ``last_error`` stays the failed
+    poll's reason). ``refused_uuids``: how many UUID sightings were refused, over all polls.
+    """
+    db.execute("ALTER TABLE nodes ADD COLUMN notice TEXT")
+    db.execute("ALTER TABLE nodes ADD COLUMN refused_uuids INTEGER NOT NULL DEFAULT 0")

@@ -78,3 +78,15 @@ MAX_EVENT_DATA_CHARS = 16_384
 
 MAX_VALUES_KEYS = 256
 """Keys in one ``values`` or ``status`` object (a minute has ≈ 75)."""
+
+MAX_GPUS_SEEN_PER_NODE = 2 * MAX_GPUS_PER_NODE
+"""Distinct GPU UUIDs one node may have been seen with within :data:`GPUS_SEEN_SPAN_S` (issue 20,
+item 9). A source that invents new UUIDs on every poll (a broken or hostile dcgm-exporter) would
+otherwise add a GPU row and two inventory changes per UUID per poll, without end. Past it the
+node's new UUIDs are refused (their records are not stored, counted in ``nodes.refused_uuids``,
+and ``nodes.notice`` says why); its known cards keep being stored. Twice the per-answer figure:
+a node whose every card was swapped within the span still fits."""
+
+GPUS_SEEN_SPAN_S = 86_400.0
+"""The span of :data:`MAX_GPUS_SEEN_PER_NODE`: a card counts while it was seen on the node within
+this long (so the cap bounds a node to that many new GPU rows per day)."""

@@ -73,6 +73,7 @@ from apscheduler.events import EVENT_JOB_MAX_INSTANCES, JobEvent
 from apscheduler.schedulers.background import BackgroundScheduler
 
 from fleetmon.collector.client import CYCLE_RECORD_BUDGET, Target, make_ssl_context, poll_all
+from fleetmon.collector.limits import GPUS_SEEN_SPAN_S, MAX_GPUS_SEEN_PER_NODE
 from fleetmon.errors import KnownError
 from fleetmon.records import NodePoll
 from fleetmon.tokens import TokenFileError, read_token_file
@@ -258,7 +259,7 @@ class Collector:
             StorageError: the batch could not be written (nothing of it is kept;
                 the cursors did not move, so the next cycle fetches it again).
         """
-        from storage.ingest import ingest_polls
+        from storage.ingest import GpuCap, ingest_polls
 
         with self._lock:
             t0 = time.monotonic()
@@ -273,7 +274,8 @@ class Collector:
             self.last_requests = stats.get("requests", 0)
             refused: dict[str, str] = {}
             try:
-                ingest_polls(self.db, polls, refused=refused)
+                ingest_polls(self.db, polls, refused=refused,
+                             gpu_cap=GpuCap(MAX_GPUS_SEEN_PER_NODE, GPUS_SEEN_SPAN_S))
                 self.last_error = None
             except Exception as exc:  # storage errors are reported; polling goes on next cycle
                 self.last_error = str(exc)
