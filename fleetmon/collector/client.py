@@ -43,7 +43,9 @@ CPython's decoder holds the GIL, so a thread would not let the loop run
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
+import logging
 import os
 import ssl
 import time
@@ -66,6 +68,7 @@ from fleetmon.collector.sources import FetchFailed, parse_body, run_ssh, source_
 from fleetmon.records import WIRE_SCHEMA, Event, GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll
 from fleetmon.sources import SourceError, SourceKind, SourceSpec, source_of
 from fleetmon.sources.capture import Capture
+from fleetmon.text import printable
 
 __all__ = ["BadAnswer", "CYCLE_RECORD_BUDGET", "MAX_BODY_BYTES", "Target", "make_ssl_context", "poll_all",
            "poll_node"]
@@ -85,6 +88,14 @@ DEADLINE_FACTOR = 3.0
 
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+_READERS = concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="fleetmon-read")
+"""Where the answers of the sources other than the agent (a dcgm-exporter scrape, nvidia-smi's XML) are
+parsed and checked: off the event loop, so that a large scrape never holds the other nodes' requests.
+The readers are pure Python that gives up the GIL every few milliseconds (unlike the JSON decoder),
+bounded by the per-node limits (``parse_body``); two at a time bound their memory together at
+2 × MEMORY_PER_NODE_BYTES. Not the loop's default executor: aiohttp resolves host names there."""
 
 
 class _Transient(Exception):
@@ -467,6 +478,8 @@ async def poll_node(session: aiohttp.ClientSession, target: Target, *,
         if source.kind is not SourceKind.AGENT:
             return await _poll_source(fetch, target, source, now, t0, timeout_s)
         return await _poll(fetch, target, now, t0, timeout_s, record_budget, backlog)
+    except Exception as exc:  # a node's failure, of whatever kind, is that node's alone (issue 20)
+        return _unexpected(target, now, t0, exc, fetch.path)
     finally:
         if stats is not None:
             stats["requests"] = stats.get("requests", 0) + fetch.requests
@@ -486,8 +499,10 @@ async def _poll_source(fetch: _Fetcher, target: Target, source: SourceSpec, now:
         else:
             return _failed(target, now, t0, f"{source.kind.value}: not polled; a capture is added with "
                                             "`fleetmon import-smi`")
-        capture = parse_body(source.kind, body)
-        _check_capture(capture, "/metrics" if source.kind is SourceKind.DCGM else "nvidia-smi -q -x")
+        where = "/metrics" if source.kind is SourceKind.DCGM else "nvidia-smi -q -x"
+        fetch.path = where
+        capture = await asyncio.get_running_loop().run_in_executor(_READERS, _read_capture, source.kind, body,
+                                                                   where)
     except FetchFailed as exc:
         return _failed(target, now, t0, str(exc))
     except SourceError as exc:
@@ -497,6 +512,13 @@ async def _poll_source(fetch: _Fetcher, target: Target, source: SourceSpec, now:
     if not capture.gpus:
         return _failed(target, now, t0, f"{source.kind.value}: the answer describes no GPU")
     return source_poll(capture, target.name, target.url, target.group, now, (time.monotonic() - t0) * 1000)
+
+
+def _read_capture(kind: SourceKind, body: bytes, where: str) -> Capture:
+    """Parse and check one source's answer (in a :data:`_READERS` thread)."""
+    capture = parse_body(kind, body)
+    _check_capture(capture, where)
+    return capture
 
 
 def _check_capture(capture: Capture, where: str) -> None:
@@ -603,7 +625,15 @@ def _first_line(exc: BaseException) -> str:
 
 def _failed(target: Target, now: float, t0: float, error: str) -> NodePoll:
     return NodePoll(node=target.name, url=target.url, group=target.group, ts=now, ok=False,
-                    error=" ".join(error.split())[:500], duration_ms=(time.monotonic() - t0) * 1000)
+                    error=printable(" ".join(error.split()), 500), duration_ms=(time.monotonic() - t0) * 1000)
+
+
+def _unexpected(target: Target, now: float, t0: float, exc: Exception, where: str) -> NodePoll:
+    """The failed poll of a node whose answer raised what no check expected (a parser's bug, a value no
+    check foresaw): its one-line reason; the traceback only in the debug log."""
+    log.debug("node %s: unexpected error", printable(target.name, 100), exc_info=exc)
+    return _failed(target, now, t0, f"{where}: the answer could not be read "
+                                    f"({exc.__class__.__name__}: {_first_line(exc)})")
 
 
 # ---------------------------------------------------------------------------
@@ -633,7 +663,10 @@ async def poll_all(targets: list[Target], *, concurrency: int = 64, timeout_s: f
                                      auto_decompress=False) as session:
         async def one(t: Target) -> NodePoll:
             async with sem:
-                return await poll_node(session, t, ssl_ctx=ssl_ctx, timeout_s=timeout_s,
-                                       record_budget=share, backlog=backlog, stats=stats)
+                try:
+                    return await poll_node(session, t, ssl_ctx=ssl_ctx, timeout_s=timeout_s,
+                                           record_budget=share, backlog=backlog, stats=stats)
+                except Exception as exc:  # poll_node keeps its own; nothing of one node may stop the gather
+                    return _unexpected(t, time.time(), time.monotonic(), exc, "poll")
 
         return list(await asyncio.gather(*(one(t) for t in targets)))

@@ -34,6 +34,12 @@ Tests poll a gzip bomb and assert the process grew by less than this."""
 MAX_GPUS_PER_NODE = 64
 """GPUs in one /v1/node or /v1/latest answer (the largest real nodes hold 16)."""
 
+MAX_DCGM_SERIES = 32_768
+"""Sample lines read from one dcgm-exporter scrape (64 GPUs × 8 MIG entities × 64 metrics; a real
+8-GPU scrape has ≈ 300, with MIG and profiling metrics a few thousand). The reader stops at the
+first line past it, and at the first GPU past :data:`MAX_GPUS_PER_NODE`: a 100,000-GPU scrape
+costs 65 GPUs' worth of reading. Lines of any kind are bounded at 4× this before any parsing."""
+
 MAX_UUIDS_PER_POLL = 2 * MAX_GPUS_PER_NODE
 """Distinct GPU UUIDs among one poll's minutes and events (a backlog may span a
 card swap, so twice the per-node figure)."""

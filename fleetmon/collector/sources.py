@@ -37,7 +37,7 @@ import os
 import signal
 from dataclasses import replace
 
-from fleetmon.collector.limits import MAX_BODY_BYTES
+from fleetmon.collector.limits import MAX_BODY_BYTES, MAX_DCGM_SERIES, MAX_GPUS_PER_NODE
 from fleetmon.records import NodePoll
 from fleetmon.sources import SourceError, SourceKind, SourceSpec
 from fleetmon.sources.capture import Capture, capture_poll
@@ -152,13 +152,17 @@ def _kill(proc: asyncio.subprocess.Process) -> None:
 def parse_body(kind: SourceKind, body: bytes) -> Capture:
     """The capture in one source's answer.
 
+    A dcgm-exporter scrape is read within the per-node limits (:data:`MAX_GPUS_PER_NODE`
+    GPUs, :data:`MAX_DCGM_SERIES` series): the reading stops at the first line past one.
+    CPU-bound: :func:`fleetmon.collector.client.poll_node` runs it off the event loop.
+
     Raises:
-        SourceError: not a document of the kind (the parsers' messages).
+        SourceError: not a document of the kind, or past a limit (the parsers' messages).
     """
     if kind is SourceKind.DCGM:
         from fleetmon.sources.dcgm import parse_dcgm
 
-        return parse_dcgm(body.decode("utf-8", "replace"))
+        return parse_dcgm(body, max_gpus=MAX_GPUS_PER_NODE, max_series=MAX_DCGM_SERIES)
     if kind is SourceKind.SSH:
         from fleetmon.sources.smi_xml import parse_smi_xml
 
