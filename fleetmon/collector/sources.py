@@ -21,9 +21,11 @@ each source, so the client stays one place for HTTP, limits and checks:
   (``[fleet] ssh_config``, passed as ``-F``). ``--`` ends ssh's options, so even a
   host that got past :func:`~fleetmon.sources.source_of`'s checks could not be
   read as one. The whole command runs within ``DEADLINE_FACTOR × timeout_s``;
-  past it the process is killed. Standard output is capped at
-  :data:`MAX_SSH_OUTPUT`; a failure's reason is the first line of standard
-  error (ssh's, or the remote command's).
+  past it ssh's process group is killed (so is what is left of it when ssh
+  exits), and no wait is without a deadline. Both pipes are read as they come:
+  standard output up to :data:`MAX_SSH_OUTPUT`, standard error's first
+  :data:`MAX_STDERR` bytes kept and the rest dropped. A failure's reason is the
+  first line of standard error (ssh's, or the remote command's), made printable.
 
 Both give one instantaneous reading per poll and keep no buffer: no backfill,
 no cursors; the node's status says so (:func:`fleetmon.sources.node_source`).
