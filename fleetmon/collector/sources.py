@@ -187,13 +187,16 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
         if out.overflow.done():
             raise FetchFailed(f"ssh: nvidia-smi's output is larger than {MAX_SSH_OUTPUT:,} bytes")
     finally:
-        if not out.exited.done():
-            _kill(pid)
-        transport.close()  # closes the pipes on this side (and kills ssh itself, were it still there)
-        if not out.exited.done():
-            # Bounded: SIGKILL ends it at once unless the kernel holds it (a hung mount); then the
-            # child watcher reaps it later, and the poll does not wait for that.
-            await asyncio.wait([out.exited], timeout=KILL_WAIT_S)
+        try:
+            if not out.exited.done():
+                _kill(pid)
+                # Bounded: SIGKILL ends it at once unless the kernel holds it (a hung mount); then the
+                # child watcher reaps it later, and the poll does not wait for that. Waited for before
+                # close(): close() polls a running child itself and could reap it under the child
+                # watcher's nose ("Unknown child process pid …" in the log).
+                await asyncio.wait([out.exited], timeout=KILL_WAIT_S)
+        finally:
+            transport.close()  # closes the pipes on this side (and kills ssh itself, were it still there)
     rc = transport.get_returncode()
     err, data = bytes(out.err), bytes(out.out)
     if rc != 0:
