@@ -109,7 +109,8 @@ def _truncate(rng: random.Random, doc: bytes) -> tuple[str, bytes]:
 
 def _prolog_end(doc: bytes) -> int:
     """Where the XML declaration ends (0 when there is none)."""
-    return doc.index(b"?>") + 2 if doc.startswith(b"<?xml") else 0
+    end = doc.find(b"?>") if doc.startswith(b"<?xml") else -1
+    return end + 2 if end >= 0 else 0
 
 
 def _encoding(rng: random.Random, doc: bytes) -> tuple[str, bytes]:
@@ -125,7 +126,7 @@ def _encoding(rng: random.Random, doc: bytes) -> tuple[str, bytes]:
 
 
 def _huge_attribute(rng: random.Random, doc: bytes) -> tuple[str, bytes]:
-    size = rng.choice([1_000, 1_000, 1_000, 100_000, 100_000, 1_000_000]) if rng.random() < 0.95 else 4_000_000
+    size = rng.choice([1_000, 1_000, 10_000, 100_000]) if rng.random() < 0.97 else rng.choice([1_000_000, 4_000_000])
     spots = [m.start() for m in re.finditer(rb"<[A-Za-z]", doc)]
     if not spots:
         return "attribute-none", doc
@@ -140,8 +141,8 @@ def _huge_attribute(rng: random.Random, doc: bytes) -> tuple[str, bytes]:
 def _entities(rng: random.Random, doc: bytes) -> tuple[str, bytes]:
     k = _prolog_end(doc)
     rest = doc[k:]
-    if rest.lstrip().startswith(b"<!DOCTYPE"):
-        rest = rest[rest.index(b">", rest.index(b"<!DOCTYPE")) + 1:]
+    if rest.lstrip().startswith(b"<!DOCTYPE"):  # the document's own (none of the real ones has one)
+        rest = rest[rest.find(b">", rest.find(b"<!DOCTYPE")) + 1:]
     trick = rng.choice(ENTITY_TRICKS)
     ref = rng.choice(REFERENCES)
     spot = rest.find(b"</product_name>")
@@ -151,7 +152,7 @@ def _entities(rng: random.Random, doc: bytes) -> tuple[str, bytes]:
 
 
 def _deep(rng: random.Random, doc: bytes) -> tuple[str, bytes]:
-    depth = rng.choice([100, 1_000, 1_000, 5_000]) if rng.random() < 0.97 else rng.choice([50_000, 200_000])
+    depth = rng.choice([100, 1_000, 1_000, 3_000]) if rng.random() < 0.98 else rng.choice([50_000, 200_000])
     spot = doc.find(b"</gpu>")
     if spot < 0:
         spot = len(doc) // 2
@@ -187,13 +188,17 @@ def _gpus(rng: random.Random, doc: bytes) -> tuple[str, bytes]:
     if start < 0 or end < 0:
         return "gpus-none", doc
     block = doc[start:doc.find(b"</gpu>", start) + len(b"</gpu>")]
-    how = rng.choice(["duplicate", "many", "drop", "unclosed", "renamed-root", "no-root"])
+    # "many" parses every GPU before the count is refused (≈ 2 ms a GPU): drawn less often.
+    how = rng.choices(["duplicate", "many", "drop", "unclosed", "renamed-root", "no-root"], [3, 1, 3, 2, 2, 2])[0]
     if how == "duplicate":
         return how, doc[:start] + block * 2 + doc[start:]
     if how == "many":
-        n = 70 if rng.random() < 0.8 else 300
-        small = block[:200] + b"</gpu>" if rng.random() < 0.5 else block
-        return f"many{n}", doc[:start] + small * n + doc[start:]
+        if rng.random() < 0.9:  # many small GPUs, each its own UUID: the count limit
+            n = 65 if rng.random() < 0.8 else rng.choice([300, 3000])
+            small = b"".join(b'<gpu id="00000000:%02X:00.0"><product_name>X</product_name><uuid>GPU-%08d</uuid>'
+                             b'</gpu>' % (i % 256, i) for i in range(n))
+            return f"many{n}", doc[:start] + small + doc[start:]
+        return "many-real65", doc[:start] + block * 65 + doc[start:]
     if how == "drop":
         return how, doc[:start] + doc[end + len(b"</gpu>"):]
     if how == "unclosed":
@@ -279,6 +284,8 @@ def _bad_reason(reason: str) -> str | None:
     return None
 
 
+# A document declaring encoding="unicode_escape" makes Python's codec warn about its backslashes.
+@pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
 def test_mutated_documents_through_the_ssh_sources_parse_and_checks(shared_fixtures: Path) -> None:
     docs = _documents(shared_fixtures)
     rng = random.Random(SEED)
@@ -287,7 +294,7 @@ def test_mutated_documents_through_the_ssh_sources_parse_and_checks(shared_fixtu
     reasons: Counter[str] = Counter()
     escaped: list[str] = []
     bad: list[str] = []
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), time.process_time()
     while tried < IN_PROCESS and time.monotonic() - t0 < IN_PROCESS_S:
         label, body = mutate(rng, docs)
         tried += 1
@@ -305,7 +312,7 @@ def test_mutated_documents_through_the_ssh_sources_parse_and_checks(shared_fixtu
         if why:
             bad.append(f"{label}: {why}: {outcome[:200]!r}")
     took = time.monotonic() - t0
-    print(f"seed {SEED}: {tried} mutations in {took:.1f} s, {polls} polls, {tried - polls - len(escaped)} "
+    print(f"seed {SEED}: {tried} mutations in {took:.1f} s ({time.process_time() - cpu0:.1f} s CPU), {polls} polls, {tried - polls - len(escaped)} "
           f"node errors, {len(escaped)} escaped; reasons {dict(reasons.most_common(8))}")
     kinds = Counter(e.split(": ")[1] for e in escaped)
     assert not escaped, (f"{len(escaped)} of {tried} escaped the node's poll ({dict(kinds)}):\n"
@@ -350,6 +357,7 @@ def _left(root: Path) -> list[int]:
     return out
 
 
+@pytest.mark.filterwarnings("ignore:invalid escape sequence:DeprecationWarning")
 def test_mutated_documents_over_ssh_beside_a_healthy_agent(shared_fixtures: Path, tmp_path: Path,
                                                            fake_ssh: Path) -> None:
     from fleetmon.collector.poller import Collector

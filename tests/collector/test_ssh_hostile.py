@@ -35,10 +35,15 @@ A100 = "telegraf_a100-sxm4-v12.xml"
 
 # What the fake ssh does, by host name. It records its pid (= its process group: the collector starts
 # ssh in a session of its own) in pids/HOST, and the pids of children it leaves behind in kids/HOST.
+# later-HOST serves the document on its first run and is HOST from then on.
 FAKE_SSH = r"""#!/bin/sh
 while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do shift; done
 host="$2"
 dir='@DIR@'
+case "$host" in  # later-X: the document on the first poll, X from the second on
+  later-*) if [ ! -e "$dir/served-$host" ]; then : > "$dir/served-$host"; exec cat "$dir/doc.xml"; fi
+           host="${host#later-}" ;;
+esac
 echo $$ > "$dir/pids/$host"
 flood() { head -c "$1" /dev/zero | tr '\0' "$2"; }
 case "$host" in
@@ -304,13 +309,14 @@ def test_the_collector_answers_sigterm_while_an_ssh_poll_hangs(tmp_path: Path, f
                                                                 healthy_node: str, host: str) -> None:
     # Before: stop() waited for the running cycle (shutdown(wait=True)): at best the whole 30 s deadline
     # of the hostile poll, and for ever where the poll hung on its pipes.
-    fleet = _fleet(tmp_path, healthy_node, host, timeout_s=10)
+    fleet = _fleet(tmp_path, healthy_node, f"later-{host}", timeout_s=10)
     db = tmp_path / "fleet.db"
     proc = subprocess.Popen([sys.executable, "-m", "fleetmon", "collect", "--fleet", str(fleet), "--db", str(db),
                              "--interval", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=dict(os.environ, PYTHONPATH=str(REPO), PATH=fake_ssh.path), cwd=REPO)
     try:
-        pgid = fake_ssh.pid(host, wait_s=30)
+        pgid = fake_ssh.pid(host, wait_s=30)  # the second cycle: the first stored both nodes
+        assert _stored(db) == {"healthy": ("ok", None), "hostile": ("ok", None)}
         time.sleep(1.0)  # the hostile poll is well under way (its deadline is 30 s away)
         assert _group(pgid), "the hostile ssh should still be running"
         t0 = time.monotonic()
