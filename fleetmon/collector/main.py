@@ -32,7 +32,7 @@ def run_collect(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from fleetmon.collector.lock import WriterLock
-    from fleetmon.collector.poller import Collector
+    from fleetmon.collector.poller import Collector, CycleStopped
     from fleetmon.fleet import load_fleet
     from storage.db import open_database
 
@@ -42,8 +42,7 @@ def run_collect(args: argparse.Namespace) -> int:
     # Handlers go in before the lock is taken: a SIGTERM at any moment after that is a clean stop.
     stop = threading.Event()
 
-    if not args.once:
-        stop_on_signals(stop)
+    stop_on_signals(stop)
     lock = WriterLock(args.db)
     if not lock.acquire():
         raise KnownError(f"another collector writes {args.db} ({lock.holder()}); stop it first")
@@ -51,7 +50,13 @@ def run_collect(args: argparse.Namespace) -> int:
         db = open_database(args.db)
         collector = Collector(fleet, db, interval_s=args.interval)
         if args.once:
-            polls = collector.collect_once()
+            # A signal cancels the cycle's polls (ssh process groups killed) instead of leaving them behind.
+            threading.Thread(target=_stop_once, args=(stop, collector), name="collect-once-stop", daemon=True).start()
+            try:
+                polls = collector.collect_once()
+            except CycleStopped:
+                print("fleetmon collect: stopped by a signal; this cycle was not stored", file=sys.stderr)
+                return 1
             # Exit 0 when the cycle was stored, even if some nodes failed (unreachable, or their
             # answer refused by the client's checks or the store): those are recorded per node
             # (nodes.last_error, poll_log) and named below; 1 only when storing failed altogether.
@@ -83,6 +88,18 @@ def run_collect(args: argparse.Namespace) -> int:
         return 0
     finally:
         lock.release()
+
+
+def _stop_once(stop: threading.Event, collector: Collector) -> None:
+    """``--once``: on SIGTERM/SIGINT cancel the running cycle; a cycle that does not end within
+    ``STOP_WAIT_S`` (a store or a health pass) is not waited for: the process ends."""
+    from fleetmon.collector.poller import STOP_WAIT_S
+
+    stop.wait()
+    collector.stop(wait_s=0)
+    time.sleep(STOP_WAIT_S)
+    print("fleetmon collect: the cycle did not stop in time; exiting without it", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 CONTROL_COMMANDS = ("poll", "pause", "resume", "stop")

@@ -457,7 +457,8 @@ class Collector:
                 rounds += 1
         finally:
             self._defer_health = False
-        self.maintain(force_health=True)
+        if not self._stopping.is_set():  # a stop during the catch-up: no health pass on the way out
+            self.maintain(force_health=True)
         return polls
 
     # -- the schedule -----------------------------------------------------------

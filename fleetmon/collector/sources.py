@@ -34,6 +34,7 @@ no cursors; the node's status says so (:func:`fleetmon.sources.node_source`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import signal
@@ -157,10 +158,22 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
     """
     argv = ssh_argv(spec, timeout_s, config)
     loop = asyncio.get_running_loop()
+    start = asyncio.ensure_future(loop.subprocess_exec(
+        lambda: _Output(loop, MAX_SSH_OUTPUT, MAX_STDERR), *argv, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True))
     try:
-        transport, out = await loop.subprocess_exec(
-            lambda: _Output(loop, MAX_SSH_OUTPUT, MAX_STDERR), *argv, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        transport, out = await asyncio.shield(start)
+    except asyncio.CancelledError:
+        # The poll was cancelled while ssh started. asyncio's own clean-up of a cancelled start kills ssh
+        # alone, not what it started already: let the start finish (a loop turn or two), stop its group.
+        with contextlib.suppress(Exception):
+            transport, out = await start
+            _kill(transport.get_pid())
+            try:
+                await asyncio.wait([out.exited], timeout=KILL_WAIT_S)
+            finally:
+                transport.close()
+        raise
     except FileNotFoundError:
         raise FetchFailed("ssh: the OpenSSH client (ssh) is not installed on this workstation") from None
     except OSError as exc:

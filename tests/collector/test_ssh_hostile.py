@@ -407,3 +407,30 @@ def test_stop_waits_a_bounded_time_for_a_cycle_that_does_not_end(tmp_path: Path)
         assert time.monotonic() - t0 < 4
     finally:
         release.set()
+
+
+def test_collect_once_answers_sigterm_while_an_ssh_poll_hangs(tmp_path: Path, fake_ssh: FakeSsh,
+                                                               healthy_node: str) -> None:
+    # Before: SIGTERM killed --once at once and left the hanging ssh's process group (a session of its own)
+    # running.
+    fleet = _fleet(tmp_path, healthy_node, "stderr-flood-hang", timeout_s=10)
+    db = tmp_path / "fleet.db"
+    proc = subprocess.Popen([sys.executable, "-m", "fleetmon", "collect", "--fleet", str(fleet), "--db", str(db),
+                             "--once"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=str(REPO), PATH=fake_ssh.path), cwd=REPO)
+    try:
+        pgid = fake_ssh.pid("stderr-flood-hang", wait_s=30)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        try:
+            rc = proc.wait(8)
+        except subprocess.TimeoutExpired:
+            pytest.fail("collect --once did not stop within 8 s of SIGTERM")
+        out, err = proc.communicate()
+        assert rc == 1 and "Traceback" not in err, err
+        assert err.strip().splitlines()[-1] == "fleetmon collect: stopped by a signal; this cycle was not stored", err
+        assert _gone(pgid) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
