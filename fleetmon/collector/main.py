@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import threading
 import time
@@ -31,7 +32,7 @@ def run_collect(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from fleetmon.collector.lock import WriterLock
-    from fleetmon.collector.poller import Collector
+    from fleetmon.collector.poller import Collector, CycleStopped
     from fleetmon.fleet import load_fleet
     from storage.db import open_database
 
@@ -41,8 +42,7 @@ def run_collect(args: argparse.Namespace) -> int:
     # Handlers go in before the lock is taken: a SIGTERM at any moment after that is a clean stop.
     stop = threading.Event()
 
-    if not args.once:
-        stop_on_signals(stop)
+    stop_on_signals(stop)
     lock = WriterLock(args.db)
     if not lock.acquire():
         raise KnownError(f"another collector writes {args.db} ({lock.holder()}); stop it first")
@@ -50,7 +50,13 @@ def run_collect(args: argparse.Namespace) -> int:
         db = open_database(args.db)
         collector = Collector(fleet, db, interval_s=args.interval)
         if args.once:
-            polls = collector.collect_once()
+            # A signal cancels the cycle's polls (ssh process groups killed) instead of leaving them behind.
+            threading.Thread(target=_stop_once, args=(stop, collector), name="collect-once-stop", daemon=True).start()
+            try:
+                polls = collector.collect_once()
+            except CycleStopped:
+                print("fleetmon collect: stopped by a signal; this cycle was not stored", file=sys.stderr)
+                return 1
             # Exit 0 when the cycle was stored, even if some nodes failed (unreachable, or their
             # answer refused by the client's checks or the store): those are recorded per node
             # (nodes.last_error, poll_log) and named below; 1 only when storing failed altogether.
@@ -68,11 +74,32 @@ def run_collect(args: argparse.Namespace) -> int:
         print(f"fleetmon collect: polling {len(fleet.nodes)} nodes every {collector.interval_s:g} s into {args.db}",
               file=sys.stderr, flush=True)
         stop.wait()
-        collector.stop()
+        if not collector.stop():
+            # A cycle past its polls did not end within the stop's bound (a store or a health pass
+            # that does not return): leave without it. Its thread would hold the interpreter's exit,
+            # so the process ends here; the database keeps what was committed, the agents the rest.
+            print("fleetmon collect: a poll cycle did not stop in time; exiting without it", file=sys.stderr,
+                  flush=True)
+            lock.release()
+            logging.shutdown()
+            sys.stdout.flush()
+            os._exit(0)
         db.close()
         return 0
     finally:
         lock.release()
+
+
+def _stop_once(stop: threading.Event, collector: Collector) -> None:
+    """``--once``: on SIGTERM/SIGINT cancel the running cycle; a cycle that does not end within
+    ``STOP_WAIT_S`` (a store or a health pass) is not waited for: the process ends."""
+    from fleetmon.collector.poller import STOP_WAIT_S
+
+    stop.wait()
+    collector.stop(wait_s=0)
+    time.sleep(STOP_WAIT_S)
+    print("fleetmon collect: the cycle did not stop in time; exiting without it", file=sys.stderr, flush=True)
+    os._exit(1)
 
 
 CONTROL_COMMANDS = ("poll", "pause", "resume", "stop")

@@ -95,6 +95,12 @@ THAW_EVERY_S = 3600.0
 """How often the frozen heap is thawed and collected."""
 HEALTH_BACKOFF = 10.0
 """The next evaluation waits at least this many times the last one's duration."""
+STOP_WAIT_S = 5.0
+"""Longest time :meth:`Collector.stop` waits for a running cycle to end after telling it to stop."""
+
+
+class CycleStopped(Exception):
+    """The collector was stopped while a cycle polled: its polls were cancelled and nothing of it was stored."""
 
 
 @dataclass(slots=True)
@@ -164,6 +170,10 @@ class Collector:
         self._ssl: Any = None  # the https agents' ssl argument, loaded once per cycle
         self._lock = threading.Lock()
         self._stopping = threading.Event()
+        self._cycle: tuple[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = None
+        """The running cycle's event loop and polling task, for :meth:`stop` to cancel."""
+        self._job_idle = threading.Event()
+        self._job_idle.set()
         self.cycles = 0
         self.overruns = 0
         self.last_cycle_s: float | None = None
@@ -267,9 +277,7 @@ class Collector:
             targets = self.targets(force=force, only=only)
             backlog: set[str] = set()
             stats: dict[str, int] = {}
-            polls = asyncio.run(poll_all(targets, concurrency=self.concurrency, timeout_s=self.timeout_s,
-                                         ssl_ctx=self._ssl, record_budget=self.record_budget,
-                                         backlog=backlog, stats=stats))
+            polls = self._poll(targets, backlog, stats)
             t_poll = self.last_poll_s = time.monotonic() - t0
             self.last_requests = stats.get("requests", 0)
             refused: dict[str, str] = {}
@@ -303,6 +311,31 @@ class Collector:
             except Exception:
                 log.exception("cycle listener failed")
         return polls
+
+    def _poll(self, targets: list[Target], backlog: set[str], stats: dict[str, int]) -> list[NodePoll]:
+        """The cycle's polls, on an event loop of this call; :meth:`stop` cancels them.
+
+        Raises:
+            CycleStopped: the collector is stopping (the polls were cancelled: an ssh command is
+                killed with its process group, an HTTP request dropped; the agents keep their records).
+        """
+        async def cycle() -> list[NodePoll]:
+            task = asyncio.current_task()
+            assert task is not None
+            self._cycle = (asyncio.get_running_loop(), task)
+            try:
+                if self._stopping.is_set():  # stop() came before the cycle could be cancelled
+                    raise asyncio.CancelledError
+                return await poll_all(targets, concurrency=self.concurrency, timeout_s=self.timeout_s,
+                                      ssl_ctx=self._ssl, record_budget=self.record_budget, backlog=backlog,
+                                      stats=stats)
+            finally:
+                self._cycle = None
+
+        try:
+            return asyncio.run(cycle())
+        except asyncio.CancelledError:
+            raise CycleStopped("the collector is stopping: this cycle's polls were cancelled, none stored") from None
 
     def _remember(self, targets: list[Target], polls: list[NodePoll], backlog: set[str],
                   only: set[str] | None) -> None:
@@ -426,12 +459,21 @@ class Collector:
                 rounds += 1
         finally:
             self._defer_health = False
-        self.maintain(force_health=True)
+        if not self._stopping.is_set():  # a stop during the catch-up: no health pass on the way out
+            self.maintain(force_health=True)
         return polls
 
     # -- the schedule -----------------------------------------------------------
 
     def _job(self) -> None:
+        self._job_idle.clear()
+        try:
+            if not self._stopping.is_set():  # a run the scheduler handed over as stop() came
+                self._run_job()
+        finally:
+            self._job_idle.set()
+
+    def _run_job(self) -> None:
         started = time.monotonic()
         first = self.cycles == 0
         self._defer_health = first  # the first run judges health once, after catching up
@@ -441,6 +483,8 @@ class Collector:
             while (self.backlog and not self._stopping.is_set()
                    and time.monotonic() - started < 0.8 * self.interval_s):
                 self.run_cycle(only=set(self.backlog))
+        except CycleStopped as exc:
+            log.info("%s", exc)
         except Exception:
             log.exception("poll cycle failed")
         finally:
@@ -476,9 +520,33 @@ class Collector:
         if self._scheduler is not None:
             self._scheduler.resume()
 
-    def stop(self) -> None:
-        """Stop the schedule and wait for a running cycle to finish (bounded by the timeouts)."""
+    def stop(self, wait_s: float = STOP_WAIT_S) -> bool:
+        """Stop the schedule; a running cycle is told to stop and waited for at most ``wait_s``.
+
+        The cycle's polls are cancelled (an ssh command is killed with its process
+        group) and nothing of that cycle is stored: the agents keep their records,
+        the next run fetches them. A cycle past its polls (storing, the health pass)
+        finishes them. Until :meth:`start`, a cycle run by hand ends in
+        :class:`CycleStopped`.
+
+        Returns:
+            True when no cycle runs any more; False when one is still running after
+            ``wait_s`` (its thread is left to it: ``fleetmon collect`` then exits
+            without waiting for it).
+        """
         self._stopping.set()
+        cycle = self._cycle
+        if cycle is not None:
+            loop, task = cycle
+            try:
+                loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # that cycle's loop closed meanwhile: it is over
+                pass
         if self._scheduler is not None:
-            self._scheduler.shutdown(wait=True)
+            # Not shutdown(wait=True): that waits for the running job however long it takes.
+            self._scheduler.shutdown(wait=False)
             self._scheduler = None
+        if self._job_idle.wait(wait_s):
+            return True
+        log.warning("a poll cycle was still running %g s after the stop; not waiting for it", wait_s)
+        return False

@@ -21,9 +21,11 @@ each source, so the client stays one place for HTTP, limits and checks:
   (``[fleet] ssh_config``, passed as ``-F``). ``--`` ends ssh's options, so even a
   host that got past :func:`~fleetmon.sources.source_of`'s checks could not be
   read as one. The whole command runs within ``DEADLINE_FACTOR × timeout_s``;
-  past it the process is killed. Standard output is capped at
-  :data:`MAX_SSH_OUTPUT`; a failure's reason is the first line of standard
-  error (ssh's, or the remote command's).
+  past it ssh's process group is killed (so is what is left of it when ssh
+  exits), and no wait is without a deadline. Both pipes are read as they come:
+  standard output up to :data:`MAX_SSH_OUTPUT`, standard error's first
+  :data:`MAX_STDERR` bytes kept and the rest dropped. A failure's reason is the
+  first line of standard error (ssh's, or the remote command's), made printable.
 
 Both give one instantaneous reading per poll and keep no buffer: no backfill,
 no cursors; the node's status says so (:func:`fleetmon.sources.node_source`).
@@ -32,21 +34,25 @@ no cursors; the node's status says so (:func:`fleetmon.sources.node_source`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import signal
+import subprocess
 from dataclasses import replace
 
 from fleetmon.collector.limits import MAX_BODY_BYTES, MAX_DCGM_SERIES, MAX_GPUS_PER_NODE
 from fleetmon.records import NodePoll
 from fleetmon.sources import SourceError, SourceKind, SourceSpec
 from fleetmon.sources.capture import Capture, capture_poll
+from fleetmon.text import printable
 
 __all__ = ["FetchFailed", "MAX_SSH_OUTPUT", "REMOTE_COMMAND", "parse_body", "run_ssh", "source_poll", "ssh_argv"]
 
 MAX_SSH_OUTPUT = MAX_BODY_BYTES
 """Largest ``nvidia-smi -q -x`` output read (an 8-GPU document is ≈ 100 KB)."""
 MAX_STDERR = 64 * 1024
+"""Standard error kept for the reason (its first line); the rest is read and dropped."""
 REMOTE_COMMAND = ("nvidia-smi", "-q", "-x")
 """What runs on the node: constant, never built from the fleet file."""
 SSH_PROGRAM = "ssh"
@@ -72,81 +78,156 @@ def ssh_argv(spec: SourceSpec, timeout_s: float, config: str | None = None) -> l
     return argv + ["--", spec.host, *REMOTE_COMMAND]
 
 
-async def _read_capped(stream: asyncio.StreamReader | None, cap: int) -> tuple[bytes, bool]:
-    """(what the stream gave up to ``cap`` bytes, whether it had more)."""
-    if stream is None:
-        return b"", False
-    chunks: list[bytes] = []
-    size = 0
-    while chunk := await stream.read(64 * 1024):
-        size += len(chunk)
-        if size > cap:
-            return b"".join(chunks), True
-        chunks.append(chunk)
-    return b"".join(chunks), False
+class _Output(asyncio.SubprocessProtocol):
+    """What ssh writes, read as it comes: standard output up to a cap, standard error's first bytes.
+
+    A protocol rather than the StreamReaders of ``create_subprocess_exec``: those pause reading
+    when their buffer fills (a loop busy elsewhere, a stream nobody reads any more), and a paused
+    pipe never reports its end, so ``Process.wait()``, which waits for the pipes too, never returned
+    (issue 20). Here both pipes are always read; what is past a cap is dropped, so memory stays
+    bounded and the remote side never blocks on a full pipe.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, out_cap: int, err_cap: int) -> None:
+        self.out = bytearray()
+        self.err = bytearray()
+        self.out_cap = out_cap
+        self.err_cap = err_cap
+        self.exited: asyncio.Future[None] = loop.create_future()
+        """Set when the process ended (reaped): its status is the transport's return code."""
+        self.overflow: asyncio.Future[None] = loop.create_future()
+        """Set when standard output passed ``out_cap``."""
+        self.closed: asyncio.Future[None] = loop.create_future()
+        """Set when both pipes reached their end (every process holding them is gone)."""
+        self._open = {1, 2}
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            if self.overflow.done():
+                return
+            if len(self.out) + len(data) > self.out_cap:
+                self.overflow.set_result(None)
+                return
+            self.out += data
+        elif len(self.err) < self.err_cap:  # the rest of standard error is read and dropped
+            self.err += data[: self.err_cap - len(self.err)]
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        self._open.discard(fd)
+        if not self._open and not self.closed.done():
+            self.closed.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+PIPE_GRACE_S = 1.0
+"""After ssh exited (and what was left of its process group was killed): how long its pipes may take to end."""
+KILL_WAIT_S = 2.0
+"""After the kill: how long to wait for the process to be reaped before the poll gives up on it."""
 
 
 def _first_line(data: bytes) -> str:
     """The first line with words in it (ssh frames its changed-host-key warning in ``@`` lines); when the
-    output ends in ssh's verdict ("Host key verification failed."), that is added."""
+    output ends in ssh's verdict ("Host key verification failed."), that is added. Control characters
+    (a remote banner's ESC sequences, NUL) are written as visible escapes: the line is stored, logged and
+    printed."""
     lines = [x for x in (" ".join(raw.strip("@ \t\r").split()) for raw in data.decode("utf-8", "replace").splitlines())
              if x]
     if not lines:
         return ""
-    first = lines[0][:300]
-    if len(lines) > 1 and "verification failed" in lines[-1] and lines[-1] not in first:
-        first += f" ({lines[-1][:100]})"
+    first = printable(lines[0], 300)
+    if len(lines) > 1 and "verification failed" in lines[-1] and lines[-1] not in lines[0]:
+        first += f" ({printable(lines[-1], 100)})"
     return first
 
 
 async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config: str | None = None) -> bytes:
     """Run ``nvidia-smi -q -x`` on the node through OpenSSH; its standard output.
 
+    Every wait has a deadline: the command gets ``deadline_s`` to exit; then its pipes get
+    :data:`PIPE_GRACE_S` to end. Whatever happens (a timeout, an oversize answer, a cancelled poll,
+    ssh's exit), ssh's process group is killed, so nothing it started outlives the poll, and the
+    pipes are closed on this side.
+
     Raises:
         FetchFailed: ssh missing, a timeout (the process is killed), an oversize
-            answer, or a non-zero exit (the reason: standard error's first line).
+            answer, output held open after ssh exited, or a non-zero exit (the
+            reason: standard error's first line).
     """
     argv = ssh_argv(spec, timeout_s, config)
+    loop = asyncio.get_running_loop()
+    start = asyncio.ensure_future(loop.subprocess_exec(
+        lambda: _Output(loop, MAX_SSH_OUTPUT, MAX_STDERR), *argv, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True))
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        transport, out = await asyncio.shield(start)
+    except asyncio.CancelledError:
+        # The poll was cancelled while ssh started. asyncio's own clean-up of a cancelled start kills ssh
+        # alone, not what it started already: let the start finish (a loop turn or two), stop its group.
+        with contextlib.suppress(Exception):
+            transport, out = await start
+            _kill(transport.get_pid())
+            try:
+                await asyncio.wait([out.exited], timeout=KILL_WAIT_S)
+            finally:
+                transport.close()
+        raise
     except FileNotFoundError:
         raise FetchFailed("ssh: the OpenSSH client (ssh) is not installed on this workstation") from None
     except OSError as exc:
         raise FetchFailed(f"ssh: cannot start it ({exc.strerror or exc})") from None
-    errors = asyncio.ensure_future(_read_capped(proc.stderr, MAX_STDERR))
+    pid = transport.get_pid()
     try:
-        async with asyncio.timeout(deadline_s):
-            out, too_big = await _read_capped(proc.stdout, MAX_SSH_OUTPUT)
-            if too_big:  # stop it now: it would block on a pipe nobody reads until the deadline
-                raise FetchFailed(f"ssh: nvidia-smi's output is larger than {MAX_SSH_OUTPUT:,} bytes")
-            err, _ = await errors
-            rc = await proc.wait()
-    except TimeoutError:
-        raise FetchFailed(f"ssh: no answer within {deadline_s:g} s (the ssh command was killed)") from None
+        try:
+            async with asyncio.timeout(deadline_s):
+                await asyncio.wait([out.exited, out.overflow], return_when=asyncio.FIRST_COMPLETED)
+                if out.overflow.done():  # stop it now, not at the deadline
+                    raise FetchFailed(f"ssh: nvidia-smi's output is larger than {MAX_SSH_OUTPUT:,} bytes")
+        except TimeoutError:
+            raise FetchFailed(f"ssh: no answer within {deadline_s:g} s (the ssh command was killed)") from None
+        # ssh exited: anything still running in its session (a background child, a ProxyCommand) goes,
+        # and with it the last writers of the pipes. One that left the session is out of reach: its
+        # pipes are closed on this side after a short grace, and the poll fails.
+        _kill(pid)
+        try:
+            async with asyncio.timeout(PIPE_GRACE_S):
+                await out.closed
+        except TimeoutError:
+            raise FetchFailed("ssh: exited, but a process it started kept its output open "
+                              f"(not read past {PIPE_GRACE_S:g} s)") from None
+        if out.overflow.done():
+            raise FetchFailed(f"ssh: nvidia-smi's output is larger than {MAX_SSH_OUTPUT:,} bytes")
     finally:
-        if proc.returncode is None:
-            _kill(proc)
-            await proc.wait()
-        if not errors.done():
-            errors.cancel()
+        try:
+            if not out.exited.done():
+                _kill(pid)
+                # Bounded: SIGKILL ends it at once unless the kernel holds it (a hung mount); then the
+                # child watcher reaps it later, and the poll does not wait for that. Waited for before
+                # close(): close() polls a running child itself and could reap it under the child
+                # watcher's nose ("Unknown child process pid …" in the log).
+                await asyncio.wait([out.exited], timeout=KILL_WAIT_S)
+        finally:
+            transport.close()  # closes the pipes on this side (and kills ssh itself, were it still there)
+    rc = transport.get_returncode()
+    err, data = bytes(out.err), bytes(out.out)
     if rc != 0:
-        reason = _first_line(err) or _first_line(out) or "no message"
+        reason = _first_line(err) or _first_line(data) or "no message"
         what = "ssh" if rc == 255 else f"nvidia-smi exited with status {rc}"
         raise FetchFailed(f"{what}: {reason}")
-    return out
+    return data
 
 
-def _kill(proc: asyncio.subprocess.Process) -> None:
-    """Kill ssh and anything it started (a ProxyCommand from the user's config): its own session."""
+def _kill(pid: int | None) -> None:
+    """Kill ssh and anything it started in its own session (a ProxyCommand, a background child): its
+    process group, which ``start_new_session`` made ``pid``'s."""
+    if pid is None:
+        return
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
+        os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
-        try:
-            proc.kill()
-        except ProcessLookupError:
-            pass
+        pass
 
 
 def parse_body(kind: SourceKind, body: bytes) -> Capture:
