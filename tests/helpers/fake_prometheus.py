@@ -91,6 +91,9 @@ def fake_prometheus(gpus: list[dict[str, str]], answer: Answer | None = None) ->
             path = urllib.parse.urlsplit(self.path).path
             params = self._params()
             state.requests.append((path, params))
+            if path.endswith("query_range") and not {"start", "end", "step"} <= set(params):
+                self.send_error(400, "incomplete request")  # a client that gave up mid-request
+                return
             normal = honest(path, params, state.gpus)
             body: Any = None
             if state.answer is not None:
