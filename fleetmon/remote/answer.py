@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from fleetmon.errors import KnownError
+from fleetmon.text import printable
 
 __all__ = ["Budget", "Drops", "MAX_ABS_VALUE", "MAX_LABEL_CHARS", "MAX_SERIES", "MAX_VALUES", "PrometheusError",
            "Series", "parse_answer"]
@@ -439,7 +440,7 @@ def parse_answer(raw: bytes | bytearray, *, where: str, kind: str, grid: Grid | 
     if end != len(raw):
         w.fail(f"text after the answer at byte {end}")
     if status[0] != "success":
-        detail = " ".join(error).replace("\n", " ")[:300] or f"status {status[0]!r}"
+        detail = printable(" ".join(error).replace("\n", " "), 300) or printable(f"status {status[0]!r}", 80)
         raise PrometheusError(f"{where}: query failed: {detail}")
     if result_type[0] != kind:
         raise PrometheusError(f"{where}: expected a {kind} answer")

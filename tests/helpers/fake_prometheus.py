@@ -116,7 +116,11 @@ def fake_prometheus(gpus: list[dict[str, str]], answer: Answer | None = None) ->
         do_GET = _serve
         do_POST = _serve
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        def handle_error(self, request: Any, client_address: Any) -> None:
+            pass  # a client that gave up (a deadline, a cancel) breaks the pipe: expected here
+
+    server = Server(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
     thread = threading.Thread(target=server.serve_forever, name="fake-prometheus", daemon=True)

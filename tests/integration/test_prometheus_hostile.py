@@ -253,3 +253,67 @@ def test_node_labels_no_fleet_file_accepts_do_not_fail_the_report(tmp_path):
     assert "node-a" in out.stdout and "unnamed-" in out.stdout
     assert "\x1b" not in out.stdout + out.stderr
     assert "no fleet file accepts as a node name" in out.stderr
+
+
+# -- item 5: the GUI's detail view ------------------------------------------------------------------------
+
+
+@pytest.mark.gui
+def test_gpu_detail_view_says_when_the_answer_is_malformed(qtbot, tmp_path):
+    from storage.rows import FleetRow
+    from ui.history_reader import set_prometheus
+    from ui.views.gpu_detail import GpuDetailView
+
+    db = tmp_path / "fleetmon.db"
+    open_database(db).close()
+    with fake_prometheus(fake_gpus("node-a", 1), _spoil("range", MALFORMED["deeply-nested"])) as prom:
+        set_prometheus(prom.url)
+        try:
+            view = GpuDetailView(str(db))
+        finally:
+            set_prometheus(None)
+        qtbot.addWidget(view)
+        try:
+            view.show_gpu(FleetRow(node="node-a", uuid="GPU-1", index=0, model="NVIDIA A100-SXM4-80GB"))
+            qtbot.waitUntil(lambda: view.status.text().startswith("cannot read the history:"), timeout=20000)
+            assert "malformed answer" in view.status.text() and "\n" not in view.status.text()
+        finally:
+            view.service.stop()
+
+
+GUI_SCRIPT = """
+import sys, time
+from PySide6.QtCore import QTimer
+from PySide6.QtWidgets import QApplication
+from storage.rows import FleetRow
+from ui.history_reader import set_prometheus
+from ui.views.gpu_detail import GpuDetailView
+
+app = QApplication([])
+set_prometheus(sys.argv[2])
+view = GpuDetailView(sys.argv[1])
+view.show()
+view.show_gpu(FleetRow(node="node-a", uuid="GPU-1", index=0, model="NVIDIA A100-SXM4-80GB"))
+QTimer.singleShot(1500, view.close)
+QTimer.singleShot(1600, app.quit)
+app.exec()
+t0 = time.monotonic()
+view.shutdown()
+print(f"shutdown {time.monotonic() - t0:.1f} s", flush=True)
+"""
+
+
+@pytest.mark.gui
+def test_gui_process_exits_after_its_window_closes_while_prometheus_drips(tmp_path):
+    """The detail view's read is in flight (a server dripping a byte every 0.5 s) when the window closes."""
+    db = tmp_path / "fleetmon.db"
+    open_database(db).close()
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    with fake_prometheus(fake_gpus("node-a", 1), lambda p, q, n: drip(0.5)) as prom:
+        t0 = time.monotonic()
+        done = subprocess.run([sys.executable, "-c", GUI_SCRIPT, str(db), prom.url], capture_output=True, text=True,
+                              timeout=60, cwd=REPO, env=env)
+        took = time.monotonic() - t0
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "shutdown" in done.stdout
+    assert took < 15, (took, done.stdout)
