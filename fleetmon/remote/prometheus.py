@@ -327,15 +327,6 @@ def _keys_for(fields: Iterable[str], step: int) -> list[_Key]:
     return out
 
 
-class _Columns:
-    """One GPU's kept values: key → {grid index: value} (the grid of one read)."""
-
-    __slots__ = ("cols",)
-
-    def __init__(self) -> None:
-        self.cols: dict[str, dict[int, float]] = {}
-
-
 def _run(client: PromClient, keys: Sequence[_Key], selector: str, grid: Grid,
          want: Callable[[dict[str, str]], bool] | None = None) -> dict[str, dict[str, dict[int, Any]]]:
     """uuid → key → {grid index: value} for every key (queries in parallel, a few at a time).
