@@ -283,11 +283,8 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
 
 
 def _hostlist(names: set[str]) -> str:
-    """A Slurm hostlist of ``names``; a plain list when a name cannot be in one (a space, a comma)."""
-    try:
-        return hostlist.compress(names)
-    except ValueError:
-        return ", ".join(sorted(names, key=hostlist.sort_key))
+    """A Slurm hostlist of ``names``; a name that cannot be in one (a space, a comma) is listed after it, quoted."""
+    return hostlist.compress_lenient(names)
 
 
 def _baseline(counts: Counter[str]) -> str | None:

@@ -11,16 +11,23 @@ The syntax follows Slurm's ``scontrol show hostnames`` / ``hostlist``:
 * Whitespace around items, commas, dashes and inside brackets is ignored.
 
 ``compress`` goes the other way and always produces an expression whose
-expansion is ``sorted(set(hosts), key=sort_key)``.
+expansion is ``sorted(set(hosts), key=sort_key)``. ``compress_lenient`` is its
+form for reports: a name no hostlist can hold (a space, a comma, a bracket, a
+control character: names from outside are checked where they enter, but a
+report never fails for one name) is listed after the expression, quoted.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections.abc import Iterable
 
-__all__ = ["MAX_HOSTS", "compress", "expand", "natural_key", "sort_key"]
+from fleetmon.text import printable
+
+__all__ = ["MAX_HOSTS", "compress", "compress_lenient", "expand", "natural_key", "sort_key", "split_writable",
+           "writable"]
 
 MAX_HOSTS = 100_000
 """Largest number of hosts one expression may expand to (a guard against typos
@@ -108,6 +115,38 @@ def compress(hosts: Iterable[str]) -> str:
             items.append((key, f"{prefix}[{','.join(_ranges(ordered))}]{suffix}"))
     items.sort(key=lambda pair: pair[0])
     return ",".join(text for _, text in items)
+
+
+def writable(host: str) -> bool:
+    """Whether ``compress`` can put ``host`` in a hostlist (non-empty; no brackets, commas, whitespace)."""
+    return bool(host) and _FORBIDDEN.search(host) is None
+
+
+def split_writable(hosts: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(names a hostlist can hold, the others sorted and without duplicates)."""
+    ok: list[str] = []
+    bad: set[str] = set()
+    for host in hosts:
+        if writable(host):
+            ok.append(host)
+        else:
+            bad.add(host)
+    return ok, sorted(bad)
+
+
+def quoted(host: str) -> str:
+    """A name outside a hostlist, as reports list it: quoted, control characters escaped, at most 80 characters."""
+    return json.dumps(printable(host, 80), ensure_ascii=False)
+
+
+def compress_lenient(hosts: Iterable[str], separator: str = ",") -> str:
+    """``compress`` of the names a hostlist can hold, then each other name :func:`quoted`; never raises.
+
+    ``compress_lenient(["gpu1", "gpu2", "dgx 07"])`` is ``gpu[1-2],"dgx 07"``.
+    """
+    ok, bad = split_writable(hosts)
+    text = compress(ok)
+    return separator.join(([text] if text else []) + [quoted(h) for h in bad])
 
 
 def natural_key(text: str) -> tuple[tuple[object, ...], ...]:

@@ -37,16 +37,19 @@ def prometheus_url() -> str | None:
     return _PROMETHEUS[0]
 
 
-def read_window(db: Any, uuid: str, since: float, until: float, prometheus: str | None = None) -> HistoryWindow:
-    """One GPU's history window: from ``prometheus`` when given, else from the store ``db``.
+def read_window(db: Any, uuid: str, since: float, until: float, prometheus: str | None = None,
+                client: Any = None) -> HistoryWindow:
+    """One GPU's history window: from ``prometheus`` when given (through ``client``, a
+    :class:`~fleetmon.remote.prometheus.PromClient`, when given), else from the store ``db``.
 
     Raises:
-        fleetmon.remote.prometheus.PrometheusError: Prometheus unreachable or the query refused.
+        fleetmon.remote.prometheus.PrometheusError: Prometheus unreachable, the query refused, the answer
+            garbled or too large, or no answer before the deadline (one line).
     """
-    if prometheus:
+    if prometheus or client is not None:
         from fleetmon.remote.prometheus import PromClient, detail_window as remote_window
 
-        return remote_window(PromClient(prometheus), uuid, since, until)
+        return remote_window(client if client is not None else PromClient(str(prometheus)), uuid, since, until)
     from storage.history_window import detail_window
 
     return detail_window(db, uuid, since, until)
@@ -92,6 +95,8 @@ class HistoryReader(QObject):
         self._db: Any = None
         self._lock = threading.Lock()
         self._latest: dict[str, int] = {}
+        self._client: Any = None  # the Prometheus read in flight, for cancel()
+        self._cancelled = False
 
     def mark(self, kind: str, generation: int) -> None:
         """Called from the GUI thread: requests of ``kind`` older than ``generation`` are stale."""
@@ -119,12 +124,30 @@ class HistoryReader(QObject):
         try:
             db = self._open()
             gpu = gpu_record(db, uuid)
-            window = read_window(db, uuid, since, until, self.prometheus)
+            client = None
+            if self.prometheus:
+                from fleetmon.remote.prometheus import PromClient
+
+                client = PromClient(self.prometheus)
+                with self._lock:
+                    if self._cancelled:
+                        return
+                    self._client = client
+            try:
+                window = read_window(db, uuid, since, until, self.prometheus, client=client)
+            finally:
+                with self._lock:
+                    self._client = None
             changes, places = gpu_changes(db, uuid)
             events = gpu_events(db, gpu, since, until) if gpu is not None else []
         except Exception as exc:  # shown by the view; the next request retries
             self._db = None
-            self.failed.emit(str(exc))
+            if not self._cancelled:
+                # One line whatever failed (a bug too): the view shows it in its status line.
+                text = str(exc).replace("\n", " ").strip() or type(exc).__name__
+                from fleetmon.errors import KnownError
+
+                self.failed.emit(text if isinstance(exc, KnownError) else f"{type(exc).__name__}: {text}")
             return
         self.detail_loaded.emit(DetailData(
             uuid=uuid, since=since, until=until, window=window, gpu=gpu, changes=tuple(changes),
@@ -145,6 +168,14 @@ class HistoryReader(QObject):
             return
         self.derating_loaded.emit(DeratingData(since=since, until=until, days=tuple(days), models=models,
                                                read_ms=(time.perf_counter() - t0) * 1000))
+
+    def cancel(self) -> None:
+        """Called from the GUI thread when the view goes away: end the Prometheus read in flight now."""
+        with self._lock:
+            self._cancelled = True
+            client = self._client
+        if client is not None:
+            client.cancel()
 
     @Slot()
     def close(self) -> None:
@@ -185,7 +216,9 @@ class HistoryService(QObject):
         self._derating.emit(self._next("derating"), float(since), float(until))
 
     def stop(self) -> None:
-        """Finish the reader's thread (call before the window goes away)."""
+        """Finish the reader's thread (call before the window goes away); a Prometheus read in flight is
+        cancelled, so this returns in about a second, not at the read's deadline."""
+        self.reader.cancel()
         if self._thread.isRunning():
             self._thread.quit()
             self._thread.wait(5000)

@@ -22,12 +22,19 @@ from fleetmon.fleet.locate import Locator
 from fleetmon.fleet.model import (DEFAULT_AGENT_PORT, DEFAULT_DCGM_PORT, FLEET_DEFAULTS, GROUP_KEYS, HISTORY_KEYS,
                                   NODE_KEYS, Fleet, Group, NodeSpec)
 
-__all__ = ["load_fleet", "parse_fleet"]
+__all__ = ["is_node_name", "load_fleet", "parse_fleet"]
 
 _ROOT_KEYS = ("fleet", "thresholds", "group", "node", "history")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_.\-]*[A-Za-z0-9])?$")
 _GROUP_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,62}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def is_node_name(name: object) -> bool:
+    """Whether ``name`` is a node name the fleet file accepts: host-like, letters, digits, '.', '-', '_'
+    (so it fits a Slurm hostlist, a file name and a terminal). Names from other ways in (Prometheus
+    labels, imported captures) are checked with this."""
+    return isinstance(name, str) and _HOSTNAME.match(name) is not None and "\n" not in name
 
 
 def load_fleet(path: str | os.PathLike[str]) -> Fleet:

@@ -58,14 +58,18 @@ def _plural(count: int, word: str, words: str | None = None) -> str:
 
 
 def _hosts(names: Sequence[str]) -> str:
-    """Host names as a readable hostlist: ``a, b, gpu[01-03,07]`` (a space after each top-level comma)."""
-    text = hostlist.compress(names)
+    """Host names as a readable hostlist: ``a, b, gpu[01-03,07]`` (a space after each top-level comma).
+
+    A name no hostlist can hold (it came from outside unchecked) is listed after it, quoted: a report
+    never fails for one name."""
+    ok, bad = hostlist.split_writable(names)
+    text = hostlist.compress(ok)
     out, depth = [], 0
     for ch in text:
         depth += ch == "["
         depth -= ch == "]"
         out.append(", " if ch == "," and depth == 0 else ch)
-    return "".join(out)
+    return ", ".join(([("".join(out))] if text else []) + [hostlist.quoted(h) for h in bad])
 
 
 def _worst_kinds(findings: Iterable[Finding], with_severity: bool = False) -> list[str]:

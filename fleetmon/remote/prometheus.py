@@ -24,30 +24,43 @@ agent's own minute records carry) is missing (None), never zero: the rules and
 plots treat it as "no data". A point is stamped with the start of its step,
 as a stored bucket is.
 
-Network reads are bounded (a timeout per request, a cap on the answer's size)
-and every failure is a :class:`PrometheusError` with one line that says which
-Prometheus and why.
+Reads are bounded: each request has a deadline (connect to last byte, not per
+read), a window's requests one together (:data:`WINDOW_TIMEOUT_S`), an answer
+is read up to 64 MiB and walked in place (:mod:`fleetmon.remote.answer`: at
+most :data:`MAX_SERIES` series, points only on the requested step grid inside
+the window, :data:`MAX_VALUES` points per window read). What an answer held
+that was not kept is counted and logged as a warning; every failure is a
+:class:`PrometheusError` with one line that says which Prometheus and why.
 """
 
 from __future__ import annotations
 
-import json
+import http.client
+import logging
 import math
+import re
+import socket
+import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fleetmon.errors import KnownError
 from fleetmon.fields import FIELDS
+from fleetmon.fleet.validate import is_node_name
+from fleetmon.remote.answer import (MAX_SERIES, MAX_VALUES, Budget, Drops, Grid, PrometheusError, Series, error_text,
+                                    parse_answer)
+from fleetmon.text import printable
 from storage.rows import GpuRow, HistoryWindow, NodeRow
 
 __all__ = [
     "GAUGE_STATS",
     "GpuSeries",
+    "MAX_SERIES",
+    "MAX_VALUES",
     "PromClient",
     "PrometheusError",
     "detail_window",
@@ -57,6 +70,8 @@ __all__ = [
     "metric_of",
     "step_for",
 ]
+
+log = logging.getLogger(__name__)
 
 HOUR_S = 3600
 DAY_S = 86400
@@ -73,9 +88,13 @@ IDENTITY_LABELS = ("UUID", "gpu", "modelName", "Hostname", "hostname", "instance
                    "fleetmon_node", "DCGM_FI_DRIVER_VERSION")
 """Labels a GPU's identity is read from (``Hostname`` until dcgm-exporter 3.3, ``hostname`` after)."""
 
+MAX_INDEX = 1023
+"""Largest GPU index taken from a ``gpu`` label (as the collector's ``limits.MAX_INDEX``)."""
 
-class PrometheusError(KnownError):
-    """Prometheus cannot be reached, or refused or garbled the query (one line)."""
+WINDOW_TIMEOUT_S = 60.0
+"""All the requests of one window read (the detail view's, a report's) end by then."""
+
+_INDEX = re.compile(r"[0-9]{1,4}")
 
 
 def step_for(span_s: float) -> tuple[str, int]:
@@ -102,11 +121,67 @@ def _quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
+class _Sockets:
+    """The sockets of one request, shut down when its deadline passes (a watchdog thread does it).
+
+    urllib's ``timeout`` bounds each read, not the request: a server that sends a byte every 5 s
+    kept one read going for minutes. Shutting the socket down ends any read blocked on it, at once.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._socks: list[socket.socket] = []
+        self.expired = False
+
+    def add(self, sock: socket.socket | None) -> None:
+        with self._lock:
+            if sock is not None:
+                self._socks.append(sock)
+            if self.expired:
+                self._shut()
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            self._shut()
+
+    def _shut(self) -> None:
+        for sock in self._socks:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+def _opener(watch: _Sockets) -> urllib.request.OpenerDirector:
+    """urllib (proxies from the environment, redirects) whose connections register with ``watch``."""
+
+    class Http(http.client.HTTPConnection):
+        def connect(self) -> None:
+            super().connect()
+            watch.add(self.sock)
+
+    class Https(http.client.HTTPSConnection):
+        def connect(self) -> None:
+            super().connect()
+            watch.add(self.sock)
+
+    class HttpHandler(urllib.request.HTTPHandler):
+        def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(Http, req)
+
+    class HttpsHandler(urllib.request.HTTPSHandler):
+        def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+            return self.do_open(Https, req, context=getattr(self, "_context", None))
+
+    return urllib.request.build_opener(HttpHandler(), HttpsHandler())
+
+
 class PromClient:
     """A Prometheus HTTP API at ``base_url`` (``http://host:9090``, a path prefix allowed).
 
     Args:
-        timeout_s: per request (connect and read).
+        timeout_s: each request's deadline, from connecting to the answer's last byte (not per read).
         max_bytes: the largest answer read; a bigger one is an error, not a truncation.
     """
 
@@ -114,93 +189,108 @@ class PromClient:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = float(timeout_s)
         self.max_bytes = int(max_bytes)
+        self.drops = Drops()
+        """What the answers held that was not kept (points outside the window, NaN values, …)."""
+        self._closed: list[_Sockets] = []
+        self._cancelled = threading.Event()
+        self._lock = threading.Lock()
 
     def __repr__(self) -> str:
         return f"PromClient({self.base_url!r})"
 
-    def _get(self, path: str, params: Mapping[str, str]) -> Any:
-        url = f"{self.base_url}{path}"
+    @property
+    def where(self) -> str:
+        return f"Prometheus {printable(self.base_url, 200)}"
+
+    def cancel(self) -> None:
+        """End every request in flight now, and refuse new ones (a window read gave up)."""
+        self._cancelled.set()
+        with self._lock:
+            for watch in self._closed:
+                watch.expire()
+
+    def _fetch(self, path: str, params: Mapping[str, str], deadline: float | None = None) -> bytearray:
+        """The answer's body, read before the deadline and up to ``max_bytes``."""
+        where = self.where
+        if self._cancelled.is_set():
+            raise PrometheusError(f"{where}: cancelled")
+        until = time.monotonic() + self.timeout_s
+        if deadline is not None:
+            until = min(until, deadline)
+        remaining = until - time.monotonic()
+        if remaining <= 0:
+            raise PrometheusError(f"{where}: no answer within {self.timeout_s:g} s")
+        watch = _Sockets()
+        with self._lock:
+            self._closed.append(watch)
+        timer = threading.Timer(remaining, watch.expire)
+        timer.daemon = True
+        timer.start()
         body = urllib.parse.urlencode(params).encode()
-        req = urllib.request.Request(url, data=body, method="POST",
+        req = urllib.request.Request(f"{self.base_url}{path}", data=body, method="POST",
                                      headers={"Content-Type": "application/x-www-form-urlencoded",
                                               "Accept": "application/json"})
-        where = f"Prometheus {self.base_url}"
+        raw = bytearray()
+        status: int | None = None
+        reason = ""
         try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310 (http(s) only)
-                raw = resp.read(self.max_bytes + 1)
-        except urllib.error.HTTPError as exc:
-            raw = exc.read(self.max_bytes + 1) if exc.fp is not None else b""
-            detail = _error_text(raw) or exc.reason
-            raise PrometheusError(f"{where}: HTTP {exc.code}: {detail}") from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise PrometheusError(f"{where}: unreachable: {reason}") from None
+            try:
+                resp = _opener(watch).open(req, timeout=min(remaining, self.timeout_s))
+            except urllib.error.HTTPError as exc:
+                resp, status, reason = exc, exc.code, str(exc.reason)
+            with resp:
+                while len(raw) <= self.max_bytes:
+                    chunk = resp.read1(min(1 << 16, self.max_bytes + 1 - len(raw)))
+                    if not chunk:
+                        break
+                    raw += chunk
+        except (OSError, http.client.HTTPException, ValueError) as exc:
+            if watch.expired or isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None),
+                                                                              TimeoutError):
+                raise PrometheusError(f"{where}: {self._late()}") from None
+            why = getattr(exc, "reason", None) or exc
+            raise PrometheusError(f"{where}: unreachable: {printable(str(why), 200)}") from None
+        finally:
+            timer.cancel()
+            with self._lock:
+                self._closed.remove(watch)
+        if watch.expired:
+            raise PrometheusError(f"{where}: {self._late()}")
+        if status is not None:
+            detail = printable(error_text(bytes(raw)) or reason, 300)
+            raise PrometheusError(f"{where}: HTTP {status}: {detail}")
         if len(raw) > self.max_bytes:
             raise PrometheusError(f"{where}: answer larger than {self.max_bytes >> 20} MiB; choose a shorter window")
-        try:
-            doc = json.loads(raw)
-        except ValueError:
-            raise PrometheusError(f"{where}: the answer is not JSON (is this a Prometheus API?)") from None
-        if not isinstance(doc, dict) or doc.get("status") != "success":
-            raise PrometheusError(f"{where}: query failed: {_error_text(raw) or 'no status'}")
-        return doc.get("data")
+        if not raw[:64].lstrip()[:1] == b"{":
+            raise PrometheusError(f"{where}: the answer is not JSON (is this a Prometheus API?)")
+        return raw  # walked in place: no copy (a copy doubled the peak of eight 64 MiB answers in flight)
 
-    def query_range(self, expr: str, start: float, end: float, step: int
-                    ) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
-        """(labels, [(t, value)]) of each series of ``expr`` evaluated at ``start, start+step … end``."""
-        data = self._get("/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}",
-                                                 "step": str(int(step))})
-        return _matrix(data, self.base_url)
+    def query_range(self, expr: str, start: float, end: float, step: int, *,
+                    want: Callable[[dict[str, str]], bool] | None = None, budget: Budget | None = None,
+                    deadline: float | None = None) -> list[Series]:
+        """Each series of ``expr`` evaluated at ``start, start+step … end``: only its points on that grid.
 
-    def query(self, expr: str, at: float) -> list[tuple[dict[str, str], float]]:
-        """(labels, value) of each series of the instant query ``expr`` at ``at``."""
-        data = self._get("/api/v1/query", {"query": expr, "time": f"{at:.3f}"})
-        if not isinstance(data, dict) or data.get("resultType") != "vector":
-            raise PrometheusError(f"Prometheus {self.base_url}: expected a vector answer")
-        out = []
-        for item in data.get("result") or []:
-            labels, value = _labels(item), _number((item.get("value") or [None, None])[1])
-            if value is not None:
-                out.append((labels, value))
-        return out
+        ``want`` keeps the series it accepts (by labels); ``budget`` bounds the points kept.
+        """
+        raw = self._fetch("/api/v1/query_range", {"query": expr, "start": f"{start:.3f}", "end": f"{end:.3f}",
+                                                  "step": str(int(step))}, deadline)
+        return parse_answer(raw, where=self.where, kind="matrix", grid=Grid(start, end, step), want=want,
+                            budget=budget or Budget(), drops=self.drops, deadline=self._parse_deadline(deadline),
+                            cancelled=self._cancelled.is_set)
 
+    def query(self, expr: str, at: float, *, deadline: float | None = None) -> list[tuple[dict[str, str], float]]:
+        """(labels, value) of each series of the instant query ``expr`` at ``at`` (series with a ``UUID``)."""
+        raw = self._fetch("/api/v1/query", {"query": expr, "time": f"{at:.3f}"}, deadline)
+        found = parse_answer(raw, where=self.where, kind="vector", budget=Budget(), drops=self.drops,
+                             deadline=self._parse_deadline(deadline), cancelled=self._cancelled.is_set)
+        return [(s.labels, s.vs[0]) for s in found if len(s.vs)]
 
-def _error_text(raw: bytes) -> str:
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        return ""
-    if isinstance(doc, dict):
-        return " ".join(str(doc.get(k)) for k in ("errorType", "error") if doc.get(k)).replace("\n", " ")[:300]
-    return ""
+    def _late(self) -> str:
+        return "cancelled" if self._cancelled.is_set() else f"no complete answer within {self.timeout_s:g} s"
 
-
-def _labels(item: Any) -> dict[str, str]:
-    metric = item.get("metric") if isinstance(item, dict) else None
-    return {str(k): str(v) for k, v in metric.items()} if isinstance(metric, dict) else {}
-
-
-def _number(text: Any) -> float | None:
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return value if math.isfinite(value) else None
-
-
-def _matrix(data: Any, where: str) -> list[tuple[dict[str, str], list[tuple[float, float]]]]:
-    if not isinstance(data, dict) or data.get("resultType") != "matrix":
-        raise PrometheusError(f"Prometheus {where}: expected a matrix answer")
-    out = []
-    for item in data.get("result") or []:
-        points = []
-        for pair in item.get("values") or [] if isinstance(item, dict) else []:
-            if isinstance(pair, list) and len(pair) == 2:
-                t, v = _number(pair[0]), _number(pair[1])
-                if t is not None and v is not None:
-                    points.append((t, v))
-        out.append((_labels(item), points))
-    return out
+    def _parse_deadline(self, deadline: float | None) -> float:
+        own = time.monotonic() + self.timeout_s
+        return own if deadline is None else min(own, deadline + 1.0)
 
 
 # -- which query gives which key ---------------------------------------------------------------
@@ -237,24 +327,78 @@ def _keys_for(fields: Iterable[str], step: int) -> list[_Key]:
     return out
 
 
-def _run(client: PromClient, keys: Sequence[_Key], selector: str, start: float, end: float, step: int
-         ) -> dict[str, dict[str, dict[float, Any]]]:
-    """uuid → key → {point time: value} for every key (queries in parallel, a few at a time)."""
-    def one(k: _Key) -> tuple[_Key, list[tuple[dict[str, str], list[tuple[float, float]]]]]:
-        expr = k.expr.replace("{sel}", selector).replace("{w}", f"{step}s")
-        return k, client.query_range(expr, start, end, step)
+def _run(client: PromClient, keys: Sequence[_Key], selector: str, grid: Grid,
+         want: Callable[[dict[str, str]], bool] | None = None) -> dict[str, dict[str, dict[int, Any]]]:
+    """uuid → key → {grid index: value} for every key (queries in parallel, a few at a time).
 
-    out: dict[str, dict[str, dict[float, Any]]] = {}
-    with ThreadPoolExecutor(max_workers=min(8, max(1, len(keys)))) as pool:
-        for k, series in pool.map(one, keys):
-            for labels, points in series:
-                uuid = labels.get("UUID")
-                if not uuid:
+    All the queries share one deadline (:data:`WINDOW_TIMEOUT_S`) and one points budget
+    (:data:`MAX_VALUES`); the first failure cancels the others' requests, and the worker threads are
+    daemons, so a process that gives up on a read (a window closed) never waits for them.
+    """
+    step = int(grid.step)
+    deadline = time.monotonic() + max(client.timeout_s, WINDOW_TIMEOUT_S)
+    budget = Budget()
+    pending = list(keys)
+    results: list[tuple[_Key, list[Series]]] = []
+    failures: list[PrometheusError] = []
+    lock = threading.Lock()
+    done = threading.Event()
+    running = [0]
+
+    def worker() -> None:
+        try:
+            while True:
+                with lock:
+                    if failures or not pending:
+                        return
+                    k = pending.pop(0)
+                expr = k.expr.replace("{sel}", selector).replace("{w}", f"{step}s")
+                try:
+                    found = client.query_range(expr, grid.start, grid.end, step, want=want, budget=budget,
+                                               deadline=deadline)
+                except PrometheusError as exc:
+                    with lock:
+                        failures.append(exc)
+                    client.cancel()
+                    return
+                except Exception as exc:  # noqa: BLE001 - a bug must not hang the read: say it, one line
+                    with lock:
+                        failures.append(PrometheusError(f"{client.where}: cannot read the answer "
+                                                        f"({type(exc).__name__}: {printable(str(exc), 200)})"))
+                    client.cancel()
+                    return
+                with lock:
+                    results.append((k, found))
+        finally:
+            with lock:
+                running[0] -= 1
+                if running[0] == 0:
+                    done.set()
+
+    workers = min(8, max(1, len(keys)))
+    running[0] = workers
+    for i in range(workers):
+        threading.Thread(target=worker, name=f"prometheus-{i}", daemon=True).start()
+    if not done.wait(max(0.0, deadline - time.monotonic()) + 2.0):
+        client.cancel()
+        raise PrometheusError(f"{client.where}: no complete answer within {WINDOW_TIMEOUT_S:g} s")
+    if failures:
+        raise failures[0]
+
+    out: dict[str, dict[str, dict[int, Any]]] = {}
+    for k, series in results:
+        for one in series:
+            uuid = one.labels["UUID"]
+            col = out.setdefault(uuid, {}).setdefault(k.key, {})
+            for t, v in zip(one.ts, one.vs):
+                at = grid.index(t)
+                if at is None:
                     continue
-                col = out.setdefault(uuid, {}).setdefault(k.key, {})
-                for t, v in points:
-                    v *= k.scale
-                    col[t] = int(round(v)) if k.integer else v
+                v *= k.scale
+                col[at] = int(round(v)) if k.integer else v
+    note = client.drops.note()
+    if note:
+        log.warning("%s: left out %s", client.where, note)
     return out
 
 
@@ -281,14 +425,14 @@ def detail_window(client: PromClient, uuid: str, since: float, until: float,
         PrometheusError: unreachable, refused or garbled.
     """
     res, step = step_for(until - since)
-    start, end = _span(since, until, step)
-    found = _run(client, _keys_for(fields, step), "{UUID=" + _quote(uuid) + "}", start, end, step).get(uuid, {})
-    times = sorted({t for col in found.values() for t in col})
+    grid = Grid(*_span(since, until, step), step)
+    found = _run(client, _keys_for(fields, step), "{UUID=" + _quote(uuid) + "}", grid,
+                 want=lambda labels: labels.get("UUID") == uuid).get(uuid, {})
     rows = []
-    for t in times:
-        row: dict[str, Any] = {"ts": int(t) - step}
+    for i in sorted({i for col in found.values() for i in col}):
+        row: dict[str, Any] = {"ts": int(grid.start) + i * step - step}
         for key, col in found.items():
-            row[key] = col.get(t)
+            row[key] = col.get(i)
         if res != "minute":
             row["minutes"] = step // 60
         rows.append(row)
@@ -311,43 +455,73 @@ class GpuSeries:
     last_seen: float
 
 
-def node_name(labels: Mapping[str, str], by_address: Mapping[str, str]) -> str:
-    """The fleet's name of the node a series came from.
+def node_name(labels: Mapping[str, str], by_address: Mapping[str, str]) -> tuple[str, str | None]:
+    """The fleet's name of the node a series came from, and the label passed over (None: none).
 
     A ``node``/``fleetmon_node`` label set by relabelling wins; else the
     scrape target (``instance``) matched with the fleet file's node URLs;
-    else the host name the agent reported; else the target itself.
+    else the host name the agent reported; else the target itself (its host
+    part). A label the fleet file would refuse as a node name (a space, a
+    comma, a bracket, a control character: it could not be put in a hostlist
+    or printed) is passed over for the next; when none is acceptable the node
+    is named ``unnamed-<8 hex digits>`` from the first label, so two such nodes
+    stay apart.
     """
-    for key in ("fleetmon_node", "node"):
-        if labels.get(key):
-            return labels[key]
     instance = labels.get("instance", "")
-    if instance in by_address:
-        return by_address[instance]
-    return labels.get("hostname") or labels.get("Hostname") or instance or "unknown"
+    candidates = [labels.get("fleetmon_node", ""), labels.get("node", ""), by_address.get(instance, ""),
+                  labels.get("hostname", ""), labels.get("Hostname", ""), instance, instance.rpartition(":")[0]]
+    refused: str | None = None
+    for name in candidates:
+        if not name:
+            continue
+        if is_node_name(name):
+            return name, refused
+        if refused is None:
+            refused = name
+    if refused is None:
+        return "unknown", None
+    import hashlib
+
+    return "unnamed-" + hashlib.sha256(refused.encode("utf-8", "surrogatepass")).hexdigest()[:8], refused
 
 
-def fleet_gpus(client: PromClient, since: float, now: float, by_address: Mapping[str, str]) -> list[GpuSeries]:
+def _index(text: str) -> int | None:
+    """A ``gpu`` label as an index: ASCII digits, at most :data:`MAX_INDEX` ("²" and 5,000 digits are none)."""
+    if not _INDEX.fullmatch(text):
+        return None
+    value = int(text)
+    return value if value <= MAX_INDEX else None
+
+
+def fleet_gpus(client: PromClient, since: float, now: float, by_address: Mapping[str, str],
+               deadline: float | None = None) -> list[GpuSeries]:
     """Every GPU with a sample in [since, now], its identity from its labels.
 
     ``last_seen`` is ``now`` here; :func:`recorded` sets it from the telemetry.
+    Node labels the fleet file would refuse are passed over, with a warning (see :func:`node_name`).
     """
     window = max(60, int(now - since))
     keep = ", ".join(IDENTITY_LABELS)
     expr = " or ".join(f"group by ({keep}) (last_over_time({m}[{window}s]))"
                        for m in (metric_of("temp_c"), COUNT_METRIC))
     seen: dict[str, dict[str, str]] = {}
-    for labels, _ in client.query(expr, now):
+    for labels, _ in client.query(expr, now, deadline=deadline):
         uuid = labels.get("UUID")
         if uuid and uuid not in seen:
             seen[uuid] = labels
     out = []
+    refused: dict[str, str] = {}
     for uuid, labels in seen.items():
-        index = labels.get("gpu", "")
-        out.append(GpuSeries(uuid=uuid, node=node_name(labels, by_address),
-                             index=int(index) if index.isdigit() else None, model=labels.get("modelName") or None,
-                             pci_bus_id=labels.get("pci_bus_id") or None,
+        node, passed_over = node_name(labels, by_address)
+        if passed_over is not None:
+            refused.setdefault(passed_over, node)
+        out.append(GpuSeries(uuid=uuid, node=node, index=_index(labels.get("gpu", "")),
+                             model=labels.get("modelName") or None, pci_bus_id=labels.get("pci_bus_id") or None,
                              driver_version=labels.get("DCGM_FI_DRIVER_VERSION") or None, last_seen=now))
+    if refused:
+        bad, named = next(iter(refused.items()))
+        log.warning("%s: %d node label(s) no fleet file accepts as a node name, e.g. %s (named %s instead)",
+                    client.where, len(refused), printable(repr(bad), 80), named)
     return out
 
 
@@ -382,18 +556,18 @@ def fleet_telemetry(client: PromClient, since: float, now: float, step: int, uui
     Columns are keyed as :func:`storage.health_input.read_window` keys them
     (``ts`` ascending, gauges as ``<field>_mean/_min/_max``, counters and
     states by name); keys Prometheus lacks are absent (None to the rules).
+    Only the GPUs of ``uuids`` are kept (all when None).
     """
-    start, end = _span(since, now + 1, step)
+    grid = Grid(*_span(since, now + 1, step), step)
     wanted = set(uuids) if uuids is not None else None
-    found = _run(client, _keys_for(fields, step), "", start, end, step)
+    want = None if wanted is None else (lambda labels: labels.get("UUID") in wanted)
+    found = _run(client, _keys_for(fields, step), "", grid, want=want)
     out: dict[str, dict[str, list[Any]]] = {}
     for uuid, cols in found.items():
-        if wanted is not None and uuid not in wanted:
-            continue
-        times = sorted({t for col in cols.values() for t in col})
-        table: dict[str, list[Any]] = {"ts": [int(t) - step for t in times]}
+        index = sorted({i for col in cols.values() for i in col})
+        table: dict[str, list[Any]] = {"ts": [int(grid.start) + i * step - step for i in index]}
         for key, col in cols.items():
-            table[key] = [col.get(t) for t in times]
+            table[key] = [col.get(i) for i in index]
         out[uuid] = table
     return out
 

@@ -122,3 +122,31 @@ def test_compress_round_trip(seed: int) -> None:
 def test_expand_compress_expand(expr: str) -> None:
     hosts = expand(expr)
     assert sorted(expand(compress(hosts))) == sorted(set(hosts))
+
+
+# -- names no hostlist can hold (issue 20, item 6): listed apart, never raised, in reports --------------------
+
+
+def test_compress_lenient_lists_unwritable_names_apart() -> None:
+    names = ["gpu1", "gpu2", "dgx 07", "a,b", "gpu[1]", "evil\x1b[2J", ""]
+    text = hostlist.compress_lenient(names)
+    assert text.startswith("gpu[1-2],")
+    assert '"dgx 07"' in text and '"a,b"' in text and '"gpu[1]"' in text and '""' in text
+    assert "\x1b" not in text and "\\x1b" in text
+    assert hostlist.compress_lenient(["gpu1", "gpu2"]) == compress(["gpu1", "gpu2"])
+    assert hostlist.compress_lenient([]) == ""
+    assert hostlist.split_writable(names)[0] == ["gpu1", "gpu2"]
+
+
+def test_report_hosts_never_fail_for_one_name() -> None:
+    from fleetmon.health.render import _hosts
+
+    assert _hosts(["gpu01", "gpu02", "gpu07"]) == "gpu[01-02,07]"
+    assert _hosts(["gpu01", "dgx 07", "n,1"]) == 'gpu01, "dgx 07", "n,1"'
+    assert _hosts(["x" * 500 + " y"]).endswith('…"')  # a long name is cut
+
+
+def test_export_node_list_keeps_unwritable_names() -> None:
+    from fleetmon.export import _hostlist
+
+    assert _hostlist({"gpu1", "gpu2", "dgx 07"}) == 'gpu[1-2],"dgx 07"'

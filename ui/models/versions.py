@@ -158,10 +158,10 @@ class VersionsModel(RowsTableModel[VersionRow]):
             return QBrush(OUTLIER)
         if role == Qt.ItemDataRole.ToolTipRole:
             if c is None:
-                return hostlist.compress(r.nodes)
+                return hostlist.compress_lenient(r.nodes)
             lines = []
             for v, names in sorted(c.nodes.items(), key=lambda kv: (kv[0] != c.baseline, kv[0])):
                 mark = "baseline" if v == c.baseline else "outlier"
-                lines.append(f"{v} ({mark}): {hostlist.compress(names)}")
+                lines.append(f"{v} ({mark}): {hostlist.compress_lenient(names)}")
             return "\n".join(lines) or "no version reported"
         return None

@@ -73,7 +73,7 @@ def fleet_selection(view: Any) -> list[str]:
 
 def exclude_list(result: Any) -> str:
     """The no-go nodes as one Slurm hostlist expression (``sbatch --exclude``); "" when all go."""
-    return hostlist.compress(result.no_go) if result.no_go else ""
+    return hostlist.compress_lenient(result.no_go) if result.no_go else ""
 
 
 # -- the go / no-go list --------------------------------------------------------------------
@@ -358,7 +358,7 @@ class PrerunView(QWidget):
             self.parsed.setText("Nothing is selected in the fleet view: select nodes or GPUs there first.")
             self.parsed.setStyleSheet("color: #ef6c00")
             return
-        self.nodes.setText(hostlist.compress(names))
+        self.nodes.setText(hostlist.compress_lenient(names))
 
     # -- running ---------------------------------------------------------------------------------
 

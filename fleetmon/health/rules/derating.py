@@ -33,6 +33,7 @@ nominal ratios: it is reported as unknown, never guessed.
 from __future__ import annotations
 
 import bisect
+import math
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -124,20 +125,22 @@ def _points_median(gpu: GpuHistory, a: int, b: int) -> float | None:
     return found
 
 
-def _day_bounds(ts: Sequence[Any]) -> list[tuple[int, int, int]]:
-    """(UTC day number, first row, end row) for each day the rows cover."""
+def _day_bounds(ts: Sequence[Any], since: float, until: float) -> list[tuple[int, int, int]]:
+    """(UTC day number, first row, end row) for each day with rows, of the days from ``since`` to ``until``.
+
+    Rows outside those days are left out, and the loop steps from one row's day to the next row's, never
+    through empty days: a row stamped in the year 33 million (a hostile Prometheus point) once made it
+    walk a day at a time towards it. At most one iteration per row.
+    """
     out: list[tuple[int, int, int]] = []
-    if not ts:
-        return out
-    day = int(float(ts[0]) // DAY_S)
-    last = int(float(ts[-1]) // DAY_S)
-    lo = 0
-    while day <= last:
-        hi = bisect.bisect_left(ts, (day + 1) * DAY_S, lo)
-        if hi > lo:
-            out.append((day, lo, hi))
+    first, last = math.floor(since / DAY_S), math.floor(until / DAY_S)
+    lo = bisect.bisect_left(ts, first * DAY_S)
+    end = bisect.bisect_left(ts, (last + 1) * DAY_S, lo)
+    while lo < end:
+        day = int(float(ts[lo]) // DAY_S)
+        hi = bisect.bisect_left(ts, (day + 1) * DAY_S, lo + 1, end)
+        out.append((day, lo, hi))
         lo = hi
-        day += 1
     return out
 
 
@@ -171,7 +174,7 @@ def _daily_ratios(history: FleetHistory, t: Thresholds) -> list[dict[str, Any]]:
         limits = tl.col("power_limit_w_mean")
         gens, widths = tl.col("pcie_gen_busy_min"), tl.col("pcie_width_busy_min")
         memory = gpu.inv("memory_total_mib")
-        for d, lo, hi in _day_bounds(ts):
+        for d, lo, hi in _day_bounds(ts, history.since, history.now):
             a, b = bisect.bisect_left(idx, lo), bisect.bisect_left(idx, hi)
             busy_minutes = sum(weight[a:b])
             sm = _points_median(gpu, a, b) if busy_minutes >= t.derate_min_busy_minutes else None
