@@ -24,10 +24,17 @@ import re
 import stat
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetmon.errors import KnownError
 from fleetmon.text import printable
+
+if TYPE_CHECKING:
+    from fleetmon.records import NodePoll
+    from fleetmon.sources.capture import Capture
+    from sqlite_utils import Database
 
 _DESCRIPTION = (
     "Add a capture of one node to the database: the output of `nvidia-smi -q -x` (or `nvidia-smi -q`) saved to a "
@@ -43,39 +50,81 @@ _DESCRIPTION = (
     "and exits 1 with one line.")
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A capture read, parsed and checked, ready to store (:func:`prepare`).
+
+    Attributes:
+        poll: the node's poll as storage's ingest takes it.
+        capture: the parsed capture (its ``ts`` the capture time).
+        notes: what to say on stderr after storing.
+        when: where the capture time came from, for the summary line.
+        shown: the file's path as messages show it.
+    """
+
+    poll: NodePoll
+    capture: Capture
+    notes: list[str]
+    when: str
+    shown: str
+
+
 def run(args: argparse.Namespace) -> int:
+    from storage.db import open_database
+
+    path = Path(args.file)
+    ready = prepare(path, args.node)
+    db = open_database(args.db)  # opened only now: a refused capture leaves no trace, not even a new file
+    try:
+        stored = store(db, ready)
+    finally:
+        db.close()
+    for note in ready.notes:
+        print(f"fleetmon import-smi: note: {printable(note, 400)}", file=sys.stderr)
+    dropped = len(ready.poll.minutes) - stored
+    if dropped > 0:
+        print(f"fleetmon import-smi: note: {dropped} GPU(s) not stored: held by another node that answers "
+              "(uuid-conflict)", file=sys.stderr)
+    assert ready.capture.ts is not None
+    print(f"{ready.poll.node}: {stored} GPU(s) from {printable(path.name, 200)} ({ready.capture.source}), captured "
+          f"{_iso(ready.capture.ts)} ({ready.when})")
+    return 0
+
+
+def prepare(path: Path, node_arg: str | None, now: float | None = None) -> Prepared:
+    """Read, parse and check a capture file as ``import-smi`` does, writing nothing.
+
+    Raises:
+        KnownError: the file, its name or its capture is refused (one line: the reason).
+    """
     from fleetmon.collector.client import _check_capture  # the checks a polled source's reading passes
-    from fleetmon.collector.limits import MAX_FUTURE_S
+    from fleetmon.collector.limits import MAX_FUTURE_S, MAX_GPUS_PER_NODE
     from fleetmon.collector.validate import BadAnswer
     from fleetmon.sources import SourceError
     from fleetmon.sources.capture import capture_poll
     from fleetmon.sources.smi_text import parse_smi_report
     from fleetmon.sources.smi_xml import MAX_BYTES, parse_smi_xml
     from storage.boundary import RefusedPoll, check_poll
-    from storage.db import open_database
-    from storage.ingest import ingest_polls
-    from storage.rollup import maintain
 
-    path = Path(args.file)
     shown = printable(str(path), 300)
     data, mtime = _read_capped(path, shown, MAX_BYTES)
-    node = _node_name(args.node, path)
+    node = _node_name(node_arg, path)
     body = data.lstrip()
     body = body[len(codecs.BOM_UTF8):].lstrip() if body.startswith(codecs.BOM_UTF8) else body
     try:
         if body[:1] == b"<":
-            capture = parse_smi_xml(data)
+            capture = parse_smi_xml(data, MAX_GPUS_PER_NODE)
         else:
             try:
                 text = data.decode("utf-8-sig")
             except UnicodeDecodeError:
                 raise KnownError(f"{shown}: neither nvidia-smi XML nor text (not UTF-8)") from None
-            capture = parse_smi_report(text)
+            capture = parse_smi_report(text, MAX_GPUS_PER_NODE)
     except SourceError as exc:
         raise KnownError(f"{shown}: {exc}") from None
     if not capture.gpus:
         raise KnownError(f"{shown}: the capture describes no GPU")
-    now = time.time()
+    now = time.time() if now is None else now
     notes = list(capture.notes)
     when = "the document's timestamp"
     if capture.ts is None:
@@ -99,31 +148,31 @@ def run(args: argparse.Namespace) -> int:
         raise KnownError(f"refused: {printable(' '.join(str(exc).split()), 400)}") from None
     poll = capture_poll(capture, node, path.resolve().as_uri(), capture.ts)
     try:
-        check_poll(poll)  # before the database is opened: a refused capture leaves no trace there
+        check_poll(poll)  # the store's own checks, before anything is written
     except RefusedPoll as exc:
         raise KnownError(f"{shown}: the database refuses the capture: {printable(str(exc), 400)}") from None
+    return Prepared(poll, capture, notes, when, shown)
+
+
+def store(db: Database, ready: Prepared) -> int:
+    """Store a prepared capture: the number of GPUs stored (≥ 1).
+
+    Raises:
+        KnownError: the store refused it after all, or every GPU of it is held by another node.
+    """
+    from storage.ingest import ingest_polls
+    from storage.rollup import maintain
+
     refused: dict[str, str] = {}
-    db = open_database(args.db)
-    try:
-        stored = ingest_polls(db, [poll], refused=refused)
-        if not refused:
-            maintain(db)
-    finally:
-        db.close()
+    stored = ingest_polls(db, [ready.poll], refused=refused)
+    node = ready.poll.node
     if node in refused:
-        raise KnownError(f"{shown}: nothing stored, {printable(refused[node], 400)}")
+        raise KnownError(f"{ready.shown}: nothing stored, {printable(refused[node], 400)}")
+    maintain(db)
     if stored == 0:
-        raise KnownError(f"{shown}: nothing stored: every GPU of the capture is held by another node that answers "
-                         "(see `fleetmon report`: uuid-conflict)")
-    for note in notes:
-        print(f"fleetmon import-smi: note: {printable(note, 400)}", file=sys.stderr)
-    dropped = len(poll.minutes) - stored
-    if dropped > 0:
-        print(f"fleetmon import-smi: note: {dropped} GPU(s) not stored: held by another node that answers "
-              "(uuid-conflict)", file=sys.stderr)
-    print(f"{node}: {stored} GPU(s) from {printable(path.name, 200)} ({capture.source}), captured "
-          f"{_iso(capture.ts)} ({when})")
-    return 0
+        raise KnownError(f"{ready.shown}: no GPU stored: every GPU of the capture is held by another node that "
+                         "answers (see `fleetmon report`: uuid-conflict)")
+    return stored
 
 
 def _node_name(given: str | None, path: Path) -> str:

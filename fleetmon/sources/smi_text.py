@@ -24,7 +24,7 @@ from xml.etree.ElementTree import Element, SubElement
 
 from fleetmon.sources import SourceError
 from fleetmon.sources.capture import Capture
-from fleetmon.sources.smi_xml import MAX_BYTES, parse_element
+from fleetmon.sources.smi_xml import MAX_BYTES, MAX_GPUS, parse_element
 
 __all__ = ["parse_smi_text", "parse_smi_table", "parse_smi_report", "SOURCE", "TABLE_SOURCE"]
 
@@ -206,7 +206,7 @@ def _gpu_lines(text: str) -> list[tuple[str, list[_Node]]]:
     return [("", _tree("\n".join(top)))] + out
 
 
-def parse_smi_text(text: str) -> Capture:
+def parse_smi_text(text: str, max_gpus: int = MAX_GPUS) -> Capture:
     """Parse an ``nvidia-smi -q`` report.
 
     Raises:
@@ -230,7 +230,7 @@ def parse_smi_text(text: str) -> Capture:
         rp = gpu.find("retired_pages")
         if rp is not None and rp.find("pending_retirement") is None and rp.find("pending_blacklist") is not None:
             SubElement(rp, "pending_retirement").text = rp.findtext("pending_blacklist")
-    capture = parse_element(root, SOURCE)
+    capture = parse_element(root, SOURCE, max_gpus)
     if not parts[1:]:
         capture.notes.append("the report lists no GPU")
     return capture
@@ -250,7 +250,7 @@ def _unit(text: str, unit: str) -> str:
     return f"{m.group(1)} {unit}" if m else text
 
 
-def parse_smi_table(text: str) -> Capture:
+def parse_smi_table(text: str, max_gpus: int = MAX_GPUS) -> Capture:
     """Parse the default ``nvidia-smi`` table (a few values per GPU; see the module docstring)."""
     text = _checked(text, "nvidia-smi table")
     head = _TABLE_HEAD.search(text)
@@ -291,15 +291,15 @@ def parse_smi_table(text: str) -> Capture:
             values["mig_mode/current_mig"] = r3.group("mig")
         for path, value in values.items():
             _ensure(gpu, path).text = value
-    capture = parse_element(root, TABLE_SOURCE)
+    capture = parse_element(root, TABLE_SOURCE, max_gpus)
     capture.notes.append("the nvidia-smi table gives no UUID: the GPUs have placeholder UUIDs")
     if truncated:
         capture.notes.append(f"{truncated} GPU name(s) cut short by the table ('...')")
     return capture
 
 
-def parse_smi_report(text: str) -> Capture:
-    """Either text form: the ``-q`` report or the default table."""
+def parse_smi_report(text: str, max_gpus: int = MAX_GPUS) -> Capture:
+    """Either text form: the ``-q`` report or the default table (at most ``max_gpus`` GPUs, else SourceError)."""
     if _TABLE_HEAD.search(text) and "NVSMI LOG" not in text:
-        return parse_smi_table(text)
-    return parse_smi_text(text)
+        return parse_smi_table(text, max_gpus)
+    return parse_smi_text(text, max_gpus)
