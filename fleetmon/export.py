@@ -27,7 +27,11 @@ OWASP advice: a CSV has no way to say "text"). In XLSX it is written as a
 string cell (never a formula) with Excel's *quote prefix* format: the value
 read back is the exact text, and the cell stays text when someone edits it
 in Excel or LibreOffice. Numbers (a negative reading) stay numbers. JSON is
-data, not a sheet, and is left as it is.
+data, not a sheet, and is left as it is (its encoder escapes control characters).
+
+Control characters: foreign text (a model name with ESC, BEL or NUL from a
+hostile capture) is written to CSV and XLSX cells with its control characters
+as visible escapes (``\x1b``, :func:`fleetmon.text.printable`), line breaks and tabs kept.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from fleetmon.health import verdict as V
 from fleetmon.health.thresholds import Thresholds
 from fleetmon.vocab import severity_rank
 from fleetmon.errors import KnownError
+from fleetmon.text import printable
 
 COLUMNS: tuple[str, ...] = (
     "node", "group", "gpu_index", "model", "uuid", "serial", "board_part_number", "vbios", "pci_bus_id",
@@ -150,6 +155,13 @@ def format_for(path: str | os.PathLike[str] | None, fmt: str | None = None) -> s
 def neutralise(text: str) -> str:
     """``text`` with a leading ``'`` when a spreadsheet would run it as a formula (for CSV)."""
     return "'" + text if text.startswith(FORMULA_STARTS) else text
+
+
+def shown(text: str) -> str:
+    """A sheet's text cell: control characters (ESC, BEL, NUL … of a hostile model name) as visible escapes,
+    line breaks and tabs kept (a wrapped cell lists one finding a line; a tab moves no cursor and is
+    neutralised as a formula start); see :func:`fleetmon.text.printable`."""
+    return "\n".join("\t".join(printable(part) for part in line.split("\t")) for line in text.split("\n"))
 
 
 def is_formula_like(text: str) -> bool:
@@ -342,7 +354,7 @@ def render(rows: list[dict[str, Any]], fmt: str) -> str:
     writer = csv.DictWriter(buf, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()
     for r in rows:
-        writer.writerow({k: "" if r.get(k) is None else (neutralise(r[k]) if isinstance(r[k], str) else r[k])
+        writer.writerow({k: "" if r.get(k) is None else (neutralise(shown(r[k])) if isinstance(r[k], str) else r[k])
                          for k in COLUMNS})
     return buf.getvalue()
 
@@ -432,7 +444,7 @@ def _write_cell(ws: Any, r: int, c: int, value: Any, kind: str, fmts: Mapping[st
     elif kind in ("int", "float") and isinstance(value, (int, float)) and not isinstance(value, bool):
         ws.write_number(r, c, value, fmts[kind])
     else:
-        text = str(value)
+        text = shown(str(value))
         if is_formula_like(text):
             ws.write_string(r, c, text, quoted)
         else:

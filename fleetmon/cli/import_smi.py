@@ -4,73 +4,247 @@ For a node that was inspected once (an inspector's visit, a support bundle): the
 capture goes through storage's normal ingest as one poll of that node
 (:func:`fleetmon.sources.capture.capture_poll`), so its GPUs appear in the
 inventory, the export, the reports and the node's history like any other.
+
+A capture is foreign input, checked as the collector checks a polled source
+(issue 20): only a regular file, its size checked before it is read and never
+more than :data:`~fleetmon.sources.smi_xml.MAX_BYTES` + 1 bytes read; the node
+name by the fleet file's rule; the capture by the collector's own checks
+(GPU count, duplicate UUIDs, ranges, text) and then by the store's; a capture
+time more than the collector's ``MAX_FUTURE_S`` ahead is refused. Whatever is
+refused ends in one line on stderr, exit status 1, and nothing stored.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
+import datetime as dt
 import os
+import re
+import stat
 import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from fleetmon.errors import KnownError
+from fleetmon.text import printable
+
+if TYPE_CHECKING:
+    from fleetmon.records import NodePoll
+    from fleetmon.sources.capture import Capture
+    from sqlite_utils import Database
 
 _DESCRIPTION = (
     "Add a capture of one node to the database: the output of `nvidia-smi -q -x` (or `nvidia-smi -q`) saved to a "
     "file. Its GPUs join the inventory (fleetmon export), the node shows in `fleetmon report`, and the readings are "
     "stored as one sample per GPU at the capture time. The capture time is the document's <timestamp> (read as "
     "this machine's local time: nvidia-smi writes no zone); a document without one (trimmed) takes the file's "
-    "modification time. nvidia-smi writes no host name: the node is named by --node, else by the file name "
-    "without its extension (node7.xml -> node7). What the document lacks is stored as not available, never zero.")
+    "modification time (a modification time ahead of this machine's clock is not a capture time: the import "
+    "takes now and says so). nvidia-smi writes no host name: the node is named by --node, else by the file name "
+    "without its extension (node7.xml -> node7); either must be a valid node name as in the fleet file (letters, "
+    "digits, '.', '-', '_'), else the import is refused and suggests one. What the document lacks is stored as "
+    "not available, never zero. The capture passes the collector's checks (at most 64 MiB, a regular file, at "
+    "most 64 GPUs, no duplicate UUIDs, no capture time more than 7 days ahead); a refused capture stores nothing "
+    "and exits 1 with one line.")
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A capture read, parsed and checked, ready to store (:func:`prepare`).
+
+    Attributes:
+        poll: the node's poll as storage's ingest takes it.
+        capture: the parsed capture (its ``ts`` the capture time).
+        notes: what to say on stderr after storing.
+        when: where the capture time came from, for the summary line.
+        shown: the file's path as messages show it.
+    """
+
+    poll: NodePoll
+    capture: Capture
+    notes: list[str]
+    when: str
+    shown: str
 
 
 def run(args: argparse.Namespace) -> int:
-    from fleetmon.sources.capture import capture_poll
-    from fleetmon.sources.smi_text import parse_smi_report
-    from fleetmon.sources.smi_xml import parse_smi_xml
     from storage.db import open_database
-    from storage.ingest import ingest_polls
-    from storage.rollup import maintain
 
     path = Path(args.file)
+    ready = prepare(path, args.node)
+    db = open_database(args.db)  # opened only now: a refused capture leaves no trace, not even a new file
     try:
-        data = path.read_bytes()
-        mtime = os.stat(path).st_mtime
-    except OSError as exc:
-        raise KnownError(f"{path}: cannot read it ({exc.strerror or exc})") from None
-    if data.lstrip()[:1] == b"<":
-        capture = parse_smi_xml(data)
-    else:
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise KnownError(f"{path}: neither nvidia-smi XML nor text") from None
-        capture = parse_smi_report(text)
-    if not capture.gpus:
-        raise KnownError(f"{path}: the capture describes no GPU")
-    when = "the document's timestamp"
-    if capture.ts is None:
-        capture, when = capture.with_time(mtime), "the file's modification time (the document has no timestamp)"
-    assert capture.ts is not None
-    node = args.node or path.stem
-    poll = capture_poll(capture, node, path.resolve().as_uri(), capture.ts)
-    db = open_database(args.db)
-    try:
-        ingest_polls(db, [poll])
-        maintain(db)
+        stored = store(db, ready)
     finally:
         db.close()
-    for note in capture.notes:
-        print(f"fleetmon import-smi: note: {note}", file=sys.stderr)
-    print(f"{node}: {len(capture.gpus)} GPU(s) from {path.name} ({capture.source}), captured "
-          f"{_iso(capture.ts)} ({when})")
+    for note in ready.notes:
+        print(f"fleetmon import-smi: note: {printable(note, 400)}", file=sys.stderr)
+    dropped = len(ready.poll.minutes) - stored
+    if dropped > 0:
+        print(f"fleetmon import-smi: note: {dropped} GPU(s) not stored: held by another node that answers "
+              "(uuid-conflict)", file=sys.stderr)
+    assert ready.capture.ts is not None
+    print(f"{ready.poll.node}: {stored} GPU(s) from {printable(path.name, 200)} ({ready.capture.source}), captured "
+          f"{_iso(ready.capture.ts)} ({ready.when})")
     return 0
 
 
-def _iso(ts: float) -> str:
-    import datetime as dt
+def prepare(path: Path, node_arg: str | None, now: float | None = None) -> Prepared:
+    """Read, parse and check a capture file as ``import-smi`` does, writing nothing.
 
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    Raises:
+        KnownError: the file, its name or its capture is refused (one line: the reason).
+    """
+    from fleetmon.collector.client import _check_capture  # the checks a polled source's reading passes
+    from fleetmon.collector.limits import MAX_FUTURE_S, MAX_GPUS_PER_NODE
+    from fleetmon.collector.validate import BadAnswer
+    from fleetmon.sources import SourceError
+    from fleetmon.sources.capture import capture_poll
+    from fleetmon.sources.smi_text import parse_smi_report
+    from fleetmon.sources.smi_xml import MAX_BYTES, parse_smi_xml
+    from storage.boundary import RefusedPoll, check_poll
+
+    shown = printable(str(path), 300)
+    data, mtime = _read_capped(path, shown, MAX_BYTES)
+    node = _node_name(node_arg, path)
+    body = data.lstrip()
+    body = body[len(codecs.BOM_UTF8):].lstrip() if body.startswith(codecs.BOM_UTF8) else body
+    try:
+        if body[:1] == b"<":
+            capture = parse_smi_xml(data, MAX_GPUS_PER_NODE)
+        else:
+            try:
+                text = data.decode("utf-8-sig")
+            except UnicodeDecodeError:
+                raise KnownError(f"{shown}: neither nvidia-smi XML nor text (not UTF-8)") from None
+            capture = parse_smi_report(text, MAX_GPUS_PER_NODE)
+    except SourceError as exc:
+        raise KnownError(f"{shown}: {exc}") from None
+    if not capture.gpus:
+        raise KnownError(f"{shown}: the capture describes no GPU")
+    now = time.time() if now is None else now
+    notes = list(capture.notes)
+    when = "the document's timestamp"
+    if capture.ts is None:
+        if mtime > now + MAX_FUTURE_S:
+            raise KnownError(f"{shown}: the document has no timestamp and the file's modification time "
+                             f"({_iso(mtime)}) is more than {MAX_FUTURE_S / 86_400:g} days ahead of this "
+                             "machine's clock: not a capture time (set it with `touch -d`)")
+        if mtime > now:
+            notes.append(f"the file's modification time ({_iso(mtime)}) is ahead of this machine's clock: "
+                         "the capture is stored as taken now")
+            capture, when = capture.with_time(now), "now (the document has no timestamp, the file's time is ahead)"
+        else:
+            capture, when = capture.with_time(mtime), "the file's modification time (the document has no timestamp)"
+    elif capture.ts > now + MAX_FUTURE_S:
+        raise KnownError(f"{shown}: the document's timestamp ({_iso(capture.ts)}) is more than "
+                         f"{MAX_FUTURE_S / 86_400:g} days ahead of this machine's clock")
+    assert capture.ts is not None
+    try:
+        _check_capture(capture, shown)
+    except BadAnswer as exc:
+        raise KnownError(f"refused: {printable(' '.join(str(exc).split()), 400)}") from None
+    poll = capture_poll(capture, node, path.resolve().as_uri(), capture.ts)
+    try:
+        check_poll(poll)  # the store's own checks, before anything is written
+    except RefusedPoll as exc:
+        raise KnownError(f"{shown}: the database refuses the capture: {printable(str(exc), 400)}") from None
+    return Prepared(poll, capture, notes, when, shown)
+
+
+def store(db: Database, ready: Prepared) -> int:
+    """Store a prepared capture: the number of GPUs stored (≥ 1).
+
+    Raises:
+        KnownError: the store refused it after all, or every GPU of it is held by another node.
+    """
+    from storage.ingest import ingest_polls
+    from storage.rollup import maintain
+
+    refused: dict[str, str] = {}
+    stored = ingest_polls(db, [ready.poll], refused=refused)
+    node = ready.poll.node
+    if node in refused:
+        raise KnownError(f"{ready.shown}: nothing stored, {printable(refused[node], 400)}")
+    maintain(db)
+    if stored == 0:
+        raise KnownError(f"{ready.shown}: no GPU stored: every GPU of the capture is held by another node that "
+                         "answers (see `fleetmon report`: uuid-conflict)")
+    return stored
+
+
+def _node_name(given: str | None, path: Path) -> str:
+    """The node's name, by the fleet file's rule for node names; refused (one line) when it breaks it.
+
+    A default taken from the file name is refused too, not rewritten: two files whose names differ only
+    in what a rewrite would change would land on one node unnoticed. The message suggests a valid name.
+    """
+    from fleetmon.fleet.validate import _HOSTNAME  # the fleet file's rule: one rule for every way a name enters
+
+    name = path.stem if given is None else given
+    if _HOSTNAME.fullmatch(name):
+        return name
+    rule = "a node name is letters, digits, '.', '-', '_', starting and ending with a letter or digit"
+    if given is not None:
+        raise KnownError(f"--node {printable(repr(given), 300)}: {rule}")
+    fixed = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-._")[:253].strip("-._")
+    hint = f" (e.g. --node {fixed})" if fixed and _HOSTNAME.fullmatch(fixed) else ""
+    raise KnownError(f"{printable(str(path), 300)}: the file name {printable(repr(name), 300)} is no valid node "
+                     f"name ({rule}): give one with --node{hint}")
+
+
+def _read_capped(path: Path, shown: str, cap: int) -> tuple[bytes, float]:
+    """The file's bytes and modification time: a regular file only, its size checked before reading and
+    at most ``cap`` + 1 bytes read (a file growing under us, /proc files that state size 0)."""
+    try:
+        before = os.stat(path)
+    except OSError as exc:
+        raise KnownError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+    _check_kind(before, shown, cap)
+    try:
+        # O_NONBLOCK: should the path have become a FIFO since the stat, the open does not wait for a writer.
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+                     | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise KnownError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+    try:
+        st = os.fstat(fd)
+        _check_kind(st, shown, cap)
+        chunks: list[bytes] = []
+        got = 0
+        while got <= cap:
+            chunk = os.read(fd, min(1 << 20, cap + 1 - got))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+    except OSError as exc:
+        raise KnownError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+    finally:
+        os.close(fd)
+    if got > cap:
+        raise KnownError(f"{shown}: more than {cap} bytes, larger than an nvidia-smi capture may be")
+    return b"".join(chunks), st.st_mtime
+
+
+def _check_kind(st: os.stat_result, shown: str, cap: int) -> None:
+    if stat.S_ISDIR(st.st_mode):
+        raise KnownError(f"{shown}: a directory, not a capture file")
+    if not stat.S_ISREG(st.st_mode):
+        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or
+                stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a special file")
+        raise KnownError(f"{shown}: {kind}, not a regular file: save the capture to a file first")
+    if st.st_size > cap:
+        raise KnownError(f"{shown}: {st.st_size} bytes, more than the {cap} an nvidia-smi capture may have")
+
+
+def _iso(ts: float) -> str:
+    try:
+        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return f"{ts:.0f} s after 1970"
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -79,5 +253,6 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("file", metavar="FILE.xml", help="the saved output of `nvidia-smi -q -x` (or `nvidia-smi -q`)")
     p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database (created if missing)")
     p.add_argument("--node", metavar="NAME",
-                   help="the node's name in the fleet (default: the file name without its extension)")
+                   help="the node's name in the fleet (default: the file name without its extension); letters, "
+                        "digits, '.', '-', '_' as in the fleet file")
     p.set_defaults(func=run)

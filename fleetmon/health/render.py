@@ -27,6 +27,7 @@ from fleetmon import hostlist
 from fleetmon.health.lifecycle import RESOLVE_REASONS
 from fleetmon.health.engine import VERDICTS, NodePreflight, PreflightResult, ReportResult
 from fleetmon.health.findings import Finding, worst_order
+from fleetmon.text import printable
 
 __all__ = [
     "EXIT_CRITICAL",
@@ -321,7 +322,13 @@ def report_text(result: ReportResult) -> str:
     out.append("")
     code = exit_status(result)
     out.append(f"Exit status: {code}" + (" (critical findings)" if code == EXIT_CRITICAL else ""))
-    return "\n".join(out) + "\n"
+    return _lines(out)
+
+
+def _lines(out: Sequence[str]) -> str:
+    """The text's lines, each made safe for a terminal: the foreign text in them (node and model names,
+    versions, finding summaries) cannot move the cursor, ring the bell or break a line."""
+    return "".join(printable(line) + "\n" for line in out)
 
 
 # ---------------------------------------------------------------------------
@@ -404,7 +411,7 @@ def preflight_text(result: PreflightResult) -> str:
     out.append("")
     code = exit_status(result)
     out.append(f"Exit status: {code}" + (" (no-go nodes)" if code == EXIT_CRITICAL else ""))
-    return "\n".join(out) + "\n"
+    return _lines(out)
 
 
 # ---------------------------------------------------------------------------
@@ -426,7 +433,8 @@ th{background:#f3f3f3}.meta{color:#555}.nw{white-space:nowrap}.tok{overflow-wrap
 
 
 def _e(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
+    """Text for the page: control characters as visible escapes (as in the terminal), then HTML-escaped."""
+    return html.escape(printable("" if value is None else str(value)), quote=True)
 
 
 def _badge(word: str) -> str:

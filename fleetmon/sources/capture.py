@@ -32,7 +32,11 @@ _UNSUPPORTED_TEXT = ("n/a", "[n/a]", "", "not supported", "[not supported]", "re
 _FAILED_TEXT = ("insufficient permissions", "[insufficient permissions]", "unknown error", "[unknown error]", "err!",
                 "[err!]")
 _LOST_TEXT = ("gpu is lost", "[gpu is lost]")
-_NUMBER = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z%/]*)\s*")
+_NUMBER = re.compile(r"\s*(-?\d{1,15}(?:\.\d{1,15})?)\s*([A-Za-z%/]{0,8})\s*")
+"""A number and its unit. At most 15 digits before the point: a larger value (a 400-digit integer that
+``float()`` turns into infinity, anything past the collector's limit of 1e15) is no reading but a failed one."""
+_MAX_NUMBER_CHARS = 64
+"""Longer text is no number (and the regex never sees kilobytes of blanks: bounded time)."""
 _MIB_PER = {"": 1.0, "mib": 1.0, "mb": 1.0, "gib": 1024.0, "gb": 1024.0, "kib": 1 / 1024, "kb": 1 / 1024}
 
 
@@ -64,9 +68,9 @@ def reading(text: str | None, conv: Callable[[str], T]) -> tuple[T | None, Statu
 
 def number(text: str, unit: str | None = None) -> float:
     """The number in ``"350.00 W"``, ``"45 C"``, ``"16x"``; ``unit`` (lowercase) checks it when given."""
-    m = _NUMBER.fullmatch(text)
+    m = _NUMBER.fullmatch(text) if len(text) <= _MAX_NUMBER_CHARS else None
     if m is None:
-        raise ValueError(text)
+        raise ValueError(text[:_MAX_NUMBER_CHARS])
     if unit is not None and m.group(2) and m.group(2).lower() != unit:
         raise ValueError(f"{text!r}: expected {unit}")
     return float(m.group(1))
@@ -82,7 +86,7 @@ def watts(text: str) -> float:
 
 
 def mib(text: str) -> int:
-    m = _NUMBER.fullmatch(text)
+    m = _NUMBER.fullmatch(text) if len(text) <= _MAX_NUMBER_CHARS else None
     if m is None or m.group(2).lower() not in _MIB_PER:
         raise ValueError(text)
     return int(float(m.group(1)) * _MIB_PER[m.group(2).lower()])
@@ -102,11 +106,15 @@ def enabled(text: str) -> bool:
     return bool(flag(text))
 
 
+_PSTATE = re.compile(r"P(\d{1,2})")
+
+
 def pstate(text: str) -> int:
-    low = text.strip().upper()
-    if not low.startswith("P"):
-        raise ValueError(text)
-    return int(low[1:])
+    """``P0`` … ``P15`` (and ``P32``, NVML's "unknown"): a short number after the P, nothing else."""
+    m = _PSTATE.fullmatch(text.strip().upper()) if len(text) <= _MAX_NUMBER_CHARS else None
+    if m is None:
+        raise ValueError(text[:_MAX_NUMBER_CHARS])
+    return int(m.group(1))
 
 
 class Readings:

@@ -24,7 +24,7 @@ from xml.etree.ElementTree import Element, SubElement
 
 from fleetmon.sources import SourceError
 from fleetmon.sources.capture import Capture
-from fleetmon.sources.smi_xml import parse_element
+from fleetmon.sources.smi_xml import MAX_GPUS, parse_element
 
 __all__ = ["parse_smi_text", "parse_smi_table", "parse_smi_report", "SOURCE", "TABLE_SOURCE"]
 
@@ -105,6 +105,34 @@ def _gpu_paths() -> dict[tuple[str, ...], str]:
 
 _GPU_PATHS = _gpu_paths()
 """``nvidia-smi -q`` title path (below ``GPU <bus id>``) → the XML report's element path."""
+_MAX_PATH = max(len(k) for k in _GPU_PATHS)
+
+MAX_TEXT_BYTES = 16 * 1024 * 1024
+"""Largest text report or table, in characters (an 8-GPU H100 report is 73 KB). Below the XML's
+:data:`~fleetmon.sources.smi_xml.MAX_BYTES`: the text is held in several forms while its lines are
+nested (measured: 64 MiB of text peaked at 350 MiB above the start, 16 MiB at 91 MiB)."""
+MAX_LINES = 250_000
+"""Lines in one text report or table (an 8-GPU H100 report has about 1,650): bounds the parsed lines."""
+MAX_LINE_CHARS = 4096
+"""A longer line is skipped (the longest real one is about 100 characters; the table's patterns
+would take quadratic time on kilobytes of blanks)."""
+_LINE_BREAKS = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines() splits at
+
+
+def _checked(text: str, what: str) -> str:
+    """The report with tabs expanded, or SourceError when it is larger than a report can be."""
+    if len(text) > MAX_TEXT_BYTES:
+        raise SourceError(f"{what}: {len(text)} characters, more than the {MAX_TEXT_BYTES} a report may have")
+    breaks = 0
+    for _ in _LINE_BREAKS.finditer(text):
+        breaks += 1
+        if breaks > 2 * MAX_LINES:  # \r\n counts twice
+            break
+    if breaks > 2 * MAX_LINES or len(text.splitlines()) > MAX_LINES:
+        raise SourceError(f"{what}: more than {MAX_LINES} lines")
+    # Line by line, so a line of tabs never grows fourfold before it is skipped.
+    return "\n".join(line for line in (raw.expandtabs(4) for raw in text.splitlines() if len(raw) <= MAX_LINE_CHARS)
+                     if len(line) <= MAX_LINE_CHARS)
 
 
 @dataclass
@@ -115,21 +143,18 @@ class _Node:
     children: list["_Node"] = field(default_factory=list)
 
 
-_LINE = re.compile(r"(?P<indent> *)(?P<key>[^:]*?)\s*(?::\s?(?P<value>.*))?")
-
-
 def _tree(text: str) -> list[_Node]:
     """The report's lines as a forest nested by indentation (``Key : value`` or a title alone)."""
     roots: list[_Node] = []
     stack: list[_Node] = []
-    for raw in text.expandtabs(4).splitlines():
+    for raw in text.splitlines():
         if not raw.strip() or raw.startswith("="):
             continue
-        m = _LINE.fullmatch(raw.rstrip())
-        if m is None:
-            continue
-        key = m.group("key").strip()
-        node = _Node(key, None if m.group("value") is None else m.group("value").strip(), len(m.group("indent")))
+        # Split by hand, not with a regex: a lazy key before optional blanks took quadratic time on a
+        # long line of blanks (20,000 of them: 15 s).
+        body = raw.lstrip(" ")
+        key, colon, value = body.partition(":")
+        node = _Node(key.strip(), value.strip() if colon else None, len(raw) - len(body))
         while stack and stack[-1].indent >= node.indent:
             stack.pop()
         (stack[-1].children if stack else roots).append(node)
@@ -159,12 +184,13 @@ def _fill_gpu(gpu: Element, nodes: list[_Node], path: tuple[str, ...] = ()) -> N
             target = None if reason is None else f"clocks_event_reasons/clocks_event_reason_{reason}"
         if target is not None and n.value is not None:
             _ensure(gpu, target).text = n.value
-        _fill_gpu(gpu, n.children, here)
+        if len(here) < _MAX_PATH:  # deeper lines mean nothing: no recursion as deep as a hostile indentation
+            _fill_gpu(gpu, n.children, here)
 
 
 def _gpu_lines(text: str) -> list[tuple[str, list[_Node]]]:
     """(bus id, the GPU's nested lines) per ``GPU <bus id>`` header, and the top-level lines under key ''."""
-    lines = text.expandtabs(4).splitlines()
+    lines = text.splitlines()
     out: list[tuple[str, list[_Node]]] = []
     top: list[str] = []
     current: list[str] | None = None
@@ -184,8 +210,14 @@ def _gpu_lines(text: str) -> list[tuple[str, list[_Node]]]:
     return [("", _tree("\n".join(top)))] + out
 
 
-def parse_smi_text(text: str) -> Capture:
-    """Parse an ``nvidia-smi -q`` report. Raises SourceError when it is not one."""
+def parse_smi_text(text: str, max_gpus: int = MAX_GPUS) -> Capture:
+    """Parse an ``nvidia-smi -q`` report.
+
+    Raises:
+        SourceError: not such a report, or larger than one can be (:data:`MAX_TEXT_BYTES`,
+            :data:`MAX_LINES`; lines over :data:`MAX_LINE_CHARS` are skipped); one line.
+    """
+    text = _checked(text, "nvidia-smi text")
     if "NVSMI LOG" not in text and not re.search(r"^Driver Version\s*:", text, re.M):
         raise SourceError("nvidia-smi text: no '==NVSMI LOG==' banner or 'Driver Version' line")
     parts = _gpu_lines(text)
@@ -202,7 +234,7 @@ def parse_smi_text(text: str) -> Capture:
         rp = gpu.find("retired_pages")
         if rp is not None and rp.find("pending_retirement") is None and rp.find("pending_blacklist") is not None:
             SubElement(rp, "pending_retirement").text = rp.findtext("pending_blacklist")
-    capture = parse_element(root, SOURCE)
+    capture = parse_element(root, SOURCE, max_gpus)
     if not parts[1:]:
         capture.notes.append("the report lists no GPU")
     return capture
@@ -222,13 +254,14 @@ def _unit(text: str, unit: str) -> str:
     return f"{m.group(1)} {unit}" if m else text
 
 
-def parse_smi_table(text: str) -> Capture:
+def parse_smi_table(text: str, max_gpus: int = MAX_GPUS) -> Capture:
     """Parse the default ``nvidia-smi`` table (a few values per GPU; see the module docstring)."""
+    text = _checked(text, "nvidia-smi table")
     head = _TABLE_HEAD.search(text)
     if head is None:
         raise SourceError("nvidia-smi table: no 'NVIDIA-SMI … Driver Version: … CUDA Version: …' header")
     root = Element("nvidia_smi_log")
-    first = text.lstrip().splitlines()[0].strip()
+    first = text.lstrip().splitlines()[0].strip()[:MAX_LINE_CHARS]
     if not first.startswith(("+", "|")):
         SubElement(root, "timestamp").text = first
     SubElement(root, "driver_version").text = head.group("driver")
@@ -262,15 +295,15 @@ def parse_smi_table(text: str) -> Capture:
             values["mig_mode/current_mig"] = r3.group("mig")
         for path, value in values.items():
             _ensure(gpu, path).text = value
-    capture = parse_element(root, TABLE_SOURCE)
+    capture = parse_element(root, TABLE_SOURCE, max_gpus)
     capture.notes.append("the nvidia-smi table gives no UUID: the GPUs have placeholder UUIDs")
     if truncated:
         capture.notes.append(f"{truncated} GPU name(s) cut short by the table ('...')")
     return capture
 
 
-def parse_smi_report(text: str) -> Capture:
-    """Either text form: the ``-q`` report or the default table."""
+def parse_smi_report(text: str, max_gpus: int = MAX_GPUS) -> Capture:
+    """Either text form: the ``-q`` report or the default table (at most ``max_gpus`` GPUs, else SourceError)."""
     if _TABLE_HEAD.search(text) and "NVSMI LOG" not in text:
-        return parse_smi_table(text)
-    return parse_smi_text(text)
+        return parse_smi_table(text, max_gpus)
+    return parse_smi_text(text, max_gpus)

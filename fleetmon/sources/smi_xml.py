@@ -38,6 +38,7 @@ from fleetmon.fields import THROTTLE_REASONS
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample, Status
 from fleetmon.sources import SourceError
+from fleetmon.text import printable
 from fleetmon.sources.capture import (
     SAMPLE_FIELDS, Capture, Readings, enabled, flag, inventory_readings, lost_state, make_info, mib, node_readings,
     placeholder_uuid, pstate, reading, sample_readings, text_status, watts, whole,
@@ -61,25 +62,93 @@ _REASON_NAMES = {"gpu_idle": "gpu_idle", "applications_clocks_setting": "app_clo
 _REASON_BITS = {r.name: r.bit for r in THROTTLE_REASONS}
 
 
-def parse_smi_xml(data: bytes | str) -> Capture:
-    """Parse one ``nvidia-smi -q -x`` document.
+MAX_ELEMENTS = 100_000
+"""Elements in one document (an 8-GPU B200 document has 6,045, about 760 a GPU: 64 GPUs with long process
+lists stay far below). Bounds the parsed tree, whose elements cost ≈ 20× their text (``<a/>`` × 16 M would
+be gigabytes)."""
+MAX_DEPTH = 32
+"""Nesting depth (nvidia-smi's documents are 6-7 levels deep)."""
+MAX_TEXT_CHARS = 65_536
+"""Characters of one element's text (the longest seen in real documents: 497)."""
+_TOO_DEEP = "/".join(["*"] * MAX_DEPTH)
+MAX_ATTRIBUTES = 16
+"""Attributes of one element (nvidia-smi writes ``<gpu id="…">`` and nothing else)."""
+MAX_ATTRIBUTE_CHARS = 1024
+"""Characters of one attribute value (a bus id is 16)."""
+MAX_GPUS = 1024
+"""``<gpu>`` elements one document may describe; the collector and ``import-smi`` then apply their own,
+smaller per-node limit (fleetmon.collector.limits.MAX_GPUS_PER_NODE)."""
+
+
+def parse_smi_xml(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
+    """Parse one ``nvidia-smi -q -x`` document (``str`` input is read as UTF-8).
+
+    Every malformed or hostile input ends in SourceError with a one-line reason, never in
+    another exception: not XML, an unknown or unsupported encoding, entities or external
+    references, more than :data:`MAX_BYTES`, :data:`MAX_ELEMENTS`, :data:`MAX_DEPTH`,
+    :data:`MAX_TEXT_CHARS`, :data:`MAX_ATTRIBUTES` / :data:`MAX_ATTRIBUTE_CHARS` or
+    ``max_gpus`` (default :data:`MAX_GPUS`; ``import-smi`` passes the collector's per-node
+    limit, so a document of 10,000 GPUs is refused before they are read). A value that is no number (``inf``, ``1e400``, 400 digits) is a
+    failed reading of that field (see :mod:`fleetmon.sources.capture`), not an error of the document.
 
     Raises:
-        SourceError: not XML, not an nvidia_smi_log, hostile (entities, external
-            references), or larger than :data:`MAX_BYTES`.
+        SourceError: the document cannot be used (the reason says why, on one line).
     """
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
     if len(data) > MAX_BYTES:
         raise SourceError(f"nvidia-smi XML: {len(data)} bytes, more than the {MAX_BYTES} a document may have")
+    root = _bounded_tree(data)
+    if root.tag != "nvidia_smi_log":
+        raise SourceError(f"nvidia-smi XML: the root element is <{printable(str(root.tag), 80)}>, "
+                          "not <nvidia_smi_log>")
+    return parse_element(root, SOURCE, max_gpus)
+
+
+def _bounded_tree(data: bytes) -> Element:
+    """The parsed document, its size checked: markup counted before parsing, the tree walked after.
+
+    defusedxml's ``fromstring``: expat behind defusedxml's guards (no entity expansion, no
+    external references). Neither bounds elements, depth or attribute sizes, so: before
+    parsing, the ``<`` count bounds the elements the tree can have (each needs one), so a
+    document of ``<a/>`` × 16 M is refused before it becomes gigabytes of elements; after,
+    walks without recursion check depth, attributes and text. (``iterparse`` could stop
+    earlier but costs several times as much per element: measured, 33 ms against 12 ms for
+    a 46 KB document.)
+    """
+    if data.count(b"<") > 2 * MAX_ELEMENTS:
+        raise SourceError(f"nvidia-smi XML: more than {2 * MAX_ELEMENTS} tags (at most {MAX_ELEMENTS} elements)")
     try:
         root = safe_et.fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
     except DefusedXmlException as exc:
         raise SourceError(f"nvidia-smi XML: refused, the document declares entities or external references "
                           f"({exc.__class__.__name__}); nvidia-smi never writes those") from None
     except ParseError as exc:
-        raise SourceError(f"nvidia-smi XML: not well-formed ({exc})") from None
-    if root.tag != "nvidia_smi_log":
-        raise SourceError(f"nvidia-smi XML: the root element is <{root.tag}>, not <nvidia_smi_log>")
-    return parse_element(root, SOURCE)
+        raise SourceError(f"nvidia-smi XML: not well-formed ({_one_line(exc)})") from None
+    except LookupError as exc:  # expat asks the codecs for an encoding it does not know: encoding="x-bogus"
+        raise SourceError(f"nvidia-smi XML: unknown character encoding ({_one_line(exc)})") from None
+    except ValueError as exc:  # "multi-byte encodings are not supported" (shift_jis …), a codec's own errors
+        raise SourceError(f"nvidia-smi XML: unreadable character encoding ({_one_line(exc)})") from None
+    elements = 0
+    for el in root.iter():  # C iteration; the checks are cheap (a normal document: well under a millisecond)
+        elements += 1
+        if elements > MAX_ELEMENTS:
+            raise SourceError(f"nvidia-smi XML: more than {MAX_ELEMENTS} elements")
+        if el.attrib and (len(el.attrib) > MAX_ATTRIBUTES
+                          or any(len(v) > MAX_ATTRIBUTE_CHARS for v in el.attrib.values())):
+            raise SourceError(f"nvidia-smi XML: <{printable(str(el.tag), 80)}> has more than "
+                              f"{MAX_ATTRIBUTES} attributes or one longer than {MAX_ATTRIBUTE_CHARS} characters")
+        if el.text is not None and len(el.text) > MAX_TEXT_CHARS:
+            raise SourceError(f"nvidia-smi XML: <{printable(str(el.tag), 80)}> holds more than "
+                              f"{MAX_TEXT_CHARS} characters of text")
+    # An element MAX_DEPTH levels below the root is one too deep (ElementPath walks level by level, no recursion).
+    if root.find(_TOO_DEEP) is not None:
+        raise SourceError(f"nvidia-smi XML: nested more than {MAX_DEPTH} elements deep")
+    return root
+
+
+def _one_line(exc: BaseException) -> str:
+    return printable(" ".join(str(exc).split()), 200)
 
 
 def parse_timestamp(text: str | None) -> float | None:
@@ -126,7 +195,11 @@ def first_text(el: Element, *paths: str) -> str | None:
 
 
 def _hex_id(text: str) -> str:
-    return f"0x{int(text.strip(), 16):08X}"
+    """``0x20B010DE`` (a PCI device or subsystem id: 32 bits; anything longer is no id)."""
+    value = int(text.strip(), 16) if len(text) <= 64 else -1
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise ValueError(text[:64])
+    return f"0x{value:08X}"
 
 
 def _architecture(text: str) -> str:
@@ -286,13 +359,15 @@ def _sample(gpu: Element) -> Readings:
     return r
 
 
-def parse_element(root: Element, source: str) -> Capture:
+def parse_element(root: Element, source: str, max_gpus: int = MAX_GPUS) -> Capture:
     """Records from a parsed ``<nvidia_smi_log>`` (also what :mod:`fleetmon.sources.smi_text` builds)."""
     ts = parse_timestamp(find_text(root, "timestamp"))
     node = node_readings()
     node.read("driver_version", find_text(root, "driver_version"), str)
     node.read("cuda_driver_version", find_text(root, "cuda_version"), str)
     gpus_el = root.findall("gpu")
+    if len(gpus_el) > max_gpus:
+        raise SourceError(f"{source}: {len(gpus_el)} GPUs in one document, more than the {max_gpus} one may describe")
     notes: list[str] = []
     attached = reading(find_text(root, "attached_gpus"), whole)[0]
     node.put("gpu_count", attached if attached is not None else len(gpus_el))

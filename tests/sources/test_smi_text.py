@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from fleetmon.records import Status
 from fleetmon.sources import SourceError
+from fleetmon.sources.capture import Capture
 from fleetmon.sources.smi_text import parse_smi_report, parse_smi_table, parse_smi_text
 from fleetmon.sources.smi_xml import parse_smi_xml
 
@@ -143,3 +146,53 @@ GPU 00000000:01:00.0
 def test_not_a_report() -> None:
     with pytest.raises(SourceError):
         parse_smi_report("hello\n")
+
+
+# -- hostile reports (issue 20, items 1 and 8): bounded time and memory, SourceError with one line or a capture
+
+_HEAD = "==============NVSMI LOG==============\n\nDriver Version : 550.54.15\nAttached GPUs : 1\n"
+_GPU = "GPU 00000000:01:00.0\n    Product Name : NVIDIA A100\n    GPU UUID : GPU-1\n"
+
+
+def _within(seconds: float, fn: Callable[[], object]) -> object:
+    """Run ``fn`` in a thread; fail (not hang) when it takes longer than ``seconds`` (a generous deadline)."""
+    pool = ThreadPoolExecutor(1)
+    try:
+        return pool.submit(fn).result(timeout=seconds)
+    finally:
+        pool.shutdown(wait=False)  # a stuck parse is left behind, not waited for
+
+
+@pytest.mark.parametrize("line", ["a" + " " * 200_000 + "b", "    Product Name" + " " * 200_000 + "x",
+                                  "| 0 " + " " * 200_000 + "x |", "\t" * 1_000_000])
+def test_long_lines_take_no_quadratic_time(line: str) -> None:
+    """One line of 200,000 blanks took minutes in the line and table patterns (15 s for 20,000)."""
+    for text in (_HEAD + _GPU + line + "\n", "NVIDIA-SMI 550.54.15 Driver Version: 550.54.15 CUDA Version: 12.4\n"
+                 + line + "\n"):
+        capture = _within(10, lambda t=text: parse_smi_report(t))  # type: ignore[misc]
+        assert isinstance(capture, Capture)
+
+
+def test_deep_indentation_is_no_recursion_error() -> None:
+    """Each line one blank deeper: the old tree walk recursed once per level (RecursionError at ~1,000)."""
+    deep = "".join(" " * (4 + i) + f"k{i}\n" for i in range(3000))
+    capture = parse_smi_text(_HEAD + _GPU + deep)
+    assert [g.uuid for g in capture.gpus] == ["GPU-1"]
+
+
+@pytest.mark.parametrize("text, message", [
+    (_HEAD + "\n" * 600_000, "more than 250000 lines"),
+    (_HEAD + "\r" * 600_000, "more than 250000 lines"),
+    (_HEAD + "x" * (16 * 1024 * 1024 + 1), "more than the 16777216"),
+    (_HEAD + _GPU * 1025, "more than the 1024"),
+])
+def test_oversize_reports_are_refused_in_one_line(text: str, message: str) -> None:
+    with pytest.raises(SourceError, match=message) as err:
+        parse_smi_report(text)
+    assert "\n" not in str(err.value)
+
+
+def test_control_characters_pass_through_to_the_checks() -> None:
+    """The parser keeps what the document says (the collector's checks and import-smi refuse it)."""
+    capture = parse_smi_text(_HEAD + _GPU.replace("NVIDIA A100", "NVIDIA\x1b[31m A100\x07"))
+    assert capture.gpus[0].name == "NVIDIA\x1b[31m A100\x07"

@@ -264,3 +264,72 @@ def test_a_capture_minute_is_the_agents_minute_of_one_sample(shared_fixtures: Pa
                 agg.add(sample)
                 (expected,) = agg.flush()
                 assert minute_of(sample) == expected
+
+
+# -- hostile documents (issue 20, item 1): every one ends in SourceError with one line, never another exception
+
+_GPU = b"<gpu id=\"00000000:01:00.0\"><uuid>GPU-1</uuid>%s</gpu>"
+
+
+def _doc(inner: bytes = b"", head: bytes = b"") -> bytes:
+    return head + b"<nvidia_smi_log>" + inner + b"</nvidia_smi_log>"
+
+
+HOSTILE: dict[str, tuple[bytes, str]] = {
+    "unknown-encoding": (_doc(head=b'<?xml version="1.0" encoding="x-bogus"?>'), "unknown character encoding"),
+    "multibyte-encoding": (_doc(head=b'<?xml version="1.0" encoding="shift_jis"?>'), "encoding"),
+    "wrong-encoding": (_doc(head=b'<?xml version="1.0" encoding="utf-16"?>'), "not well-formed"),
+    "deep": (_doc(b"<a>" * 5000 + b"</a>" * 5000), "nested more than 32"),
+    "tags": (_doc(b"<a/>" * 16_000_000), "more than 200000 tags"),  # refused before it is parsed
+    "elements": (_doc(b"<a/>" * 150_000), "more than 100000 elements"),
+    "long-attribute": (_doc(b'<gpu id="' + b"x" * 100_000 + b'"/>'), "attributes"),
+    "many-attributes": (_doc(b"<gpu " + b" ".join(b'a%d="1"' % i for i in range(100)) + b"/>"), "attributes"),
+    "long-text": (_doc(_GPU % (b"<product_name>" + b"x" * 100_000 + b"</product_name>")), "characters of text"),
+    "gpus": (_doc((_GPU % b"") * 1025), "more than the 1024"),
+    "control-root": (b"<nvidia_smi_log\xc2\x9b/>", "not well-formed"),
+    "namespaced": (b'<x:nvidia_smi_log xmlns:x="u"/>', "not <nvidia_smi_log>"),
+    "empty": (b"", "not well-formed"),
+    "nul": (b"<nvidia_smi_log>\x00</nvidia_smi_log>", "not well-formed"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_hostile_documents_end_in_one_line_source_error(name: str) -> None:
+    doc, message = HOSTILE[name]
+    with pytest.raises(SourceError, match=message) as err:
+        parse_smi_xml(doc)
+    assert "\n" not in str(err.value) and len(str(err.value)) < 400
+    assert "\x1b" not in str(err.value) and "\x9b" not in str(err.value)
+
+
+def test_a_str_document_is_read_as_utf8() -> None:
+    with pytest.raises(SourceError, match="unknown character encoding"):
+        parse_smi_xml('<?xml version="1.0" encoding="x-bogus"?><nvidia_smi_log/>')
+    with pytest.raises(SourceError, match="not well-formed"):
+        parse_smi_xml("<nvidia_smi_log>\ud800</nvidia_smi_log>")  # a lone surrogate
+    assert parse_smi_xml("<nvidia_smi_log><gpu><uuid>GPU-é</uuid></gpu></nvidia_smi_log>").gpus[0].uuid == "GPU-é"
+
+
+@pytest.mark.parametrize("text", ["inf C", "1e400 C", "9" * 400 + " C", "9" * 5000 + " C", "NaN C", "-inf C",
+                                  "1" * 16 + " C", "1." + "1" * 16 + " C", "  " * 5000 + "1" + " " * 5000 + "!"])
+def test_a_value_that_is_no_number_is_a_failed_reading_not_an_error(text: str) -> None:
+    """A number past 15 digits (a 400-digit integer is infinity to float()) or inf/NaN is a failed reading
+    of that field: never zero, never infinity, never an exception."""
+    big = text.replace(" C", "").encode() if text.endswith(" C") else text.encode()
+    doc = _doc(_GPU % (b"<temperature><gpu_temp>" + text.encode() + b"</gpu_temp></temperature>"
+                       b"<fb_memory_usage><total>" + big + b" MiB</total></fb_memory_usage>"
+                       b"<gpu_power_readings><power_draw>" + big + b" W</power_draw></gpu_power_readings>"
+                       b"<performance_state>P" + big + b"</performance_state>"
+                       b"<pci><pci_device_id>0x" + b"F" * 40 + b"</pci_device_id></pci>"
+                       b"<fan_speed>" + big + b" %</fan_speed>"))
+    c = parse_smi_xml(doc + b" " * 10)
+    s, g = c.samples[0], c.gpus[0]
+    for key in ("temp_c", "power_w", "pstate", "fan_pct"):
+        assert s.values[key] is None and s.status[key] == Status.FAILED, key
+    for key in ("memory_total_mib", "pci_device_id"):
+        assert g.values[key] is None and g.status[key] == Status.FAILED, key
+
+
+def test_an_absurd_attached_gpus_is_a_note_not_a_count() -> None:
+    c = parse_smi_xml(_doc(b"<attached_gpus>" + b"9" * 5000 + b"</attached_gpus>" + _GPU % b""))
+    assert c.info.values["gpu_count"] == 1
