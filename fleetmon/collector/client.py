@@ -116,6 +116,7 @@ class Target:
             CA): the poll fails with this message and sends nothing.
         ssh_config: for an ``ssh://`` node, the OpenSSH client config file to use
             (``ssh -F``; the fleet file's ``[fleet] ssh_config``), None: the user's own.
+        timeout_s: the node's own request timeout (``[[node]] timeout_s``); None: the fleet's.
     """
 
     name: str
@@ -128,6 +129,7 @@ class Target:
     inventory: bool = True
     error: str | None = None
     ssh_config: str | None = None
+    timeout_s: float | None = None
 
 
 def make_ssl_context(tls_ca: str | None, tls_verify: bool) -> ssl.SSLContext | bool:
@@ -160,6 +162,9 @@ class _Fetcher:
         self.target = target
         self.ssl = ssl_ctx if ssl_ctx is not None else True
         self.timeout_s = timeout_s
+        # Per request: a node's own timeout_s may differ from the session's (the fleet's).
+        self.client_timeout = aiohttp.ClientTimeout(total=None, connect=timeout_s, sock_connect=timeout_s,
+                                                    sock_read=timeout_s)
         self.started = time.monotonic()
         self.deadline = self.started + DEADLINE_FACTOR * timeout_s
         self.skew: tuple[float, float] | None = None  # (round trip, skew) of the best request
@@ -227,7 +232,8 @@ class _Fetcher:
 
     async def _body(self, url: str, path: str, headers: dict[str, str]) -> bytes:
         """One GET: the status checked, the body read through :func:`_read_body`."""
-        async with self.session.get(url, headers=headers, ssl=self.ssl, allow_redirects=False) as resp:
+        async with self.session.get(url, headers=headers, ssl=self.ssl, allow_redirects=False,
+                                    timeout=self.client_timeout) as resp:
             if resp.status == 401:
                 raise BadAnswer(f"{path}: 401 unauthorized: wrong or missing token")
             if resp.status != 200:
@@ -664,7 +670,8 @@ async def poll_all(targets: list[Target], *, concurrency: int = 64, timeout_s: f
         async def one(t: Target) -> NodePoll:
             async with sem:
                 try:
-                    return await poll_node(session, t, ssl_ctx=ssl_ctx, timeout_s=timeout_s,
+                    return await poll_node(session, t, ssl_ctx=ssl_ctx,
+                                           timeout_s=t.timeout_s if t.timeout_s is not None else timeout_s,
                                            record_budget=share, backlog=backlog, stats=stats)
                 except Exception as exc:  # poll_node keeps its own; nothing of one node may stop the gather
                     return _unexpected(t, time.time(), time.monotonic(), exc, "poll")

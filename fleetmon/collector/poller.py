@@ -244,7 +244,8 @@ class Collector:
             out.append(Target(name=spec.name, url=spec.url, group=getattr(spec, "group", None), token=token,
                               minutes_cursor=m_cursor, events_cursor=e_cursor, buffer_id=buffer_id,
                               inventory=inventory, error=error,
-                              ssh_config=getattr(self.fleet, "ssh_config", None)))
+                              ssh_config=getattr(self.fleet, "ssh_config", None),
+                              timeout_s=getattr(spec, "timeout_s", None)))
         return out
 
     def _token_file(self, spec: Any) -> str | None:

@@ -34,7 +34,7 @@ GROUP_KEYS: tuple[str, ...] = (
     "expected_model",
 )
 """The keys of a ``[[group]]`` table, in the order the writer puts them."""
-NODE_KEYS: tuple[str, ...] = ("name", "url", "group", "token_file", "tags")
+NODE_KEYS: tuple[str, ...] = ("name", "url", "group", "token_file", "tags", "timeout_s")
 """The keys of a ``[[node]]`` table."""
 HISTORY_KEYS: tuple[str, ...] = ("prometheus",)
 """The keys of the optional ``[history]`` table (where the GUI and the reports read history from)."""
@@ -71,6 +71,9 @@ class NodeSpec:
     group: str | None = None
     token_file: str | None = None
     tags: tuple[str, ...] = ()
+    timeout_s: float | None = None
+    """This node's own request timeout (None: ``[fleet] timeout_s``): a slow SSH node or a far site
+    gets more time without giving every agent's poll as much."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +121,10 @@ class Fleet:
         """The nodes whose ``group`` is ``group`` (a name or a Group), in file order."""
         name = group.name if isinstance(group, Group) else group
         return tuple(node for node in self.nodes if node.group == name)
+
+    def timeout_for(self, node: NodeSpec) -> float:
+        """The request timeout for ``node``: its own, else the fleet's."""
+        return node.timeout_s if node.timeout_s is not None else self.timeout_s
 
     def token_file_for(self, node: NodeSpec) -> str | None:
         """The bearer-token file to use for ``node``: its own, else the fleet's."""

@@ -202,7 +202,7 @@ class _Validator:
         settings = self._fleet(data.get("fleet", {}))
         thresholds = self._thresholds(data.get("thresholds", {}))
         groups = self._groups(data.get("group", []))
-        nodes = self._nodes(data.get("node", []), groups)
+        nodes = self._nodes(data.get("node", []), groups, settings["poll_interval_s"])
         history = self._history(data.get("history", {}))
         if self.errors:
             self.errors.sort(key=lambda pair: pair[0])
@@ -383,7 +383,7 @@ class _Validator:
 
     # -- [[node]] ----------------------------------------------------------
 
-    def _nodes(self, items: Any, groups: dict[str, Group]) -> list[NodeSpec]:
+    def _nodes(self, items: Any, groups: dict[str, Group], poll_interval_s: float) -> list[NodeSpec]:
         nodes: list[NodeSpec] = []
         seen_names: dict[str, int] = {}
         seen_urls: dict[str, int] = {}
@@ -455,9 +455,16 @@ class _Validator:
             tags: tuple[str, ...] = ()
             if "tags" in item:
                 tags = self._tags(item["tags"], *where("tags"))
+            timeout_s = None
+            if "timeout_s" in item:
+                value = self._number(item["timeout_s"], *where("timeout_s"), low=0, high=600, low_open=True)
+                timeout_s = None if value is None else float(value)
+                if timeout_s is not None and timeout_s >= poll_interval_s:
+                    self.warn(*where("timeout_s"), f"timeout ({timeout_s:g} s) is not shorter than the poll interval "
+                                                   f"({poll_interval_s:g} s); this node's polls will overlap")
 
             if name is not None and url is not None:
-                nodes.append(NodeSpec(name, url, group, token_file, tags))
+                nodes.append(NodeSpec(name, url, group, token_file, tags, timeout_s))
         return nodes
 
     # -- value checks ------------------------------------------------------

@@ -325,6 +325,23 @@ def test_transient_failures_are_retried_within_the_poll(agents):
     assert [r.split("?")[0] for r in agent.requests[:5]] == ["/v1/node"] * 3 + ["/v1/latest"] * 2
 
 
+def test_a_nodes_own_timeout_applies_to_its_requests_alone(tmp_path, agents, sim_node):
+    # [[node]] timeout_s: the hanging node with its own 0.3 s fails within its deadline (3 x 0.3 s), the
+    # other hanging node keeps the fleet's 1.5 s, and a healthy node polled beside them lands.
+    quick, slow = agents("hang"), agents("hang")
+    real = sim_node("real-node")
+    fleet = load_fleet(write_fleet(tmp_path / "fleet.toml", {"quick": quick.url, "slow": slow.url,
+                                                               "real-node": real.url},
+                                   timeout_s=1.5, node_extra={"quick": "timeout_s = 0.3"}))
+    collector = Collector(fleet, open_database(tmp_path / "fleet.db"))
+    t0 = time.monotonic()
+    polls = {p.node: p for p in collector.run_cycle()}
+    assert polls["real-node"].ok, polls["real-node"].error
+    assert "(timeout_s = 0.3)" in polls["quick"].error and polls["quick"].duration_ms < 1200, polls["quick"]
+    assert "(timeout_s = 1.5)" in polls["slow"].error and polls["slow"].duration_ms >= 1400, polls["slow"]
+    assert time.monotonic() - t0 < 3 * 1.5 + 1.5
+
+
 def test_a_persistent_server_error_fails_after_two_retries(agents):
     agent = agents("http500")
     t0 = time.monotonic()

@@ -177,6 +177,23 @@ def test_timeout_not_shorter_than_interval_warns() -> None:
     assert fleet.warnings and "fleet.timeout_s" in fleet.warnings[0]
 
 
+def test_a_nodes_own_timeout_overrides_the_fleets() -> None:
+    fleet = parse_fleet('[fleet]\ntimeout_s = 2\n\n[[node]]\nname = "far"\nurl = "ssh://far"\ntimeout_s = 20\n\n'
+                        '[[node]]\nname = "near"\nurl = "http://near"\n')
+    far, near = fleet.nodes
+    assert (far.timeout_s, near.timeout_s) == (20.0, None)
+    assert (fleet.timeout_for(far), fleet.timeout_for(near)) == (20.0, 2.0)
+    assert fleet.warnings == ()
+    slow = parse_fleet('[fleet]\npoll_interval_s = 10\n\n[[node]]\nname = "a"\nurl = "http://a"\ntimeout_s = 10\n')
+    assert len(slow.warnings) == 1 and ":7: node[0].timeout_s: timeout (10 s) is not shorter" in slow.warnings[0]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "601", '"5"', "nan", "true"])
+def test_a_nodes_timeout_must_be_a_positive_number(value: str) -> None:
+    with pytest.raises(ConfigError, match=r":4: node\[0\]\.timeout_s: must be"):
+        parse_fleet(f'[[node]]\nname = "a"\nurl = "http://a"\ntimeout_s = {value}\n', path="f.toml")
+
+
 def test_thresholds_stored_as_floats() -> None:
     fleet = parse_fleet("[thresholds]\ntemperature_warning = 80\npower_ratio = 0.9\n")
     assert fleet.thresholds == {"temperature_warning": 80.0, "power_ratio": 0.9}
