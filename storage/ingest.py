@@ -150,7 +150,7 @@ class _Batch:
         self.watch = watch
         if gpus is None:
             gpus = _load_gpus(conn)
-        # The stored GPU rows as of the last committed batch (this process is the only writer).
+        # The stored GPU rows as of the last committed batch (reread when another connection wrote).
         self.gpus: dict[str, _Gpu] = gpus
         # Nodes that already had cards: on any other node a card's first sighting is the node's
         # first inventory ("enrolled"), not a change of hardware.
@@ -270,6 +270,15 @@ def ingest_polls(db: Database, polls: Iterable[NodePoll], layout: Layout = LAYOU
     out = refused if refused is not None else {}
     try:
         with transaction(db) as conn:
+            # Another process (`fleetmon import-smi` beside a running collector) may have written
+            # since this connection's last batch: its cards are not in the caches, and inserting
+            # one again would fail that node's answer on gpus.uuid's UNIQUE. SQLite's data_version
+            # changes exactly when another connection committed; read under this write lock.
+            version = conn.execute("PRAGMA data_version").fetchone()[0]
+            if db.__dict__.get("_fleetmon_data_version") != version:
+                seen.clear()
+                db.__dict__.pop("_fleetmon_gpus", None)
+                db.__dict__["_fleetmon_data_version"] = version
             batch = _Batch(conn, seen, db.__dict__.get("_fleetmon_gpus"), db.__dict__.get("_fleetmon_minute_watch"))
             batch.gpu_cap = gpu_cap
             for poll in sorted(polls, key=lambda p: not proves_cards(p.url)):
@@ -412,6 +421,7 @@ def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
             params.append(refused_n)
             if notice != old_notice:
                 log.warning("node %s: %s", node, notice)
+            _report_refused(conn, node, poll.ts, refused_n, notice, batch.gpu_cap, start=old_notice is None)
     sets += ", notice = ?"
     params.append(notice)
     conn.execute(f"UPDATE nodes SET {sets} WHERE name = ?", (*params, node))
@@ -589,6 +599,19 @@ def _take_over(batch: _Batch, poll: NodePoll, taken: dict[str, str]) -> None:
         conn.execute("UPDATE gpus SET node = ?, idx = ? WHERE id = ?", (node, index, g.id))
         g.node, g.idx = node, index
         batch.seen.pop(uuid, None)
+
+
+def _report_refused(conn: sqlite3.Connection, node: str, ts: float, refused: int, notice: str, cap: GpuCap,
+                    *, start: bool) -> None:
+    """The node's ``gpus_refused`` event (the health engine's gpus-refused finding): when the refusing starts
+    and then at most every :data:`CLAIM_REPORT_EVERY_S` while it lasts."""
+    if not start:
+        if conn.execute("SELECT 1 FROM events WHERE ts > ? AND node = ? AND kind = 'gpus_refused' LIMIT 1",
+                        (ts - CLAIM_REPORT_EVERY_S, node)).fetchone() is not None:  # events_ts bounds the scan
+            return
+    conn.execute(_EVENT_SQL, (node, None, ts, "gpus_refused", None, None, None, notice,
+                              _dumps({"refused": refused, "cap": cap.gpus, "span_s": cap.span_s,
+                                      "repeat_s": CLAIM_REPORT_EVERY_S})))
 
 
 def _cap_new_gpus(batch: _Batch, poll: NodePoll, cap: GpuCap) -> tuple[NodePoll, str | None, int]:

@@ -76,6 +76,7 @@ from fleetmon.collector.client import CYCLE_RECORD_BUDGET, Target, make_ssl_cont
 from fleetmon.collector.limits import GPUS_SEEN_SPAN_S, MAX_GPUS_SEEN_PER_NODE
 from fleetmon.errors import KnownError
 from fleetmon.records import NodePoll
+from fleetmon.text import printable
 from fleetmon.tokens import TokenFileError, read_token_file
 
 log = logging.getLogger("fleetmon.poll")
@@ -355,9 +356,9 @@ class Collector:
                 state.inventory_due = True
                 self.backlog.discard(poll.node)
                 if poll.error != state.last_error:
-                    log.warning("node %s: %s", poll.node, poll.error)
+                    log.warning("node %s: %s", poll.node, printable(poll.error or ""))
                 else:
-                    log.debug("node %s: %s (failure %d, next try in %d cycles)", poll.node, poll.error,
+                    log.debug("node %s: %s (failure %d, next try in %d cycles)", poll.node, printable(poll.error or ""),
                               state.failures, state.skip + 1)
                 state.last_error = poll.error
                 continue

@@ -34,7 +34,7 @@ def is_node_name(name: object) -> bool:
     """Whether ``name`` is a node name the fleet file accepts: host-like, letters, digits, '.', '-', '_'
     (so it fits a Slurm hostlist, a file name and a terminal). Names from other ways in (Prometheus
     labels, imported captures) are checked with this."""
-    return isinstance(name, str) and _HOSTNAME.match(name) is not None and "\n" not in name
+    return isinstance(name, str) and _HOSTNAME.fullmatch(name) is not None
 
 
 def load_fleet(path: str | os.PathLike[str]) -> Fleet:
@@ -291,7 +291,7 @@ class _Validator:
             return out
         for key, value in table.items():
             line = self._line(("thresholds",), None, key)
-            if not _IDENTIFIER.match(key):
+            if not _IDENTIFIER.fullmatch(key):
                 self.error(line, f"thresholds.{key}", "key must be an identifier (letters, digits, _)")
                 continue
             number = self._number(value, line, f"thresholds.{key}")
@@ -357,7 +357,7 @@ class _Validator:
             name = self._string(item["name"], *where("name"))
             if name is None:
                 continue
-            if not _GROUP_NAME.match(name):
+            if not _GROUP_NAME.fullmatch(name):
                 self.error(
                     *where("name"),
                     f"must be letters, digits, '_', '.', '-' (got {name!r})",
@@ -406,7 +406,7 @@ class _Validator:
                 self.error(*where(None), f"missing required key {key!r}")
 
             name = self._string(item["name"], *where("name")) if "name" in item else None
-            if name is not None and not _HOSTNAME.match(name):
+            if name is not None and not _HOSTNAME.fullmatch(name):
                 self.error(
                     *where("name"),
                     f"must be a host-like name: letters, digits, '.', '-', '_' (got {name!r})",
@@ -436,7 +436,7 @@ class _Validator:
             group = None
             if "group" in item:
                 group = self._string(item["group"], *where("group"))
-                if group is not None and not _GROUP_NAME.match(group):
+                if group is not None and not _GROUP_NAME.fullmatch(group):
                     self.error(*where("group"), f"must be letters, digits, '_', '.', '-' (got {group!r})")
                     group = None
                 if group is not None and group not in groups:

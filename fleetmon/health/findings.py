@@ -139,6 +139,11 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
              "The node reports GPU UUIDs that another node reports at the same time; the cards stay with "
              "that node and this node's records of them are not stored.",
              "holder, uuids, gpus, dropped_records"),
+    KindInfo("gpus-refused", "node", "warning",
+             "The store refuses the node's new GPU UUIDs: the node was seen with the most distinct GPUs one node "
+             "may have within 24 h (128), as a scrape that invents UUIDs would be. Its known cards are still "
+             "stored; the count of refused UUIDs is kept in nodes.refused_uuids.",
+             "refused, cap, span_h, notice"),
 )}
 
 
@@ -146,7 +151,8 @@ KIND_PRIORITY: tuple[str, ...] = (
     "node-unreachable", "uuid-conflict", "gpu-lost", "gpu-missing", "ecc-uncorrectable", "row-remap", "retired-pages",
     "arrival-history", "xid", "power-brake", "power-instability", "temperature-high", "fan-stopped", "thermal-throttle",
     "pcie-link-degraded", "pcie-replay", "ecc-correctable-storm", "node-flapping", "power-unreadable",
-    "power-capped", "derating", "driver-mismatch", "vbios-mismatch", "inventory-change", "data-unjudgeable",
+    "power-capped", "derating", "driver-mismatch", "vbios-mismatch", "gpus-refused", "inventory-change",
+    "data-unjudgeable",
 )
 """Which of two findings of the same severity leads (a GPU's health label, the
 report's order): the one that can stop a job soonest and is least ambiguous

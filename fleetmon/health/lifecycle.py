@@ -109,6 +109,7 @@ LIFECYCLE: dict[str, KindLife] = {k.kind: k for k in (
     KindLife("driver-mismatch", "state", how="while the node's reported versions differ"),
     KindLife("vbios-mismatch", "state", how="while the card's reported VBIOS differs"),
     KindLife("data-unjudgeable", "state", how="while the stored data cannot be judged"),
+    KindLife("gpus-refused", "state", how="while the store keeps refusing the node's new GPU UUIDs"),
     KindLife("power-capped", "state", how="while the enforced limit (or the platform cap) holds"),
     KindLife("thermal-throttle", "recurring", load=True,
              how="open with its recurrence until `quiet_hours` without it, with data and load"),

@@ -850,3 +850,14 @@ def test_import_cli_writes_history_prometheus(tmp_path: Path) -> None:
     bad = _parse(fleetcli.add_import_arguments, [str(hosts), "-o", str(tmp_path / "x.toml"),
                                                   "--history-prometheus", "ftp://prom.lab"])
     assert fleetcli.main_import(bad) == 1 and not (tmp_path / "x.toml").exists()
+
+
+@pytest.mark.parametrize(("text", "key"), [
+    ('[[node]]\nname = "gpu01\\n"\nurl = "http://gpu01"\n', "node[0].name"),
+    ('[[group]]\nname = "a100\\n"\n', "group[0].name"),
+    ('[[node]]\nname = "gpu01"\nurl = "http://gpu01"\ngroup = "a100\\n"\n', "node[0].group"),
+])
+def test_a_trailing_newline_is_not_part_of_a_name(text: str, key: str) -> None:
+    # re's "$" matches before a final newline; a name that ends in one reached hostlists and terminals.
+    with pytest.raises(ConfigError, match=key.replace("[", r"\[").replace("]", r"\]")):
+        parse_fleet(text, path="f.toml")

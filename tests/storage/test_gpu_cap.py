@@ -9,6 +9,9 @@ within ``GPUS_SEEN_SPAN_S``, the node's new UUIDs are refused (counted in ``node
 from __future__ import annotations
 
 import itertools
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,7 @@ from storage.ingest import GpuCap, ingest_polls
 from storage.queries import nodes
 from helpers import T0, fresh_db, inventory, poll  # noqa: F401
 
+REPO = Path(__file__).resolve().parents[2]
 CYCLES = 12
 STABLE = ["GPU-stable-0000", "GPU-stable-0001"]
 
@@ -71,6 +75,13 @@ def test_a_scrape_inventing_new_uuids_on_every_poll_is_capped(tmp_path: Path) ->
     assert node.notice.startswith(f"{per_scrape} new GPU UUIDs refused: the node was seen with "
                                   f"{MAX_GPUS_SEEN_PER_NODE} distinct GPUs within {GPUS_SEEN_SPAN_S / 3600:g} h")
     assert node.refused_uuids == CYCLES * per_scrape - (MAX_GPUS_SEEN_PER_NODE - len(STABLE))
+    # ... and every surface says so through the one verdict: the report names it (a gpus-refused warning).
+    report = subprocess.run([sys.executable, "-m", "fleetmon", "report", "--db", str(tmp_path / "fleet.db"),
+                             "--json"], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert report.returncode in (1, 2), report.stderr
+    (found,) = [f for f in json.loads(report.stdout)["findings"] if f["kind"] == "gpus-refused"]
+    assert found["node"] == "inventor-01" and found["severity"] == "warning" and found["state"] == "open", found
+    assert f"seen with {MAX_GPUS_SEEN_PER_NODE} distinct GPUs within 24 h" in found["summary"], found
 
 
 def _polls(node: str, ts: float, uuids: list[str]) -> object:

@@ -229,3 +229,30 @@ def test_latest_sample_state_reaches_the_gpu_row(fresh_db):
     assert rows[1].latest_ts == T0 + 30 and rows[1].values["temp_c"] == 40
     ingest_polls(fresh_db, [poll("n1", T0 + 60, gpus=2)])  # back
     assert {r.index: r.state for r in fleet_latest(fresh_db)} == {0: "ok", 1: "ok"}
+
+
+def test_cards_another_process_stored_meanwhile_are_not_inserted_twice(tmp_path) -> None:
+    # A collector's connection keeps the GPU rows between batches; `fleetmon import-smi` (another
+    # connection, another process) stored card C meanwhile. Before: the collector's next answer with C
+    # inserted it again, failed that node on gpus.uuid's UNIQUE and kept failing it in every cycle.
+    from dataclasses import replace
+
+    from helpers import T0, inventory, poll
+
+    from storage.db import open_database, query
+    from storage.ingest import ingest_polls
+
+    path = tmp_path / "fleet.db"
+    collector, importer = open_database(str(path)), open_database(str(path))
+    refused: dict[str, str] = {}
+    ingest_polls(collector, [poll("n1", T0, inv=[inventory("n1", 0, uuid="A")])], refused=refused)
+    capture = replace(poll("n1", T0 + 10, inv=[inventory("n1", 1, uuid="C")]), url="file:///tmp/n1-smi.xml")
+    ingest_polls(importer, [capture])
+    ingest_polls(collector, [poll("n1", T0 + 60, inv=[inventory("n1", 0, uuid="A"), inventory("n1", 1, uuid="C")])],
+                 refused=refused)
+    assert refused == {}
+    assert query(collector, "SELECT uuid, node FROM gpus ORDER BY uuid") == [
+        {"uuid": "A", "node": "n1"}, {"uuid": "C", "node": "n1"}]
+    assert query(collector, "SELECT status FROM nodes WHERE name = 'n1'") == [{"status": "ok"}]
+    collector.close()
+    importer.close()

@@ -57,7 +57,7 @@ from fleetmon.health.rules.power import (
     check_power_unreadable,
 )
 from fleetmon.health.rules.reachability import check_node_flapping, check_node_unreachable
-from fleetmon.health.rules.identity import check_uuid_conflict
+from fleetmon.health.rules.identity import check_gpus_refused, check_uuid_conflict
 from fleetmon.health.rules.thermal import check_fan_stopped, check_temperature, check_thermal_throttle
 from fleetmon.health.rules.versions import check_driver_versions, check_vbios
 from fleetmon.health.rules.xid import check_xid
@@ -102,6 +102,6 @@ RULES: tuple[Rule, ...] = (
     check_pcie_link, check_pcie_replay, check_power_brake, check_power_instability,
     check_power_unreadable, check_power_capped, check_thermal_throttle, check_temperature,
     check_fan_stopped, check_derating, check_node_unreachable, check_node_flapping,
-    check_inventory_changes, check_uuid_conflict,
+    check_inventory_changes, check_uuid_conflict, check_gpus_refused,
 )
 """Every rule, in report order."""

@@ -1,4 +1,5 @@
-"""Identity rule: a node reporting GPU UUIDs that another node reports at the same time (issue 11)."""
+"""Identity rules: a node reporting GPU UUIDs that another node reports at the same time (issue 11), and a
+node whose new GPU UUIDs the store refuses past the per-node cap (issue 20)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from fleetmon.health.fleet import EventRecord, FleetHistory
 from fleetmon.health.rules.helpers import node_finding
 from fleetmon.health.thresholds import Thresholds
 
-__all__ = ["check_uuid_conflict"]
+__all__ = ["check_gpus_refused", "check_uuid_conflict"]
 
 DEFAULT_REPEAT_S = 600.0
 """How often the store repeats a ``uuid_conflict`` event while the conflict lasts, when the event
@@ -40,4 +41,36 @@ def check_uuid_conflict(history: FleetHistory, thresholds: Thresholds | None = N
             summary=(f"node {node} reports GPU UUIDs already seen on node {holder} at the same time "
                      f"({len(uuids)} GPU{'s' if len(uuids) != 1 else ''})"),
             resolve_s=2 * repeat, discriminator=holder, magnitude=float(len(uuids))))
+    return out
+
+
+def check_gpus_refused(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
+    """The store refuses node X's new GPU UUIDs: X was seen with the most distinct GPUs one node may have
+    within the cap's span (warning).
+
+    From the store's ``gpus_refused`` events (storage.ingest, when the refusing starts and then every
+    ``repeat_s`` while it lasts). Open while they keep coming (within twice their repeat period); as a
+    ``state`` kind it resolves only when fresh data of the node shows no refusal.
+    """
+    by_node: dict[str, list[EventRecord]] = {}
+    for e in history.events:
+        if e.kind == "gpus_refused":
+            by_node.setdefault(e.node, []).append(e)
+    out: list[Finding] = []
+    for node, evs in sorted(by_node.items()):
+        last = evs[-1]
+        cap = int(last.data.get("cap") or 0)
+        span_h = float(last.data.get("span_s") or 0) / 3600.0
+        repeat = max(float(e.data.get("repeat_s") or DEFAULT_REPEAT_S) for e in evs)
+        refused = int(last.data.get("refused") or 0)
+        out.append(node_finding(
+            history, node, "gpus-refused", "warning", evs[0].ts, last.ts,
+            {"refused": refused, "cap": cap, "span_h": span_h, "notice": last.message},
+            action=(f"{node} keeps reporting GPU UUIDs never seen before: check its source (a dcgm-exporter or "
+                    f"script inventing UUIDs, an exporter behind a load balancer, one fleet-file name for many "
+                    f"hosts). Its known cards are still stored; the new ones are not until it reports at most "
+                    f"{cap} within {span_h:g} h."),
+            summary=(f"node {node}: {refused} new GPU UUID{'s' if refused != 1 else ''} refused, the node was seen "
+                     f"with {cap} distinct GPUs within {span_h:g} h (the most one node may have)"),
+            resolve_s=2 * repeat, magnitude=float(refused)))
     return out
