@@ -820,12 +820,12 @@ def test_evaluate_is_deterministic_and_sorted() -> None:
 
 def test_every_rule_is_listed_and_every_kind_documented() -> None:
     names = {r.__name__ for r in rules.RULES}
-    assert len(names) == len(rules.RULES) == 24
+    assert len(names) == len(rules.RULES) == 25
     assert all(name.startswith("check_") for name in names)
     for kind in ("driver-mismatch", "vbios-mismatch", "ecc-uncorrectable", "ecc-correctable-storm",
                  "retired-pages", "row-remap", "xid", "gpu-lost", "gpu-missing", "pcie-link-degraded",
                  "pcie-replay", "power-brake", "power-instability", "power-capped", "thermal-throttle",
-                 "derating", "node-unreachable", "node-flapping", "inventory-change", "arrival-history"):
+                 "derating", "node-unreachable", "node-flapping", "inventory-change", "arrival-history", "gpus-refused"):
         assert kind in KINDS
 
 
@@ -863,3 +863,22 @@ def test_cards_of_a_node_first_inventory_are_not_additions() -> None:
     later = card(uuid="GPU-later", index=2, first_seen=NOW - 600)
     [f] = rules.check_inventory_changes(fleet(*first, later), None)
     assert (f.evidence["change"], f.gpu_uuid) == ("gpu_added", "GPU-later")
+
+
+def test_gpus_refused_is_a_node_warning_open_while_the_store_keeps_refusing() -> None:
+    from fleetmon.health.rules.identity import check_gpus_refused
+
+    notice = "62 new GPU UUIDs refused: the node was seen with 128 distinct GPUs within 24 h"
+
+    def refused(ts: float) -> EventRecord:
+        return EventRecord(ts, "n1", "gpus_refused", message=notice,
+                           data={"refused": 62, "cap": 128, "span_s": 86400.0, "repeat_s": 600.0})
+
+    (f,) = check_gpus_refused(fleet(card(), events=(refused(NOW - 1500), refused(NOW - 900), refused(NOW - 300))))
+    assert (f.kind, f.severity, f.node, f.gpu_uuid, f.is_open) == ("gpus-refused", "warning", "n1", None, True)
+    assert f.evidence["refused"] == 62 and f.evidence["cap"] == 128 and f.evidence["notice"] == notice
+    assert "128 distinct GPUs within 24 h" in f.summary
+    # The events stopped more than twice their period ago: the rule no longer sees it open.
+    (old,) = check_gpus_refused(fleet(card(), events=(refused(NOW - 3 * 3600),)))
+    assert not old.is_open
+    assert check_gpus_refused(fleet(card(), events=(EventRecord(NOW - 60, "n1", "xid", code=13),))) == []
