@@ -14,9 +14,10 @@ returned as a dict of figures.
 
 Timeouts: a hostile node that never answers costs its own deadline (``3 × timeout_s``) in every
 cycle, whatever the collector does; the hostile nodes therefore get a ``[[node]] timeout_s`` of their
-own, a third of the clean cycle's median (at least 0.2 s), so the 2× criterion measures what they
-cost beyond their deadline (a blocked event loop, a stalled or failed cycle, healthy nodes timing
-out). The healthy nodes keep the fleet's ``timeout_s`` of the clean run (1 s) in both runs.
+own, a quarter of the clean cycle's median (at least 0.2 s: their deadline is 3/4 of a clean cycle),
+so the 2× criterion measures what they cost beyond their deadline (a blocked event loop, a stalled or
+failed cycle, healthy nodes timing out). With a third (deadline = one clean cycle) the ratio measured
+1.6-2.0× on the 2-core VM, the overshoot being the killed ``ssh``'s and the drip's last 0.1-0.3 s. The healthy nodes keep the fleet's ``timeout_s`` of the clean run (1 s) in both runs.
 """
 
 from __future__ import annotations
@@ -254,7 +255,7 @@ def run_load(folder: Path, *, nodes: int = 200, gpus: int = 2, cycles: int = 3,
 
         figures["clean_s"] = run("clean", healthy, {})
         figures["clean_median_s"] = clean = statistics.median(figures["clean_s"])
-        timeout_s = figures["hostile_timeout_s"] = max(0.2, clean / 3)
+        timeout_s = figures["hostile_timeout_s"] = max(0.2, clean / 4)
         hostile = Hostile(folder, [_uuids(healthy[0][1]), _uuids(healthy[1][1])])
         os.environ["PATH"] = f"{hostile.fake_bin}{os.pathsep}{old_path}"
         head = [(n, u) for n, u in hostile.urls.items() if n not in skip]
