@@ -32,7 +32,7 @@ SEED = 20_2005
 IN_PROCESS = 2_500
 THROUGH_HTTP = 100
 REPORTS = 12
-BUDGET_S = 20.0
+BUDGET_S = 120.0  # a guard against a hang, not a budget: 2,500 take about 7 s alone
 
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "C_dcgm_exporter"
 _LABELS = re.compile(r'^DCGM_FI_DEV_GPU_TEMP\{([^}]*)\}', re.MULTILINE)
@@ -256,7 +256,7 @@ def test_fuzzed_answers_through_http_and_reports_render(tmp_path):
             return mutate(rng, normal)
 
     gpus = [dict(g, node=g.get("Hostname") or "node-a") for g in labels]
-    counts = {"result": 0, "error": 0, "reports": 0}
+    counts = {"result": 0, "error": 0, "reports": 0, "failed": 0}
     t0 = time.monotonic()
     with fake_prometheus(gpus, answer) as prom:
         fleet_path = tmp_path / "fleet.toml"
@@ -285,6 +285,7 @@ def test_fuzzed_answers_through_http_and_reports_render(tmp_path):
                 outcome = assess.run_report(db, time.time(), 3600, None, fleet, save=False)
             except PrometheusError as exc:
                 _one_line(exc)
+                counts["failed"] += 1
                 continue
             finally:
                 db.close()
@@ -295,4 +296,7 @@ def test_fuzzed_answers_through_http_and_reports_render(tmp_path):
     print(f"Prometheus answers fuzzed through HTTP: {THROUGH_HTTP} reads + {REPORTS} reports in "
           f"{time.monotonic() - t0:.1f} s ({counts})")
     assert counts["result"] + counts["error"] == THROUGH_HTTP
-    assert counts["reports"] >= REPORTS // 2
+    # Every report rendered or failed with one line (above). A mutated answer fails its report in most
+    # draws (as malformed answers should), and which of the report's concurrent requests gets it depends
+    # on thread timing: rendered reports were 4-9 of 12 in runs here, so only "some" is asserted.
+    assert counts["reports"] + counts["failed"] == REPORTS and counts["reports"] >= 1, counts

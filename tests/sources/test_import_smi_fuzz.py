@@ -12,9 +12,9 @@ or exit 1 with one line on stderr and nothing stored; never a traceback, another
 exit status, or a hang. Afterwards `fleetmon report` and `fleetmon export` still
 work on the database.
 
-Bounded: the in-process part stops at :data:`TARGET` mutations or :data:`FUZZ_S`
-seconds, whichever is first, and asserts the target was reached; the figures are
-printed (``pytest -rP``). ``FLEETMON_FUZZ_SEED`` changes the seed.
+Bounded: the in-process part runs :data:`TARGET` mutations (about 14 s here);
+:data:`FUZZ_S` only stops a run that hangs or crawls (the target then fails). The
+figures are printed (``pytest -rP``). ``FLEETMON_FUZZ_SEED`` changes the seed.
 """
 
 from __future__ import annotations
@@ -39,7 +39,9 @@ from storage.db import open_database
 
 SEED = int(os.environ.get("FLEETMON_FUZZ_SEED", "20261203"))
 TARGET = 2500
-FUZZ_S = 20.0
+FUZZ_S = 120.0
+"""A guard against a hang, not a time budget: 2,500 took 13.7 s alone, and 20 s was not enough with the
+suite on two workers and other work on the machine (2,357 and 1,977 done)."""
 SUBPROCESS_RUNS = 30
 FULL_EVERY = 100
 """Every 100th in-process mutation goes through fleetmon.cli.main whole (argument parsing, opening the database)."""
