@@ -23,6 +23,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_CONFIG_HOME, ignore_errors=True)
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    """pytest-randomly's seed, under -q too (it prints it in the header, which -q hides): a failure that
+    only this order shows can be run again."""
+    if config.pluginmanager.hasplugin("randomly") and not hasattr(config, "workerinput"):
+        seed = config.getoption("randomly_seed")
+        terminalreporter.write_line(f"tests ran in a random order: -p randomly --randomly-seed={seed} repeats it, "
+                                    f"-p no:randomly runs them in file order")
+
+
 @pytest.fixture(autouse=True)
 def _restore_process_state() -> Iterator[None]:
     """Undo what a test left behind in the whole process, so that no test depends on the ones before it.
