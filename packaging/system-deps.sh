@@ -4,7 +4,8 @@
 #                                   real: the desktop entry and AppStream validators, OpenSSH's client and
 #                                   server (the ssh source's tests start sshd on 127.0.0.1) and Prometheus
 #                                   (tests/integration/test_real_prometheus.py scrapes simulated agents)
-#   packaging/system-deps.sh demo   Qt's runtime libraries plus its xcb platform plugin (a real window)
+#   packaging/system-deps.sh demo   Qt's runtime libraries plus its xcb platform plugin (a real window);
+#                                   ui/display_check.py maps the same packages to the libraries they hold
 # Safe to run again: installs only what is missing. Does nothing on non-Debian systems.
 set -eu
 what="${1:-test}"
@@ -16,7 +17,8 @@ if [ "$what" = test ]; then
 fi
 if [ "$what" = demo ]; then
   pkgs="$pkgs libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
-libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0 libxcb-randr0"
+libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0 libxcb-randr0 \
+libxcb-util1 libxcb-shm0 libxcb-sync1 libxcb-xfixes0 libxcb-render0 libxcb1 libx11-xcb1 libx11-6"
 fi
 py="${PYTHON:-python3}"
 if ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
+import signal
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,46 @@ _CONFIG_HOME = os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="fleetmon
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_CONFIG_HOME, ignore_errors=True)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int,
+                            config: pytest.Config) -> None:
+    """pytest-randomly's seed, under -q too (it prints it in the header, which -q hides): a failure that
+    only this order shows can be run again."""
+    if config.pluginmanager.hasplugin("randomly") and not hasattr(config, "workerinput"):
+        seed = config.getoption("randomly_seed")
+        terminalreporter.write_line(f"tests ran in a random order: -p randomly --randomly-seed={seed} repeats it, "
+                                    f"-p no:randomly runs them in file order")
+
+
+@pytest.fixture(autouse=True)
+def _restore_process_state() -> Iterator[None]:
+    """Undo what a test left behind in the whole process, so that no test depends on the ones before it.
+
+    The window freezes the heap (``ui.shell``: ``gc.freeze``) and ``ui.app.run_gui`` takes SIGINT and
+    SIGTERM; a later test that counts frozen objects or sends itself a signal must not see either. Also
+    the collector's enabled state and thresholds, the environment, the working directory and
+    ``sys.excepthook``. (``monkeypatch`` undoes what a test patches on purpose; this is for what the
+    code under test changes as a side effect.)
+    """
+    enabled, thresholds = gc.isenabled(), gc.get_threshold()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    environ, cwd, excepthook = dict(os.environ), os.getcwd(), sys.excepthook
+    yield
+    if gc.get_freeze_count():
+        gc.unfreeze()
+    (gc.enable if enabled else gc.disable)()
+    gc.set_threshold(*thresholds)
+    for number, handler in handlers.items():
+        if signal.getsignal(number) is not handler and handler is not None:
+            signal.signal(number, handler)
+    if os.environ != environ:
+        os.environ.clear()
+        os.environ.update(environ)
+    if os.getcwd() != cwd:
+        os.chdir(cwd)
+    sys.excepthook = excepthook
+
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"

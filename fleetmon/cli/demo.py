@@ -20,8 +20,11 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
+    from fleetmon.cli.gui import CANNOT_SHOW, cannot_show_window
     from fleetmon.demo import start_demo, text_progress
 
+    if not args.no_gui and cannot_show_window("demo"):
+        return CANNOT_SHOW  # before the agents and their temporary folder: nothing to leave behind
     history = args.history_days > 0
     db_path = Path(args.db).expanduser().resolve() if args.db else None
     with start_demo(args.nodes, interval_s=args.interval, backfill_minutes=args.backfill, keep=args.keep,

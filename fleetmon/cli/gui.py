@@ -39,8 +39,30 @@ def resolve_paths(args: argparse.Namespace) -> bool:
     return True
 
 
+CANNOT_SHOW = 2
+"""Exit status when this machine cannot show a window (no display, a missing library): nothing was started."""
+
+
+def cannot_show_window(command: str) -> bool:
+    """True, after saying why in one line on standard error, when this machine cannot show a window.
+
+    Asked before the QApplication exists (``ui.display_check``, which imports
+    no Qt): Qt itself would abort the process (exit 134) with advice to
+    reinstall, leaving behind whatever the command had started.
+    """
+    from ui.display_check import window_problem
+
+    problem = window_problem(command)
+    if problem is None:
+        return False
+    print(f"fleetmon {command}: {problem}", file=sys.stderr)
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
     require_app_extra("gui", ("PySide6", "pyqtgraph", "aiohttp", "sqlite_utils", "apscheduler"))
+    if cannot_show_window("gui"):
+        return CANNOT_SHOW
     from ui.app import run_gui
 
     if resolve_paths(args):
