@@ -40,8 +40,9 @@ def open_checks(db_path: str, fleet: str | None, interval: float | None, *, conf
                 error: ShowError) -> tuple[Any, Any, str] | None:
     """Everything that can refuse to open, as a clear message instead of a traceback.
 
-    Missing database: asks ``confirm_create``. Corrupt or newer database, an
-    unreadable fleet file: ``error`` shows why. Returns what
+    Missing database: asks ``confirm_create``; a No is the user's own answer, so
+    it is not an error (one line on stderr, no second dialog). Corrupt or newer
+    database, an unreadable fleet file: ``error`` shows why. Returns what
     :func:`fleetmon.collector.main.prepare_database` returns, or None (do not open).
     """
     from fleetmon.collector.main import prepare_database
@@ -49,7 +50,7 @@ def open_checks(db_path: str, fleet: str | None, interval: float | None, *, conf
     from storage.db import open_database
 
     if not Path(db_path).exists() and not confirm_create(db_path):
-        error(f"Not opened: there is no database at {db_path}.")
+        print(f"fleetmon gui: not opened: there is no database at {db_path}", file=sys.stderr)
         return None
     try:
         collector, lock, note = prepare_database(db_path, fleet, interval)

@@ -117,7 +117,7 @@ class MainWindow(QMainWindow):
         self.outer.setStretchFactor(1, 1)
         self.outer.setSizes([130, 1110])
         self.setCentralWidget(self.outer)
-        self.exporter = InventoryExport(db_path, self)
+        self.exporter = InventoryExport(db_path, self, settings=self.settings)
         self.exporter.stale_after_s = stale_after_s
         self._build_menus()
 
