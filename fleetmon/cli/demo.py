@@ -37,8 +37,10 @@ def run(args: argparse.Namespace) -> int:
         if history and not demo.db_path.exists():
             def generate(progress: Callable[[int, int], None]) -> None:
                 _history(demo.db_path, args, progress, demo.epoch)
+        # A cancelled history (Cancel, Ctrl-C) opens no window and leaves no database; the agents stop and
+        # the temporary folder goes when this block ends.
         rc = run_demo(demo, interval_s=args.interval, max_seconds=args.duration, generate=generate)
-        if db_path is not None:
+        if db_path is not None and db_path.exists():
             print(f"fleetmon demo: kept the database {db_path}", file=sys.stderr)
         return rc
 
