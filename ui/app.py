@@ -94,6 +94,19 @@ def stale_after_s(fleet_path: str | None) -> float | None:
         return None  # open_checks already said what is wrong with the file
 
 
+def fleet_name(fleet_path: str | None) -> str | None:
+    """The fleet file's ``name`` (None: no fleet file, no name, or an unreadable file), titling printed sheets."""
+    if not fleet_path:
+        return None
+    from fleetmon.errors import KnownError
+    from fleetmon.fleet import load_fleet
+
+    try:
+        return load_fleet(fleet_path).name
+    except KnownError:
+        return None  # open_checks already said what is wrong with the file
+
+
 def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_create: Confirm | None = None,
             error: ShowError | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -134,6 +147,7 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
     _history_source(args.fleet)
     window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note, collector=child,
                         stale_after_s=stale_after_s(args.fleet))
+    window.exporter.fleet_name = window.inventory_print.fleet_name = fleet_name(args.fleet)
     previous_hook = install_excepthook(window)
     if child is not None:
         child.cycle_finished.connect(window.on_cycle_finished)

@@ -88,11 +88,13 @@ class ExportWorker(QObject):
     failed = Signal(str)  # a message for the operator
     cancelled = Signal()
 
-    def __init__(self, db_path: str, output: str, stale_after_s: float | None = None) -> None:
+    def __init__(self, db_path: str, output: str, stale_after_s: float | None = None,
+                 fleet_name: str | None = None) -> None:
         super().__init__()
         self.db_path = db_path
         self.output = output
         self.stale_after_s = stale_after_s
+        self.fleet_name = fleet_name
         self._stop = threading.Event()
         self.runner: threading.Thread | None = None
 
@@ -115,7 +117,8 @@ class ExportWorker(QObject):
         try:
             if self._stop.is_set():
                 raise ExportCancelled()
-            n = export_database(self.db_path, self.output, progress=self._progress, stale_after_s=self.stale_after_s)
+            n = export_database(self.db_path, self.output, progress=self._progress, stale_after_s=self.stale_after_s,
+                                fleet_name=self.fleet_name)
         except ExportCancelled:
             self.cancelled.emit()
         except KnownError as exc:
@@ -152,6 +155,7 @@ class InventoryExport(QObject):
         self.worker: ExportWorker | None = None
         self.progress: QProgressDialog | None = None
         self.stale_after_s: float | None = None  # the fleet's stale limit (None: the default), set by the window
+        self.fleet_name: str | None = None  # the fleet file's name, titling printed pages (set by the app)
 
     def start(self) -> None:
         path = self.ask_path(self.window, proposed_path(self.settings, self.today()))
@@ -169,7 +173,7 @@ class InventoryExport(QObject):
         dlg.setAutoClose(False)
         dlg.setAutoReset(False)
         self.progress = dlg
-        worker = ExportWorker(self.db_path, path, self.stale_after_s)
+        worker = ExportWorker(self.db_path, path, self.stale_after_s, self.fleet_name)
         worker.progressed.connect(self._on_progress)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
