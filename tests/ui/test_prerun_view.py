@@ -173,7 +173,14 @@ def test_a_changed_input_invalidates_the_shown_review(qtbot, fleet_db: Path, cha
     assert view.exclude.text() == "" and not view.copy_button.isEnabled() and view.copy_exclude() == ""
     assert not view.save_button.isEnabled() and not view.go_table.isEnabled()
     assert "out of date" in view.verdict.text().lower()
+    # The old rows stay greyed, without their verdict colours; the nodes' history cards go.
+    from PySide6.QtCore import Qt
+
+    assert view.go_model.rowCount() and view.go_model.index(0, 1).data(Qt.ItemDataRole.ForegroundRole) is None
+    assert view.cards == [] and "Out of date" in view.hint.text()
     rev = _review(qtbot, view, view.nodes.text())
+    assert view.go_model.index(0, 1).data(Qt.ItemDataRole.ForegroundRole) is not None
+    assert view.cards and "Out of date" not in view.hint.text()
     assert view.go_table.isEnabled() and "out of date" not in view.verdict.text().lower()
     assert view.exclude.text() == exclude_list(rev.result) and view.copy_button.isEnabled() == bool(rev.result.no_go)
 

@@ -33,6 +33,8 @@ from ui.views.save_html import save_html_dialog, write_html
 Index = QModelIndex | QPersistentModelIndex
 
 GO_COLORS = {"go": "#2e7d32", "no-go": "#c62828"}
+HINT = "Each node's ECC, retired pages, power and Xid history appears here, side by side, after a review."
+STALE_HINT = "Out of date: press Review for the nodes' history with the current input."
 DEFAULT_DAYS = 14.0
 
 
@@ -83,6 +85,13 @@ class GoNoGoModel(RowsTableModel[NodePreflight]):
 
     COLUMNS = ("Node", "Verdict", "GPUs", "Reasons")
 
+    stale = False  # the rows answer an input since changed: shown without the verdict colours
+
+    def set_stale(self, stale: bool) -> None:
+        self.stale = stale
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(self.COLUMNS) - 1))
+
     def set_rows(self, rows: Iterable[NodePreflight]) -> None:
         self.beginResetModel()
         self._rows = sorted(rows, key=lambda n: (n.go, hostlist.sort_key(n.name)))
@@ -103,7 +112,7 @@ class GoNoGoModel(RowsTableModel[NodePreflight]):
             if n.reasons:
                 return "; ".join(n.reasons)
             return ("go; " + "; ".join(n.warnings)) if n.warnings else "go: nothing in the window"
-        if role == Qt.ItemDataRole.ForegroundRole and col == 1:
+        if role == Qt.ItemDataRole.ForegroundRole and col == 1 and not self.stale:
             return QBrush(QColor(GO_COLORS[n.verdict]))
         if role == Qt.ItemDataRole.FontRole and col == 1:
             font = QFont()
@@ -302,8 +311,7 @@ class PrerunView(QWidget):
         self.strip = QWidget(self)
         self.strip_layout = QHBoxLayout(self.strip)
         self.strip_layout.setContentsMargins(0, 0, 0, 0)
-        self.hint = QLabel("Each node's ECC, retired pages, power and Xid history appears here, side by side, "
-                           "after a review.", self.strip)
+        self.hint = QLabel(HINT, self.strip)
         self.hint.setStyleSheet("color: palette(mid)")
         self.strip_layout.addWidget(self.hint)
         self.strip_layout.addStretch(1)
@@ -398,8 +406,8 @@ class PrerunView(QWidget):
             f"<b style='color:{GO_COLORS['no-go' if nogo else 'go']}'>GO {len(r.go)} · NO-GO {nogo}</b> "
             f"· {r.days:g} days to {time.strftime('%Y-%m-%d %H:%M', time.gmtime(r.now))} UTC")
         self._set_cards(r.nodes, r.findings)
+        self.go_model.set_stale(False)
         self.go_table.setEnabled(True)
-        self.scroll_area.setEnabled(True)
         self._update_buttons()
         if self._shown_input != self._input():
             self._invalidate()  # typed over while it ran: shown, but out of date
@@ -411,6 +419,8 @@ class PrerunView(QWidget):
             c.deleteLater()
         self.cards = []
         self.hint.setVisible(not nodes)
+        if nodes:
+            self.hint.setText(HINT)
         for i, n in enumerate(sorted(nodes, key=lambda n: (n.go, hostlist.sort_key(n.name)))):
             card = NodeCard(n, findings, self.strip)
             self.strip_layout.insertWidget(i, card)
@@ -421,10 +431,11 @@ class PrerunView(QWidget):
         self.review = None
         self._shown_input = None
         self.go_model.set_rows([])
+        self.go_model.set_stale(False)
         self.exclude.clear()
         self._set_cards([], [])
+        self.hint.setText(HINT)
         self.go_table.setEnabled(True)
-        self.scroll_area.setEnabled(True)
         self.verdict.setText(f"<b style='color:#c62828'>Review failed:</b> {_escape(message)}")
         self._update_buttons()
         self.failed.emit(message)
@@ -441,8 +452,10 @@ class PrerunView(QWidget):
             return
         self.review = None
         self.exclude.clear()
+        self.go_model.set_stale(True)
         self.go_table.setEnabled(False)
-        self.scroll_area.setEnabled(False)
+        self._set_cards([], [])  # the nodes' history tables read as live: gone until the next review
+        self.hint.setText(STALE_HINT)
         self.verdict.setText(message or "<b style='color:#ef6c00'>Out of date:</b> the nodes or the window "
                                         "changed since this review; Review again.")
         self._update_buttons()
