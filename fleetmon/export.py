@@ -16,9 +16,23 @@ node answers is stale too); ``health`` keeps its old words where they apply
 findings are open) and says "unreachable", "stale" or "unknown" for a card
 nobody hears from, never "ok".
 
+``open_findings`` counts the open findings of the card and of its node (a
+driver mismatch, a flapping node: the ones *Findings* lists as ``(node)``),
+and ``worst_finding`` is the worst of them: what the verdict is judged from.
+
 The XLSX workbook adds a sheet of the open findings and one of the version
 matrix (driver / CUDA driver / VBIOS by group and model, with node counts).
 CSV and JSON keep their columns (:data:`COLUMNS`).
+
+Printed (or converted to PDF), the Inventory sheet is landscape A4 at a
+readable scale (:data:`PRINT_SCALE`), the header row and the Node, Group and
+Slot columns on every page, the columns that do not fit on following pages,
+and a page header with the fleet and the export's date. The app's
+*Print inventory…* (``ui.print_inventory``) prints :data:`PRINT_SECTIONS`:
+the columns an inspector reads across the page, the rest in a second section.
+
+The file written takes the mode the user's umask gives a new file (as
+``open()`` or a shell redirection would), never the 0600 of a temporary file.
 
 Formula injection: a text cell a spreadsheet would run as a formula (one that
 starts with ``= + - @``, a tab or a carriage return; a node may be named
@@ -39,11 +53,12 @@ from __future__ import annotations
 import argparse
 import csv
 import datetime as dt
+import errno
 import io
 import json
 import os
+import secrets
 import sys
-import tempfile
 import textwrap
 import time
 from collections import Counter
@@ -124,6 +139,27 @@ VERSIONS_SHEET: tuple[Column, ...] = (
     Column("version", "Version", 16), Column("baseline", "Baseline", 9), Column("nodes", "Nodes", 7, "int"),
     Column("gpus", "GPUs", 7, "int"), Column("node_list", "Nodes running it", 40, "wrap"),
 )
+
+
+PRINT_SCALE = 75
+"""The Inventory sheet's print scale (%): Calibri 11 prints at about 8 pt."""
+
+PRINT_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("Health", ("node", "group", "gpu_index", "model", "serial", "pci_bus_id", "state", "verdict", "health",
+                "open_findings", "findings", "last_seen_ts")),
+    ("Identity, firmware and limits", (
+        "node", "gpu_index", "uuid", "board_part_number", "vbios", "driver_version", "cuda_driver_version",
+        "memory_total_mib", "power_default_w", "power_enforced_w", "power_min_w", "power_max_w", "pcie_max_gen",
+        "pcie_max_width", "first_seen_ts")),
+)
+"""The printed inventory's sections, each a page-wide table of :data:`INVENTORY_SHEET` keys: first what an
+inspector reads (where a card sits, what it is, its verdict and findings), then the rest, each row named
+again by node and slot. Every column of the sheet is in one of them."""
+
+
+def fleet_label(db_path: str | os.PathLike[str], name: str | None = None) -> str:
+    """The fleet a printed sheet names: the fleet file's ``name`` when it has one, else the database's file name."""
+    return name or Path(db_path).name
 
 
 @dataclass
@@ -236,7 +272,7 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
             continue
         mine = card_findings.get(g.uuid, [])
         theirs = node_findings.get(g.node or "", [])
-        worst = max(mine, key=lambda f: _rank(f.severity), default=None)
+        worst = max(mine + theirs, key=lambda f: _rank(f.severity), default=None)
         # The card's reachability: its node's (a card whose node is unknown here: "unknown"); while the
         # node answers, a card still in its inventory with no record for longer than the limit is stale.
         own = reach.get(g.node or "", "unknown")
@@ -254,7 +290,8 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
             "driver_version": (n.driver_version if n else None) or "",
             "cuda_driver_version": (n.cuda_driver_version if n else None) or "",
             "state": g.state or "", "first_seen": _iso(g.first_seen),
-            "last_seen": _iso(g.last_seen), "open_findings": len(mine),
+            # The card's and its node's open findings, as Findings lists them and the verdict weighs them.
+            "last_seen": _iso(g.last_seen), "open_findings": len(mine) + len(theirs),
             "worst_finding": f"{worst.severity}: {worst.kind}" if worst else "",
             # The workbook's further columns (CSV and JSON keep COLUMNS).
             "power_min_w": inv.get("power_min_w"), "power_max_w": inv.get("power_max_w"),
@@ -364,8 +401,12 @@ def _excel_date(ts: float) -> dt.datetime:
     return dt.datetime.fromtimestamp(float(ts), dt.timezone.utc).replace(tzinfo=None)
 
 
-def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | None = None) -> None:
-    """The workbook: Inventory, Open findings and Versions sheets, each with a bold frozen header and filters."""
+def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | None = None, *,
+               fleet: str = "", now: float | None = None) -> None:
+    """The workbook: Inventory, Open findings and Versions sheets, each with a bold frozen header and filters.
+
+    ``fleet`` and ``now`` (default: the clock) title the printed pages.
+    """
     import xlsxwriter  # type: ignore[import-untyped]  # no py.typed; the Workbook is Any here
 
     total = len(sheet.gpus) + len(sheet.findings) + len(sheet.versions)
@@ -397,12 +438,18 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
                 ws.set_column(c, c, col.width, fmts.get(col.kind))
             ws.set_row(0, 30)
             ws.freeze_panes(1, 2 if name == "Inventory" else 0)
-            # Printed (or converted to PDF): landscape A4, one page wide, the header on every page.
+            # Printed (or converted to PDF): landscape A4 at a readable scale (fitting the 25 columns onto one
+            # page wide printed them at 3 pt), the header row on every page and, on the Inventory, the card's
+            # node, group and slot too, so that the columns that go to the following pages stay attributable.
             ws.set_landscape()
             ws.set_paper(9)
-            ws.fit_to_pages(1, 0)
+            ws.set_print_scale(PRINT_SCALE)
             ws.repeat_rows(0)
-            ws.set_margins(left=0.4, right=0.4, top=0.5, bottom=0.5)
+            if name == "Inventory":
+                ws.repeat_columns(0, 2)
+            ws.print_across()  # a page's rows continue to the right before the next rows
+            ws.set_margins(left=0.4, right=0.4, top=0.7, bottom=0.5)
+            ws.set_header(_page_header(f"fleetmon {name.lower()}", fleet, now), {"margin": 0.3})
             ws.set_footer(f"&L{name}&RPage &P of &N")
             ws.autofilter(0, 0, max(len(rows), 1), len(columns) - 1)
             wrapped = [col for col in columns if col.kind == "wrap"]
@@ -426,6 +473,14 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
             progress(0, 0)
     finally:
         wb.close()
+
+
+def _page_header(title: str, fleet: str, now: float | None) -> str:
+    """A printed page's header: the title and fleet at the left, the export's date (UTC) at the right."""
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(time.time() if now is None else now))
+    text = f"{title} — {fleet}" if fleet else title
+    # "&" starts a header code in Excel's syntax: a literal one is doubled.
+    return f'&L&"-,Bold"{text.replace("&", "&&")}&R{when}'
 
 
 def wrapped_lines(value: Any, width: float) -> int:
@@ -453,10 +508,12 @@ def _write_cell(ws: Any, r: int, c: int, value: Any, kind: str, fmts: Mapping[st
 
 def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[str], fmt: str | None = None, *,
                     current: bool = False, group: str | None = None, progress: Progress | None = None,
-                    now: float | None = None, stale_after_s: float | None = None) -> int:
+                    now: float | None = None, stale_after_s: float | None = None,
+                    fleet_name: str | None = None) -> int:
     """Write the sheet of the database at ``db_path`` (opened read-only) to ``output``; the number of GPUs.
 
-    ``now`` and ``stale_after_s``: see :func:`read_sheet`.
+    ``now`` and ``stale_after_s``: see :func:`read_sheet`; ``fleet_name`` (default: the database's file
+    name, :func:`fleet_label`) titles the printed pages of a workbook.
 
     The file is written next to ``output`` and renamed into place, so that a
     failed or cancelled export (:class:`ExportCancelled`) leaves no half file.
@@ -472,14 +529,14 @@ def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[s
     finally:
         db.close()
     out = Path(output)
+    now = time.time() if now is None else now
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".part", dir=out.parent if str(out.parent) else ".")
-        os.close(fd)
+        tmp = _new_part_file(out)
     except OSError as exc:
         raise KnownError(f"cannot write {output}: {exc.strerror}") from exc
     try:
         if fmt == "xlsx":
-            write_xlsx(tmp, sheet, progress)
+            write_xlsx(tmp, sheet, progress, fleet=fleet_label(db_path, fleet_name), now=now)
         else:
             Path(tmp).write_text(render(sheet.gpus, fmt), encoding="utf-8")
             if progress is not None and progress(len(sheet.gpus), len(sheet.gpus)) is False:
@@ -491,6 +548,26 @@ def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[s
         if os.path.exists(tmp):
             os.unlink(tmp)
     return len(sheet.gpus)
+
+
+def _new_part_file(out: Path) -> str:
+    """A new, empty file next to ``out`` to write into before renaming it into place.
+
+    Not :func:`tempfile.mkstemp`: its file is 0600 whatever the umask, and the
+    rename would hand that to the user's sheet. Created with 0666 here, the
+    kernel applies the umask as it does to any new file (reading the umask
+    would mean setting it, process-wide, from the export's thread).
+    """
+    folder = out.parent if str(out.parent) else Path(".")
+    for _ in range(100):
+        path = folder / f".{out.name}.{secrets.token_hex(4)}.part"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        os.close(fd)
+        return str(path)
+    raise FileExistsError(errno.EEXIST, f"no free temporary name next to {out}")
 
 
 def main(args: argparse.Namespace) -> int:

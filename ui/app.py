@@ -40,8 +40,9 @@ def open_checks(db_path: str, fleet: str | None, interval: float | None, *, conf
                 error: ShowError) -> tuple[Any, Any, str] | None:
     """Everything that can refuse to open, as a clear message instead of a traceback.
 
-    Missing database: asks ``confirm_create``. Corrupt or newer database, an
-    unreadable fleet file: ``error`` shows why. Returns what
+    Missing database: asks ``confirm_create``; a No is the user's own answer, so
+    it is not an error (one line on stderr, no second dialog). Corrupt or newer
+    database, an unreadable fleet file: ``error`` shows why. Returns what
     :func:`fleetmon.collector.main.prepare_database` returns, or None (do not open).
     """
     from fleetmon.collector.main import prepare_database
@@ -49,7 +50,7 @@ def open_checks(db_path: str, fleet: str | None, interval: float | None, *, conf
     from storage.db import open_database
 
     if not Path(db_path).exists() and not confirm_create(db_path):
-        error(f"Not opened: there is no database at {db_path}.")
+        print(f"fleetmon gui: not opened: there is no database at {db_path}", file=sys.stderr)
         return None
     try:
         collector, lock, note = prepare_database(db_path, fleet, interval)
@@ -93,6 +94,19 @@ def stale_after_s(fleet_path: str | None) -> float | None:
         return None  # open_checks already said what is wrong with the file
 
 
+def fleet_name(fleet_path: str | None) -> str | None:
+    """The fleet file's ``name`` (None: no fleet file, no name, or an unreadable file), titling printed sheets."""
+    if not fleet_path:
+        return None
+    from fleetmon.errors import KnownError
+    from fleetmon.fleet import load_fleet
+
+    try:
+        return load_fleet(fleet_path).name
+    except KnownError:
+        return None  # open_checks already said what is wrong with the file
+
+
 def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_create: Confirm | None = None,
             error: ShowError | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -133,6 +147,7 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
     _history_source(args.fleet)
     window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note, collector=child,
                         stale_after_s=stale_after_s(args.fleet))
+    window.exporter.fleet_name = window.inventory_print.fleet_name = fleet_name(args.fleet)
     previous_hook = install_excepthook(window)
     if child is not None:
         child.cycle_finished.connect(window.on_cycle_finished)

@@ -6,29 +6,69 @@ callback; the GUI thread only shows a :class:`QProgressDialog` whose Cancel
 stops the export at the next report (no half file is left). The format follows
 the chosen file's extension (.xlsx, .csv, .json; none: the chosen filter's).
 
+The save dialog opens in the folder of the last export (remembered in the
+window's QSettings; at first the user's Documents folder, else the home
+folder, never the current directory) and proposes ``inventory-YYYY-MM-DD``
+with the last format's extension.
+
 The dialog and the error message are injectable (``ask_path``, ``show_error``)
 so that tests drive the whole path without a modal window.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QObject, QSettings, QStandardPaths, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
 
 FILTERS = {"Excel workbook (*.xlsx)": ".xlsx", "CSV (*.csv)": ".csv", "JSON (*.json)": ".json"}
 
-AskPath = Callable[[QWidget], "str | None"]
+FOLDER_KEY = "export/folder"
+SUFFIX_KEY = "export/suffix"
+
+AskPath = Callable[[QWidget, str], "str | None"]
+"""``ask_path(parent, proposed)``: the file to write (None: cancelled); ``proposed`` is the full path offered."""
 ShowError = Callable[[QWidget, str], None]
 
 
-def ask_save_path(parent: QWidget) -> str | None:
-    """The save dialog; the chosen filter's extension is added when the name has none of ours."""
-    path, chosen = QFileDialog.getSaveFileName(parent, "Export inventory", "inventory.xlsx", ";;".join(FILTERS))
+def default_folder() -> str:
+    """Where a first export is offered: the user's Documents folder when it exists, else the home folder."""
+    docs = QStandardPaths.writableLocation(QStandardPaths.StandardLocation.DocumentsLocation)
+    if docs and Path(docs).is_dir():
+        return docs
+    return QStandardPaths.writableLocation(QStandardPaths.StandardLocation.HomeLocation) or str(Path.home())
+
+
+def proposed_path(settings: QSettings, today: dt.date) -> str:
+    """The path the save dialog offers: the last export's folder (while it exists) and format, dated ``today``."""
+    folder = str(settings.value(FOLDER_KEY, "") or "")
+    if not folder or not Path(folder).is_dir():
+        folder = default_folder()
+    suffix = str(settings.value(SUFFIX_KEY, ".xlsx") or ".xlsx")
+    if suffix not in FILTERS.values():
+        suffix = ".xlsx"
+    return str(Path(folder) / f"inventory-{today.isoformat()}{suffix}")
+
+
+def remember_path(settings: QSettings, path: str) -> None:
+    """Keep the folder and the format of the file just chosen, for the next export."""
+    settings.setValue(FOLDER_KEY, str(Path(path).resolve().parent))
+    suffix = Path(path).suffix.lower()
+    if suffix in FILTERS.values():
+        settings.setValue(SUFFIX_KEY, suffix)
+
+
+def ask_save_path(parent: QWidget, proposed: str) -> str | None:
+    """The save dialog, offering ``proposed``; the chosen filter's extension is added when the name has none
+    of ours."""
+    suffix = Path(proposed).suffix.lower()
+    selected = next((f for f, ext in FILTERS.items() if ext == suffix), next(iter(FILTERS)))
+    path, chosen = QFileDialog.getSaveFileName(parent, "Export inventory", proposed, ";;".join(FILTERS), selected)
     if not path:
         return None
     if Path(path).suffix.lower() not in FILTERS.values():
@@ -48,11 +88,13 @@ class ExportWorker(QObject):
     failed = Signal(str)  # a message for the operator
     cancelled = Signal()
 
-    def __init__(self, db_path: str, output: str, stale_after_s: float | None = None) -> None:
+    def __init__(self, db_path: str, output: str, stale_after_s: float | None = None,
+                 fleet_name: str | None = None) -> None:
         super().__init__()
         self.db_path = db_path
         self.output = output
         self.stale_after_s = stale_after_s
+        self.fleet_name = fleet_name
         self._stop = threading.Event()
         self.runner: threading.Thread | None = None
 
@@ -75,7 +117,8 @@ class ExportWorker(QObject):
         try:
             if self._stop.is_set():
                 raise ExportCancelled()
-            n = export_database(self.db_path, self.output, progress=self._progress, stale_after_s=self.stale_after_s)
+            n = export_database(self.db_path, self.output, progress=self._progress, stale_after_s=self.stale_after_s,
+                                fleet_name=self.fleet_name)
         except ExportCancelled:
             self.cancelled.emit()
         except KnownError as exc:
@@ -95,12 +138,16 @@ class InventoryExport(QObject):
     cancelled = Signal()
 
     def __init__(self, db_path: str, parent: QWidget, *, ask_path: AskPath = ask_save_path,
-                 show_error: ShowError = show_error_box) -> None:
+                 show_error: ShowError = show_error_box, settings: QSettings | None = None,
+                 today: Callable[[], dt.date] = dt.date.today) -> None:
         super().__init__(parent)
         self.db_path = db_path
         self.window = parent
         self.ask_path = ask_path
         self.show_error = show_error
+        # The window's settings (None: the application's, by organisation and application name).
+        self.settings = settings if settings is not None else QSettings()
+        self.today = today
         self.action = QAction("&Export inventory…", parent)
         self.action.setShortcut("Ctrl+E")
         self.action.setStatusTip("Write the inventory sheet (XLSX, CSV or JSON)")
@@ -108,10 +155,12 @@ class InventoryExport(QObject):
         self.worker: ExportWorker | None = None
         self.progress: QProgressDialog | None = None
         self.stale_after_s: float | None = None  # the fleet's stale limit (None: the default), set by the window
+        self.fleet_name: str | None = None  # the fleet file's name, titling printed pages (set by the app)
 
     def start(self) -> None:
-        path = self.ask_path(self.window)
+        path = self.ask_path(self.window, proposed_path(self.settings, self.today()))
         if path:
+            remember_path(self.settings, path)
             self.export_to(path)
 
     def export_to(self, path: str) -> ExportWorker:
@@ -124,7 +173,7 @@ class InventoryExport(QObject):
         dlg.setAutoClose(False)
         dlg.setAutoReset(False)
         self.progress = dlg
-        worker = ExportWorker(self.db_path, path, self.stale_after_s)
+        worker = ExportWorker(self.db_path, path, self.stale_after_s, self.fleet_name)
         worker.progressed.connect(self._on_progress)
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)

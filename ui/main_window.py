@@ -25,6 +25,7 @@ from ui.fleet_reader import FleetReader, FleetSnapshot
 from ui.models.fleet_table import FleetTableModel
 from ui.models.findings_table import FindingsTableModel
 from ui.export_action import InventoryExport
+from ui.print_inventory import InventoryPrint
 from ui.shell import Tray, freeze_snapshot, settle_heap
 from ui.views.findings import FindingsView
 from ui.views.fleet import FleetView
@@ -117,8 +118,10 @@ class MainWindow(QMainWindow):
         self.outer.setStretchFactor(1, 1)
         self.outer.setSizes([130, 1110])
         self.setCentralWidget(self.outer)
-        self.exporter = InventoryExport(db_path, self)
+        self.exporter = InventoryExport(db_path, self, settings=self.settings)
         self.exporter.stale_after_s = stale_after_s
+        self.inventory_print = InventoryPrint(db_path, self)
+        self.inventory_print.stale_after_s = stale_after_s
         self._build_menus()
 
         self.status_label = QLabel("reading database…")
@@ -206,6 +209,7 @@ class MainWindow(QMainWindow):
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         self.file_menu.addAction(self.exporter.action)
+        self.file_menu.addAction(self.inventory_print.action)
         self.file_menu.addSeparator()
         self.file_menu.addAction(quit_action)
         self._view_separator = self.view_menu.addSeparator()

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
                     history=history, seed=args.seed, db_path=db_path) as demo:
         if history and (args.no_gui or db_path is not None and db_path.exists()):
             # headless (or nothing to generate): the terminal shows the progress
-            _history(demo.db_path, args, text_progress(), demo.epoch)
+            print(_history(demo.db_path, args, text_progress(), demo.epoch), file=sys.stderr, flush=True)
         if args.no_gui:
             return _run_headless(demo, args)
         from ui.demo import run_demo
@@ -39,25 +39,27 @@ def run(args: argparse.Namespace) -> int:
         generate = None
         if history and not demo.db_path.exists():
             def generate(progress: Callable[[int, int], None]) -> None:
-                _history(demo.db_path, args, progress, demo.epoch)
+                said = _history(demo.db_path, args, progress, demo.epoch)
+                progress(1, 1)  # a Cancel during the last steps (rollups, ledger) stops here, before saying done
+                print(said, file=sys.stderr, flush=True)
+        # A cancelled history (Cancel, Ctrl-C) opens no window and leaves no database; the agents stop and
+        # the temporary folder goes when this block ends.
         rc = run_demo(demo, interval_s=args.interval, max_seconds=args.duration, generate=generate)
-        if db_path is not None:
+        if db_path is not None and db_path.exists():
             print(f"fleetmon demo: kept the database {db_path}", file=sys.stderr)
         return rc
 
 
 def _history(db_path: Path, args: argparse.Namespace, progress: Callable[[int, int], None],
-             epoch: float | None) -> None:
+             epoch: float | None) -> str:
+    """Generate the history (unless the database has a fleet); the line that says what was done."""
     from fleetmon.demo import prepare_history
 
     # The history ends at the demo's epoch: where its agents (started just before) took over.
     if prepare_history(db_path, nodes=args.nodes, days=args.history_days, seed=args.seed, progress=progress,
                        now=epoch):
-        print(f"fleetmon demo: generated {args.history_days:g} days of history in {db_path}",
-              file=sys.stderr, flush=True)
-    else:
-        print(f"fleetmon demo: reusing the existing database {db_path} (not regenerated)",
-              file=sys.stderr, flush=True)
+        return f"fleetmon demo: generated {args.history_days:g} days of history in {db_path}"
+    return f"fleetmon demo: reusing the existing database {db_path} (not regenerated)"
 
 
 def _run_headless(demo: Demo, args: argparse.Namespace) -> int:

@@ -104,3 +104,23 @@ def test_health_and_verdict_of_silent_cards_in_every_format(tmp_path):
         db.close()
     assert {r["node"]: r["verdict"] for r in rows if r["gpu_index"] == 1} == {
         "ok1": "pass", "old1": "pass", "bad1": "pass", "warn1": "warn"}
+
+
+def test_node_level_findings_count_in_open_findings(fresh_db):
+    """Issue 21, item 9: a driver mismatch of the node is one of each of its cards' open findings (it showed 0
+    while Findings listed it), in every format; the columns stay as they were."""
+    _fill(fresh_db)
+    save_findings(fresh_db, [NewFinding(key="k1", kind="ecc-uncorrectable", severity="critical", node="n1",
+                                        gpu_uuid=uuid_of("n1", 1)),
+                             NewFinding(key="k2", kind="pcie-replay", severity="warning", node="n1",
+                                        gpu_uuid=uuid_of("n1", 1)),
+                             NewFinding(key="k3", kind="driver-mismatch", severity="warning", node="n2")],
+                  now=T0 + 60)
+    rows = inventory_rows(fresh_db, now=T0 + 60)
+    n2 = rows[2]
+    assert n2["node"] == "n2" and n2["findings"] == "warning: driver-mismatch (node)"
+    assert n2["open_findings"] == 1 and n2["worst_finding"] == "warning: driver-mismatch"
+    assert rows[1]["open_findings"] == 2 and rows[0]["open_findings"] == 0
+    parsed = list(csv.DictReader(io.StringIO(render(rows, "csv"))))
+    assert list(parsed[0]) == list(COLUMNS) and parsed[2]["open_findings"] == "1"
+    assert json.loads(render(rows, "json"))["gpus"][2]["open_findings"] == 1

@@ -98,7 +98,7 @@ def test_workbook_cell_by_cell(tmp_path):
     n2 = _row(inv, "UUID", uuid_of("n2", 0))
     assert n2["Health"].value == "warning" and n2["Findings"].value == "warning: driver-mismatch (node)"
     assert n2["Verdict"].value == "warn"
-    assert n2["Open findings"].value == 0
+    assert n2["Open findings"].value == 1  # the node's finding, listed in Findings, is counted (issue 21)
     assert inv.column_dimensions["G"].width > 30  # the UUID fits
 
     fnd = wb["Open findings"]
@@ -217,3 +217,43 @@ def test_long_text_wraps_and_its_row_grows_for_print(tmp_path):
     assert lines >= 3 and fnd.row_dimensions[row["Action"].row].height == 15 * lines
     assert row["Severity"].alignment.vertical == "top" and row["First seen (UTC)"].alignment.vertical == "top"
     assert wrapped_lines("", 10) == 1 and wrapped_lines("a b", 10) == 1 and wrapped_lines("x" * 25, 10) == 3
+
+
+def test_printed_inventory_is_readable(tmp_path):
+    """Issue 21, item 9: landscape A4 at a readable scale (not 25 columns fitted to one page at 3 pt), the
+    header row and the card's node, group and slot on every page, a title with the fleet and the date."""
+    db = _build(tmp_path / "f.db")
+    out = tmp_path / "sheet.xlsx"
+    export_database(db, out, now=T0 + 60, fleet_name="lab & cluster")
+    inv = openpyxl.load_workbook(out)["Inventory"]
+    setup = inv.page_setup
+    assert setup.orientation == "landscape" and setup.paperSize == 9
+    assert not inv.sheet_properties.pageSetUpPr or not inv.sheet_properties.pageSetUpPr.fitToPage
+    assert setup.scale is not None and setup.scale >= 70  # Calibri 11 at 70 % is 7.7 pt
+    assert inv.print_title_rows == "$1:$1" and inv.print_title_cols == "$A:$C"
+    header = inv.oddHeader
+    date = dt.datetime.fromtimestamp(T0 + 60, dt.timezone.utc).strftime("%Y-%m-%d")
+    assert "lab && cluster" in header.left.text and "inventory" in header.left.text
+    assert date in header.right.text
+    wb = openpyxl.load_workbook(out)
+    assert all(ws.page_setup.orientation == "landscape" for ws in wb.worksheets)
+    export_database(db, tmp_path / "plain.xlsx", now=T0 + 60)
+    assert "f.db" in openpyxl.load_workbook(tmp_path / "plain.xlsx")["Inventory"].oddHeader.left.text
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o002, 0o077])
+@pytest.mark.parametrize("name", ["sheet.xlsx", "sheet.csv"])
+def test_the_written_file_follows_the_umask(tmp_path, mask, name):
+    """Issue 21, item 9: the sheet gets the mode any new file gets (it was always 0600, a temporary file's)."""
+    import os
+    import stat
+
+    db = _build(tmp_path / "f.db")
+    out = tmp_path / name
+    old = os.umask(mask)
+    try:
+        export_database(db, out, now=T0 + 60)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~mask
+    assert not [p for p in tmp_path.iterdir() if p.suffix == ".part"]

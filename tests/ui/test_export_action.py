@@ -26,7 +26,7 @@ def window(qtbot, fleet_db, tmp_path):
 def test_file_menu_exports_through_the_progress_path(window, qtbot, tmp_path):
     out = tmp_path / "inventory.xlsx"
     asked = []
-    window.exporter.ask_path = lambda parent: asked.append(parent) or str(out)
+    window.exporter.ask_path = lambda parent, proposed: asked.append(parent) or str(out)
     action = next(a for a in window.file_menu.actions() if a.text() == "&Export inventory…")
     gui = threading.get_ident()
     seen = []
@@ -80,6 +80,45 @@ def test_cancel_stops_and_leaves_no_file(qtbot, fleet_db, tmp_path):
 
 
 def test_no_file_chosen_does_nothing(window):
-    window.exporter.ask_path = lambda parent: None
+    window.exporter.ask_path = lambda parent, proposed: None
     window.exporter.action.trigger()
     assert window.exporter.worker is None and window.exporter.action.isEnabled()
+
+
+def test_the_dialog_offers_a_dated_name_in_the_last_folder(window, qtbot, tmp_path, monkeypatch):
+    """Issue 21, item 10: first in the user's Documents (not the current directory), then where the last
+    export went, with the date in the proposed name and the last format; remembered across windows."""
+    import datetime as dt
+    from pathlib import Path
+
+    from ui.export_action import InventoryExport
+
+    home = tmp_path / "home"
+    (home / "Documents").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_DOCUMENTS_DIR", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.chdir(tmp_path)
+    offered = []
+    out = tmp_path / "reports" / "fleet.csv"
+    out.parent.mkdir()
+    exporter = window.exporter
+    exporter.today = lambda: dt.date(2026, 12, 3)
+    exporter.ask_path = lambda parent, proposed: offered.append(proposed) or str(out)
+    with qtbot.waitSignal(exporter.finished, timeout=20000):
+        exporter.action.trigger()
+    assert Path(offered[0]) == home / "Documents" / "inventory-2026-12-03.xlsx"
+    exporter.ask_path = lambda parent, proposed: offered.append(proposed) or None
+    exporter.today = lambda: dt.date(2026, 12, 4)
+    exporter.action.trigger()
+    assert Path(offered[1]) == out.parent / "inventory-2026-12-04.csv"
+
+    again = InventoryExport(exporter.db_path, window, settings=window.settings, today=lambda: dt.date(2026, 12, 5),
+                            ask_path=lambda parent, proposed: offered.append(proposed) or None)
+    again.start()
+    assert Path(offered[2]) == out.parent / "inventory-2026-12-05.csv"
+    (home / "Documents").rmdir()
+    out.unlink()
+    out.parent.rmdir()  # the remembered folder is gone: back to the home folder
+    again.start()
+    assert Path(offered[3]) == home / "inventory-2026-12-05.csv"

@@ -130,3 +130,66 @@ def test_a_bad_window_or_database_is_reported(qtbot, tmp_path: Path) -> None:
     with qtbot.waitSignal(view.failed, timeout=30000):
         view.run_review()
     assert "failed" in view.verdict.text() and view.review is None
+
+
+def test_a_failed_review_clears_the_previous_result(qtbot, fleet_db: Path, tmp_path: Path) -> None:
+    """Issue 21, item 6: after "Review failed" no old rows, exclude list or copy button stay on screen."""
+    view = _view(qtbot, fleet_db)
+    _review(qtbot, view, "n[1-3],m[1-2],zz9")
+    assert view.exclude.text() == "m2,zz9" and view.copy_button.isEnabled() and view.cards
+    view.nodes.setText("n[3-1]")  # a bad hostlist, reviewed with Enter
+    with qtbot.waitSignal(view.failed, timeout=5000):
+        view.nodes.returnPressed.emit()
+    assert "Review failed" in view.verdict.text()
+    assert view.review is None and view.go_model.rowCount() == 0 and view.cards == []
+    assert view.exclude.text() == "" and not view.copy_button.isEnabled() and not view.save_button.isEnabled()
+    assert view.copy_exclude() == "" and view.hint.isVisibleTo(view)
+    with pytest.raises(RuntimeError):
+        view.save_html(tmp_path / "stale.html")
+
+
+def test_a_failing_database_after_a_good_review_clears_it(qtbot, fleet_db: Path, tmp_path: Path) -> None:
+    view = _view(qtbot, fleet_db)
+    _review(qtbot, view, "m2")
+    assert view.copy_button.isEnabled()
+    bad = tmp_path / "not.db"
+    bad.write_bytes(b"this is not a database" * 100)
+    view.db_path = str(bad)
+    with qtbot.waitSignal(view.failed, timeout=30000):
+        view.run_review()
+    assert view.go_model.rowCount() == 0 and view.exclude.text() == "" and not view.copy_button.isEnabled()
+
+
+@pytest.mark.parametrize("change", ["nodes", "days"])
+def test_a_changed_input_invalidates_the_shown_review(qtbot, fleet_db: Path, change: str) -> None:
+    """Editing the hostlist or the window after a review: the old verdict is marked out of date, its exclude
+    list cannot be copied, and reviewing again shows a fresh one."""
+    view = _view(qtbot, fleet_db)
+    _review(qtbot, view, "n[1-3],m[1-2],zz9")
+    if change == "nodes":
+        view.nodes.setText("n[1-3],m1")
+    else:
+        view.days.setValue(3)
+    assert view.exclude.text() == "" and not view.copy_button.isEnabled() and view.copy_exclude() == ""
+    assert not view.save_button.isEnabled() and not view.go_table.isEnabled()
+    assert "out of date" in view.verdict.text().lower()
+    # The old rows stay greyed, without their verdict colours; the nodes' history cards go.
+    from PySide6.QtCore import Qt
+
+    assert view.go_model.rowCount() and view.go_model.index(0, 1).data(Qt.ItemDataRole.ForegroundRole) is None
+    assert view.cards == [] and "Out of date" in view.hint.text()
+    rev = _review(qtbot, view, view.nodes.text())
+    assert view.go_model.index(0, 1).data(Qt.ItemDataRole.ForegroundRole) is not None
+    assert view.cards and "Out of date" not in view.hint.text()
+    assert view.go_table.isEnabled() and "out of date" not in view.verdict.text().lower()
+    assert view.exclude.text() == exclude_list(rev.result) and view.copy_button.isEnabled() == bool(rev.result.no_go)
+
+
+def test_a_result_for_an_input_changed_meanwhile_arrives_out_of_date(qtbot, fleet_db: Path) -> None:
+    view = _view(qtbot, fleet_db)
+    view.nodes.setText("m2")
+    with qtbot.waitSignal(view.review_shown, timeout=30000):
+        view.run_review()
+        view.nodes.setText("n1")  # typed while the review runs
+    assert view.exclude.text() == "" and not view.copy_button.isEnabled()
+    assert "out of date" in view.verdict.text().lower()

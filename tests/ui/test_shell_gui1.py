@@ -133,9 +133,21 @@ def test_missing_database_asks_before_creating(tmp_path, qapp):
     asked, errors = [], []
     assert open_checks(str(path), None, None, confirm_create=lambda p: asked.append(p) or False,
                        error=errors.append) is None
-    assert asked == [str(path)] and not path.exists() and "no database" in errors[0]
+    assert asked == [str(path)] and not path.exists() and errors == []  # No is an answer, not an error
     opened = open_checks(str(path), None, None, confirm_create=lambda p: True, error=errors.append)
     assert opened is not None and path.exists()
+
+
+def test_answering_no_to_create_exits_quietly(tmp_path, qapp, capsys):
+    """Issue 21, item 10: `gui --db typo.db`, No: exit 1 with one line on stderr, no second (critical) dialog."""
+    from ui.app import run_gui
+
+    path = tmp_path / "typo.db"
+    errors: list[str] = []
+    args = argparse.Namespace(db=str(path), fleet=None, interval=None, refresh=1.0)
+    assert run_gui(args, confirm_create=lambda p: False, error=errors.append) == 1
+    assert errors == [] and not path.exists()
+    assert capsys.readouterr().err.strip() == f"fleetmon gui: not opened: there is no database at {path}"
 
 
 @pytest.mark.parametrize("content, words", [(b"this is not sqlite at all" * 100, "corrupt")])

@@ -33,6 +33,8 @@ from ui.views.save_html import save_html_dialog, write_html
 Index = QModelIndex | QPersistentModelIndex
 
 GO_COLORS = {"go": "#2e7d32", "no-go": "#c62828"}
+HINT = "Each node's ECC, retired pages, power and Xid history appears here, side by side, after a review."
+STALE_HINT = "Out of date: press Review for the nodes' history with the current input."
 DEFAULT_DAYS = 14.0
 
 
@@ -83,6 +85,13 @@ class GoNoGoModel(RowsTableModel[NodePreflight]):
 
     COLUMNS = ("Node", "Verdict", "GPUs", "Reasons")
 
+    stale = False  # the rows answer an input since changed: shown without the verdict colours
+
+    def set_stale(self, stale: bool) -> None:
+        self.stale = stale
+        if self._rows:
+            self.dataChanged.emit(self.index(0, 0), self.index(len(self._rows) - 1, len(self.COLUMNS) - 1))
+
     def set_rows(self, rows: Iterable[NodePreflight]) -> None:
         self.beginResetModel()
         self._rows = sorted(rows, key=lambda n: (n.go, hostlist.sort_key(n.name)))
@@ -103,7 +112,7 @@ class GoNoGoModel(RowsTableModel[NodePreflight]):
             if n.reasons:
                 return "; ".join(n.reasons)
             return ("go; " + "; ".join(n.warnings)) if n.warnings else "go: nothing in the window"
-        if role == Qt.ItemDataRole.ForegroundRole and col == 1:
+        if role == Qt.ItemDataRole.ForegroundRole and col == 1 and not self.stale:
             return QBrush(QColor(GO_COLORS[n.verdict]))
         if role == Qt.ItemDataRole.FontRole and col == 1:
             font = QFont()
@@ -247,6 +256,10 @@ class PrerunView(QWidget):
         self.selection = selection
         self.clock = clock
         self.review: Review | None = None
+        # The input (hostlist text, window) of the review shown and of the one running: a result whose input
+        # no longer matches what is typed is out of date (its exclude list must not reach sbatch).
+        self._shown_input: tuple[str, float] | None = None
+        self._asked_input: tuple[str, float] | None = None
         self.jobs = Jobs(self)
         self.cards: list[NodeCard] = []
 
@@ -254,6 +267,7 @@ class PrerunView(QWidget):
         self.nodes.setPlaceholderText("Slurm hostlist, e.g. gpu[01-16,20],dgx[1-4]")
         self.nodes.setClearButtonEnabled(True)
         self.nodes.textChanged.connect(self._on_text)
+        self.nodes.textChanged.connect(self._on_input_changed)
         self.nodes.returnPressed.connect(self.run_review)
         self.from_fleet = QPushButton("Use fleet selection", self)
         self.from_fleet.setToolTip("The nodes selected in the fleet view (select rows there, Ctrl/Shift-click)")
@@ -264,6 +278,7 @@ class PrerunView(QWidget):
         self.days.setDecimals(1)
         self.days.setValue(DEFAULT_DAYS)
         self.days.setSuffix(" days")
+        self.days.valueChanged.connect(self._on_input_changed)
         self.run_button = QPushButton("Review", self)
         self.run_button.clicked.connect(self.run_review)
         self.parsed = QLabel("", self)
@@ -296,8 +311,7 @@ class PrerunView(QWidget):
         self.strip = QWidget(self)
         self.strip_layout = QHBoxLayout(self.strip)
         self.strip_layout.setContentsMargins(0, 0, 0, 0)
-        self.hint = QLabel("Each node's ECC, retired pages, power and Xid history appears here, side by side, "
-                           "after a review.", self.strip)
+        self.hint = QLabel(HINT, self.strip)
         self.hint.setStyleSheet("color: palette(mid)")
         self.strip_layout.addWidget(self.hint)
         self.strip_layout.addStretch(1)
@@ -373,12 +387,17 @@ class PrerunView(QWidget):
             self._on_failed("no nodes: type a hostlist or use the fleet selection")
             return
         path, now, days = self.db_path, self.clock(), float(self.days.value())
-        self.verdict.setText("Reviewing…")
+        self._invalidate("Reviewing…")  # the previous verdict is not this input's
+        self._asked_input = self._input()
         self.run_button.setEnabled(False)
         self.jobs.submit(lambda: review(path, now, names, days), self._on_review, self._on_failed)
 
+    def _input(self) -> tuple[str, float]:
+        return self.nodes.text(), float(self.days.value())
+
     def _on_review(self, rev: Review) -> None:
         self.review = rev
+        self._shown_input = self._asked_input
         r = rev.result
         self.go_model.set_rows(r.nodes)
         self.exclude.setText(exclude_list(r))
@@ -386,22 +405,60 @@ class PrerunView(QWidget):
         self.verdict.setText(
             f"<b style='color:{GO_COLORS['no-go' if nogo else 'go']}'>GO {len(r.go)} · NO-GO {nogo}</b> "
             f"· {r.days:g} days to {time.strftime('%Y-%m-%d %H:%M', time.gmtime(r.now))} UTC")
+        self._set_cards(r.nodes, r.findings)
+        self.go_model.set_stale(False)
+        self.go_table.setEnabled(True)
+        self._update_buttons()
+        if self._shown_input != self._input():
+            self._invalidate()  # typed over while it ran: shown, but out of date
+        self.review_shown.emit(rev)
+
+    def _set_cards(self, nodes: Sequence[NodePreflight], findings: Sequence[Finding]) -> None:
         for c in self.cards:
             self.strip_layout.removeWidget(c)
             c.deleteLater()
         self.cards = []
-        self.hint.setVisible(not r.nodes)
-        for i, n in enumerate(sorted(r.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name)))):
-            card = NodeCard(n, r.findings, self.strip)
+        self.hint.setVisible(not nodes)
+        if nodes:
+            self.hint.setText(HINT)
+        for i, n in enumerate(sorted(nodes, key=lambda n: (n.go, hostlist.sort_key(n.name)))):
+            card = NodeCard(n, findings, self.strip)
             self.strip_layout.insertWidget(i, card)
             self.cards.append(card)
-        self._update_buttons()
-        self.review_shown.emit(rev)
 
     def _on_failed(self, message: str) -> None:
+        # Nothing of an earlier review stays: its rows, cards and exclude list answered other input.
+        self.review = None
+        self._shown_input = None
+        self.go_model.set_rows([])
+        self.go_model.set_stale(False)
+        self.exclude.clear()
+        self._set_cards([], [])
+        self.hint.setText(HINT)
+        self.go_table.setEnabled(True)
         self.verdict.setText(f"<b style='color:#c62828'>Review failed:</b> {_escape(message)}")
         self._update_buttons()
         self.failed.emit(message)
+
+    def _on_input_changed(self, *_: Any) -> None:
+        if self.review is not None and self._shown_input != self._input():
+            self._invalidate()
+
+    def _invalidate(self, message: str | None = None) -> None:
+        """Mark the review shown as out of date: rows greyed, no exclude list to copy, nothing to save."""
+        if self.review is None:
+            if message:
+                self.verdict.setText(message)
+            return
+        self.review = None
+        self.exclude.clear()
+        self.go_model.set_stale(True)
+        self.go_table.setEnabled(False)
+        self._set_cards([], [])  # the nodes' history tables read as live: gone until the next review
+        self.hint.setText(STALE_HINT)
+        self.verdict.setText(message or "<b style='color:#ef6c00'>Out of date:</b> the nodes or the window "
+                                        "changed since this review; Review again.")
+        self._update_buttons()
 
     def _update_buttons(self) -> None:
         have = self.review is not None
