@@ -228,6 +228,8 @@ class GpuDetailView(QWidget):
         self.title.setToolTip(f"{row.node} GPU {row.index} — {row.model} · {row.uuid} · {nominal}")
         if self.stack.currentWidget() is self.placeholder:
             self.placeholder.setText("reading the history…")
+        elif row.uuid != getattr(self.last, "uuid", None):
+            self.plot.clear("reading the history…")  # the previous card's plots and readout must not stay
         self._fill_inventory(None)
         self.refresh()
 
@@ -260,7 +262,13 @@ class GpuDetailView(QWidget):
             "sm_clock_mhz": None if spec is None or spec.boost_clock_mhz is None else (
                 float(spec.boost_clock_mhz), f"nominal boost {spec.boost_clock_mhz} MHz"),
         })
-        self.plot.set_history(window, data.since, data.until, data.events, self.row.status)
+        gen, width = inv.get("pcie_max_gen"), inv.get("pcie_max_width")
+        try:
+            link_max: tuple[int, int] | None = (int(gen), int(width))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            link_max = None  # not reported: no downtraining is judged
+        self.plot.set_history(window, data.since, data.until, data.events, self.row.status,
+                              power_failed=data.power_failed, link_max=link_max)
         self.history_shown.emit(data.uuid, len(window.rows))
 
     def _fill_inventory(self, data: DetailData | None) -> None:
