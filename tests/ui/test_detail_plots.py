@@ -284,3 +284,19 @@ def test_an_outage_is_a_gap_with_a_marker(qtbot, month_db):
             assert {"no data", "node unreachable"} <= set(plots.rows)
     finally:
         view.shutdown()
+
+
+def test_failed_power_hours_and_outage_spans(month_db):
+    from storage.history_window import failed_power_hours
+    from storage.rows import EventRow
+    from ui.views.plots import outages
+
+    db = open_database(month_db, readonly=True)
+    try:
+        assert failed_power_hours(db, uuid_of("n1", 0), START, NOW) == [(float(DROP_HOUR), 60)]
+        assert failed_power_hours(db, uuid_of("n1", 1), START, NOW) == []
+    finally:
+        db.close()
+    ev = [EventRow(id=1, node="n", ts=100, kind="node_back"), EventRow(id=2, node="n", ts=200, kind="node_unreachable"),
+          EventRow(id=3, node="n", ts=300, kind="node_back"), EventRow(id=4, node="n", ts=400, kind="node_unreachable")]
+    assert outages(ev, 500, since=50) == [(50, 100), (200, 300), (400, 500)]

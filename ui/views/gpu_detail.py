@@ -244,6 +244,8 @@ class GpuDetailView(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self.status.setText(f"cannot read the history: {message}")
+        if self.last is None or self.last.uuid != self.uuid:
+            self.plot.clear("cannot read the history")  # never another card's plots under this card's title
 
     def _on_loaded(self, data: DetailData) -> None:
         if data.uuid != self.uuid or (data.since, data.until) != self.span or self.row is None:

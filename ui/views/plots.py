@@ -94,7 +94,7 @@ PANELS: tuple[Panel, ...] = (
           (Series("ecc_corr_agg", "ECC corrected", "#1565c0"), Series("ecc_unc_agg", "ECC uncorrected", "#c62828"),
            Series("retired_pages", "retired pages", "#6a1b9a"), Series("remapped_rows", "remapped rows", "#ef6c00")),
           ("ecc_corr_agg", "ecc_unc_agg", "retired_sbe", "retired_dbe", "remap_corr", "remap_unc")),
-    Panel("pcie", "PCIe link: generation (left axis) and width (right axis)", "",
+    Panel("pcie", "PCIe link while busy: generation (left axis), width (right axis)", "",
           (Series("pcie_gen", "generation", "#2e7d32"), Series("pcie_width", "width", "#1565c0")),
           ("pcie_gen", "pcie_width"), episodes=("link_down",)),
     Panel("pcie_replay", "PCIe replays", "count", (Series("pcie_replay", "replays", "#c62828"),), ("pcie_replay",)),
@@ -280,16 +280,21 @@ def runs(ts: Array, flag: Array, width: float) -> list[tuple[float, float]]:
     return out
 
 
-def outages(events: Sequence[EventRow], until: float) -> list[tuple[float, float]]:
-    """Spans the node was unreachable: each ``node_unreachable`` to the next ``node_back`` (or ``until``)."""
+def outages(events: Sequence[EventRow], until: float, since: float | None = None) -> list[tuple[float, float]]:
+    """Spans the node was unreachable: each ``node_unreachable`` to the next ``node_back`` (or ``until``); a
+    first ``node_back`` with none before it in the window ends an outage that began before ``since``."""
     out: list[tuple[float, float]] = []
     down: float | None = None
+    first = True
     for e in sorted((e for e in events if e.kind in ("node_unreachable", "node_back")), key=lambda e: e.ts):
         if e.kind == "node_unreachable" and down is None:
             down = float(e.ts)
         elif e.kind == "node_back" and down is not None:
             out.append((down, float(e.ts)))
             down = None
+        elif e.kind == "node_back" and first and since is not None:
+            out.append((float(since), float(e.ts)))
+        first = False
     if down is not None:
         out.append((down, float(until)))
     return out
@@ -352,13 +357,14 @@ def prepare(window: HistoryWindow, since: float, until: float, events: Sequence[
     else:
         ep["link_down"] = []
     ep["no_data"] = no_data
-    ep["unreachable"] = outages(events, until)
+    ep["unreachable"] = outages(events, until, since)
     drawn.episodes = ep
-    if not minute:
-        # The link as the rollups keep it: the lowest while busy (the last value of an hour is often idle Gen1).
-        for key in ("pcie_gen", "pcie_width"):
-            best = cols[f"{key}_busy_min"]
-            cols[key] = np.where(np.isfinite(best), best, cols[key])
+    # The link drawn is the lowest while busy: an idle link drops to Gen1 to save power, which drawn drew a comb
+    # of false drops. Stores without the busy columns (none finite) keep the plain reading.
+    for key in ("pcie_gen", "pcie_width"):
+        best = cols[f"{key}_busy_min"]
+        if np.isfinite(best).any():
+            cols[key] = best
     return drawn
 
 
@@ -499,8 +505,8 @@ class _VerticalScroll(QScrollArea):
             w.setFixedWidth(self.viewport().width())
 
 
-HINT = "Move the mouse over a plot to read its values · wheel scrolls · Ctrl+wheel or right-drag zooms time · " \
-       "double-click resets"
+HINT = "Move the mouse over a plot to read its values · wheel scrolls · Ctrl+wheel or right-drag zooms time, " \
+       "drag pans · double-click resets"
 
 
 class HistoryPlots(QWidget):
@@ -583,7 +589,7 @@ class HistoryPlots(QWidget):
         pcie.getAxis("left").setTextPen(pg.mkPen("#2e7d32"))
         pcie.getAxis("left").setTicks([[(g, f"Gen{g}") for g in range(1, 6)]])
         pcie.getAxis("right").setTicks([[(w * WIDTH_SCALE, f"×{w}") for w in (1, 4, 8, 16)]])
-        pcie.getAxis("right").setStyle(showValues=True)
+        pcie.getAxis("right").setStyle(showValues=True, tickLength=-5)
         for key, colour in (("temp_c", "#c62828"), ("power_w", "#6d4c41"), ("sm_clock_mhz", "#6d4c41")):
             # The limit's name is in the panel's title line, not on the line: a label inside the view sat
             # under the data ("nominal boost" under a 3090's clocks).
@@ -648,8 +654,9 @@ class HistoryPlots(QWidget):
         plot.showAxis("right")
         right = plot.getAxis("right")
         right.setWidth(RIGHT_W)
-        right.setStyle(showValues=False)
+        right.setStyle(showValues=False, tickLength=0)
         right.setPen(pg.mkPen(0, 0, 0, 0))
+        right.setGrid(False)  # showGrid grids the right axis too: dense lines at its own (label-less) ticks
         plot.setMenuEnabled(False)
         # Time only: the y axes follow the data (a wheel over them once showed power down to -500 W).
         plot.setMouseEnabled(x=True, y=False)
