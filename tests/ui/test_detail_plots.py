@@ -247,10 +247,9 @@ def test_a_month_is_bands_and_episode_spans_not_a_comb(qtbot, month_db):
         plots = view.plot
         assert plots.drawn is not None and len(plots.drawn.ts) <= MAX_BUCKETS  # hours merged, not 720 of them
         for key in ("temp_c", "power_w", "sm_clock_mhz"):
-            lo, hi, _ = plots.bands[key]
-            (_, ylo), (_, yhi) = lo.getData(), hi.getData()
-            ok = np.isfinite(ylo) & np.isfinite(yhi)
-            assert ok.sum() > 100 and np.all(ylo[ok] <= yhi[ok]) and np.any(ylo[ok] < yhi[ok])
+            x, ylo, yhi = plots.band_data[key]
+            assert len(x) > 100 and np.all(ylo <= yhi) and np.any(ylo < yhi)
+            assert plots.bands[key].opts["y1"] is not None and len(plots.bands[key].opts["y1"]) == len(x)
         assert any(a <= BRAKE_HOUR < b for a, b in plots.spans["power_w"]["power_brake"].spans)
         assert any(a <= DROP_HOUR < b for a, b in plots.spans["power_w"]["power_dropout"].spans)
         # The limits are named in the title line, not on a label inside the data.

@@ -229,7 +229,9 @@ class GpuDetailView(QWidget):
         if self.stack.currentWidget() is self.placeholder:
             self.placeholder.setText("reading the history…")
         elif row.uuid != getattr(self.last, "uuid", None):
-            self.plot.clear("reading the history…")  # the previous card's plots and readout must not stay
+            # The previous card's readout must not stay above plots that are about to change (its plots are
+            # replaced when the read answers: clearing them first would cost a repaint of the whole stack).
+            self.plot.reset_readout()
         self._fill_inventory(None)
         self.refresh()
 

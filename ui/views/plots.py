@@ -137,7 +137,23 @@ def column(window: HistoryWindow, key: str) -> Array:
         a, b = column(window, parts[0]), column(window, parts[1])
         both = np.where(np.isnan(a), 0.0, a) + np.where(np.isnan(b), 0.0, b)
         return np.where(np.isnan(a) & np.isnan(b), math.nan, both)
-    return np.array([math.nan if v is None else float(v) for v in window.column(key)], dtype=float)
+    return np.array(window.column(key), dtype=float)  # numpy turns None into NaN
+
+
+def columns(window: HistoryWindow, keys: Sequence[str]) -> dict[str, Array]:
+    """Several keys at once (one pass over the rows: a GPU switch reads some thirty of them)."""
+    plain = [k for k in keys if k not in _SUMS]
+    out: dict[str, Array] = {}
+    if plain:
+        if window.rows:
+            matrix = np.array([list(map(r.get, plain)) for r in window.rows], dtype=float)
+        else:
+            matrix = np.empty((0, len(plain)))
+        out = {k: matrix[:, i].copy() for i, k in enumerate(plain)}
+    for k in keys:
+        if k in _SUMS:
+            out[k] = column(window, k)
+    return out
 
 
 def gap_index(ts: Array, step_s: int) -> Array:
@@ -176,18 +192,22 @@ def throttle_active(window: HistoryWindow) -> dict[str, Array]:
     return out
 
 
-def throttle_counts(window: HistoryWindow) -> dict[str, Array]:
-    """Per throttle reason, the samples (rollups) or minutes (1/0, minute rows) it was set in each row."""
+def throttle_counts(window: HistoryWindow, cols: Mapping[str, Array] | None = None) -> dict[str, Array]:
+    """Per throttle reason, the samples (rollups) or minutes (1/0, minute rows) it was set in each row
+    (``cols``: the window's columns when already read)."""
     out: dict[str, Array] = {}
+
+    def col(key: str) -> Array:
+        return cols[key] if cols is not None and key in cols else column(window, key)
     if window.resolution == "minute":
-        mask = column(window, "throttle_mask")
+        mask = col("throttle_mask")
         ok = ~np.isnan(mask)
         m = np.where(ok, mask, 0).astype(np.int64)
         for r in THROTTLE_REASONS:
             out[r.name] = np.where(ok & ((m & r.bit) != 0), 1.0, 0.0)
     else:
         for r in THROTTLE_REASONS:
-            out[r.name] = np.nan_to_num(column(window, f"thr_{r.name}"))
+            out[r.name] = np.nan_to_num(col(f"thr_{r.name}"))
     return out
 
 
@@ -262,7 +282,7 @@ class Drawn:
     episodes: dict[str, list[tuple[float, float]]] = field(default_factory=dict)
 
 
-_DRAW_KEYS = ("n", "busy_n", "util_gpu_pct_mean", "pcie_gen_busy_min", "pcie_width_busy_min",
+_DRAW_KEYS = ("n", "busy_n", "pcie_gen_busy_min", "pcie_width_busy_min",
               *(f"{p.band}_{m}" for p in PANELS if p.band for m in ("min", "max")),
               *(s.key for p in PANELS for s in p.series))
 
@@ -309,10 +329,11 @@ def prepare(window: HistoryWindow, since: float, until: float, events: Sequence[
     hides a few failed minutes); ``link_max``: the card's (generation, width), below which a busy link is
     downtrained.
     """
-    ts = column(window, "ts")
     minute = window.resolution == "minute"
-    cols = {k: column(window, k) for k in _DRAW_KEYS}
-    thr = throttle_counts(window)
+    thr_keys = ["throttle_mask"] if minute else [f"thr_{r.name}" for r in THROTTLE_REASONS]
+    cols = columns(window, ["ts", *_DRAW_KEYS, *thr_keys])
+    ts = cols.pop("ts")
+    thr = throttle_counts(window, cols)
     failed = np.zeros(len(ts))
     if minute:
         failed = np.array([1.0 if (st or {}).get("power_w") == "failed" else 0.0 for st in window.column("status")])
@@ -543,7 +564,9 @@ class HistoryPlots(QWidget):
 
         self.plots: dict[str, pg.PlotItem] = {}
         self.curves: dict[str, dict[str, pg.PlotDataItem]] = {}
-        self.bands: dict[str, tuple[pg.PlotCurveItem, pg.PlotCurveItem, pg.FillBetweenItem]] = {}
+        self.bands: dict[str, pg.BarGraphItem] = {}
+        self.band_data: dict[str, tuple[Array, Array, Array]] = {}
+        """Per banded panel, the bars drawn: (bucket start, min, max)."""
         self.mean_curves: dict[str, pg.PlotDataItem] = {}
         self.ref_lines: dict[str, pg.InfiniteLine] = {}
         self.reasons: dict[str, str | None] = {}
@@ -561,12 +584,12 @@ class HistoryPlots(QWidget):
             plot = self._add_plot(row, "")
             self.curves[panel.key] = {}
             if panel.band is not None:
-                lo = pg.PlotCurveItem(pen=pg.mkPen(144, 164, 174, 110, width=1), connect="finite")
-                hi = pg.PlotCurveItem(pen=pg.mkPen(144, 164, 174, 110, width=1), connect="finite")
-                fill = pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(144, 164, 174, 90))
-                for item in (lo, hi, fill):
-                    plot.addItem(item)
-                self.bands[panel.key] = (lo, hi, fill)
+                # One bar per bucket from its min to its max: pyqtgraph draws them in one call
+                # (a FillBetweenItem of two curves rebuilt its path on each change: 8 ms per band per switch).
+                band = pg.BarGraphItem(x0=[], x1=[], y0=[], y1=[], pen=pg.mkPen(None),
+                                       brush=pg.mkBrush(144, 164, 174, 110))
+                plot.addItem(band)
+                self.bands[panel.key] = band
             for s in panel.series:
                 self.curves[panel.key][s.key] = plot.plot(pen=pg.mkPen(s.colour, width=s.width), connect="finite",
                                                           name=s.label)
@@ -584,6 +607,9 @@ class HistoryPlots(QWidget):
             else:
                 plot.setXLink(first)
         pcie = self.plots["pcie"]
+        pcie.showAxis("right")
+        pcie.getAxis("right").setWidth(RIGHT_W)
+        pcie.getAxis("right").setGrid(False)
         pcie.getAxis("right").setPen(pg.mkPen("#1565c0"))
         pcie.getAxis("right").setTextPen(pg.mkPen("#1565c0"))
         pcie.getAxis("left").setTextPen(pg.mkPen("#2e7d32"))
@@ -650,13 +676,10 @@ class HistoryPlots(QWidget):
         no_min_width()
         plot.showGrid(x=True, y=True, alpha=0.2)
         plot.getAxis("left").setWidth(AXIS_W)
-        # Every panel has the PCIe panel's right axis width (empty but for it) so their time axes line up.
-        plot.showAxis("right")
-        right = plot.getAxis("right")
-        right.setWidth(RIGHT_W)
-        right.setStyle(showValues=False, tickLength=0)
-        right.setPen(pg.mkPen(0, 0, 0, 0))
-        right.setGrid(False)  # showGrid grids the right axis too: dense lines at its own (label-less) ticks
+        # Every panel keeps the PCIe panel's right-axis width (an empty column but there) so the time axes line
+        # up; a hidden axis costs no painting.
+        plot.layout.setColumnFixedWidth(2, RIGHT_W)
+        plot.getAxis("right").setGrid(False)  # showGrid grids the right axis too
         plot.setMenuEnabled(False)
         # Time only: the y axes follow the data (a wheel over them once showed power down to -500 W).
         plot.setMouseEnabled(x=True, y=False)
@@ -681,12 +704,17 @@ class HistoryPlots(QWidget):
             keys.append(f"<span style='color:rgb({c[0]},{c[1]},{c[2]})'>▮</span> {_EPISODE[kind].label}")
         if extra:
             keys.append(extra)
-        self.plots[key].setTitle(f"<b>{panel.title}</b>" + (f" ({panel.unit})" if panel.unit else "")
-                                 + f" &nbsp; <span style='color:#546e7a'>{' '.join(keys)}</span>",
-                                 size="9pt", justify="left")
+        title = f"<b>{panel.title}</b>" + (f" ({panel.unit})" if panel.unit else "") \
+            + f" &nbsp; <span style='color:#546e7a'>{' '.join(keys)}</span>"
+        if self._legends.get(key) == title:
+            return  # a title change relays the whole stack out: only when it differs
+        self._legends[key] = title
+        self.plots[key].setTitle(title, size="9pt", justify="left")
 
     def _set_rows(self, rows: Sequence[str]) -> None:
         """The bottom panel's rows, top to bottom (the last, Xid, at y 0): labels and a height that fits them."""
+        if list(rows) == self.rows:
+            return  # the same rows: no relayout (a GPU switch must stay fast)
         self.rows = list(rows)
         n = len(self.rows)
         self._fit_left_axes(self.rows)
@@ -738,8 +766,7 @@ class HistoryPlots(QWidget):
             for curve in self.curves[panel.key].values():
                 curve.setData([], [])
             if panel.key in self.bands:
-                self.bands[panel.key][0].setData([], [])
-                self.bands[panel.key][1].setData([], [])
+                self._set_band(panel.key, np.empty(0), np.empty(0), np.empty(0), 60.0)
             for item in self.spans[panel.key].values():
                 item.set_spans([])
             self._say(panel.key, reason)
@@ -786,12 +813,11 @@ class HistoryPlots(QWidget):
                 self.curves[panel.key][s.key].setData(x, yg, connect="finite")
                 has_data = has_data or bool(np.isfinite(y).any())
             if panel.band is not None:
-                lo, hi, _ = self.bands[panel.key]
-                for curve, m in ((lo, "min"), (hi, "max")):
-                    y = drawn.cols[f"{panel.band}_{m}"]
-                    self._values[f"{panel.band}_{m}"] = y
-                    x, yg = with_breaks(ts, np.where(np.isfinite(y), y, drawn.cols[f"{panel.band}_mean"]), breaks)
-                    curve.setData(x, yg, connect="finite")
+                mean = drawn.cols[f"{panel.band}_mean"]
+                lo, hi = drawn.cols[f"{panel.band}_min"], drawn.cols[f"{panel.band}_max"]
+                self._values[f"{panel.band}_min"], self._values[f"{panel.band}_max"] = lo, hi
+                self._set_band(panel.key, ts, np.where(np.isfinite(lo), lo, mean), np.where(np.isfinite(hi), hi, mean),
+                               drawn.step_s)
             for kind, item in self.spans[panel.key].items():
                 item.set_spans(drawn.episodes.get(kind, []))
             self._say(panel.key, panel_reason(panel, has_data, unsupported))
@@ -818,12 +844,19 @@ class HistoryPlots(QWidget):
             self._say("throttle", "no throttling, no episode and no Xid in this window")
         else:
             self._say("throttle", None)
-        lo = min(since, float(ts[0])) if len(ts) else since
-        self.span_x = (lo, float(until))
+        first = min(since, float(ts[0])) if len(ts) else since
+        self.span_x = (first, float(until))
         for key, plot in self.plots.items():
-            plot.setLimits(xMin=lo, xMax=until, maxXRange=until - lo, minXRange=min(600.0, until - lo),
+            plot.setLimits(xMin=first, xMax=until, maxXRange=until - first, minXRange=min(600.0, until - first),
                            **({} if key == "throttle" else {"yMin": 0}))
         self.reset_zoom()
+
+    def _set_band(self, key: str, ts: Array, lo: Array, hi: Array, step: float) -> None:
+        """Bars over each bucket (centred on its point of the mean line) from its min to its max."""
+        ok = np.isfinite(lo) & np.isfinite(hi)
+        ts, lo, hi = ts[ok], lo[ok], hi[ok]
+        self.band_data[key] = (ts, lo, hi)
+        self.bands[key].setOpts(x0=ts - step / 2, x1=ts + step / 2, y0=lo, y1=hi)
 
     def _bars(self, spans: Sequence[tuple[float, float]], row: str | None) -> tuple[Array, Array]:
         """x, y pairs (``connect="pairs"``) drawing each span as a bar on ``row``."""
@@ -831,6 +864,10 @@ class HistoryPlots(QWidget):
             return np.empty(0), np.empty(0)
         x = np.array([v for a, b in spans for v in (a, b)], dtype=float)
         return x, np.full(len(x), self.row_y(row))
+
+    def reset_readout(self) -> None:
+        """The plots are about to change: the crosshair and its readout go."""
+        self._crosshair.reset(HINT)
 
     def reset_zoom(self) -> None:
         """Back to the whole window (the reset button, a double-click, a new GPU or range)."""
