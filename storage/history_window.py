@@ -33,9 +33,10 @@ DETAIL_FIELDS: tuple[str, ...] = (
     "n", "temp_c", "power_w", "power_limit_w", "sm_clock_mhz", "util_gpu_pct",
     "ecc_corr_agg", "ecc_unc_agg", "retired_sbe", "retired_dbe", "remap_corr", "remap_unc",
     "pcie_gen", "pcie_width", "pcie_replay", "throttle_mask", "status",
-    *(f"thr_{r}" for r in THROTTLE_NAMES),
+    *(f"thr_{r}" for r in THROTTLE_NAMES), "busy_n", "pcie_gen_busy_min", "pcie_width_busy_min",
 )
-"""What the detail plots draw (gauges bring min/mean/max; rollup counters their ``_delta`` too)."""
+"""What the detail plots draw (gauges bring min/mean/max; rollup counters their ``_delta`` too; the busy
+sample count and the lowest link while busy show a downtrained link)."""
 
 
 def resolution_for(span_s: float) -> str:
@@ -75,6 +76,19 @@ def gpu_record(db: Database, uuid: str) -> GpuRow | None:
                   power_default_w=r["power_default_w"], power_enforced_w=r["power_enforced_w"], state=r["state"],
                   first_seen=r["first_seen"], last_seen=r["last_seen"] or None, inventory=inv.get("values", {}),
                   inventory_status=inv.get("status", {}))
+
+
+def failed_power_hours(db: Database, uuid: str, since: float, until: float) -> list[tuple[float, int]]:
+    """Hours in [since, until) (the one containing ``since`` included) in which the card's power reading
+    failed: (hour start, failed minutes), oldest first, from ``hourly_health``.
+
+    A rollup's power mean skips the failed minutes, so a few-minute power dropout last week is seen only here.
+    """
+    lo = int(since) // HOUR * HOUR
+    found = query(db, """SELECT h.ts, h.failed_power_w FROM hourly_health h
+                         WHERE h.gpu_id = (SELECT id FROM gpus WHERE uuid = ?) AND h.ts >= ? AND h.ts < ?
+                               AND h.failed_power_w > 0 ORDER BY h.ts""", (uuid, lo, until))
+    return [(float(r["ts"]), int(r["failed_power_w"])) for r in found]
 
 
 def gpu_changes(db: Database, uuid: str) -> tuple[list[InventoryChangeRow], list[PlacementRow]]:

@@ -68,6 +68,8 @@ class DetailData:
     placements: tuple[PlacementRow, ...] = ()
     events: tuple[EventRow, ...] = ()
     read_ms: float = 0.0
+    power_failed: tuple[tuple[float, int], ...] = ()
+    """(hour start, minutes) whose power reading failed, for windows served from rollups."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +118,7 @@ class HistoryReader(QObject):
 
     @Slot(int, str, float, float)
     def load_detail(self, generation: int, uuid: str, since: float, until: float) -> None:
-        from storage.history_window import gpu_changes, gpu_events, gpu_record
+        from storage.history_window import failed_power_hours, gpu_changes, gpu_events, gpu_record
 
         if self._stale("detail", generation):
             return
@@ -140,6 +142,7 @@ class HistoryReader(QObject):
                     self._client = None
             changes, places = gpu_changes(db, uuid)
             events = gpu_events(db, gpu, since, until) if gpu is not None else []
+            power_failed = failed_power_hours(db, uuid, since, until) if window.resolution != "minute" else []
         except Exception as exc:  # shown by the view; the next request retries
             self._db = None
             if not self._cancelled:
@@ -151,7 +154,8 @@ class HistoryReader(QObject):
             return
         self.detail_loaded.emit(DetailData(
             uuid=uuid, since=since, until=until, window=window, gpu=gpu, changes=tuple(changes),
-            placements=tuple(places), events=tuple(events), read_ms=(time.perf_counter() - t0) * 1000))
+            placements=tuple(places), events=tuple(events), read_ms=(time.perf_counter() - t0) * 1000,
+            power_failed=tuple(power_failed)))
 
     @Slot(int, float, float)
     def load_derating(self, generation: int, since: float, until: float) -> None:

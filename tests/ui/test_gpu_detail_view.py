@@ -80,8 +80,10 @@ def test_panels_hold_data_or_say_why(qtbot, history_db):
     for panel in PANELS:
         assert counts[panel.key] > 0 or view.plot.reasons[panel.key], panel.key
     # hw_thermal throttling is drawn on its row of the timeline, not as zero elsewhere.
+    # The three hours of it are one bar on its labelled row.
     x, y = view.plot.throttle_curves["hw_thermal"].getData()
-    assert np.isfinite(y).sum() == 180 and view.plot.reasons["throttle"] is None
+    assert list(x) == [NOW - 3 * 3600, NOW] and view.plot.reasons["throttle"] is None
+    assert list(y) == [view.plot.row_y("hw_thermal")] * 2
     # The x axis is the requested day, not the three hours of data.
     lo, hi = view.plot.plots["temp_c"].vb.viewRange()[0]
     assert hi - lo > 20 * 3600
@@ -99,7 +101,7 @@ def test_xid_marker_and_range_switch(qtbot, history_db):
     with qtbot.waitSignal(view.history_shown, timeout=10000):
         view.show_gpu(_row(history_db, "n1", 0))
     xs, ys = view.plot.xid_markers.getData()
-    assert list(xs) == [NOW - 1800] and list(ys) == [-1.0]
+    assert list(xs) == [NOW - 1800] and list(ys) == [view.plot.row_y("Xid")]
     assert "Xid 79" in view.plot._describe(float(NOW - 1800))
     with qtbot.waitSignal(view.history_shown, timeout=10000) as blocker:
         view.set_range(1)  # 7 d → hourly rollups

@@ -228,6 +228,10 @@ class GpuDetailView(QWidget):
         self.title.setToolTip(f"{row.node} GPU {row.index} — {row.model} · {row.uuid} · {nominal}")
         if self.stack.currentWidget() is self.placeholder:
             self.placeholder.setText("reading the history…")
+        elif row.uuid != getattr(self.last, "uuid", None):
+            # The previous card's readout must not stay above plots that are about to change (its plots are
+            # replaced when the read answers: clearing them first would cost a repaint of the whole stack).
+            self.plot.reset_readout()
         self._fill_inventory(None)
         self.refresh()
 
@@ -242,6 +246,8 @@ class GpuDetailView(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self.status.setText(f"cannot read the history: {message}")
+        if self.last is None or self.last.uuid != self.uuid:
+            self.plot.clear("cannot read the history")  # never another card's plots under this card's title
 
     def _on_loaded(self, data: DetailData) -> None:
         if data.uuid != self.uuid or (data.since, data.until) != self.span or self.row is None:
@@ -260,7 +266,13 @@ class GpuDetailView(QWidget):
             "sm_clock_mhz": None if spec is None or spec.boost_clock_mhz is None else (
                 float(spec.boost_clock_mhz), f"nominal boost {spec.boost_clock_mhz} MHz"),
         })
-        self.plot.set_history(window, data.since, data.until, data.events, self.row.status)
+        gen, width = inv.get("pcie_max_gen"), inv.get("pcie_max_width")
+        try:
+            link_max: tuple[int, int] | None = (int(gen), int(width))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            link_max = None  # not reported: no downtraining is judged
+        self.plot.set_history(window, data.since, data.until, data.events, self.row.status,
+                              power_failed=data.power_failed, link_max=link_max)
         self.history_shown.emit(data.uuid, len(window.rows))
 
     def _fill_inventory(self, data: DetailData | None) -> None:
