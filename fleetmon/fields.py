@@ -373,6 +373,8 @@ The one list of throttle reasons that are zero on a healthy GPU (a busy GPU norm
 under sw_power_cap; idle, app clocks, sync boost and display clocks are configuration): a
 minute with any of them is not a clean clock sample for derating, and they are the sticky
 throttle columns the health rules load."""
+THERMAL_THROTTLE_REASONS: tuple[str, ...] = tuple(r.name for r in THROTTLE_REASONS if "thermal" in r.name)
+"""The thermal slowdowns (sw_thermal, hw_thermal): a thermal episode in the GUI's plots."""
 
 
 def throttle_names(mask: int) -> list[str]:

@@ -39,7 +39,7 @@ from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QPushButton, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout,
                                QWidget)
 
-from fleetmon.fields import THROTTLE_REASONS
+from fleetmon.fields import THERMAL_THROTTLE_REASONS, THROTTLE_REASONS
 from storage.rows import EventRow, HistoryWindow
 
 PANEL_MIN_H = 170
@@ -125,7 +125,7 @@ EPISODES: tuple[Episode, ...] = (
 _EPISODE = {e.key: e for e in EPISODES}
 _OUTAGES = ("no_data", "unreachable")
 """Shaded in every line panel (hatched): the lines break there."""
-_THERMAL = ("sw_thermal", "hw_thermal")
+_THERMAL = THERMAL_THROTTLE_REASONS
 
 _SUMS = {"retired_pages": ("retired_sbe", "retired_dbe"), "remapped_rows": ("remap_corr", "remap_unc")}
 
