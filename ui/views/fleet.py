@@ -43,6 +43,9 @@ class FleetView(QWidget):
         self.grouped.toggled.connect(self._on_grouped)
         self.summary = QLabel("reading database…", self)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.summary.setToolTip("Nodes are counted by their verdict (fail, warn, pass …, as the report judges them), "
+                                "one verdict per node.\nOpen findings are counted one by one: a node with three "
+                                "warnings is one warn node and three warning findings.")
         self.tree = QTreeView(self)
         self.tree.setModel(self.model)
         self.model.expanded = self.tree.isExpanded
