@@ -81,6 +81,7 @@ class MainWindow(QMainWindow):
         # -- views ----------------------------------------------------------------
         self.sidebar = QListWidget(self)
         self.sidebar.setMaximumWidth(160)
+        self.sidebar.setMinimumWidth(130)  # "Findings (15, 4 crit)" whole, never squeezed by a wide view
         self.stack = QStackedWidget(self)
         self.sidebar.currentRowChanged.connect(self._on_view_changed)
         self.fleet_view = FleetView(self)
@@ -127,6 +128,7 @@ class MainWindow(QMainWindow):
         self.outer.addWidget(self.sidebar)
         self.outer.addWidget(self.splitter)
         self.outer.setStretchFactor(1, 1)
+        self.outer.setCollapsible(0, False)
         self.outer.setSizes([130, 1110])
         self.setCentralWidget(self.outer)
         self.exporter = InventoryExport(db_path, self)

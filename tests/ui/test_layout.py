@@ -59,6 +59,15 @@ def assert_columns_fit(view: QAbstractItemView, name: str) -> None:
                                                          view.horizontalScrollBar().maximum())
 
 
+def assert_view_fits_the_window(w, width: int, height: int) -> None:
+    """The current view asks no more room than the window has: the window keeps its size and the sidebar
+    its names (a view wider than the window squeezed the sidebar to "Findings (1")."""
+    view = w.stack.currentWidget()
+    assert view.minimumSizeHint().width() <= w.stack.width(), (w.current_view(), view.minimumSizeHint())
+    assert (w.width(), w.height()) == (width, height), w.current_view()
+    assert w.sidebar.width() >= w.sidebar.sizeHintForColumn(0), (w.current_view(), w.sidebar.width())
+
+
 def _derating_days() -> tuple[list[DeratingDay], dict[str, str]]:
     """Six models (the demo's), four cards each, a T4's reserved memory, one card at 65 % of boost."""
     models = ("Tesla V100-SXM2-32GB", "Tesla P100-PCIE-16GB", "NVIDIA GeForce RTX 3090", "Tesla T4",
@@ -86,13 +95,22 @@ def test_key_views_fit_the_window(qtbot, shown, size):
     assert (w.width(), w.height()) == (width, height)
 
     w.show_view("Findings")
+    long_fleet = "1,234 of 5,678 shown · 321 acknowledged · nodes not heard from: 22 stale, 3 unknown" * 2
+    w.findings_view.count.setText(long_fleet)  # a big fleet's count line does not widen the view
+    w.fleet_view.summary.setText("<b>1000</b> nodes (" + ", ".join(f"{v} x" for v in range(40)) + ")")
     _settle(qtbot, w)
     assert w.findings_view.model.rowCount() == 3
     assert_columns_fit(w.findings, "findings")  # "Last evidence" and the last column were cut at 1240 px
+    assert_view_fits_the_window(w, width, height)
 
     w.show_view("Versions")
     _settle(qtbot, w)
     assert_columns_fit(w.versions_view.table, "versions")
+    assert_view_fits_the_window(w, width, height)
+    w.show_view("Fleet")
+    _settle(qtbot, w)
+    assert_view_fits_the_window(w, width, height)
+    assert_columns_fit(w.fleet_view.tree, "fleet")
 
     inspection = dict(w._views)["Inspection"]
     with qtbot.waitSignal(inspection.inspection_shown, timeout=30000):
@@ -101,6 +119,7 @@ def test_key_views_fit_the_window(qtbot, shown, size):
     assert_columns_fit(inspection.tree, "inspection checklist")  # its Summary column was cut
     assert_columns_fit(inspection.changes_table, "inspection changes")
     assert inspection.tree.header().sectionSize(3) >= 250  # the summary is read, not guessed
+    assert_view_fits_the_window(w, width, height)
 
     w.show_view("Derating")
     days, models = _derating_days()
@@ -113,12 +132,14 @@ def test_key_views_fit_the_window(qtbot, shown, size):
     last = table.visualRect(w.derating.model.index(rows - 1, 0))
     assert last.bottom() <= table.viewport().height(), "a derating row is out of sight"  # 4 of 6 showed
     assert w.derating.title.width() >= w.derating.title.sizeHint().width()  # the title is not cut
+    assert_view_fits_the_window(w, width, height)
 
     w.show_view("Pre-run")
     _settle(qtbot, w)
     prerun = dict(w._views)["Pre-run"]
     rows_fit = prerun.go_table.viewport().height() // prerun.go_table.verticalHeader().defaultSectionSize()
     assert rows_fit >= (8 if size == "default" else 6), rows_fit  # it showed 4 under the detail pane at 1240×760
+    assert_view_fits_the_window(w, width, height)
 
 
 def test_detail_pane_only_under_the_views_that_select_gpus(qtbot, shown):

@@ -145,7 +145,8 @@ class FindingsView(QWidget):
         self.show_acked.toggled.connect(self._apply_filter)
         self.ack_button = QPushButton("Acknowledge…", self)
         self.snooze_button = QPushButton("Snooze…", self)
-        self.clear_button = QPushButton("Clear acknowledgement", self)
+        self.clear_button = QPushButton("Clear ack", self)  # short: the bar fits a 1024 px window
+        self.clear_button.setToolTip("Clear the acknowledgement or snooze of the selected finding")
         self.ack_button.clicked.connect(lambda: self.acknowledge(snooze=False))
         self.snooze_button.clicked.connect(lambda: self.acknowledge(snooze=True))
         self.clear_button.clicked.connect(self.clear_ack)
@@ -187,12 +188,15 @@ class FindingsView(QWidget):
         for widget in widgets:
             bar.addWidget(widget)
         bar.addStretch(1)
-        bar.addWidget(self.count)
         for button in (self.ack_button, self.snooze_button, self.clear_button, self.resolve_button):
             bar.addWidget(button)
+        # The count on a line of its own: in the bar, its text ("… nodes not heard from: 22 stale") widened
+        # the view past a 1240 px window and squeezed the sidebar.
+        self.count.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 0)
         layout.addLayout(bar)
+        layout.addWidget(self.count)
         layout.addWidget(self.table, 1)
         self._kinds: list[str] = []
         self._groups: list[str] = []

@@ -303,6 +303,7 @@ class InspectionView(QWidget):
         self.save_button.clicked.connect(self.save_html_dialog)
         self.headline = QLabel("Not run yet", self)
         self.headline.setTextFormat(Qt.TextFormat.RichText)
+        self.headline.setWordWrap(True)
         self.headline.setToolTip("The fleet's status, then its nodes counted by verdict (one per node); the "
                                  "checklist below lists each node's open findings.")
         self.baseline_label = QLabel("", self)
