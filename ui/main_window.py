@@ -14,7 +14,7 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, QItemSelection, QSettings, Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (QHeaderView, QLabel, QListWidget, QMainWindow, QSplitter,
+from PySide6.QtWidgets import (QHeaderView, QLabel, QListWidget, QMainWindow, QSizePolicy, QSplitter,
                                QStackedWidget, QTableView, QWidget)
 
 from fleetmon.health.verdict import VERDICTS
@@ -137,6 +137,8 @@ class MainWindow(QMainWindow):
 
         self.status_label = QLabel("reading database…")
         self.collector_label = QLabel(collector_note)
+        # The left label gives way in a narrow window (its text is its tooltip too); the collector's stays whole.
+        self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().addPermanentWidget(self.collector_label)
         self.tray = Tray(self)
@@ -361,6 +363,7 @@ class MainWindow(QMainWindow):
         self.status_label.setText(
             f"{fmt.plural(len(rows), 'GPU')} on {fmt.plural(nodes, 'node')} ({silent_text}) · newest sample "
             f"{fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), info['read_at'])}")
+        self.status_label.setToolTip(self.status_label.text())
         self.rows_shown.emit(len(rows))
         # The reader's last signal of a load (after snapshot_loaded): only now may the next load start,
         # so that its Python work does not share the interpreter with the GUI thread applying this one.

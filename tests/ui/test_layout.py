@@ -111,6 +111,8 @@ def test_key_views_fit_the_window(qtbot, shown, size):
     _settle(qtbot, w)
     assert_view_fits_the_window(w, width, height)
     assert_columns_fit(w.fleet_view.tree, "fleet")
+    from ui.views.fleet import COLUMN_WIDTHS
+    assert w.fleet_view.tree.header().sectionSize(0) >= COLUMN_WIDTHS["Name"]  # node names whole; Model gives way
 
     inspection = dict(w._views)["Inspection"]
     with qtbot.waitSignal(inspection.inspection_shown, timeout=30000):

@@ -117,7 +117,7 @@ class FleetView(QWidget):
         (self._collapsed.discard if expanded else self._collapsed.add)(it.key)
 
     def _on_section_resized(self, index: int, old: int, new: int) -> None:
-        if index == COL_MODEL and not self._fitting:
+        if index != COL_HEALTH and not self._fitting and self.tree.isVisible():  # Health stretches on its own
             self._model_width_chosen = True
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
@@ -137,16 +137,27 @@ class FleetView(QWidget):
         if self._model_width_chosen:
             return
         header = self.tree.header()
-        others = sum(header.sectionSize(i) for i in range(len(COLUMNS)) if i not in (COL_MODEL, COL_HEALTH))
-        room = self.tree.viewport().width() - others
-        spare = room - COLUMN_WIDTHS["Model"] - HEALTH_WIDTH
+        # Every column but Health at its default (never narrower than its header's text).
+        widths = {i: max(COLUMN_WIDTHS.get(name, 100), header.sectionSizeHint(i))
+                  for i, name in enumerate(COLUMNS) if i != COL_HEALTH}
+        spare = self.tree.viewport().width() - sum(widths.values()) - HEALTH_WIDTH
         if spare >= 0:
-            width = COLUMN_WIDTHS["Model"] + min(spare // 2, 200)
-        else:
-            width = max(MODEL_MIN, min(COLUMN_WIDTHS["Model"], room - NARROW_HEALTH))
+            widths[COL_MODEL] += min(spare // 2, 200)
+        else:  # narrow: Model gives way first (to MODEL_MIN), then the figures down to their headers (not Name)
+            short = sum(widths.values()) + NARROW_HEALTH - self.tree.viewport().width()
+            give = min(max(0, short), widths[COL_MODEL] - MODEL_MIN)
+            widths[COL_MODEL] -= give
+            short -= give
+            room = {i: w - header.sectionSizeHint(i) for i, w in widths.items() if i not in (0, COL_MODEL)}
+            total = sum(room.values())
+            if short > 0 and total > 0:
+                share = min(1.0, short / total)
+                for i, r in room.items():
+                    widths[i] -= int(r * share + 0.999)
         self._fitting = True
         try:
-            header.resizeSection(COL_MODEL, width)
+            for i, w in widths.items():
+                header.resizeSection(i, w)
         finally:
             self._fitting = False
 
