@@ -83,6 +83,8 @@ class ColumnFitter(QObject):
         if self.user_sized:
             return
         view, header = self.view, header_of(self.view)
+        if header.stretchLastSection():  # a restored header state (QSettings) brings its own back
+            header.setStretchLastSection(False)
         columns = [c for c in range(header.count()) if not header.isSectionHidden(c)]
         if not columns:
             return
