@@ -16,6 +16,16 @@ from ui.verdicts import STALE_AFTER_S
 DASH = "—"
 
 
+def noun(count: int, word: str, words: str | None = None) -> str:
+    """The word for ``count`` of it: "node" for 1, "nodes" otherwise (``words`` for an irregular plural)."""
+    return word if count == 1 else (words or word + "s")
+
+
+def plural(count: int, word: str, words: str | None = None) -> str:
+    """"1 node", "3 nodes", "0 nodes" (as the CLI reports say them, ``fleetmon.health.render``)."""
+    return f"{count} {noun(count, word, words)}"
+
+
 def number(value: Any, unit: str = "", digits: int = 0) -> str:
     """Format a number with a unit; None becomes a dash."""
     if value is None:

@@ -14,7 +14,7 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, QItemSelection, QSettings, Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (QHeaderView, QLabel, QListWidget, QMainWindow, QSplitter,
+from PySide6.QtWidgets import (QHeaderView, QLabel, QListWidget, QMainWindow, QSizePolicy, QSplitter,
                                QStackedWidget, QTableView, QWidget)
 
 from fleetmon.health.verdict import VERDICTS
@@ -37,6 +37,11 @@ from ui.verdicts import Verdicts
 
 SETTINGS_ORG = "fleetmon"
 SETTINGS_APP = "fleetmon"
+DEFAULT_SIZE = (1240, 760)
+"""The window's size on first start (then the size it was closed at)."""
+MINIMUM_SIZE = (1024, 640)
+"""The smallest supported window (docs/user-guide.md): every view's columns and controls fit at this size
+(tests/ui/test_layout.py), smaller is refused by the window manager."""
 
 
 class MainWindow(QMainWindow):
@@ -60,7 +65,8 @@ class MainWindow(QMainWindow):
                  settings: QSettings | None = None, stale_after_s: float | None = None) -> None:
         super().__init__()
         self.setWindowTitle(f"fleetmon — {db_path}")
-        self.resize(1240, 760)
+        self.setMinimumSize(*MINIMUM_SIZE)
+        self.resize(*DEFAULT_SIZE)
         # The INI format on every platform, so that QSettings.setPath (the tests' temporary folder) applies.
         self.settings = settings if settings is not None else QSettings(
             QSettings.Format.IniFormat, QSettings.Scope.UserScope, SETTINGS_ORG, SETTINGS_APP)
@@ -69,13 +75,16 @@ class MainWindow(QMainWindow):
         self.snapshot = FleetSnapshot()
         self._last_cycle: float | None = None
         self._views: list[tuple[str, QWidget]] = []
+        self._with_detail: set[int] = set()  # the views the GPU detail pane sits under
+        self._splitter_state: QByteArray | None = None  # the detail pane's size while a view without it shows
         self._view_actions: list[QAction] = []
 
         # -- views ----------------------------------------------------------------
         self.sidebar = QListWidget(self)
         self.sidebar.setMaximumWidth(160)
+        self.sidebar.setMinimumWidth(130)  # "Findings (15, 4 crit)" whole, never squeezed by a wide view
         self.stack = QStackedWidget(self)
-        self.sidebar.currentRowChanged.connect(self.stack.setCurrentIndex)
+        self.sidebar.currentRowChanged.connect(self._on_view_changed)
         self.fleet_view = FleetView(self)
         self.findings_view = FindingsView(self)
         self.versions_view = VersionsView(self)
@@ -100,10 +109,13 @@ class MainWindow(QMainWindow):
         self._view_separator: QAction | None = None
         self.detail = GpuDetailView(db_path, self)
         self.derating = DeratingView(self.detail.service, self)
-        self.add_view("Fleet", self.fleet_view)
-        self.add_view("Findings", self.findings_view)
+        # The detail pane goes under the views that select GPUs (fleet, findings, the flat table); the
+        # others need the height (the pre-run results, the inspection checklist) or show a card themselves
+        # (derating).
+        self.add_view("Fleet", self.fleet_view, detail=True)
+        self.add_view("Findings", self.findings_view, detail=True)
         self.add_view("Versions", self.versions_view)
-        self.add_view("All GPUs", self.table)
+        self.add_view("All GPUs", self.table, detail=True)
         self.add_view("Derating", self.derating)
         self.add_view("Inspection", inspection.InspectionView(db_path, self))
         self.add_view("Pre-run", prerun.PrerunView(db_path, self, fleet=self.fleet_view))
@@ -112,10 +124,12 @@ class MainWindow(QMainWindow):
         self.splitter.addWidget(self.stack)
         self.splitter.addWidget(self.detail)
         self.splitter.setSizes([430, 330])
+        self.splitter.setChildrenCollapsible(False)
         self.outer = QSplitter(Qt.Orientation.Horizontal, self)
         self.outer.addWidget(self.sidebar)
         self.outer.addWidget(self.splitter)
         self.outer.setStretchFactor(1, 1)
+        self.outer.setCollapsible(0, False)
         self.outer.setSizes([130, 1110])
         self.setCentralWidget(self.outer)
         self.exporter = InventoryExport(db_path, self, settings=self.settings)
@@ -126,6 +140,8 @@ class MainWindow(QMainWindow):
 
         self.status_label = QLabel("reading database…")
         self.collector_label = QLabel(collector_note)
+        # The left label gives way in a narrow window (its text is its tooltip too); the collector's stays whole.
+        self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.statusBar().addWidget(self.status_label, 1)
         self.statusBar().addPermanentWidget(self.collector_label)
         self.tray = Tray(self)
@@ -153,7 +169,10 @@ class MainWindow(QMainWindow):
         self.table.selectionModel().selectionChanged.connect(self._on_selection_changed)
         self.fleet_view.gpu_selected.connect(self.show_gpu_row)
         self.findings_view.gpu_requested.connect(self.show_gpu)
+        self.findings_view.gpu_opened.connect(self.open_gpu)
         self.findings_view.node_requested.connect(self.show_node)
+        self.derating.gpu_requested.connect(self.show_gpu)
+        self.derating.card_lookup = lambda uuid: self.snapshot.gpus.get(uuid)
         self.findings_view.ack_requested.connect(self.ack_requested)
         self.findings_view.resolve_requested.connect(self.resolve_requested)
         self.versions_view.node_requested.connect(self.show_node)
@@ -169,12 +188,15 @@ class MainWindow(QMainWindow):
 
     # -- views -------------------------------------------------------------------------
 
-    def add_view(self, name: str, widget: QWidget, shortcut: str | None = None) -> int:
+    def add_view(self, name: str, widget: QWidget, shortcut: str | None = None, *, detail: bool = False) -> int:
         """Add a view to the sidebar and the View menu; ``shortcut`` defaults to Ctrl+<position>.
 
+        ``detail``: the GPU detail pane shows under this view (else the view has the window's height).
         Returns the view's index (for :meth:`show_view`).
         """
         index = self.stack.addWidget(widget)
+        if detail:
+            self._with_detail.add(index)
         self.sidebar.addItem(name)
         self._views.append((name, widget))
         action = QAction(name, self)
@@ -199,6 +221,27 @@ class MainWindow(QMainWindow):
         index = index_or_name if isinstance(index_or_name, int) else \
             next(i for i, (n, _) in enumerate(self._views) if n == index_or_name)
         self.sidebar.setCurrentRow(index)
+
+    def _on_view_changed(self, index: int) -> None:
+        self.stack.setCurrentIndex(index)
+        self._place_detail()
+
+    def _place_detail(self) -> None:
+        """Show the detail pane under a view that has it, hide it under the others (keeping its size)."""
+        want = self.stack.currentIndex() in self._with_detail
+        if want == (not self.detail.isHidden()):
+            return
+        if want:
+            self.detail.show()
+            if self._splitter_state is not None:
+                self.splitter.restoreState(self._splitter_state)
+        else:
+            self._splitter_state = self.splitter.saveState()
+            self.detail.hide()
+
+    def detail_shown(self) -> bool:
+        """Whether the GPU detail pane is part of the current view (shown when the window is)."""
+        return not self.detail.isHidden()
 
     def current_view(self) -> str:
         i = self.stack.currentIndex()
@@ -270,11 +313,11 @@ class MainWindow(QMainWindow):
             state = "collector: PAUSED"
         last = self._last_cycle or snap.last_poll
         counts = snap.verdicts.counts()  # nodes per verdict, as the report judges them
-        silent = "".join(f" · {counts[v]} {v}" for v in ("stale", "unknown") if counts[v])
+        silent = "".join(f", {counts[v]} {v}" for v in ("stale", "unknown") if counts[v])
         crit = sum(1 for f in snap.findings if f.severity == Severity.CRITICAL and snap.acked(f) is None)
         self.collector_label.setText(f"{state} · last poll {fmt.age(last, snap.read_at or None)} · "
-                                     f"{counts['fail']} fail · {counts['unreachable']} unreachable{silent} · "
-                                     f"{crit} critical")
+                                     f"nodes: {counts['fail']} fail, {counts['unreachable']} unreachable{silent} · "
+                                     f"{fmt.plural(crit, 'critical finding')}")
 
     # -- data ----------------------------------------------------------------------------
 
@@ -322,8 +365,9 @@ class MainWindow(QMainWindow):
                 silent[judged[name]] += 1
         silent_text = ", ".join(f"{n} {v}" for v, n in silent.items() if n or v == "unreachable")
         self.status_label.setText(
-            f"{len(rows)} GPUs on {nodes} nodes ({silent_text}) · newest sample "
+            f"{fmt.plural(len(rows), 'GPU')} on {fmt.plural(nodes, 'node')} ({silent_text}) · newest sample "
             f"{fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), info['read_at'])}")
+        self.status_label.setToolTip(self.status_label.text())
         self.rows_shown.emit(len(rows))
         # The reader's last signal of a load (after snapshot_loaded): only now may the next load start,
         # so that its Python work does not share the interpreter with the GUI thread applying this one.
@@ -401,6 +445,13 @@ class MainWindow(QMainWindow):
         self.fleet_view.tree.selectionModel().blockSignals(False)
         self.fleet_view.tree.viewport().update()
 
+    def open_gpu(self, uuid: str) -> None:
+        """Show a GPU in the fleet view (and the detail pane): a finding opened with a double click or Enter."""
+        self.show_gpu(uuid)
+        if any(r.uuid == uuid for r in self.snapshot.rows):
+            self.show_view(0)
+            self.fleet_view.tree.setFocus()
+
     def show_node(self, node: str) -> None:
         """Show a node in the fleet view (its GPUs expanded)."""
         self.show_view(0)
@@ -416,7 +467,7 @@ class MainWindow(QMainWindow):
     def _state_widgets(self) -> dict[str, Any]:
         return {"splitter": self.splitter, "outer": self.outer, "fleet_header": self.fleet_view.tree.header(),
                 "findings_header": self.findings.horizontalHeader(), "gpus_header": self.table.horizontalHeader(),
-                "versions_splitter": self.versions_view.splitter}
+                "versions_split": self.versions_view.splitter}  # (versions_splitter: the old, side by side)
 
     def _restore_settings(self) -> None:
         s = self.settings
@@ -440,6 +491,8 @@ class MainWindow(QMainWindow):
         s.setValue("window/geometry", self.saveGeometry())
         for key, w in self._state_widgets().items():
             s.setValue(f"window/{key}", w.saveState())
+        if self.detail.isHidden() and self._splitter_state is not None:  # the pane's size, not its absence
+            s.setValue("window/splitter", self._splitter_state)
         s.setValue("window/view", self.current_view())
         s.setValue("fleet/grouped", self.fleet_view.grouped.isChecked())
         s.sync()

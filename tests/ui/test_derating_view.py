@@ -73,3 +73,83 @@ def test_strip_plot_axis_labels_are_short_model_names():
     assert [short_model(m) for m in ("NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB", "NVIDIA GeForce RTX 3090",
                                       "Tesla T4", "NVIDIA H100 80GB HBM3")] == ["A100", "V100", "RTX 3090", "T4",
                                                                                 "H100 80GB HBM3"]
+
+
+def test_memory_is_shown_against_the_models_usual_not_the_marketing_size(qtmodeltester):
+    """Issue 21 item 8: every T4 reports 94 % of 16 GB; that is the T4's usual, not derating. A card short of
+    its peers still shows (and tints) as derated; the nominal share stays in the tooltip."""
+    from PySide6.QtCore import Qt
+
+    from ui.views.derating import RATIOS, ModelSummaryModel, summarize
+
+    col = 3 + [k for k, _, _ in RATIOS].index("memory_ratio")
+    t4 = [DeratingDay(gpu_uuid=f"t{i}", day=0, clock_ratio=0.98, memory_ratio=0.9375) for i in range(4)]
+    short = [DeratingDay(gpu_uuid=f"a{i}", day=0, clock_ratio=0.98, memory_ratio=r)
+             for i, r in enumerate((0.996, 0.996, 0.996, 0.70))]
+    models = {**{f"t{i}": "Tesla T4" for i in range(4)}, **{f"a{i}": "NVIDIA A100-SXM4-80GB" for i in range(4)}}
+    summary = {s.model: s for s in summarize(t4 + short, models)}
+    assert summary["Tesla T4"].stats["memory_ratio"] == pytest.approx((1.0, 1.0, 1.0))
+    assert summary["Tesla T4"].usual["memory_ratio"] == pytest.approx(0.9375)
+    model = ModelSummaryModel()
+    model.set_rows(list(summary.values()))
+    qtmodeltester.check(model)
+    rows = {model.data(model.index(r, 0)): r for r in range(model.rowCount())}
+    t4_cell = model.index(rows["Tesla T4"], col)
+    assert model.data(t4_cell) == "100 % · 100 % · 100 %"
+    assert model.data(t4_cell, Qt.ItemDataRole.BackgroundRole) is None  # not tinted as derating
+    assert "94 %" in model.data(t4_cell, Qt.ItemDataRole.ToolTipRole)  # the nominal share, said where asked
+    a100 = model.data(model.index(rows["NVIDIA A100-SXM4-80GB"], col))
+    assert a100.startswith("70 % · ")  # the short card, against its peers
+
+
+def test_model_usual_is_the_rules_basis():
+    from fleetmon.health.rules.derating import model_usual
+
+    assert model_usual([0.9375, 0.9375, None, 0.9]) == pytest.approx(0.9375)
+    assert model_usual([0.9, 0.9], min_peers=3) is None  # too few cards to tell
+    assert model_usual([]) is None and model_usual([0.0]) is None
+
+
+def _strip_point(view, uuid):
+    from PySide6.QtCore import QPointF
+
+    x, y = view.dot_position(uuid)
+    scene = view.strip.getPlotItem().vb.mapViewToScene(QPointF(x, y))
+    return view.strip.mapFromScene(scene)
+
+
+def test_hovering_a_dot_names_the_card_and_clicking_opens_it(qtbot, derating_db):
+    """Issue 21 item 8: the 65 % card is the point of the view: hover names it (node, GPU index, model, ratios),
+    a click asks for it (the main window shows it in the detail and the card plot)."""
+    from PySide6.QtCore import QEvent, QPointF, Qt
+    from PySide6.QtGui import QMouseEvent
+    from PySide6.QtWidgets import QApplication
+
+    from ui.fleet_reader import read_snapshot
+    from ui.history_reader import HistoryService
+    from ui.views.derating import DeratingView
+
+    db = open_database(derating_db, readonly=True)
+    snap = read_snapshot(db)
+    db.close()
+    service = HistoryService(str(derating_db))
+    view = DeratingView(service, now=lambda: NOW)
+    view.card_lookup = snap.gpus.get
+    qtbot.addWidget(view)
+    view.resize(1240, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.waitUntil(lambda: view.data is not None, timeout=10000)
+    slow = uuid_of("n1", 0)
+    pos = _strip_point(view, slow)
+    port = view.strip.viewport()
+    p = QPointF(pos)  # one move (pyqtgraph drops a second one within a frame's time)
+    QApplication.sendEvent(port, QMouseEvent(QEvent.Type.MouseMove, p, port.mapToGlobal(p), Qt.MouseButton.NoButton,
+                                             Qt.MouseButton.NoButton, Qt.KeyboardModifier.NoModifier))
+    tip = view.strip.getPlotItem().vb.toolTip()  # pyqtgraph puts a hovered dot's tip on its view box
+    assert tip.startswith("n1 GPU 0 · ")  # node, GPU index, model
+    assert "clock under load / boost: 65 %" in tip and "power limit / TDP: 100 %" in tip
+    with qtbot.waitSignal(view.gpu_requested, timeout=3000) as blocker:
+        qtbot.mouseClick(port, Qt.MouseButton.LeftButton, pos=pos)
+    assert blocker.args == [slow]
+    service.stop()

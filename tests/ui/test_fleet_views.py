@@ -49,7 +49,49 @@ def test_fleet_tree_groups_nodes_gpus_worst_first(qtmodeltester, snap):
     a = model.index(1, 0)
     assert _names(model, a)[:2] == ["n2", "n3"] or _names(model, a)[:2] == ["n3", "n2"]
     n2 = model.index_of_node("n2")
-    assert _names(model, n2) == ["GPU 1", "GPU 0"]  # the hot card first
+    assert _names(model, n2) == ["GPU 0", "GPU 1"]  # a node's GPUs by index, not by health (the hot one is GPU 1)
+
+
+@pytest.mark.parametrize("column, descending", [("Health", True), ("Temp", True), ("Name", True), ("Temp", False)])
+def test_gpus_inside_a_node_stay_in_index_order_whatever_the_sort(snap, column, descending):
+    """Issue 21 item 10: GPU 1 (the hot, warned card) was listed above GPU 0; the sort orders the nodes."""
+    from ui.models.fleet_tree import COLUMNS, FleetTreeModel
+
+    model = FleetTreeModel()
+    model.set_snapshot(snap)
+    model.sort(COLUMNS.index(column), Qt.SortOrder.DescendingOrder if descending else Qt.SortOrder.AscendingOrder)
+    for node in ("n1", "n2", "n3", "m1"):
+        assert _names(model, model.index_of_node(node)) == ["GPU 0", "GPU 1"], (column, node)
+
+
+def test_counts_use_the_singular_for_one(snap):
+    """Issue 21 item 10: "1 nodes" in a group's row, its tooltip, the summary bar."""
+    from ui import format as fmt
+    from ui.models.fleet_build import summary_text
+    from ui.models.fleet_tree import FleetTreeModel
+
+    assert (fmt.plural(1, "node"), fmt.plural(0, "node"), fmt.plural(2, "GPU")) == ("1 node", "0 nodes", "2 GPUs")
+    model = FleetTreeModel()
+    model.set_snapshot(snap)
+    model.set_filter("n[1],m[1]")  # one node left in each group
+    groups = {model.data(model.index(r, 0)): r for r in range(model.rowCount())}
+    assert set(groups) == {"a", "b"}
+    for r in groups.values():
+        assert model.data(model.index(r, 1)).startswith("1 node · 2× "), model.data(model.index(r, 1))
+        assert ": 1 node, 2 GPUs" in model.data(model.index(r, 0), Qt.ItemDataRole.ToolTipRole)
+    one = FleetSnapshot(rows=(row("a", 0),), read_at=1000.0)
+    assert "<b>1</b> node (" in summary_text(one) and "<b>1</b> GPU " in summary_text(one)
+
+
+def test_summary_bar_says_nodes_by_verdict_and_findings_apart(snap):
+    """Issue 21 item 10: the bar's "7 warning" counted findings beside "6 warn" nodes: it says which is which."""
+    from ui.models.fleet_build import summary_text
+
+    text = summary_text(snap)
+    nodes_part, _, rest = text.partition(" · ")
+    assert nodes_part.startswith("<b>5</b> nodes (") and "</b> warn" in nodes_part  # node verdicts, in the nodes' part
+    assert "open findings: " in rest and "</b> critical" in rest and "</b> warning" in rest
+    assert "warning" not in nodes_part and "critical" not in nodes_part
 
 
 def test_hot_temperature_cell_is_coloured_by_the_cards_threshold(snap):
@@ -119,7 +161,7 @@ def test_fleet_view_summary_and_selection_survive_refresh(qtbot, snap):
 
     text = summary_text(snap)
     # m2 was never reached (its only poll failed): its verdict is "unknown", as the report says, not "unreachable".
-    for part in ("<b>5</b> nodes", "<b>8</b> GPUs", "0</b> unreachable", "1</b> unknown", "1</b> critical",
+    for part in ("<b>5</b> nodes (", "<b>8</b> GPUs", "0</b> unreachable", "1</b> unknown", "1</b> critical",
                  "2</b> warning",
                  "550.54.15 (3)", "535.161.08 (1)"):
         assert part in text, (part, text)
@@ -207,7 +249,7 @@ def test_versions_view_click_lists_the_nodes(qtbot, snap):
     r = next(r for r in range(view.model.rowCount()) if view.model.data(view.model.index(r, 0)) == "a")
     view.show_cell(view.model.index(r, COLUMNS.index("Driver")))
     items = [view.nodes.item(i).text().strip() for i in range(view.nodes.count())]
-    assert items == ["550.54.15 (baseline): 2 node(s)", "n1", "n2", "535.161.08 (outlier): 1 node(s)", "n3"]
+    assert items == ["550.54.15 (baseline): 2 nodes", "n1", "n2", "535.161.08 (outlier): 1 node", "n3"]
     got = []
     view.node_requested.connect(got.append)
     view.nodes.itemActivated.emit(view.nodes.item(4))
@@ -233,6 +275,8 @@ def test_versions_view_columns_fit_their_versions_and_the_list_says_what_to_do(q
 
 
 def test_findings_view_single_click_and_ack_prompt(qtbot, snap):
+    """A click selects (a node-level finding too, to acknowledge it) and shows a GPU's finding in the detail pane;
+    a double click or Enter opens the finding in the fleet view (issue 21 item 7)."""
     from ui.views.findings import FindingsView
 
     view = FindingsView()
@@ -241,17 +285,27 @@ def test_findings_view_single_click_and_ack_prompt(qtbot, snap):
     view.show()
     view.set_snapshot(snap)
     assert view.model.rowCount() == 3
-    gpus, nodes = [], []
+    gpus, opened, nodes = [], [], []
     view.gpu_requested.connect(gpus.append)
+    view.gpu_opened.connect(opened.append)
     view.node_requested.connect(nodes.append)
+
+    def centre(r):
+        return view.table.visualRect(view.model.index(r, 1)).center()
+
     r = next(r for r in range(view.model.rowCount()) if view.model.row(r).gpu_uuid)
-    rect = view.table.visualRect(view.model.index(r, 1))
-    qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=rect.center())
-    assert gpus == ["GPU-n2-01"]
-    r = next(r for r in range(view.model.rowCount()) if view.model.row(r).node == "m2")
-    qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton,
-                     pos=view.table.visualRect(view.model.index(r, 1)).center())
-    assert nodes == ["m2"]
+    qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=centre(r))
+    assert gpus == ["GPU-n2-01"] and opened == [] and nodes == []  # shown in the detail pane, not navigated
+    m2 = next(r for r in range(view.model.rowCount()) if view.model.row(r).node == "m2")
+    qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=centre(m2))
+    assert nodes == [] and view.current() is not None and view.current().node == "m2"  # selected, still here
+    assert view.ack_button.isEnabled() and view.resolve_button.isEnabled()
+    qtbot.keyClick(view.table, Qt.Key.Key_Return)
+    assert nodes == ["m2"]  # Enter opens it
+    qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=centre(r))  # QTest's double click
+    qtbot.mouseDClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=centre(r))  # is its second half
+    assert opened == ["GPU-n2-01"] and nodes == ["m2"]  # a double click opens too
+    qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton, pos=centre(m2))
     asked = []
     view.ask_ack = lambda parent, f, snooze: (asked.append((f.key, snooze)), ("ticket 42", 4e9))[1]
     with qtbot.waitSignal(view.ack_requested) as blocker:

@@ -44,6 +44,8 @@ def test_single_click_on_a_finding_shows_its_gpu(window, qtbot):
     r = next(r for r in range(view.model.rowCount()) if view.model.row(r).node == "m2")
     qtbot.mouseClick(view.table.viewport(), Qt.MouseButton.LeftButton,
                      pos=view.table.visualRect(view.model.index(r, 1)).center())
+    assert window.current_view() == "Findings"  # a node's finding is selected by a click (issue 21 item 7)
+    qtbot.keyClick(view.table, Qt.Key.Key_Return)  # and opened by Enter (or a double click)
     assert window.current_view() == "Fleet"
     cur = window.fleet_view.model.item(window.fleet_view.tree.currentIndex())
     assert cur is not None and cur.key == "n:m2"

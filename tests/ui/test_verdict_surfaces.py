@@ -115,7 +115,7 @@ def test_every_surface_shows_the_one_verdict(vwindow: Any, verdict_db: Path) -> 
     summary = _plain(vwindow.fleet_view.summary.text())
     for part in ("4 nodes", "8 GPUs", "1 fail", "0 unreachable", "1 stale", "1 warn", "1 pass"):
         assert part in summary, (part, summary)
-    assert "1 fail · 0 unreachable · 1 stale" in vwindow.collector_label.text()
+    assert "nodes: 1 fail, 0 unreachable, 1 stale" in vwindow.collector_label.text()
     assert "0 unreachable, 1 stale" in vwindow.status_label.text()
     assert "nodes not heard from: 1 stale" in vwindow.findings_view.count.text()
     assert vwindow.tray.worst == "fail"

@@ -148,5 +148,6 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
         if role == Qt.ItemDataRole.ToolTipRole:
             evidence = r.evidence or {}
             lines = [f"{k}: {v}" for k, v in list(evidence.items())[:12]] if isinstance(evidence, Mapping) else []
-            return "\n".join([f"{r.kind} on {r.node} {r.gpu_uuid or ''}".strip(), *lines])
+            action = [f"action: {r.action}"] if r.action else []  # its column elides
+            return "\n".join([f"{r.kind} on {r.node} {r.gpu_uuid or ''}".strip(), *lines, *action])
         return None

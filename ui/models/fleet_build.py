@@ -263,12 +263,24 @@ class _Builder:
         return (1, max(present))
 
     def sort_items(self, items: list[Item], col: int, desc: bool) -> None:
+        if items and items[0].kind == "gpu":
+            # A node's GPUs stay in index order whatever the sort (GPU 0 above GPU 1, as nvidia-smi and the
+            # node's own numbering list them): the sort orders groups and nodes; a card's health is its tint.
+            items.sort(key=_gpu_order)
+            return
         # Ties keep the natural name order (ascending), whatever the direction.
-        items.sort(key=lambda it: hostlist.natural_key(it.name) if it.kind != "gpu" else
-                   (int(it.name) if it.name.isdigit() else 0,))
+        items.sort(key=lambda it: hostlist.natural_key(it.name))
         items.sort(key=lambda it: self._sort_key(it, col), reverse=desc)
         for it in items:
             self.sort_items(it.children, col, desc)
+
+
+def _gpu_order(it: Item) -> tuple[int, str]:
+    """A GPU item's place under its node: its index (one without an index last, by UUID)."""
+    r = it.gpu
+    if r is not None and r.index is not None:
+        return (int(r.index), "")
+    return (1 << 30, r.uuid if r is not None else it.key)
 
 
 def sort_items(items: list[Item], col: int, desc: bool) -> None:
@@ -290,8 +302,11 @@ def _sort_value(r: FleetRow, col: int) -> Any:
 
 
 def summary_text(snap: Any) -> str:
-    """The summary bar: nodes, GPUs, nodes per verdict (the snapshot's, as the report judges), open
-    critical and warning findings, driver versions in use."""
+    """The summary bar: nodes and how many of them have each verdict (the snapshot's, as the report judges),
+    GPUs, open critical and warning findings (findings, not nodes: one node can hold several), driver versions.
+
+    "24 nodes (2 fail, 6 warn, 16 pass, 0 unreachable) · 89 GPUs · open findings: 4 critical, 10 warning · …"
+    """
     nodes = {r.node for r in snap.rows} | set(snap.nodes)
     counts = snap.verdicts.counts()
     live = [f for f in snap.findings if snap.acked(f) is None]
@@ -303,12 +318,13 @@ def summary_text(snap: Any) -> str:
         if v:
             drivers[v] = drivers.get(v, 0) + 1
     acked = len(snap.findings) - len(live)
-    parts = [f"<b>{len(nodes)}</b> nodes", f"<b>{len(snap.rows)}</b> GPUs"]
     # Every verdict a node has, worst first; "unreachable" always (it was the bar's first alarm).
-    parts += [f"<b style='color:{fmt.VERDICT_COLORS[v] if counts[v] and v != 'pass' else 'inherit'}'>"
-              f"{counts[v]}</b> {v}" for v in VERDICTS if counts[v] or v == "unreachable"]
-    parts.append(f"findings: <b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>{crit}</b>"
-                 f" critical, <b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>{warn}</b>"
+    verdicts = ", ".join(f"<b style='color:{fmt.VERDICT_COLORS[v] if counts[v] and v != 'pass' else 'inherit'}'>"
+                         f"{counts[v]}</b> {v}" for v in VERDICTS if counts[v] or v == "unreachable")
+    parts = [f"<b>{len(nodes)}</b> {fmt.noun(len(nodes), 'node')} ({verdicts})",
+             f"<b>{len(snap.rows)}</b> {fmt.noun(len(snap.rows), 'GPU')}"]
+    parts.append(f"open findings: <b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>{crit}"
+                 f"</b> critical, <b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>{warn}</b>"
                  " warning")
     if acked:
         parts.append(f"{acked} acknowledged")

@@ -95,7 +95,7 @@ class CellValues:
                 models[r.model or "?"] = models.get(r.model or "?", 0) + 1
             gpus = ", ".join(f"{n}× {m}" for m, n in sorted(models.items(), key=lambda kv: -kv[1]))
             if it.kind == "group":
-                return f"{len(it.children)} nodes · {gpus}"
+                return f"{fmt.plural(len(it.children), 'node')} · {gpus}"
             return gpus
         if col == 2:
             drivers = sorted({r.driver_version for r in rows if r.driver_version})
@@ -120,7 +120,7 @@ class CellValues:
             v = self._snap.verdicts
             if it.verdict in ("fail", "warn"):  # how many of its GPUs read that verdict themselves
                 same = sum(1 for r in rows if v.gpus.get(r.uuid) == it.verdict)
-                return f"{it.verdict} · {same}/{len(rows)} GPUs" if rows else it.verdict
+                return f"{it.verdict} · {same}/{len(rows)} {fmt.noun(len(rows), 'GPU')}" if rows else it.verdict
             if it.kind == "node":
                 age = v.age(it.name)
             else:  # a group: the age of its freshest stale node's data
@@ -342,7 +342,7 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
                 f"CUDA {n.cuda_driver_version or '—'}", f"last poll {fmt.age(n.last_attempt, self._now)}",
                 node_source(n.url).note,  # what a dcgm-exporter, ssh or imported node cannot tell ("" for agents)
                 f"last error: {n.last_error}" if n.last_error and n.status == "unreachable" else "") if x)
-        return f"group {it.name}: {len(it.children)} nodes, {len(it.gpus)} GPUs"
+        return f"group {it.name}: {fmt.plural(len(it.children), 'node')}, {fmt.plural(len(it.gpus), 'GPU')}"
 
 
 def _release(items: dict[int, Item]) -> None:

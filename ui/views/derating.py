@@ -1,12 +1,21 @@
 """DeratingView: how far cards run below their nominal spec, per model across the fleet and per card over time.
 
 Top: one row per GPU model with the distribution across its cards of each
-card's median ratio over the window (min / median / max, and a strip plot of
-the clock ratio), so "our 3090s run at 65 % of nominal" is one glance.
-Bottom: the selected card's daily ratios with the 1.0 line and its model's
-fleet median per day. The date axis never spans less than a few days (one day
-of data would otherwise get sub-second ticks), points are drawn so a single
-day is visible, and the legend sits above the plot, not over the data.
+card's median ratio over the window (min / median / max), so "our 3090s run
+at 65 % of nominal" is one glance. Below it, a strip plot of the clock ratio,
+one dot per card: hovering a dot names the card and its ratios, clicking it
+opens the card (``gpu_requested``). Beside it, the selected card's daily
+ratios with the 1.0 line and its model's fleet median per day.
+
+Memory is shown against the model's usual (the median of its cards,
+:func:`fleetmon.health.rules.derating.model_usual`, what the derating rule
+judges it against), not the marketing size: no board reports that (a T4
+reports 94 % of 16 GB, every T4 alike), so against nominal every card of
+such a model read as derated. The nominal share stays in the cell's tooltip.
+
+The date axis never spans less than a few days (one day of data would
+otherwise get sub-second ticks), points are drawn so a single day is
+visible, and the legend sits above the plot, not over the data.
 """
 
 from __future__ import annotations
@@ -15,30 +24,37 @@ import math
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QBrush, QColor
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QHeaderView, QLabel, QSplitter, QTableView, QVBoxLayout,
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSplitter, QTableView, QVBoxLayout,
                                QWidget)
 
-from storage.rows import DeratingDay, FleetRow
+from fleetmon.health.rules.derating import model_usual
+from storage.rows import DeratingDay, FleetRow, GpuRow
 from ui.history_reader import DeratingData, HistoryService
+from ui import format as fmt
 from ui.models.base import Index, RowsTableModel
+from ui.widgets.columns import ColumnFitter
 
 DAY = 86400
 RATIOS: tuple[tuple[str, str, str], ...] = (
     ("clock_ratio", "clock under load / boost", "#1565c0"),
     ("power_limit_ratio", "power limit / TDP", "#c62828"),
-    ("memory_ratio", "memory / nominal", "#2e7d32"),
+    ("memory_ratio", "memory / model's usual", "#2e7d32"),
     ("pcie_ratio", "PCIe link / nominal", "#ef6c00"),
 )
 WINDOWS: tuple[tuple[str, int], ...] = (("30 days", 30 * DAY), ("90 days", 90 * DAY), ("1 year", 365 * DAY))
 MIN_SPAN_S = 4 * DAY
+PEER_RATIOS = ("memory_ratio",)
+"""Ratios shown against the model's usual (its cards' median) rather than the nominal spec."""
+DERATED_BELOW = 0.9
+"""A model median this far below 1.0 (its usual for memory) is tinted as derating (< 0.75: red)."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,12 @@ class ModelSummary:
     days: int
     stats: Mapping[str, tuple[float, float, float] | None]
     clock_by_card: tuple[float, ...]
+    clock_cards: tuple[tuple[str, float], ...] = ()
+    """(uuid, clock median) per card, in the order of ``clock_by_card``: the strip plot's dots."""
+    nominal: Mapping[str, tuple[float, float, float] | None] = field(default_factory=dict)
+    """The :data:`PEER_RATIOS` against the nominal spec, as ``stats`` has them against the model's usual."""
+    usual: Mapping[str, float] = field(default_factory=dict)
+    """The model's usual value (its cards' median, against nominal) of each of the :data:`PEER_RATIOS`."""
 
 
 def card_medians(days: Sequence[DeratingDay], key: str) -> dict[str, float]:
@@ -70,13 +92,23 @@ def summarize(days: Sequence[DeratingDay], models: Mapping[str, str]) -> list[Mo
     out = []
     for model, ds in by_model.items():
         stats: dict[str, tuple[float, float, float] | None] = {}
-        clock: tuple[float, ...] = ()
+        nominal: dict[str, tuple[float, float, float] | None] = {}
+        usual: dict[str, float] = {}
+        clock_cards: list[tuple[str, float]] = []
         for key, _, _ in RATIOS:
-            meds = sorted(card_medians(ds, key).values())
+            per_card = card_medians(ds, key)
+            meds = sorted(per_card.values())
             stats[key] = (meds[0], statistics.median(meds), meds[-1]) if meds else None
             if key == "clock_ratio":
-                clock = tuple(meds)
-        out.append(ModelSummary(model, len({d.gpu_uuid for d in ds}), len({d.day for d in ds}), stats, clock))
+                clock_cards = sorted(per_card.items(), key=lambda kv: (kv[1], kv[0]))
+            if key in PEER_RATIOS:
+                nominal[key] = stats[key]
+                u = model_usual(meds)
+                if u is not None:
+                    usual[key] = u
+                    stats[key] = (meds[0] / u, statistics.median(meds) / u, meds[-1] / u)
+        out.append(ModelSummary(model, len({d.gpu_uuid for d in ds}), len({d.day for d in ds}), stats,
+                                tuple(v for _, v in clock_cards), tuple(clock_cards), nominal, usual))
     out.sort(key=lambda s: (s.stats["clock_ratio"] or (9.0, 9.0, 9.0))[1])
     return out
 
@@ -128,15 +160,36 @@ class ModelSummaryModel(RowsTableModel[ModelSummary]):
             if c == 2:
                 return str(s.days)
             return "—" if stat is None else f"{pct(stat[0])} · {pct(stat[1])} · {pct(stat[2])}"
-        if role == Qt.ItemDataRole.BackgroundRole and stat is not None and stat[1] < 0.9:
+        if role == Qt.ItemDataRole.BackgroundRole and stat is not None and stat[1] < DERATED_BELOW:
             return QBrush(QColor("#ffcdd2" if stat[1] < 0.75 else "#ffe0b2"))
         if role == Qt.ItemDataRole.TextAlignmentRole and c >= 1:
             return int(Qt.AlignmentFlag.AlignCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and c >= 3:
+            key, label, _ = RATIOS[c - 3]
+            text = f"{s.model}, {s.cards} cards: {label}, min · median · max of the cards' medians"
+            nom = s.nominal.get(key)
+            if key in s.usual and nom is not None:
+                text += (f"\nagainst nominal: {pct(nom[0])} · {pct(nom[1])} · {pct(nom[2])} "
+                         f"(the model's usual is {pct(s.usual[key])} of nominal: what its boards report)")
+            return text
         return None
+
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 - Qt API
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.ToolTipRole and orientation == Qt.Orientation.Horizontal and section >= 3:
+            key = RATIOS[section - 3][0]
+            return ("Each card's reported memory against the median of its model's cards (100 % = as its peers;"
+                    " the nominal share is in the cell's tooltip)" if key in PEER_RATIOS else
+                    "Each card's median daily ratio to the nominal spec (100 % = as specified)")
+        return super().headerData(section, orientation, role)
 
 
 class DeratingView(QWidget):
-    """The fleet summary per model and the selected card's daily ratios."""
+    """The fleet summary per model, a dot per card (hover names it, a click emits ``gpu_requested``) and the
+    selected card's daily ratios. ``card_lookup`` (uuid → the card's :class:`storage.rows.GpuRow`, the main
+    window's snapshot) names the cards; without it a dot reads the node of its days and a short UUID."""
+
+    gpu_requested = Signal(str)  # a card's UUID: a dot was clicked
 
     def __init__(self, service: HistoryService, parent: QWidget | None = None, *, now: Any = time.time) -> None:
         super().__init__(parent)
@@ -145,6 +198,11 @@ class DeratingView(QWidget):
         service.derating_loaded.connect(self._on_loaded)
         self.data: DeratingData | None = None
         self.row: FleetRow | None = None
+        self.card_lookup: Callable[[str], GpuRow | None] = lambda uuid: None
+        self.summary: list[ModelSummary] = []
+        self.dots: list[pg.ScatterPlotItem] = []
+        self._card_ratios: dict[str, dict[str, float]] = {}  # uuid → ratio key → the card's median
+        self._card_node: dict[str, str] = {}
         self.window_box = QComboBox()
         for label, seconds in WINDOWS:
             self.window_box.addItem(label, seconds)
@@ -152,7 +210,10 @@ class DeratingView(QWidget):
         self.window_box.currentIndexChanged.connect(lambda _: self.refresh())
         self.info = QLabel("reading…")
         top = QHBoxLayout()
-        top.addWidget(QLabel("<b>Derating</b>: daily ratio to the nominal spec (1.0 = as specified)"), 1)
+        self.title = QLabel("<b>Derating</b>: daily ratio to the nominal spec (1.0 = as specified)")
+        self.title.setToolTip("Memory is compared with the model's usual (its cards' median): no board "
+                              "reports its marketing size.")
+        top.addWidget(self.title, 1)
         top.addWidget(self.info)
         top.addWidget(QLabel("Window:"))
         top.addWidget(self.window_box)
@@ -161,25 +222,27 @@ class DeratingView(QWidget):
         self.table = QTableView()
         self.table.setModel(self.model)
         self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.table.setWordWrap(False)
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 8)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.setVerticalScrollMode(QTableView.ScrollMode.ScrollPerPixel)
+        self.fitter = ColumnFitter(self.table, flexible=(0,), minimum={0: 150})  # the model name elides last
         self.strip = pg.PlotWidget(background="w")
-        self.strip.setTitle("Clock under load / boost, one dot per card (bar: model median)", size="9pt")
+        self.strip.setTitle("Clock / boost per card (bar: the model's median)", size="9pt")
+        self.strip.setToolTip("One dot per card: its median clock under load against the boost clock. "
+                              "Hover a dot to name the card, click it to open it.")
         self.strip.showGrid(y=True, alpha=0.2)
-        self.strip.setMinimumWidth(280)
+        self.strip.setMinimumWidth(260)
         self.strip.setMenuEnabled(False)
         self.strip_reason = QLabel("")
-        upper = QSplitter(Qt.Orientation.Horizontal)
-        upper.addWidget(self.table)
-        upper.addWidget(self.strip)
-        upper.setSizes([700, 400])
 
         self.legend = QLabel(" ".join(f"<span style='color:{c}'>━━</span> {label} &nbsp;"
                                       for _, label, c in RATIOS)
                              + "<span style='color:#6a1b9a'>┅┅</span> model's fleet median (clock) &nbsp;"
                                "<span style='color:#888'>┄┄</span> 1.0 = nominal")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.card_title = QLabel("Select a GPU in the fleet table to see its daily ratios.")
+        self.card_title = QLabel("Click a dot (or a GPU in the fleet view) to see its daily ratios.")
         self.card = pg.PlotWidget(background="w", axisItems={"bottom": pg.DateAxisItem()})
         self.card.showGrid(x=True, y=True, alpha=0.2)
         self.card.setMenuEnabled(False)
@@ -196,16 +259,23 @@ class DeratingView(QWidget):
         self.card_reason.setParentItem(self.card.getPlotItem().vb)
         self.card.getPlotItem().vb.sigResized.connect(
             lambda vb: self.card_reason.setPos(vb.width() / 2, vb.height() / 2))
-        lower = QWidget()
-        lay = QVBoxLayout(lower)
+        self.legend.setWordWrap(True)
+        card_box = QWidget()
+        lay = QVBoxLayout(card_box)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.card_title)
         lay.addWidget(self.legend)
         lay.addWidget(self.card, 1)
+        # The table across the view's width (every column readable at 1240 px), the dots and the card below.
+        lower = QSplitter(Qt.Orientation.Horizontal)
+        lower.addWidget(self.strip)
+        lower.addWidget(card_box)
+        lower.setSizes([380, 720])
         split = QSplitter(Qt.Orientation.Vertical)
-        split.addWidget(upper)
+        split.addWidget(self.table)
         split.addWidget(lower)
-        split.setSizes([260, 340])
+        split.setSizes([250, 410])  # a model per row: the demo's six fit at 1024×640
+        self.splitter = split
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
@@ -225,24 +295,75 @@ class DeratingView(QWidget):
     def _on_loaded(self, data: DeratingData) -> None:
         self.data = data
         summary = summarize(data.days, data.models)
+        self.summary = summary
         self.model.set_rows(summary)
-        self.info.setText(f"{len(data.days)} GPU-days, {len(summary)} models · read {data.read_ms:.0f} ms")
+        self._card_ratios = {}
+        for key, _, _ in RATIOS:
+            for uuid, v in card_medians(data.days, key).items():
+                self._card_ratios.setdefault(uuid, {})[key] = v
+        self._card_node = {d.gpu_uuid: d.node for d in data.days if d.node}  # sorted by day: the latest wins
+        self.info.setText(f"{fmt.plural(len(data.days), 'GPU-day')}, {fmt.plural(len(summary), 'model')} · "
+                          f"read {data.read_ms:.0f} ms")
         self._draw_strip(summary)
         self._draw_card()
 
+    # -- the dots ---------------------------------------------------------------------------
+
+    def card_name(self, uuid: str) -> str:
+        """"rig-3090-03 GPU 2 · NVIDIA GeForce RTX 3090" (the snapshot's placement, else the days' node)."""
+        g = self.card_lookup(uuid)
+        model = (g.model if g is not None else None) or (self.data.models.get(uuid) if self.data else None) or ""
+        node = (g.node if g is not None else None) or self._card_node.get(uuid) or "?"
+        where = f"{node} GPU {g.index}" if g is not None and g.index is not None else f"{node} {uuid[:16]}"
+        return f"{where} · {model}" if model else where
+
+    def card_tip(self, x: float = 0.0, y: float = 0.0, data: Any = None) -> str:
+        """A dot's tooltip: the card and its ratios (pyqtgraph's ``tip`` callback)."""
+        uuid = str(data or "")
+        model = self.data.models.get(uuid, "") if self.data else ""
+        usual = next((s.usual for s in self.summary if s.model == model), {})
+        lines = [self.card_name(uuid)]
+        mine = self._card_ratios.get(uuid, {})
+        for key, label, _ in RATIOS:
+            v = mine.get(key)
+            if v is None:
+                continue
+            if key in usual:
+                lines.append(f"{label}: {pct(v / usual[key])} ({pct(v)} of nominal)")
+            else:
+                lines.append(f"{label}: {pct(v)}")
+        lines.append("click to open this card")
+        return "\n".join(lines)
+
+    def _on_dot_clicked(self, item: Any, points: Any, ev: Any = None) -> None:
+        if points is not None and len(points):
+            self.gpu_requested.emit(str(points[0].data()))
+
+    def dot_position(self, uuid: str) -> tuple[float, float] | None:
+        """Where a card's dot is in the strip plot's coordinates (tests hover and click it there)."""
+        for item in self.dots:
+            for p in item.points():
+                if p.data() == uuid:
+                    return float(p.pos().x()), float(p.pos().y())
+        return None
+
     def _draw_strip(self, summary: Sequence[ModelSummary]) -> None:
         self.strip.clear()
+        self.dots = []
         ticks = []
         for i, s in enumerate(summary):
             ticks.append((i, short_model(s.model)))
-            if not s.clock_by_card:
+            cards = [(u, v) for u, v in s.clock_cards if math.isfinite(v)]
+            if not cards:
                 continue
-            ys = np.array([v for v in s.clock_by_card if math.isfinite(v)])
-            if not len(ys):
-                continue
+            ys = np.array([v for _, v in cards])
             xs = i + np.linspace(-0.25, 0.25, len(ys)) if len(ys) > 1 else np.array([float(i)])
-            self.strip.plot(xs, ys, pen=None, symbol="o", symbolSize=5, symbolBrush=(21, 101, 192, 150),
-                            symbolPen=None)
+            dots = pg.ScatterPlotItem(x=xs, y=ys, data=[u for u, _ in cards], size=7, pen=None,
+                                      brush=pg.mkBrush(21, 101, 192, 150), hoverable=True, hoverSize=11,
+                                      hoverBrush=pg.mkBrush("#0d47a1"), tip=self.card_tip)
+            dots.sigClicked.connect(self._on_dot_clicked)
+            self.strip.addItem(dots)
+            self.dots.append(dots)
             med = float(np.median(ys))
             self.strip.plot([i - 0.35, i + 0.35], [med, med], pen=pg.mkPen("#c62828", width=3))
         self.strip.addItem(pg.InfiniteLine(angle=0, pos=1.0, pen=pg.mkPen("#888888", style=Qt.PenStyle.DashLine)))
@@ -268,13 +389,15 @@ class DeratingView(QWidget):
             return
         mine = [d for d in self.data.days if d.gpu_uuid == self.row.uuid]
         x = np.array([float(d.day) for d in mine])
+        model = self.data.models.get(self.row.uuid, self.row.model or "")
+        usual = next((s.usual for s in self.summary if s.model == model), {})
         for key, _, _ in RATIOS:
-            y = np.array([np.nan if getattr(d, key) is None else float(getattr(d, key)) for d in mine])
+            base = usual.get(key, 1.0)  # memory against the model's usual, the rest against nominal
+            y = np.array([np.nan if getattr(d, key) is None else float(getattr(d, key)) / base for d in mine])
             if np.isfinite(y).any():
                 self.curves[key].setData(x, y, connect="finite")
             else:  # pyqtgraph's symbol bounds warn "All-NaN slice" on a curve with no finite point
                 self.curves[key].setData([], [])
-        model = self.data.models.get(self.row.uuid, self.row.model or "")
         mx, my = fleet_median_by_day(self.data.days, self.data.models, model, "clock_ratio")
         self.median_curve.setData(np.array(mx, dtype=float), np.array(my, dtype=float), connect="finite")
         if not mine:
@@ -288,7 +411,7 @@ class DeratingView(QWidget):
             mid = (lo + hi) / 2
             lo, hi = mid - MIN_SPAN_S / 2, mid + MIN_SPAN_S / 2
         self.card.setXRange(lo, hi, padding=0.02)
-        ys = [float(getattr(d, k)) for d in mine for k, _, _ in RATIOS
+        ys = [float(getattr(d, k)) / usual.get(k, 1.0) for d in mine for k, _, _ in RATIOS
               if getattr(d, k) is not None and math.isfinite(float(getattr(d, k)))]
         self.card.setYRange(min([0.5] + ys) - 0.05, max([1.1] + ys) + 0.05, padding=0)
 

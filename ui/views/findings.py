@@ -7,15 +7,19 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QDateTime, QModelIndex, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QComboBox, QDateTimeEdit, QDialog, QDialogButtonBox,
-                               QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton, QTableView,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import QDateTime, QEvent, QModelIndex, QObject, Qt, Signal
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComboBox, QDateTimeEdit, QDialog,
+                               QDialogButtonBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
+                               QTableView, QVBoxLayout, QWidget)
 
 from storage.rows import StoredFinding
 from ui import format as fmt
 from ui.fleet_reader import FleetSnapshot
 from ui.models.findings_table import COL_ACK, COL_EVIDENCE, COLUMNS, FindingsTableModel
+from ui.widgets.columns import ColumnFitter
+
+COL_ACTION = COLUMNS.index("Action")
 
 SILENT_ORDER = ("unreachable", "stale", "unknown")
 """The verdicts of nodes nobody hears from (fleetmon.health.verdict.SILENT), worst first."""
@@ -105,7 +109,10 @@ class ResolveDialog(QDialog):
 
 
 class FindingsView(QWidget):
-    """A single click on a finding emits ``gpu_requested`` (its GPU) or ``node_requested`` (a node finding).
+    """A click selects a finding (to acknowledge, snooze or resolve it, node-level ones too) and emits
+    ``gpu_requested`` for a GPU's finding (the detail pane shows the card; the view stays). A double
+    click or Enter opens the finding in the fleet view: ``gpu_opened`` (its GPU) or ``node_requested``
+    (a node's finding), as item views do in the rest of Qt.
 
     ``ack_requested(key, severity, note, until, by)`` asks the reader to store
     an acknowledgement (until 0), a snooze, or a removal (until -1).
@@ -115,6 +122,7 @@ class FindingsView(QWidget):
     """
 
     gpu_requested = Signal(str)
+    gpu_opened = Signal(str)
     node_requested = Signal(str)
     ack_requested = Signal(str, str, str, float, str)
     resolve_requested = Signal(str, str, str, str)
@@ -137,7 +145,8 @@ class FindingsView(QWidget):
         self.show_acked.toggled.connect(self._apply_filter)
         self.ack_button = QPushButton("Acknowledge…", self)
         self.snooze_button = QPushButton("Snooze…", self)
-        self.clear_button = QPushButton("Clear acknowledgement", self)
+        self.clear_button = QPushButton("Clear ack", self)  # short: the bar fits a 1024 px window
+        self.clear_button.setToolTip("Clear the acknowledgement or snooze of the selected finding")
         self.ack_button.clicked.connect(lambda: self.acknowledge(snooze=False))
         self.snooze_button.clicked.connect(lambda: self.acknowledge(snooze=True))
         self.clear_button.clicked.connect(self.clear_ack)
@@ -162,20 +171,32 @@ class FindingsView(QWidget):
             header.resizeSection(logical, width)
         for visual, logical in enumerate(VISUAL_ORDER):
             header.moveSection(header.visualIndex(logical), visual)
+        # Short columns as wide as their header and cells; the evidence and the action share the rest, elided
+        # (the row's tooltip has both in full).
+        self.fitter = ColumnFitter(self.table, flexible={COL_EVIDENCE: 3, COL_ACTION: 2},
+                                   caps={1: 170, 2: 140, COL_ACK: 170})
         self.table.clicked.connect(self._on_clicked)
-        self.table.selectionModel().currentRowChanged.connect(lambda cur, _prev: self._update_buttons())
+        # Open on a double click or Enter, never on a single click: not ``activated``, which a style that
+        # activates items on a single click (KDE's setting) emits on a click.
+        self.table.doubleClicked.connect(self.open_finding)
+        self.table.installEventFilter(self)
+        self.table.selectionModel().currentRowChanged.connect(self._on_current)
+        self._shown = ""  # the key of the finding whose GPU was last asked for (gpu_requested)
         self.count = QLabel(self)
         bar = QHBoxLayout()
         widgets: tuple[QWidget, ...] = (self.severity, self.kind, self.group, self.show_acked)
         for widget in widgets:
             bar.addWidget(widget)
         bar.addStretch(1)
-        bar.addWidget(self.count)
         for button in (self.ack_button, self.snooze_button, self.clear_button, self.resolve_button):
             bar.addWidget(button)
+        # The count on a line of its own: in the bar, its text ("… nodes not heard from: 22 stale") widened
+        # the view past a 1240 px window and squeezed the sidebar.
+        self.count.setWordWrap(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 0)
         layout.addLayout(bar)
+        layout.addWidget(self.count)
         layout.addWidget(self.table, 1)
         self._kinds: list[str] = []
         self._groups: list[str] = []
@@ -235,14 +256,39 @@ class FindingsView(QWidget):
     # -- actions --------------------------------------------------------------------------
 
     def _on_clicked(self, index: QModelIndex) -> None:
-        """One click shows the finding's GPU (or node)."""
-        if not index.isValid():
-            return
-        f = self.model.row(index.row())
-        if f.gpu_uuid:
+        """A click selects (Qt's selection does that) and shows the finding's GPU in the detail pane."""
+        if index.isValid() and index.row() < self.model.rowCount():
+            self._show(self.model.row(index.row()), again=True)
+
+    def _on_current(self, current: QModelIndex, previous: QModelIndex) -> None:
+        self._update_buttons()
+        f = self.current()
+        if f is not None and QApplication.mouseButtons() == Qt.MouseButton.NoButton:
+            self._show(f, again=False)  # the arrow keys walk the findings: the detail follows (a click: _on_clicked)
+
+    def _show(self, f: StoredFinding, again: bool) -> None:
+        # A refresh that keeps the same finding current asks nothing again (the pane would reload its plots).
+        if f.gpu_uuid and (again or f.key != self._shown):
+            self._shown = f.key
             self.gpu_requested.emit(f.gpu_uuid)
+
+    def open_finding(self, index: QModelIndex | None = None) -> None:
+        """Double click or Enter: the finding's GPU (``gpu_opened``) or node (``node_requested``) in the fleet."""
+        i = self.table.currentIndex() if index is None else index
+        if not i.isValid() or i.row() >= self.model.rowCount():
+            return
+        f = self.model.row(i.row())
+        if f.gpu_uuid:
+            self.gpu_opened.emit(f.gpu_uuid)
         elif f.node:
             self.node_requested.emit(f.node)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        if (watched is self.table and event.type() == QEvent.Type.KeyPress and isinstance(event, QKeyEvent)
+                and event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.table.currentIndex().isValid()):
+            self.open_finding()
+            return True
+        return super().eventFilter(watched, event)
 
     def acknowledge(self, snooze: bool) -> None:
         f = self.current()

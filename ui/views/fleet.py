@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QItemSelection, QModelIndex, Qt, Signal
-from PySide6.QtGui import QResizeEvent
+from PySide6.QtCore import QEvent, QItemSelection, QModelIndex, QObject, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QTreeView, QVBoxLayout, QWidget)
 
@@ -17,12 +16,15 @@ from ui.models.fleet_tree import COL_HEALTH, COLUMNS, FleetTreeModel
 
 __all__ = ["COLUMN_WIDTHS", "FleetView", "summary_text"]
 
-COLUMN_WIDTHS = {"Name": 165, "Model": 215, "Driver": 90, "Temp": 75, "Power / limit": 115, "Util": 50,
+COLUMN_WIDTHS = {"Name": 150, "Model": 215, "Driver": 90, "Temp": 75, "Power / limit": 115, "Util": 50,
                  "Last seen": 75, "Status": 85}
 """Fixed starting widths (never ResizeToContents over the model: it measures every cell on each refresh)."""
 COL_MODEL = COLUMNS.index("Model")
 HEALTH_WIDTH = 260
 """Room kept for the last column (Health) before a wide window widens the Model column."""
+NARROW_HEALTH = 150
+"""In a narrow window the Model column gives way (elided, down to MODEL_MIN) until Health has this much."""
+MODEL_MIN = 120
 
 
 class FleetView(QWidget):
@@ -43,6 +45,10 @@ class FleetView(QWidget):
         self.grouped.toggled.connect(self._on_grouped)
         self.summary = QLabel("reading database…", self)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
+        self.summary.setWordWrap(True)  # a long drivers list wraps instead of widening the window
+        self.summary.setToolTip("Nodes are counted by their verdict (fail, warn, pass …, as the report judges them), "
+                                "one verdict per node.\nOpen findings are counted one by one: a node with three "
+                                "warnings is one warn node and three warning findings.")
         self.tree = QTreeView(self)
         self.tree.setModel(self.model)
         self.model.expanded = self.tree.isExpanded
@@ -54,8 +60,8 @@ class FleetView(QWidget):
         header = self.tree.header()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setStretchLastSection(True)
-        for i, name in enumerate(COLUMNS):
-            header.resizeSection(i, COLUMN_WIDTHS.get(name, 100))
+        for i, name in enumerate(COLUMNS):  # never narrower than the header's text ("Last seen" was cut)
+            header.resizeSection(i, max(COLUMN_WIDTHS.get(name, 100), header.sectionSizeHint(i)))
         header.setSortIndicator(COL_HEALTH, Qt.SortOrder.DescendingOrder)
         self._model_width_chosen = False  # the user (or a restored layout) sized the Model column
         self._fitting = False
@@ -69,6 +75,8 @@ class FleetView(QWidget):
         self._collapsed: set[str] = set()
         self._scroll = 0
         self._first = True
+        self._viewport = self.tree.viewport()
+        self._viewport.installEventFilter(self)
         self.tree.expanded.connect(lambda i: self._note_expanded(i, True))
         self.tree.collapsed.connect(lambda i: self._note_expanded(i, False))
         top = QHBoxLayout()
@@ -109,27 +117,47 @@ class FleetView(QWidget):
         (self._collapsed.discard if expanded else self._collapsed.add)(it.key)
 
     def _on_section_resized(self, index: int, old: int, new: int) -> None:
-        if index == COL_MODEL and not self._fitting:
+        if index != COL_HEALTH and not self._fitting and self.tree.isVisible():  # Health stretches on its own
             self._model_width_chosen = True
 
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt API
-        super().resizeEvent(event)
-        self.fit_model_column()
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt API
+        # The tree's viewport, once resized (the view's own resize comes before its layout has sized the tree).
+        if watched is self._viewport and event.type() == QEvent.Type.Resize:
+            self.fit_model_column()
+        return False
 
     def fit_model_column(self) -> None:
         """On a wide window the Model column gets half of the room beyond the default widths.
 
         Otherwise all of it went to the last column (Health, whose text is short) while
-        "3 nodes · 12× NVIDIA A100-SXM4-80GB" was cut. A width the user chose is kept.
+        "3 nodes · 12× NVIDIA A100-SXM4-80GB" was cut. In a narrow window (down to the smallest
+        supported, 1024 px) the Model column gives way instead, elided, so that no column is pushed
+        out of sight. A width the user chose is kept.
         """
         if self._model_width_chosen:
             return
         header = self.tree.header()
-        others = sum(header.sectionSize(i) for i in range(len(COLUMNS)) if i not in (COL_MODEL, COL_HEALTH))
-        spare = self.tree.viewport().width() - others - COLUMN_WIDTHS["Model"] - HEALTH_WIDTH
+        # Every column but Health at its default (never narrower than its header's text).
+        widths = {i: max(COLUMN_WIDTHS.get(name, 100), header.sectionSizeHint(i))
+                  for i, name in enumerate(COLUMNS) if i != COL_HEALTH}
+        spare = self.tree.viewport().width() - sum(widths.values()) - HEALTH_WIDTH
+        if spare >= 0:
+            widths[COL_MODEL] += min(spare // 2, 200)
+        else:  # narrow: Model gives way first (to MODEL_MIN), then the figures down to their headers (not Name)
+            short = sum(widths.values()) + NARROW_HEALTH - self.tree.viewport().width()
+            give = min(max(0, short), widths[COL_MODEL] - MODEL_MIN)
+            widths[COL_MODEL] -= give
+            short -= give
+            room = {i: w - header.sectionSizeHint(i) for i, w in widths.items() if i not in (0, COL_MODEL)}
+            total = sum(room.values())
+            if short > 0 and total > 0:
+                share = min(1.0, short / total)
+                for i, r in room.items():
+                    widths[i] -= int(r * share + 0.999)
         self._fitting = True
         try:
-            header.resizeSection(COL_MODEL, COLUMN_WIDTHS["Model"] + min(max(0, spare // 2), 200))
+            for i, w in widths.items():
+                header.resizeSection(i, w)
         finally:
             self._fitting = False
 

@@ -30,6 +30,7 @@ from ui import format as fmt
 from ui.inspection_worker import Inspection, Jobs, inspect, sign_off
 from ui.models.base import RowsTableModel
 from ui.views.save_html import save_html_dialog, write_html
+from ui.widgets.columns import ColumnFitter
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -302,6 +303,9 @@ class InspectionView(QWidget):
         self.save_button.clicked.connect(self.save_html_dialog)
         self.headline = QLabel("Not run yet", self)
         self.headline.setTextFormat(Qt.TextFormat.RichText)
+        self.headline.setWordWrap(True)
+        self.headline.setToolTip("The fleet's status, then its nodes counted by verdict (one per node); the "
+                                 "checklist below lists each node's open findings.")
         self.baseline_label = QLabel("", self)
         self.baseline_label.setWordWrap(True)
 
@@ -316,6 +320,7 @@ class InspectionView(QWidget):
         header.setStretchLastSection(True)
         for i, w in enumerate((135, 70, 140, 320)):
             header.resizeSection(i, w)
+        self.tree_fitter = ColumnFitter(self.tree, flexible=(3,), minimum={0: 150})  # the summary takes the rest
         self.check_all = QPushButton("Tick all", self)
         self.check_all.clicked.connect(lambda: self.checklist.set_all_checked(True))
 
@@ -332,6 +337,7 @@ class InspectionView(QWidget):
         ch.setStretchLastSection(True)
         for i, w in enumerate((62, 62, 125, 135, 82)):
             ch.resizeSection(i, w)
+        self.changes_fitter = ColumnFitter(self.changes_table, flexible=(5,))
         self.changes_label = QLabel("What changed since the last sign-off", self)
 
         self.browser = QTextBrowser(self)
@@ -367,10 +373,12 @@ class InspectionView(QWidget):
         rv.setContentsMargins(0, 0, 0, 0)
         rv.addWidget(self.changes_label)
         rv.addWidget(self.changes_table, 1)
-        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        # The checklist above what changed, each the view's width: side by side at 1240 px both cut their
+        # summaries to a few characters.
+        self.splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.splitter.addWidget(left)
         self.splitter.addWidget(right)
-        self.splitter.setSizes([450, 640])
+        self.splitter.setSizes([330, 250])
         self.tabs = QTabWidget(self)
         self.tabs.addTab(self.splitter, "Checklist")
         self.tabs.addTab(self.browser, "Report (printable)")
@@ -417,8 +425,8 @@ class InspectionView(QWidget):
         color = VERDICT_COLORS.get(r.status, "#757575")
         parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
         self.headline.setText(
-            f"<b style='color:{color}'>{r.status.upper()}</b> · {len(r.verdicts)} nodes: "
-            f"{', '.join(parts) or 'none'} · window {_when(r.since)} .. {_when(r.now)} UTC")
+            f"<b style='color:{color}'>{r.status.upper()}</b> · {fmt.plural(len(r.verdicts), 'node')} "
+            f"({', '.join(parts) or 'none'}) · window {_when(r.since)} .. {_when(r.now)} UTC")
         b = insp.baseline
         if b is None:
             self.baseline_label.setText("No sign-off yet: every open finding counts as new. Sign off below to set "

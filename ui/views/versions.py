@@ -8,8 +8,10 @@ from PySide6.QtCore import QModelIndex, Qt, Signal
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QListWidget, QListWidgetItem, QSplitter,
                                QTableView, QVBoxLayout, QWidget)
 
+from ui import format as fmt
 from ui.fleet_reader import FleetSnapshot
 from ui.models.versions import COLUMNS, VersionsModel
+from ui.widgets.columns import ColumnFitter
 
 WIDTHS = (110, 260, 60, 60, 260, 160, 260)
 MAX_WIDTH = 420
@@ -36,17 +38,21 @@ class VersionsView(QWidget):
             header.resizeSection(i, w)
         self.table.clicked.connect(self.show_cell)
         self.caption = QLabel("★ marks the group's baseline (its expected version, else the majority); "
-                              "tinted cells have outliers. Click a cell for its nodes.", self)
+                              "tinted cells have outliers. Click a cell for its nodes (listed below).", self)
         self.caption.setWordWrap(True)
         self.nodes = QListWidget(self)
         self.nodes.itemActivated.connect(self._on_node)
         self._hint()
-        self.splitter = QSplitter(Qt.Orientation.Horizontal, self)
+        # The node list under the matrix: beside it, it took a fifth of the width and the matrix cut its
+        # versions at 1240 px.
+        self.splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.splitter.addWidget(self.table)
         self.splitter.addWidget(self.nodes)
-        self.splitter.setStretchFactor(0, 4)
+        self.splitter.setStretchFactor(0, 3)
         self.splitter.setStretchFactor(1, 1)
-        self.splitter.setSizes([4 * 240, 240])  # the matrix first; a saved layout (QSettings) replaces this
+        self.splitter.setSizes([3 * 150, 150])  # the matrix first; a saved layout (QSettings) replaces this
+        # Columns as wide as their text up to MAX_WIDTH; in a narrow window the widest give way (elided).
+        self.fitter = ColumnFitter(self.table, flexible=(), caps={c: MAX_WIDTH for c in range(len(COLUMNS))})
         self._shape: tuple[tuple[str, str], ...] = ()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 0)
@@ -79,10 +85,7 @@ class VersionsView(QWidget):
         """
         if self.model.rowCount() > 500:
             return
-        self.table.resizeColumnsToContents()
-        header = self.table.horizontalHeader()
-        for i in range(self.model.columnCount()):
-            header.resizeSection(i, max(min(header.sectionSize(i) + 12, MAX_WIDTH), 48))
+        self.fitter.fit()
 
     def show_cell(self, index: QModelIndex) -> None:
         if not index.isValid():
@@ -94,7 +97,7 @@ class VersionsView(QWidget):
                                      key=lambda kv: (cell is not None and kv[0] != cell.baseline, kv[0])):
             if version:
                 mark = " (baseline)" if cell is not None and version == cell.baseline else " (outlier)"
-                head = QListWidgetItem(f"{version}{mark}: {len(names)} node(s)")
+                head = QListWidgetItem(f"{version}{mark}: {fmt.plural(len(names), 'node')}")
                 head.setFlags(Qt.ItemFlag.ItemIsEnabled)
                 font = head.font()
                 font.setBold(True)

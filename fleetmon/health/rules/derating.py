@@ -54,7 +54,7 @@ from fleetmon.health.rules.helpers import (
 from fleetmon.health.series import DAY_S, day_of, day_start
 from fleetmon.health.thresholds import Thresholds
 
-__all__ = ["DAILY_KEYS", "check_derating", "daily_ratios", "weighted_median"]
+__all__ = ["DAILY_KEYS", "check_derating", "daily_ratios", "model_usual", "weighted_median"]
 
 DAILY_KEYS: tuple[str, ...] = (
     "uuid", "node", "model", "day", "busy_minutes", "sm_clock_busy_mhz", "clock_ratio",
@@ -81,6 +81,22 @@ def weighted_median(values: Sequence[float], weights: Sequence[float] | None = N
         if acc >= half:
             return float(values[i])
     return float(values[order[-1]])
+
+
+def model_usual(values: Iterable[float | None], min_peers: int = 1) -> float | None:
+    """A model's usual value of a ratio: the median over its cards' values, or None with fewer than
+    ``min_peers`` cards (too few to tell) or a median that is not positive.
+
+    What a card's memory, power limit and PCIe ratios are judged against (:func:`check_derating`: a card
+    ``derate_fleet_frac`` below it is derated), and what the derating view shows memory against: no board
+    reports its marketing size (a T4 reports 15360 of 16384 MiB, 94 %, every T4 alike), so the nominal
+    figure alone would read as derating on every card of such a model.
+    """
+    vals = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+    if not vals or len(vals) < min_peers:
+        return None
+    median = float(statistics.median(vals))
+    return median if median > 0 else None
 
 
 def _clock_points(gpu: GpuHistory) -> tuple[list[int], list[float], list[float]]:
@@ -354,11 +370,8 @@ def _static_ratios(history: FleetHistory, t: Thresholds, latest: Mapping[str, di
     for model, rows in sorted(by_model.items()):
         for metric, severity in (("memory_ratio", "warning"), ("power_limit_ratio", "info"),
                                  ("pcie_ratio", "info")):
-            values = [r[metric] for r in rows if r[metric] is not None]
-            if len(values) < t.derate_min_peers:
-                continue
-            median = statistics.median(values)
-            if median <= 0:
+            median = model_usual((r[metric] for r in rows), t.derate_min_peers)
+            if median is None:
                 continue
             for r in rows:
                 v = r[metric]
