@@ -193,3 +193,17 @@ def test_a_result_for_an_input_changed_meanwhile_arrives_out_of_date(qtbot, flee
         view.nodes.setText("n1")  # typed while the review runs
     assert view.exclude.text() == "" and not view.copy_button.isEnabled()
     assert "out of date" in view.verdict.text().lower()
+
+
+def test_a_node_cards_what_column_is_never_cut(qtbot, fleet_db: Path) -> None:
+    # Issue 21, item 5: at a fixed 165 px the cards cut "retired pages (max per card)" and the like.
+    view = _view(qtbot, fleet_db)
+    _review(qtbot, view, "m[1-2],zz9")
+    assert view.cards
+    for card in view.cards:
+        table, header = card.table, card.table.horizontalHeader()
+        for column in (0, 1):
+            assert header.sectionSize(column) >= table.sizeHintForColumn(column), (card.node.name, column)
+        # ... and the card is wide enough for them and a value column (up to its widest).
+        fixed = header.sectionSize(0) + header.sectionSize(1)
+        assert card.width() >= min(card.MAX_WIDTH, fixed + card.VALUE_WIDTH), (card.node.name, card.width(), fixed)

@@ -211,6 +211,10 @@ class NodeCard(QGroupBox):
     """One node's table in the side-by-side strip."""
 
     WIDTH = 400
+    """The narrowest card."""
+    MAX_WIDTH = 640
+    VALUE_WIDTH = 200
+    """What the value column gets at least, beside the fitted section and "What" columns."""
 
     def __init__(self, node: NodePreflight, findings: Sequence[Finding], parent: Any = None) -> None:
         super().__init__(f"{node.name} — {node.verdict.upper()}", parent)
@@ -226,14 +230,17 @@ class NodeCard(QGroupBox):
         self.table.setAlternatingRowColors(True)
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         h = self.table.horizontalHeader()
-        h.resizeSection(0, 48)
-        h.resizeSection(1, 165)
-        h.setStretchLastSection(True)
         self.table.setStyleSheet("QTableView { font-weight: normal; color: palette(text); }")
+        # The section and "What" columns fit their text (never cut: "retired pages (max per card)" was cut
+        # at a fixed 165 px); the value column takes the rest, its full text in the tooltip.
+        self.table.resizeColumnsToContents()
+        fixed = h.sectionSize(0) + h.sectionSize(1)
+        h.setStretchLastSection(True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.table)
-        self.setFixedWidth(self.WIDTH)
+        chrome = 2 * self.table.frameWidth() + self.table.verticalScrollBar().sizeHint().width() + 16
+        self.setFixedWidth(max(self.WIDTH, min(self.MAX_WIDTH, fixed + self.VALUE_WIDTH + chrome)))
 
 
 # -- the view -------------------------------------------------------------------------------------
