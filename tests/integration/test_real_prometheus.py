@@ -138,7 +138,10 @@ def test_dashboard_queries_return_data(prometheus):
             per_instance: dict[str, set[str]] = {}
             for r in result:
                 per_instance.setdefault(r["metric"].get("instance", ""), set()).add(r["metric"].get("gpu", ""))
-            if {i for i, gpus in per_instance.items() if len(gpus) == GPUS.get(i)} >= instances:
+            # A rate needs the counter to have moved inside its window: right after start (or on a busy
+            # machine) two scrapes may still hold the same sample, and the rate reads 0 until the next one.
+            settled = name != "energy rate" or all(float(r["value"][1]) > 0 for r in result)
+            if settled and {i for i, gpus in per_instance.items() if len(gpus) == GPUS.get(i)} >= instances:
                 answers[name] = result
             else:
                 missing.append(f"{name}: {sorted(per_instance)}")
