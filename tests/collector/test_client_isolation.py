@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from fleetmon.collector import client
 from fleetmon.collector.client import Target, poll_all
 from fleetmon.collector.poller import Collector
 from fleetmon.fleet import load_fleet
-from fleetmon.sim.fleet import SimNode, make_node
+from fleetmon.sim.fleet import SimNode
 from helpers.fake_dcgm import FakeExporter
 from storage.db import open_database, query
 
@@ -32,15 +31,6 @@ LABELS = 'gpu="0",UUID="GPU-6f1e2d3c-0000-4000-8000-00000000abcd",modelName="NVI
 def scrape(value: str, metric: str = "DCGM_FI_DEV_GPU_TEMP") -> bytes:
     return (f"# HELP {metric} x\n# TYPE {metric} gauge\n{metric}{{{LABELS}}} {value}\n"
             f'DCGM_FI_DEV_POWER_USAGE{{{LABELS}}} 61.5\n').encode()
-
-
-@pytest.fixture
-def healthy() -> Iterator[SimNode]:
-    node = make_node("healthy", gpus=2)
-    node.serve(0.1)
-    node.backfill(1)
-    yield node
-    node.close()
 
 
 def fleet_file(tmp_path: Path, nodes: list[tuple[str, str]]) -> Path:

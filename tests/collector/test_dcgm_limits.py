@@ -16,7 +16,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,15 +67,6 @@ def gpus_100k() -> bytes:
 BIG = {"16 MiB of series": (series_16mib, f"more than {MAX_DCGM_SERIES:,} series"),
        "16 MiB in labels": (labels_16mib, "/metrics: "),
        "100,000 GPUs": (gpus_100k, f"more than {MAX_GPUS_PER_NODE} GPUs")}
-
-
-@pytest.fixture
-def healthy() -> Iterator[SimNode]:
-    node = make_node("healthy", gpus=2)
-    node.serve(0.1)
-    node.backfill(1)
-    yield node
-    node.close()
 
 
 def test_big_scrapes_never_hold_the_loop_and_the_healthy_agent_answers(healthy: SimNode) -> None:
