@@ -20,7 +20,7 @@ from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QGuiApplication
 from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QPushButton, QScrollArea, QSplitter,
-                               QTableView, QVBoxLayout, QWidget)
+                               QStyle, QTableView, QVBoxLayout, QWidget)
 
 from fleetmon import hostlist
 from fleetmon.health.engine import NodePreflight
@@ -184,6 +184,10 @@ def _when(ts: Any) -> str:
     return time.strftime("%m-%d %H:%M", time.gmtime(float(ts))) if ts else fmt.DASH
 
 
+SUMMARY_SECTIONS = ("ECC", "Power")
+"""The rows of fixed labels (their "What" is never cut); Xid and Finding rows carry free text."""
+
+
 class NodeHistoryModel(RowsTableModel[HistoryRow]):
     """A node's review as rows of (section, what, value); warnings and critical values coloured."""
 
@@ -231,9 +235,16 @@ class NodeCard(QGroupBox):
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         h = self.table.horizontalHeader()
         self.table.setStyleSheet("QTableView { font-weight: normal; color: palette(text); }")
-        # The section and "What" columns fit their text (never cut: "retired pages (max per card)" was cut
-        # at a fixed 165 px); the value column takes the rest, its full text in the tooltip.
-        self.table.resizeColumnsToContents()
+        # The section column and the summary rows' "What" labels fit their text (never cut: "retired pages
+        # (max per card)" was cut at a fixed 165 px); the long Xid and finding rows are elided like the
+        # values, their full text in the tooltip, so the value column keeps its room.
+        self.table.resizeColumnToContents(0)
+        pad = 2 * self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 12
+        metrics = self.table.fontMetrics()
+        rows = [self.model.row(i) for i in range(self.model.rowCount())]
+        labels = [r.what for r in rows if r.section in SUMMARY_SECTIONS] or ["What"]
+        h.resizeSection(1, max(metrics.horizontalAdvance(t) for t in labels) + pad)
+        h.resizeSection(2, self.VALUE_WIDTH)
         fixed = h.sectionSize(0) + h.sectionSize(1)
         h.setStretchLastSection(True)
         layout = QVBoxLayout(self)
