@@ -309,13 +309,28 @@ def test_check_gpu_lost_healthy() -> None:
 @pytest.mark.parametrize("last_seen,node_ok,expected", [
     (NOW - 3600, NOW - 10, [("gpu-missing", "critical")]),
     (NOW - 30, NOW - 10, []),
-    (NOW - 3600, NOW - 3000, []),  # node unreachable: left to node-unreachable
+    (NOW - 3600, NOW - 3000, [("gpu-missing", "critical")]),  # missing when the node last answered: still missing
+    (NOW - 3100, NOW - 3000, []),  # the node went silent with the card present: left to node-unreachable
     (NOW - 10 - 300, NOW - 10, [("gpu-missing", "critical")]),  # boundary: exactly 5 min
     (NOW - 10 - 299, NOW - 10, []),
 ])
 def test_check_gpu_missing(last_seen: float, node_ok: float, expected: list) -> None:
     h = fleet(card(last_seen=last_seen), nodes=(node(last_ok=node_ok, gpu_count=1),))
     assert kinds(rules.check_gpu_missing(h, None)) == expected
+
+
+def test_gpu_missing_stays_open_when_its_node_goes_silent() -> None:
+    # The card was missing for an hour while the node answered; then the node stopped answering. Twelve hours
+    # later (no ledger: a report on the database alone) the card is still missing, its evidence ending at the
+    # node's last good poll, not the report's time. It was "absent" before: fail turned into stale by itself.
+    node_ok = NOW - 12 * 3600
+    h = fleet(card(last_seen=node_ok - 3600), nodes=(node(last_ok=node_ok, gpu_count=1),))
+    [f] = rules.check_gpu_missing(h, None)
+    assert (f.kind, f.severity, f.state) == ("gpu-missing", "critical", "open")
+    assert (f.first_seen, f.last_seen) == (node_ok - 3600, node_ok)
+    groups = {"g": GroupExpect("g", expected_gpus=8)}
+    [f] = rules.check_gpu_missing(fleet(card(), nodes=(node(last_ok=node_ok, gpu_count=7),), groups=groups), None)
+    assert (f.evidence["reported"], f.state, f.last_seen) == (7, "open", node_ok)
 
 
 def test_check_gpu_missing_against_expected_count() -> None:

@@ -73,6 +73,11 @@ def _reachable(node: NodeHistory | None, now: float, t: Thresholds) -> bool:
     return node is not None and node.last_ok is not None and now - node.last_ok < t.unreachable_minutes * 60
 
 
+def _evidence_until(node: NodeHistory, now: float, t: Thresholds) -> float:
+    """Until when the node's answers show what they show: now while it answers, its last good poll after."""
+    return now if _reachable(node, now, t) else float(node.last_ok or now)
+
+
 def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
     """A card no longer enumerated on a node that answers, or too few GPUs (critical).
 
@@ -80,7 +85,10 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
     ``gpu_missing_minutes`` before its node's last good poll, and no other card
     answers in its slot since (that is a replacement, not a missing card). Per node: the
     node reports fewer GPUs than its group expects (beyond the cards already
-    named). Nodes that do not answer are left to ``node-unreachable``.
+    named). A node that stopped answering keeps what its last answers showed: a
+    card missing then is still missing (the finding's evidence ends at the
+    node's last good poll; missing data is not the card coming back), while the
+    node's silence itself is left to ``node-unreachable``.
     """
     t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
@@ -93,9 +101,8 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
             newest[slot] = max(newest.get(slot, float("-inf")), float(gpu.last_seen))
     for gpu in history.gpus:
         node = history.node(gpu.node)
-        if not _reachable(node, history.now, t) or gpu.last_seen is None:
+        if node is None or node.last_ok is None or gpu.last_seen is None:
             continue
-        assert node is not None and node.last_ok is not None
         gone = node.last_ok - gpu.last_seen >= t.gpu_missing_minutes * 60
         if gpu.state != GpuState.MISSING and not gone:
             continue
@@ -103,7 +110,7 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
             continue  # replaced: another card answers in its slot (the inventory change says so)
         per_node[gpu.node] += 1
         out.append(gpu_finding(
-            history, gpu, "gpu-missing", "critical", float(gpu.last_seen), history.now,
+            history, gpu, "gpu-missing", "critical", float(gpu.last_seen), _evidence_until(node, history.now, t),
             {"last_seen": gpu.last_seen, "node_last_ok": node.last_ok, "state": gpu.state},
             "The card is no longer enumerated: check `nvidia-smi -L` and the kernel log (Xid 79), "
             "reseat the card, check the riser and power cables",
@@ -112,7 +119,7 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
         ))
     for node in history.nodes:
         expected = history.expected_gpus(node)
-        if expected is None or not _reachable(node, history.now, t):
+        if expected is None or node.last_ok is None:
             continue
         reported = node.gpu_count
         if reported is None:
@@ -122,7 +129,7 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
         short = expected - reported
         if short > per_node[node.name]:
             out.append(node_finding(
-                history, node.name, "gpu-missing", "critical", history.since, history.now,
+                history, node.name, "gpu-missing", "critical", history.since, _evidence_until(node, history.now, t),
                 {"expected": expected, "reported": reported, "named": per_node[node.name]},
                 "Fewer GPUs than the group expects: check `nvidia-smi -L`, the kernel log and the "
                 "BIOS PCIe settings; reseat cards and risers",
