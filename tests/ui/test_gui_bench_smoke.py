@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 def test_gui_benchmark_prints_every_figure_and_the_in_process_baseline(tmp_path):
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_gui.py"), "--gpus", "4", "--days", "2",
-                           "--raw-days", "1", "--runs", "3", "--nodes", "3", "--procs", "1", "--node-gpus", "2",
+                           "--raw-days", "1", "--runs", "1", "--nodes", "3", "--procs", "1", "--node-gpus", "2",
                            "--poll-seconds", "2", "--interval", "1", "--cache", str(tmp_path / "cache")],
                           capture_output=True, text=True, timeout=300, cwd=REPO,
                           env=dict(os.environ, QT_QPA_PLATFORM="offscreen"))
