@@ -319,17 +319,18 @@ _CATALOG: tuple[GpuSpec, ...] = (
           "clocks TechPowerUp a30-pcie.c3792; ECC present, whether it can be turned off not verified"),
     _spec("NVIDIA A2", "Ampere", "PCIe card (LP single slot)", 16, "GDDR6", 200, 60, 1440, 1770,
           (4, 8), "configurable", "row_remap", 4.5, 18,
-          "NVIDIA A2 datasheet (60 W, Gen4 x8, 4.5 FP32, 18 FP16/BF16 tensor dense; recalled); "
-          "clocks TechPowerUp a2-pcie.c4112; ECC on by default"),
+          "NVIDIA A2 datasheet (60 W, Gen4 x8, 4.5 FP32, 18 FP16/BF16 tensor dense; hmc-tech gives "
+          "18.13 with FP32 accumulate); clocks TechPowerUp a2-pcie.c4112; ECC on by default"),
     _spec("NVIDIA A10G", "Ampere", "PCIe card", 24, "GDDR6", 600, 300, 1320, 1710,
           (4, 16), "configurable", "row_remap", 31.52, None,
           "TechPowerUp a10g.c3798 (which lists 150 W); 300 W is the default power limit in the "
           "telegraf A10G capture; an AWS-only part: no NVIDIA tensor figure found"),
     _spec("NVIDIA A16", "Ampere", "PCIe card (4 GPUs)", 16, "GDDR6", 200, 62, 1312, 1755,
-          (4, 8), "configurable", "row_remap", 4.49, None,
-          "one of the board's four GPUs, as NVML sees it: TechPowerUp a16-pcie.c3794 (16 GB, "
-          "200 GB/s, x8 per GPU behind the board's Gen4 x16); 62 W is the 250 W board power over "
-          "four GPUs (per-GPU figure not published); no per-GPU tensor figure found"),
+          (4, 8), "configurable", "row_remap", 4.49, 17.9,
+          "one of the board's four GPUs, as NVML sees it. NVIDIA A16 datasheet (text on panchaea.com): "
+          "4x 16 GB, 4x 200 GB/s, FP16 tensor 4x 17.9 dense, 250 W board, PCIe Gen4 x16 board "
+          "link; clocks and the x8 link per GPU TechPowerUp a16-pcie.c3794; 62 W is the 250 W "
+          "board power over four GPUs (a per-GPU figure is not published)"),
     # Ampere, workstation (tensor: the datasheet's "tensor performance", quoted with sparsity, halved)
     _spec("NVIDIA RTX A2000", "Ampere", "PCIe card (LP dual slot)", 6, "GDDR6", 288, 70, 562, 1200,
           (4, 16), "configurable", "row_remap", 7.99, 31.95,
@@ -341,8 +342,8 @@ _CATALOG: tuple[GpuSpec, ...] = (
           "TFLOPS with sparsity, halved (recalled); ECC off by default"),
     _spec("NVIDIA RTX A4000", "Ampere", "PCIe card (single slot)", 16, "GDDR6", 448, 140, 735, 1560,
           (4, 16), "configurable", "row_remap", 19.17, 76.7,
-          "TechPowerUp rtx-a4000.c3756; tensor: NVIDIA datasheet 153.4 TFLOPS with sparsity, halved "
-          "(recalled); ECC off by default"),
+          "TechPowerUp rtx-a4000.c3756; tensor: NVIDIA datasheet 153.4 TFLOPS with sparsity "
+          "(datasheet text on ecer.com), halved; ECC off by default"),
     _spec("NVIDIA RTX A4500", "Ampere", "PCIe card", 20, "GDDR6", 640, 200, 1050, 1650,
           (4, 16), "configurable", "row_remap", 23.65, 94.6,
           "TechPowerUp rtx-a4500.c3849; tensor: NVIDIA datasheet 189.2 TFLOPS with sparsity, halved "
@@ -424,18 +425,19 @@ _CATALOG: tuple[GpuSpec, ...] = (
           "NVIDIA H200 NVL figures (141 GB, 4.8 TB/s, 600 W as the reference notes; tensor 835 "
           "dense, recalled); clocks TechPowerUp h200-nvl.c4254; ECC on by default"),
     # Blackwell
-    _spec("NVIDIA B200", "Blackwell", "SXM (HGX B200)", 180, "HBM3e", 8000, 1000, None, 1965,
-          (5, 16), "configurable", "row_remap", None, 2250,
-          "NVIDIA HGX B200 per GPU: 180 GB, 8 TB/s, 1000 W, FP16/BF16 tensor 36 PFLOPS sparse per "
-          "8 GPUs = 2250 dense (LLM-Prof's table agrees); k8s-test-infra capture: 183359 MiB, "
-          "1965 MHz max, 1000 W, Gen5 x16, ECC on, row remapping; base clock and FP32 not "
-          "published (TechPowerUp b200.c4210 describes one die: 90 GB)"),
+    _spec("NVIDIA B200", "Blackwell", "SXM (HGX B200)", 180, "HBM3e", 7700, 1000, None, 1965,
+          (5, 16), "configurable", "row_remap", 75.0, 2250,
+          "NVIDIA HGX B200 datasheet per GPU (table copied on zdszero.github.io): 180 GB HBM3e, "
+          "7.7 TB/s, up to 1000 W, FP32 75, FP16/BF16 tensor 4.5 PFLOPS with sparsity = 2250 dense; "
+          "k8s-test-infra capture: 183359 MiB, 1965 MHz max clock, 1000 W, Gen5 x16, ECC on, row "
+          "remapping; base clock not published (TechPowerUp b200.c4210 describes one die: 90 GB)"),
     _spec("NVIDIA GB200", "Blackwell", "Grace Blackwell superchip", 186, "HBM3e", 8000, 1200, None,
-          2062, (5, 16), "configurable", "row_remap", None, 2500,
-          "NVIDIA GB200 NVL72 per GPU: 13.4 TB HBM3e / 72 = 186 GB, 8 TB/s, FP16/BF16 tensor "
-          "360 PFLOPS sparse / 72 = 2500 dense (recalled); TDP = the 1200 W default limit and boost "
-          "= the 2062 MHz max clock in the k8s-test-infra GB200 capture (NVIDIA gives superchip "
-          "power only; Gen5 x16, ECC on there); base clock and FP32 not published"),
+          2062, (5, 16), "configurable", "row_remap", 80.0, 2500,
+          "NVIDIA GB200 NVL72 datasheet per GPU (table copied on zdszero.github.io): 186 GB HBM3e, "
+          "8 TB/s, configurable up to 1200 W, FP32 80, FP16/BF16 tensor 5 PFLOPS with sparsity = "
+          "2500 dense (hmc-tech: 5 PFLOPS FP32-accumulate per two-GPU superchip); k8s-test-infra "
+          "capture: 189471 MiB, 2062 MHz max clock (taken as boost), 1200 W default limit, Gen5 x16, "
+          "ECC on; base clock not published"),
     _spec("NVIDIA GeForce RTX 5080", "Blackwell", "PCIe card", 16, "GDDR7", 960, 360, 2295, 2617,
           (5, 16), None, "none", 56.28, 112.6,
           "TechPowerUp geforce-rtx-5080.c4217; tensor: RTX Blackwell whitepaper FP16 with FP32 "
