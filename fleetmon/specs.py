@@ -277,8 +277,8 @@ _CATALOG: tuple[GpuSpec, ...] = (
           "ECC on by default"),
     _spec("NVIDIA TITAN V", "Volta", "PCIe card", 12, "HBM2", 651, 250, 1200, 1455,
           (3, 16), "none", "none", 14.9, 110,
-          "TechPowerUp titan-v.c3051; 110 tensor TFLOPS per NVIDIA's TITAN V page (recalled); "
-          "ECC reads N/A in the gpud TITAN V capture"),
+          "TechPowerUp titan-v.c3051 (FP32 at boost; NVIDIA quotes 13.8); 110 tensor TFLOPS as "
+          "NVIDIA announced it (geektopia); ECC reads N/A in the gpud TITAN V capture"),
     # Turing
     _spec("Quadro RTX 6000", "Turing", "PCIe card", 24, "GDDR6", 672, 295, 1440, 1770,
           (3, 16), "configurable", "page_retire", 16.3, 130.5,
@@ -286,8 +286,8 @@ _CATALOG: tuple[GpuSpec, ...] = (
           "max board power, 16.3 FP32 and 130.5 tensor TFLOPS (chip.pl); ECC off by default"),
     _spec("NVIDIA TITAN RTX", "Turing", "PCIe card", 24, "GDDR6", 672, 280, 1350, 1770,
           (3, 16), "none", "none", 16.31, 130,
-          "TechPowerUp titan-rtx.c3311; 130 tensor TFLOPS per NVIDIA's TITAN RTX page (recalled); "
-          "no ECC"),
+          "TechPowerUp titan-rtx.c3311; 130 tensor TFLOPS as NVIDIA announced it (Tom's Hardware, "
+          "HotHardware); no ECC"),
     _spec("NVIDIA GeForce RTX 2080 SUPER", "Turing", "PCIe card", 8, "GDDR6", 496, 250, 1650, 1815,
           (3, 16), "none", "none", 11.15, None,
           "TechPowerUp geforce-rtx-2080-super.c3439; tensor with FP32 accumulate not found; no ECC"),
@@ -310,9 +310,9 @@ _CATALOG: tuple[GpuSpec, ...] = (
           "TechPowerUp a100-pcie-40-gb.c3623"),
     _spec("NVIDIA A800 80GB PCIe", "Ampere", "PCIe card", 80, "HBM2e", 1935, 300, 1065, 1410,
           (4, 16), "always", "row_remap", 19.5, 312,
-          "300 W and 1935 GB/s as the reference records the A800 PCIe datasheet (NVML name "
-          "unverified); clocks TechPowerUp a800-pcie-80-gb.c3965 (which lists 250 W); FLOPS as "
-          "the A100 (recalled)"),
+          "300 W and 1935 GB/s as the reference records the A800 PCIe datasheet (tweakers.net: "
+          "A100 figures with NVLink cut to 400 GB/s, 300 W PCIe); NVML name unverified; clocks "
+          "TechPowerUp a800-pcie-80-gb.c3965 (which lists 250 W)"),
     _spec("NVIDIA A30", "Ampere", "PCIe card", 24, "HBM2e", 933, 165, 930, 1440,
           (4, 16), None, "row_remap", 10.3, 165,
           "NVIDIA A30 datasheet (933 GB/s, 165 W, 10.3 FP32, 165 BF16 tensor dense; recalled); "
@@ -376,8 +376,8 @@ _CATALOG: tuple[GpuSpec, ...] = (
           "gives it (no NVIDIA datasheet found); ECC on by default"),
     _spec("NVIDIA L40", "Ada Lovelace", "PCIe card", 48, "GDDR6", 864, 300, 735, 2490,
           (4, 16), "configurable", "row_remap", 90.52, 181.05,
-          "TechPowerUp l40.c3959; tensor: NVIDIA L40 datasheet 181.05 dense (recalled); "
-          "ECC on by default"),
+          "TechPowerUp l40.c3959; NVIDIA L40/L40S table (mullet.se): 90.5 FP32, 181.05 "
+          "BF16/FP16 tensor dense, 300 W; ECC on by default"),
     _spec("NVIDIA RTX 4000 Ada Generation", "Ada Lovelace", "PCIe card (single slot)", 20, "GDDR6",
           360, 130, 1500, 2175, (4, 16), "configurable", "row_remap", 26.73, None,
           "TechPowerUp rtx-4000-ada-generation.c4171; dense FP16 tensor not published; "
@@ -417,9 +417,10 @@ _CATALOG: tuple[GpuSpec, ...] = (
           "H100 PCIe (recalled: the H800 cuts NVLink, not compute); ECC on by default"),
     _spec("NVIDIA H20", "Hopper", "SXM (HGX H20)", 96, "HBM3", 4000, 400, None, None,
           (5, 16), "configurable", "row_remap", 44.0, 148,
-          "no public NVIDIA datasheet: 96 GB HBM3, 4.0 TB/s, 400 W, 44 FP32 and 148 BF16 dense "
-          "are the widely reported HGX H20 figures (LLM-Prof's table: 96 GB, 148 TFLOPS); clocks "
-          "not found; NVML name from vLLM configs; ECC on by default"),
+          "no public NVIDIA datasheet found: 96 GB HBM3, 4.0 TB/s, 400 W and 148 FP16 dense as "
+          "willitrunai.com gives them, FP32 44 as zangshuxian.com (citing Wccftech) gives it, "
+          "LLM-Prof's table agrees on 96 GB / 148; clocks not found; NVML name from vLLM configs; "
+          "ECC on by default"),
     _spec("NVIDIA H200 NVL", "Hopper", "PCIe card (NVL)", 141, "HBM3e", 4800, 600, 1365, 1785,
           (5, 16), "configurable", "row_remap", 60.32, 835,
           "NVIDIA H200 NVL figures (141 GB, 4.8 TB/s, 600 W as the reference notes; tensor 835 "
