@@ -12,8 +12,8 @@ link widths and memory totals of real boards).
 
 Rules for the data:
 
-* A value the sources do not give is ``None`` (for example the H200 base
-  clock, the B200's non-tensor FP32), and the ``source`` says so. Nothing is
+* A value the sources do not give is ``None`` (for example the H200 and
+  B200 base clocks, the H20's clocks), and the ``source`` says so. Nothing is
   guessed silently; a figure taken from memory of a datasheet rather than seen
   again is marked "recalled", and a figure copied from a related model says
   which and why.
@@ -36,7 +36,7 @@ Field conventions:
   workstation cards; the ``source`` note says which where the reference does);
   ``"toggle"`` is the GeForce driver toggle, off by default (RTX 4090);
   ``"none"`` means no ECC (the NVML ECC calls return NOT_SUPPORTED); ``None``
-  means the reference does not know (RTX 4090 D).
+  means the sources do not say (RTX 4090 D and the other RTX 40/5080 cards, A30).
 * ``mem_repair``: ``"row_remap"`` (Ampere and later with ECC; up to 512 rows per
   NVIDIA's GPU memory error management doc), ``"page_retire"`` (Kepler to
   Turing with ECC; at most 64 pages per frame buffer), ``"none"``.
