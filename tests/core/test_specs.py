@@ -528,3 +528,17 @@ def test_fixture_names_keep_their_memory_size(shared_fixtures: Path) -> None:
         size = re.search(r"(?:^|[\s-])(\d+)GB\b", name)
         if spec is not None and size:
             assert spec.memory_gb == int(size.group(1)), name
+
+
+@pytest.mark.parametrize(("name", "driver"), [
+    ("NVIDIA B200", "570.26"),
+    ("NVIDIA GB200", "570.26"),
+    ("NVIDIA GeForce RTX 5090", "570.26"),
+    ("Tesla P4", "367.48"),
+    ("NVIDIA TITAN V", "384.81"),
+    ("NVIDIA TITAN RTX", "410.48"),
+])
+def test_every_architecture_has_a_minimum_driver(name: str, driver: str) -> None:
+    assert {s.architecture for s in all_specs()} <= {m.architecture for m in specs.MIN_DRIVERS}
+    floor = specs.min_driver(name)
+    assert floor is not None and floor.version == driver
