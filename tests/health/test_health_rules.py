@@ -631,6 +631,21 @@ def test_check_derating_unknown_model_is_reported_not_guessed() -> None:
     assert all(r["known_model"] is False and r["clock_ratio"] is None for r in rows)
 
 
+@pytest.mark.parametrize("name,memory_mib", [
+    # issue 22: both boxes were "not in the spec catalog (derating unknown)"
+    ("NVIDIA A100-SXM4-40GB", 40960),
+    ("NVIDIA GB200", 189471),
+])
+def test_check_derating_issue_22_boxes_get_ratios(name: str, memory_mib: int) -> None:
+    h = fleet(*_peers(4, name=name, inventory={"memory_total_mib": memory_mib}))
+    found = derating.check_derating(h, None)
+    assert "unknown-model" not in [f.evidence.get("metric") for f in found]
+    rows = derating.daily_ratios(h, Thresholds.from_overrides({"derate_min_busy_minutes": 10}))
+    assert rows and all(r["known_model"] is True for r in rows)
+    assert all(r["clock_ratio"] is not None and r["memory_ratio"] is not None for r in rows)
+    assert all(0.98 < r["memory_ratio"] <= 1.0 for r in rows)
+
+
 def test_check_derating_memory() -> None:
     cards = _peers(3) + [card(minutes(60), uuid="GPU-small", index=3, inventory={"memory_total_mib": 40960})]
     found = [f for f in derating.check_derating(fleet(*cards), None) if f.evidence["metric"] == "memory"]
