@@ -71,6 +71,8 @@ class GpuSpec:
         remap_row_limit: max remapped rows (row remapping boards), else None.
         fp32_tflops: non-tensor FP32 peak, TFLOPS.
         source: where the numbers come from, in a few words.
+        origin: "catalog" for a row of this catalog, "user" for a fleet file's ``[[spec]]``
+            (:mod:`fleetmon.specbook` resolves both; views show "user spec" for the latter).
     """
 
     nvml_name: str
@@ -90,6 +92,7 @@ class GpuSpec:
     remap_row_limit: int | None
     fp32_tflops: float | None
     source: str
+    origin: str = "catalog"
 
 
 def _spec(
