@@ -86,6 +86,13 @@ def test_a_memory_modded_4090_is_judged_against_its_user_spec(db, tmp_path):
     assert spec is not None and spec.origin == "user" and spec.memory_gb == 48 and "fleet.toml:" in spec.source
     assert not [f for f in engine.evaluate(history) if f.kind == "derating" and f.gpu_uuid == uuid_of("r1", 1)
                 and f.evidence.get("metric") in ("memory-modded", "memory")]
+    # A 4090 at 1410 MHz under load is far below its boost: the finding says which spec judged it.
+    clock = {f.gpu_uuid: f for f in engine.evaluate(history) if f.kind == "derating" and f.evidence["metric"] == "clock"}
+    modded_clock, stock_clock = clock[uuid_of("r1", 1)], clock[uuid_of("r1", 0)]
+    assert modded_clock.evidence["spec_origin"] == "user" and "of nominal boost (user spec)" in modded_clock.summary
+    assert stock_clock.evidence["spec_origin"] == "catalog" and "user spec" not in stock_clock.summary
+    from ui.format import evidence_text  # the findings table's evidence column (no Qt needed)
+    assert "nominal boost 2520 MHz, user spec" in evidence_text("derating", modded_clock.evidence)
 
 
 def test_report_and_preflight_read_the_specs_from_the_fleet_file(db, tmp_path):

@@ -345,7 +345,8 @@ def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) 
             "GEMM burn-in; RMA if it persists",
             f"{gpu_label(gpu)}: SM clock {value:.0f} MHz under load, "
             + (f"{value / ref[0]:.0%} of the {gpu.name} fleet median" if ref and basis == "fleet"
-               else f"{value / spec.boost_clock_mhz:.0%} of nominal boost" if spec and spec.boost_clock_mhz
+               else f"{value / spec.boost_clock_mhz:.0%} of nominal boost"
+               + (" (user spec)" if spec.origin == "user" else "") if spec and spec.boost_clock_mhz
                else ""),
             condition_resolve_s(t), discriminator="clock",
             magnitude=round(1.0 - value / (ref[0] if ref else limit), 4),
