@@ -149,6 +149,14 @@ class ModelSummaryModel(RowsTableModel[ModelSummary]):
         self._rows = list(rows)
         self.endResetModel()
 
+    def _spec_word(self, model: str) -> str:
+        """" (user spec)" for a model a name-only [[spec]] covers, " (some cards: user spec)" for one whose
+        [[spec]] tables match only some boards (by subsystem id or VBIOS), "" for the catalog's."""
+        user = self.spec_book.user_specs_for(model)
+        if not user:
+            return ""
+        return " (user spec)" if any(u.specificity == 0 for u in user) else " (some cards: user spec)"
+
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
@@ -157,7 +165,7 @@ class ModelSummaryModel(RowsTableModel[ModelSummary]):
         stat = s.stats.get(RATIOS[c - 3][0]) if c >= 3 else None
         if role == Qt.ItemDataRole.DisplayRole:
             if c == 0:
-                return f"{s.model} (user spec)" if self.spec_book.has_user_specs(s.model) else s.model
+                return s.model + self._spec_word(s.model)
             if c == 1:
                 return str(s.cards)
             if c == 2:
