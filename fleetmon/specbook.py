@@ -33,6 +33,7 @@ __all__ = [
     "CATALOG_BOOK",
     "DERATING_KEYS",
     "FLOAT_KEYS",
+    "GpuSpec",
     "INT_KEYS",
     "SPEC_KEYS",
     "STR_KEYS",

@@ -16,8 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from fleetmon.specbook import CATALOG_BOOK, SpecBook
-from fleetmon.specs import GpuSpec
+from fleetmon.specbook import CATALOG_BOOK, GpuSpec, SpecBook
 from fleetmon.vocab import GpuState
 from fleetmon.health.series import EMPTY, HOUR_S, MINUTE_S, Series
 from fleetmon.health.thresholds import Thresholds
@@ -554,8 +553,7 @@ class FleetHistory:
         daily: stored per-GPU per-day derating rows from earlier evaluations
             (the dicts :func:`fleetmon.health.rules.derating.daily_ratios` returns),
             for the week-long trend.
-        spec_book: the :class:`fleetmon.specbook.SpecBook` the rules resolve a card's nominal spec with
-            (the fleet file's ``[[spec]]`` tables over the catalog); None: the catalog alone.
+        spec_book: what the rules resolve a card's spec with (:mod:`fleetmon.specbook`; None: the catalog).
     """
 
     now: float
@@ -669,12 +667,11 @@ class FleetHistory:
         return group.expected_gpus if group else None
 
     def book(self) -> SpecBook:
-        """The spec book of this evaluation (:data:`fleetmon.specbook.CATALOG_BOOK` when none was given)."""
+        """The spec book of this evaluation (the catalog alone when none was given)."""
         return self.spec_book if self.spec_book is not None else CATALOG_BOOK
 
     def spec_of(self, gpu: GpuHistory) -> GpuSpec | None:
-        """The card's nominal spec: a ``[[spec]]`` matching its name (and subsystem id / VBIOS from its
-        inventory), else the catalog's row; None for an unknown model. Every rule asks this."""
+        """The card's nominal spec as every rule sees it: :meth:`SpecBook.for_inventory` (None: unknown)."""
         return self.book().for_inventory(gpu.name, gpu.inventory)
 
     def with_thresholds(self, thresholds: Any) -> FleetHistory:

@@ -242,3 +242,14 @@ def test_without_user_specs_the_book_is_the_catalog() -> None:
         assert CATALOG_BOOK.lookup(row.nvml_name) is specs.lookup(row.nvml_name) is row
         assert row.origin == "catalog"
         assert CATALOG_BOOK.min_driver(row.nvml_name) == specs.min_driver(row.nvml_name)
+
+
+def test_fleet_check_counts_the_user_specs(tmp_path, capsys) -> None:
+    import argparse
+
+    from fleetmon.cli import fleet as fleetcli
+
+    path = tmp_path / "fleet.toml"
+    path.write_text(NODE + f'[[spec]]\nname = "{RTX4090}"\nmatch_vbios = "X"\nmemory_gb = 48\n', encoding="utf-8")
+    assert fleetcli.main_check(argparse.Namespace(file=str(path))) == 0
+    assert capsys.readouterr().out == "OK: 1 nodes in 0 groups, 1 user specs ([[spec]])\n"

@@ -82,12 +82,13 @@ def test_without_a_fleet_file_the_detail_shows_the_catalog(qtbot, spec_db):
 def test_fleet_file_to_views_end_to_end(qtbot, spec_db, tmp_path):
     from PySide6.QtCore import QSettings
 
-    from ui.app import spec_book
+    from ui.app import fleet_file
+    from ui.inspection_worker import inspect, review
     from ui.main_window import MainWindow
 
     path, fleet_path = spec_db
     w = MainWindow(str(path), refresh_s=60, settings=QSettings(str(tmp_path / "w.ini"), QSettings.Format.IniFormat),
-                   spec_book=spec_book(str(fleet_path)))
+                   fleet_file=fleet_file(str(fleet_path)))  # as ui.app.run_gui builds it
     qtbot.addWidget(w)
     with qtbot.waitSignal(w.snapshot_shown, timeout=10000):
         w.request_load()
@@ -106,4 +107,14 @@ def test_fleet_file_to_views_end_to_end(qtbot, spec_db, tmp_path):
     with qtbot.waitSignal(w.detail.history_shown, timeout=10000):
         w.show_gpu_row(_row(path, "x1", 1))
     assert _cells(w.detail)["Nominal spec"].startswith("user spec") and "96 GB" in _cells(w.detail)["Nominal spec"]
+    # The app's inspection and pre-run review judge with the fleet file too (their jobs, run here directly).
+    fleet = w.inspection_view.fleet_file
+    assert fleet is not None and w.prerun_view.fleet_file is fleet
+
+    def unknown(findings) -> list[str]:
+        return [f.evidence["model"] for f in findings if f.evidence.get("metric") == "unknown-model"]
+
+    assert unknown(inspect(str(path), NOW, None, fleet).result.findings) == []
+    assert unknown(review(str(path), NOW, "x1", 1, fleet).result.findings) == []
+    assert unknown(inspect(str(path), NOW, None, None).result.findings) == [MYSTERY]  # without: the catalog
     w.close()
