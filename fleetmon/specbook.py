@@ -180,9 +180,6 @@ class SpecBook:
         self._by_key = {k: sorted(v, key=lambda u: -u.specificity) for k, v in by_key.items()}
         self._cache: dict[tuple[str, int | None, str | None], GpuSpec | None] = {}
 
-    def __bool__(self) -> bool:
-        return True  # a book without user specs is still a book (the catalog's)
-
     def __repr__(self) -> str:
         return f"SpecBook({len(self.user)} user specs)"
 
