@@ -238,4 +238,4 @@ CATALOG_BOOK = SpecBook()
 def book_of(fleet: Any) -> SpecBook:
     """The book of a :class:`fleetmon.fleet.Fleet` (its ``[[spec]]`` tables), or :data:`CATALOG_BOOK` for None."""
     user = getattr(fleet, "specs", None) if fleet is not None else None
-    return SpecBook(user) if user else CATALOG_BOOK
+    return SpecBook(user) if isinstance(user, (tuple, list)) and user else CATALOG_BOOK
