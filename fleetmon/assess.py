@@ -12,7 +12,9 @@ holds no SQL and names no table.
   hourly rollups for the older part, node outages (a node that never
   answered: one outage since its first attempt), events, inventory changes
   and placements of the window; group expectations and threshold overrides
-  from the fleet file; stored daily derating rows for the week-long trends.
+  from the fleet file, and its ``[[spec]]`` tables as the spec book the rules
+  resolve cards with (:func:`fleetmon.specbook.book_of`; the catalog alone
+  without a fleet file); stored daily derating rows for the week-long trends.
 * :func:`evaluate_and_store`: what the collector runs every minute or so:
   evaluate the last 24 h, store the open findings (those that stopped are
   marked resolved by :func:`storage.findings.save_findings`, never deleted;
@@ -41,6 +43,7 @@ from fleetmon.health.fleet import FleetHistory, GpuHistory, NodeHistory, Outage,
 from fleetmon.health.rules.derating import daily_ratios
 from fleetmon.health.series import DAY_S, HOUR_S, MINUTE_S, Series, day_of, day_start
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.specbook import book_of
 from storage import findings as stored
 from storage import health_input, queries
 from storage.signoffs import last_signoff
@@ -195,6 +198,7 @@ def _load_history(db: Any, now: float, since: float, nodes: Iterable[str] | None
     base = FleetHistory.from_rows(
         now, since, events=[_event(e) for e in window.events], inventory_changes=changes,
         groups=getattr(fleet, "groups", None) or {}, thresholds=thresholds, daily=daily,
+        spec_book=book_of(fleet),
     )
     return replace(base, nodes=tuple(node_list), gpus=tuple(gpus), _cache={})
 

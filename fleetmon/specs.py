@@ -90,6 +90,8 @@ class GpuSpec:
             publishes it (no sparsity); None where the model has no tensor cores or no
             figure was found.
         source: where the numbers come from, in a few words.
+        origin: "catalog" for a row of this catalog, "user" for a fleet file's ``[[spec]]``
+            (:mod:`fleetmon.specbook` resolves both; views show "user spec" for the latter).
     """
 
     nvml_name: str
@@ -110,6 +112,7 @@ class GpuSpec:
     fp32_tflops: float | None
     tensor_tflops: float | None
     source: str
+    origin: str = "catalog"
 
 
 def _spec(

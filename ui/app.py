@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from fleetmon.fleet import Fleet
+    from fleetmon.specbook import SpecBook
     from ui.collector_process import CollectorProcess
 
 log = logging.getLogger("fleetmon.ui")
@@ -94,6 +96,27 @@ def stale_after_s(fleet_path: str | None) -> float | None:
         return None  # open_checks already said what is wrong with the file
 
 
+def fleet_file(fleet_path: str | None) -> Fleet | None:
+    """The fleet file, read and checked (None: no fleet file, or an unreadable one: open_checks said why)."""
+    if not fleet_path:
+        return None
+    from fleetmon.errors import KnownError
+    from fleetmon.fleet import load_fleet
+
+    try:
+        return load_fleet(fleet_path)
+    except KnownError:
+        return None  # open_checks already said what is wrong with the file
+
+
+def spec_book(fleet_path: str | None) -> SpecBook:
+    """The fleet file's ``[[spec]]`` tables over the catalog (the catalog alone without a readable fleet file):
+    what the GPU detail and the derating view show, as the collector's health pass judges with it."""
+    from fleetmon.specbook import book_of
+
+    return book_of(fleet_file(fleet_path))
+
+
 def fleet_name(fleet_path: str | None) -> str | None:
     """The fleet file's ``name`` (None: no fleet file, no name, or an unreadable file), titling printed sheets."""
     if not fleet_path:
@@ -146,7 +169,7 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
         note = f"collector: starting, every {collector.interval_s:g} s"
     _history_source(args.fleet)
     window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note, collector=child,
-                        stale_after_s=stale_after_s(args.fleet))
+                        stale_after_s=stale_after_s(args.fleet), fleet_file=fleet_file(args.fleet))
     window.exporter.fleet_name = window.inventory_print.fleet_name = fleet_name(args.fleet)
     previous_hook = install_excepthook(window)
     if child is not None:

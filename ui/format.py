@@ -258,7 +258,7 @@ def evidence_text(kind: str | None, evidence: Any) -> str:
     elif kind == "derating" and g("value") is not None:
         text = f"SM clock {_num(g('value'), 'MHz')} under load, limit {_num(g('limit_mhz'), 'MHz')}"
         if g("nominal"):
-            text += f" (nominal boost {g('nominal')} MHz)"
+            text += f" (nominal boost {g('nominal')} MHz{', user spec' if g('spec_origin') == 'user' else ''})"
         if g("explained_by"):
             text += f", {g('explained_by')}"
     elif kind == "gpu-lost":

@@ -61,10 +61,12 @@ def baseline_html(html: str, baseline: SignoffRow | None) -> str:
                         f"<h2>Changes since the sign-off by {escape(baseline.name)} at {when} UTC{note}</h2>")
 
 
-def inspect(db_path: str, now: float, group: str | None = None) -> Inspection:
+def inspect(db_path: str, now: float, group: str | None = None, fleet: Any = None) -> Inspection:
     """The daily inspection over the window back to the last sign-off (at least 24 h), compared with it.
 
     Read-only: the report is not stored (the window's baseline is the sign-off, not the last report).
+    ``fleet``: the app's fleet file (its groups, thresholds and ``[[spec]]`` tables, as the collector's
+    health pass uses them), or None.
     """
     from storage.db import open_database
     from storage.signoffs import signoffs
@@ -72,7 +74,7 @@ def inspect(db_path: str, now: float, group: str | None = None) -> Inspection:
     db = open_database(db_path, readonly=True)
     try:
         since_s = assess.inspection_window(db, now, group)
-        run = assess.run_report(db, now, since_s, group, save=False, baseline="signoff")
+        run = assess.run_report(db, now, since_s, group, fleet, save=False, baseline="signoff")
         history = tuple(signoffs(db, assess.report_scope(group), limit=20))
     finally:
         db.close()
@@ -93,13 +95,14 @@ def sign_off(db_path: str, name: str, note: str, now: float, result: Any, checke
         db.close()
 
 
-def review(db_path: str, now: float, nodes: str | Sequence[str], days: float) -> Review:
-    """The pre-run review (:func:`fleetmon.assess.run_preflight`) of ``nodes`` over the last ``days``."""
+def review(db_path: str, now: float, nodes: str | Sequence[str], days: float, fleet: Any = None) -> Review:
+    """The pre-run review (:func:`fleetmon.assess.run_preflight`) of ``nodes`` over the last ``days``
+    (``fleet``: the app's fleet file, as for :func:`inspect`)."""
     from storage.db import open_database
 
     db = open_database(db_path, readonly=True)
     try:
-        run = assess.run_preflight(db, now, nodes, days)
+        run = assess.run_preflight(db, now, nodes, days, fleet)
     finally:
         db.close()
     return Review(run, render.preflight_html(run.result))

@@ -28,6 +28,7 @@ from ui.export_action import InventoryExport
 from ui.print_inventory import InventoryPrint
 from ui.shell import Tray, freeze_snapshot, settle_heap
 from ui.views.findings import FindingsView
+from fleetmon.specbook import SpecBook, book_of
 from ui.views.fleet import FleetView
 from ui.views.versions import VersionsView
 from ui.views.derating import DeratingView
@@ -62,7 +63,8 @@ class MainWindow(QMainWindow):
     snapshot_shown = Signal(object)  # FleetSnapshot
 
     def __init__(self, db_path: str, *, refresh_s: float = 2.0, collector_note: str = "", collector: Any = None,
-                 settings: QSettings | None = None, stale_after_s: float | None = None) -> None:
+                 settings: QSettings | None = None, stale_after_s: float | None = None,
+                 spec_book: SpecBook | None = None, fleet_file: Any = None) -> None:
         super().__init__()
         self.setWindowTitle(f"fleetmon — {db_path}")
         self.setMinimumSize(*MINIMUM_SIZE)
@@ -109,6 +111,10 @@ class MainWindow(QMainWindow):
         self._view_separator: QAction | None = None
         self.detail = GpuDetailView(db_path, self)
         self.derating = DeratingView(self.detail.service, self)
+        # The fleet file's [[spec]] tables over the catalog: the detail pane and the derating view show the spec
+        # the collector's health pass judged each card against ("user spec" where it is one).
+        self.spec_book = spec_book if spec_book is not None else book_of(fleet_file)
+        self.detail.spec_book = self.derating.spec_book = self.spec_book
         # The detail pane goes under the views that select GPUs (fleet, findings, the flat table); the
         # others need the height (the pre-run results, the inspection checklist) or show a card themselves
         # (derating).
@@ -117,8 +123,13 @@ class MainWindow(QMainWindow):
         self.add_view("Versions", self.versions_view)
         self.add_view("All GPUs", self.table, detail=True)
         self.add_view("Derating", self.derating)
-        self.add_view("Inspection", inspection.InspectionView(db_path, self))
-        self.add_view("Pre-run", prerun.PrerunView(db_path, self, fleet=self.fleet_view))
+        self.inspection_view = inspection.InspectionView(db_path, self)
+        self.prerun_view = prerun.PrerunView(db_path, self, fleet=self.fleet_view)
+        # The fleet file (None: none given) reaches the inspection and the pre-run review as it reaches the
+        # collector's health pass: its groups, thresholds and [[spec]] tables.
+        self.inspection_view.fleet_file = self.prerun_view.fleet_file = fleet_file
+        self.add_view("Inspection", self.inspection_view)
+        self.add_view("Pre-run", self.prerun_view)
 
         self.splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.splitter.addWidget(self.stack)

@@ -126,7 +126,8 @@ def main_check(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1
-    print(f"OK: {len(fleet.nodes)} nodes in {len(fleet.groups)} groups")
+    specs = f", {len(fleet.specs)} user specs ([[spec]])" if fleet.specs else ""
+    print(f"OK: {len(fleet.nodes)} nodes in {len(fleet.groups)} groups{specs}")
     for warning in fleet.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0

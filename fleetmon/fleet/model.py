@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetmon.specbook import SpecBook, UserSpec, book_of
+
 __all__ = ["DEFAULT_AGENT_PORT", "DEFAULT_DCGM_PORT", "FLEET_DEFAULTS", "GROUP_KEYS", "HISTORY_KEYS", "NODE_KEYS",
            "Fleet", "Group", "NodeSpec"]
 
@@ -104,6 +106,12 @@ class Fleet:
     history_prometheus: str | None = None
     """``[history] prometheus``: the base URL of a Prometheus-compatible HTTP API the GUI's history
     windows and the reports read telemetry from (None: the local store, the default)."""
+    specs: tuple[UserSpec, ...] = ()
+    """The ``[[spec]]`` tables, checked and resolved, in file order (see :mod:`fleetmon.specbook`)."""
+
+    def spec_book(self) -> SpecBook:
+        """The catalog plus this file's ``[[spec]]`` tables: what every consumer resolves a card's spec with."""
+        return book_of(self)
 
     def node(self, name: str) -> NodeSpec:
         """The node called ``name`` (case-insensitive).

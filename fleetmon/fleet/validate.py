@@ -13,18 +13,20 @@ import os
 import re
 import tomllib
 import urllib.parse
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from fleetmon import specbook
 from fleetmon.errors import ConfigError
+from fleetmon.specs import GpuSpec, all_specs
 from fleetmon.fleet.locate import Locator
 from fleetmon.fleet.model import (DEFAULT_AGENT_PORT, DEFAULT_DCGM_PORT, FLEET_DEFAULTS, GROUP_KEYS, HISTORY_KEYS,
                                   NODE_KEYS, Fleet, Group, NodeSpec)
 
 __all__ = ["is_node_name", "load_fleet", "parse_fleet"]
 
-_ROOT_KEYS = ("fleet", "thresholds", "group", "node", "history")
+_ROOT_KEYS = ("fleet", "thresholds", "group", "node", "history", "spec")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_.\-]*[A-Za-z0-9])?$")
 _GROUP_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,62}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -204,6 +206,7 @@ class _Validator:
         groups = self._groups(data.get("group", []))
         nodes = self._nodes(data.get("node", []), groups, settings["poll_interval_s"])
         history = self._history(data.get("history", {}))
+        user_specs = self._specs(data.get("spec", []))
         if self.errors:
             self.errors.sort(key=lambda pair: pair[0])
             raise ConfigError("\n".join(message for _, message in self.errors))
@@ -215,6 +218,7 @@ class _Validator:
             path=self.path,
             warnings=tuple(message for _, message in self.warnings),
             history_prometheus=history,
+            specs=tuple(user_specs),
             **settings,
         )
 
@@ -466,6 +470,120 @@ class _Validator:
             if name is not None and url is not None:
                 nodes.append(NodeSpec(name, url, group, token_file, tags, timeout_s))
         return nodes
+
+    # -- [[spec]] ----------------------------------------------------------
+
+    def _specs(self, items: Any) -> list[specbook.UserSpec]:
+        """``[[spec]]`` tables: a model the catalog lacks or a board that differs from its model
+        (see :mod:`fleetmon.specbook`); each checked in full, all problems reported."""
+        out: list[specbook.UserSpec] = []
+        first_line: dict[tuple[str, int | None, str | None], int] = {}
+        if not isinstance(items, list):
+            self.error(self._line((), None, "spec"), "spec", "must be an array of tables ([[spec]])")
+            return out
+        for index, item in enumerate(items):
+            label = f"spec[{index}]"
+
+            def where(key: str | None, index: int = index, label: str = label) -> tuple[int, str]:
+                line = self._line(("spec",), index, key)
+                return line, label if key is None else f"{label}.{key}"
+
+            if not isinstance(item, dict):
+                self.error(*where(None), "must be a table ([[spec]])")
+                continue
+            before = len(self.errors)
+            self._unknown_keys(item, specbook.SPEC_KEYS, ("spec",), index, f"{label}.")
+            if "name" not in item:
+                self.error(*where(None), "missing required key 'name' (the model's name as NVML reports it)")
+                continue
+            name = self._string(item["name"], *where("name"))
+            if name is None:
+                continue
+            name = " ".join(name.split())
+            subsystem: int | None = None
+            if "match_subsystem_id" in item:
+                subsystem = specbook.parse_subsystem_id(item["match_subsystem_id"])
+                if subsystem is None:
+                    self.error(*where("match_subsystem_id"), "must be a PCI subsystem id as the inventory's "
+                               f'pci_subsystem_id shows it, as in "0x145010DE" (got {_describe(item["match_subsystem_id"])})')
+            vbios: str | None = None
+            if "match_vbios" in item:
+                vbios = self._string(item["match_vbios"], *where("match_vbios"))
+                vbios = vbios.strip() if vbios is not None else None
+            base: GpuSpec | None = None
+            if "base" in item:
+                base_name = self._string(item["base"], *where("base"))
+                if base_name is not None:
+                    base = specbook.catalog_spec(base_name)
+                    if base is None:
+                        names = [s.nvml_name for s in all_specs()]
+                        close = difflib.get_close_matches(base_name, names, n=1, cutoff=0.6)
+                        hint = f" (did you mean {close[0]!r}?)" if close else ""
+                        self.error(*where("base"), f"{base_name!r} is not in the spec catalog{hint}; "
+                                                   "see docs/spec-catalog.md")
+            else:
+                base = specbook.catalog_spec(name)  # a board of a catalog model inherits its model's row
+            values = self._spec_values(item, where)
+            if "base" not in item and base is None:
+                missing = [k for k in specbook.DERATING_KEYS if k not in item]
+                if missing:
+                    self.error(*where(None), f"{name!r} is not in the spec catalog: state "
+                               f"{', '.join(specbook.DERATING_KEYS)} (missing {', '.join(missing)}), "
+                               "or name a catalog model to inherit from with base")
+            boost = values.get("boost_clock_mhz", base.boost_clock_mhz if base else None)
+            low = values.get("base_clock_mhz", base.base_clock_mhz if base else None)
+            if boost is not None and low is not None and boost < low:
+                key = "boost_clock_mhz" if "boost_clock_mhz" in values else "base_clock_mhz"
+                self.error(*where(key), f"boost clock {boost} MHz is below the base clock {low} MHz")
+            match = (specbook.name_key(name), subsystem, vbios)
+            line = where(None)[0]
+            if match in first_line:
+                self.error(*where("name"), f"duplicate [[spec]] for {name!r} with the same match keys "
+                                           f"(first at line {first_line[match]})")
+                continue
+            first_line[match] = line
+            if len(self.errors) > before:
+                continue
+            note = item.get("note")
+            spec = specbook.build_spec(name, values, base, f"{self.path}:{line}")
+            out.append(specbook.UserSpec(spec, subsystem, vbios, line, base.nvml_name if base else None,
+                                         note if isinstance(note, str) else None))
+        return out
+
+    def _spec_values(self, item: Mapping[str, Any], where: Callable[[str | None], tuple[int, str]]
+                     ) -> dict[str, Any]:
+        """The GpuSpec fields of one ``[[spec]]`` table that pass their checks."""
+        values: dict[str, Any] = {}
+        for key in specbook.INT_KEYS:
+            if key not in item:
+                continue
+            value = self._integer(item[key], *where(key), low=1, high=10_000_000)
+            if value is None:
+                continue
+            if key == "pcie_gen" and value not in specbook.PCIE_GENS:
+                self.error(*where(key), f"must be a PCIe generation 1 to 6 (got {value})")
+            elif key == "pcie_width" and value not in (1, 2, 4, 8, 12, 16, 32):
+                self.error(*where(key), f"must be a PCIe link width: 1, 2, 4, 8, 12, 16 or 32 (got {value})")
+            else:
+                values[key] = value
+        for key in specbook.FLOAT_KEYS:
+            if key in item:
+                number = self._number(item[key], *where(key), low=0, high=1_000_000, low_open=True)
+                if number is not None:
+                    values[key] = float(number)
+        for key in (*specbook.STR_KEYS, "source", "note"):
+            if key in item:
+                text = self._string(item[key], *where(key))
+                if text is not None:
+                    values[key] = text
+        for key, vocab in specbook.VOCAB_KEYS.items():
+            if key in item:
+                text = self._string(item[key], *where(key))
+                if text is not None and text not in vocab:
+                    self.error(*where(key), f"must be one of {', '.join(vocab)} (got {text!r})")
+                elif text is not None:
+                    values[key] = text
+        return values
 
     # -- value checks ------------------------------------------------------
 

@@ -121,8 +121,8 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
     KindInfo("derating", "gpu / node", "info / warning",
              "Measured behaviour below the model's fleet median or nominal spec (SM clock while "
              "busy, power limit, memory, PCIe bandwidth), or a ratio falling over weeks; a model "
-             "missing from the spec catalog is reported as unknown (info).",
-             "metric, value, ratio, fleet_median, vs_fleet, nominal, slope_per_week"),
+             "with no spec (neither the catalog nor a fleet file's `[[spec]]`) is reported as unknown (info).",
+             "metric, value, ratio, fleet_median, vs_fleet, nominal, spec_origin, slope_per_week"),
     KindInfo("node-unreachable", "node", "critical",
              "The node's agent has not answered for a while.",
              "since, minutes, error, failed_polls"),

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetmon.specbook import CATALOG_BOOK, GpuSpec, SpecBook
 from fleetmon.vocab import GpuState
 from fleetmon.health.series import EMPTY, HOUR_S, MINUTE_S, Series
 from fleetmon.health.thresholds import Thresholds
@@ -552,6 +553,7 @@ class FleetHistory:
         daily: stored per-GPU per-day derating rows from earlier evaluations
             (the dicts :func:`fleetmon.health.rules.derating.daily_ratios` returns),
             for the week-long trend.
+        spec_book: what the rules resolve a card's spec with (:mod:`fleetmon.specbook`; None: the catalog).
     """
 
     now: float
@@ -563,6 +565,7 @@ class FleetHistory:
     groups: Mapping[str, GroupExpect] = field(default_factory=dict)
     thresholds: Any = None
     daily: tuple[Mapping[str, Any], ...] = ()
+    spec_book: SpecBook | None = None
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -581,6 +584,7 @@ class FleetHistory:
         groups: Mapping[str, Mapping[str, Any] | GroupExpect] | Iterable[Any] | None = None,
         thresholds: Any = None,
         daily: Iterable[Mapping[str, Any]] = (),
+        spec_book: SpecBook | None = None,
     ) -> FleetHistory:
         """Assemble a history from plain rows, as the storage layer returns them.
 
@@ -619,6 +623,7 @@ class FleetHistory:
             groups=_groups(groups),
             thresholds=thresholds,
             daily=tuple(daily),
+            spec_book=spec_book,
         )
 
     def node(self, name: str) -> NodeHistory | None:
@@ -660,6 +665,14 @@ class FleetHistory:
             return node.expected_gpus
         group = self.groups.get(node.group or "")
         return group.expected_gpus if group else None
+
+    def book(self) -> SpecBook:
+        """The spec book of this evaluation (the catalog alone when none was given)."""
+        return self.spec_book if self.spec_book is not None else CATALOG_BOOK
+
+    def spec_of(self, gpu: GpuHistory) -> GpuSpec | None:
+        """The card's nominal spec as every rule sees it: :meth:`SpecBook.for_inventory` (None: unknown)."""
+        return self.book().for_inventory(gpu.name, gpu.inventory)
 
     def with_thresholds(self, thresholds: Any) -> FleetHistory:
         """A copy evaluated with other thresholds."""

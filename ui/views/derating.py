@@ -36,6 +36,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSplitter, QTable
                                QWidget)
 
 from fleetmon.health.rules.derating import model_usual
+from fleetmon.specbook import CATALOG_BOOK, SpecBook
 from storage.rows import DeratingDay, FleetRow, GpuRow
 from ui.history_reader import DeratingData, HistoryService
 from ui import format as fmt
@@ -140,11 +141,21 @@ def pct(v: float | None) -> str:
 class ModelSummaryModel(RowsTableModel[ModelSummary]):
     # Two header lines: the long one-line labels pushed the PCIe column out of sight even at 1920 px.
     COLUMNS = ("Model", "Cards", "Days", *(f"{label}\nmin · median · max" for _, label, _ in RATIOS))
+    spec_book: SpecBook = CATALOG_BOOK
+    """Where the nominal figures come from: a model with a fleet file's ``[[spec]]`` reads "(user spec)"."""
 
     def set_rows(self, rows: list[ModelSummary]) -> None:
         self.beginResetModel()
         self._rows = list(rows)
         self.endResetModel()
+
+    def _spec_word(self, model: str) -> str:
+        """" (user spec)" for a model a name-only [[spec]] covers, " (some cards: user spec)" for one whose
+        [[spec]] tables match only some boards (by subsystem id or VBIOS), "" for the catalog's."""
+        user = self.spec_book.user_specs_for(model)
+        if not user:
+            return ""
+        return " (user spec)" if any(u.specificity == 0 for u in user) else " (some cards: user spec)"
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
@@ -154,7 +165,7 @@ class ModelSummaryModel(RowsTableModel[ModelSummary]):
         stat = s.stats.get(RATIOS[c - 3][0]) if c >= 3 else None
         if role == Qt.ItemDataRole.DisplayRole:
             if c == 0:
-                return s.model
+                return s.model + self._spec_word(s.model)
             if c == 1:
                 return str(s.cards)
             if c == 2:
@@ -164,6 +175,10 @@ class ModelSummaryModel(RowsTableModel[ModelSummary]):
             return QBrush(QColor("#ffcdd2" if stat[1] < 0.75 else "#ffe0b2"))
         if role == Qt.ItemDataRole.TextAlignmentRole and c >= 1:
             return int(Qt.AlignmentFlag.AlignCenter)
+        if role == Qt.ItemDataRole.ToolTipRole and c == 0 and self.spec_book.has_user_specs(s.model):
+            return (f"{s.model}: nominal figures from the fleet file's [[spec]] tables: "
+                    + "; ".join(u.spec.source + (f" for {u.match_text()}" if u.match_text() else " for every card")
+                                for u in self.spec_book.user_specs_for(s.model)))
         if role == Qt.ItemDataRole.ToolTipRole and c >= 3:
             key, label, _ = RATIOS[c - 3]
             text = f"{s.model}, {s.cards} cards: {label}, min · median · max of the cards' medians"
@@ -379,11 +394,32 @@ class DeratingView(QWidget):
         self.card_reason.setText(reason or "")
         self.card_reason.setVisible(reason is not None)
 
+    @property
+    def spec_book(self) -> SpecBook:
+        """The fleet file's ``[[spec]]`` tables over the catalog (the main window sets it)."""
+        return self.model.spec_book
+
+    @spec_book.setter
+    def spec_book(self, book: SpecBook) -> None:
+        self.model.beginResetModel()
+        self.model.spec_book = book
+        self.model.endResetModel()
+
+    def _spec_note(self, row: FleetRow) -> str:
+        """" · user spec (fleet.toml:12)" when the card is judged against a fleet file's [[spec]], else ""."""
+        g = self.card_lookup(row.uuid)
+        spec = (self.spec_book.for_inventory(row.model, g.inventory, g.vbios) if g is not None
+                else self.spec_book.lookup(row.model))
+        if spec is None or spec.origin != "user":
+            return ""
+        return f" · nominal from user spec ({spec.source.removeprefix('user spec, ')})"
+
     def _draw_card(self) -> None:
         if self.row is None:
             self._say("select a GPU")
             return
-        self.card_title.setText(f"<b>{self.row.node} GPU {self.row.index}</b> — {self.row.model}")
+        self.card_title.setText(f"<b>{self.row.node} GPU {self.row.index}</b> — {self.row.model}"
+                                + self._spec_note(self.row))
         if self.data is None:
             self._say("reading…")
             return

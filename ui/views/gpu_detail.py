@@ -17,7 +17,8 @@ from PySide6.QtWidgets import (QButtonGroup, QDateTimeEdit, QDialog, QDialogButt
                                QHeaderView, QLabel, QPushButton, QSizePolicy, QSplitter, QStackedWidget, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
-from fleetmon import specs
+from fleetmon.specbook import CATALOG_BOOK, SpecBook, origin_label
+from fleetmon.specs import GpuSpec
 from storage.history_window import RANGES
 from storage.rows import FleetRow, GpuRow, InventoryChangeRow, PlacementRow
 from ui import format as fmt
@@ -31,11 +32,31 @@ def _when(ts: float | None) -> str:
     return fmt.DASH if ts is None else time.strftime("%Y-%m-%d %H:%M", time.localtime(ts))
 
 
-def inventory_lines(gpu: GpuRow | None, row: FleetRow | None) -> list[tuple[str, str]]:
-    """The inventory sheet of a card as (label, text) pairs, nominal spec included."""
+def card_spec(book: SpecBook, gpu: GpuRow | None, row: FleetRow | None) -> GpuSpec | None:
+    """The card's nominal spec as the health rules resolve it: a fleet file's ``[[spec]]`` matching its name,
+    subsystem id and VBIOS (from its inventory, once read), else the catalog's row."""
+    model = (gpu.model if gpu else None) or (row.model if row else None) or ""
+    if gpu is None:
+        return book.lookup(model)
+    return book.for_inventory(model, gpu.inventory, gpu.vbios)
+
+
+def nominal_text(spec: GpuSpec | None) -> str:
+    """The nominal spec in one line, saying where it came from ("user spec · boost 2520 MHz · …")."""
+    if spec is None:
+        return "not in the spec catalog (add a [[spec]] to the fleet file)"
+    pcie = fmt.DASH if spec.pcie_gen is None else f"Gen{spec.pcie_gen} ×{spec.pcie_width or fmt.DASH}"
+    memory = f"{spec.memory_gb} GB {spec.memory_type}".strip()
+    return (f"{origin_label(spec)} · boost {spec.boost_clock_mhz or fmt.DASH} MHz · TDP {spec.tdp_w} W · {memory} · "
+            f"PCIe {pcie}")
+
+
+def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = CATALOG_BOOK
+                    ) -> list[tuple[str, str]]:
+    """The inventory sheet of a card as (label, text) pairs, nominal spec (and where it came from) included."""
     inv = dict(gpu.inventory) if gpu is not None else {}
     model = (gpu.model if gpu else None) or (row.model if row else None) or ""
-    spec = specs.lookup(model)
+    spec = card_spec(book, gpu, row)
 
     def v(key: str, unit: str = "") -> str:
         val = inv.get(key)
@@ -44,9 +65,7 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None) -> list[tuple[str,
     pcie_max = fmt.DASH if inv.get("pcie_max_gen") is None else f"Gen{inv.get('pcie_max_gen')} ×{inv.get('pcie_max_width')}"
     limits = " / ".join(fmt.number(inv.get(k), "W") for k in ("power_min_w", "power_default_w", "power_max_w"))
     enforced = gpu.power_enforced_w if gpu is not None else (row.power_enforced_w if row else None)
-    nominal = "not in the spec catalog" if spec is None else (
-        f"boost {spec.boost_clock_mhz or fmt.DASH} MHz · TDP {spec.tdp_w} W · {spec.memory_gb} GB {spec.memory_type} · "
-        f"PCIe Gen{spec.pcie_gen} ×{spec.pcie_width}")
+    nominal = nominal_text(spec)
     where = fmt.DASH
     if gpu is not None and gpu.node is not None:
         where = f"{gpu.node} · index {gpu.index} · {gpu.pci_bus_id or fmt.DASH}"
@@ -64,6 +83,7 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None) -> list[tuple[str,
         ("Slowdown / shutdown", f"{v('temp_slowdown_c', '°C')} / {v('temp_shutdown_c', '°C')}"),
         ("Memory", fmt.number(gpu.memory_total_mib if gpu else None, "MiB")),
         ("Nominal spec", nominal),
+        ("Spec source", spec.source if spec is not None else fmt.DASH),
         ("First seen", _when(gpu.first_seen if gpu else None)),
         ("State", (gpu.state if gpu else None) or fmt.DASH),
     ]
@@ -125,6 +145,7 @@ class GpuDetailView(QWidget):
     def __init__(self, db_path: str, parent: QWidget | None = None, *, now: Any = time.time) -> None:
         super().__init__(parent)
         self._now = now
+        self.spec_book: SpecBook = CATALOG_BOOK  # the fleet file's [[spec]] tables over the catalog (MainWindow)
         self.service = HistoryService(db_path, self)
         self.service.detail_loaded.connect(self._on_loaded)
         self.service.failed.connect(self._on_failed)
@@ -233,11 +254,7 @@ class GpuDetailView(QWidget):
     def show_gpu(self, row: FleetRow) -> None:
         self.uuid = row.uuid
         self.row = row
-        spec = specs.lookup(row.model or "")
-        nominal = "not in the spec catalog" if spec is None else (
-            f"nominal: boost {spec.boost_clock_mhz} MHz, TDP {spec.tdp_w} W, {spec.memory_gb} GB")
-        self.title.setText(f"<b>{row.node} GPU {row.index}</b> — {row.model} · {nominal}")
-        self.title.setToolTip(f"{row.node} GPU {row.index} — {row.model} · {row.uuid} · {nominal}")
+        self._set_title(card_spec(self.spec_book, None, row))
         if self.stack.currentWidget() is self.placeholder:
             self.placeholder.setText("reading the history…")
         elif row.uuid != getattr(self.last, "uuid", None):
@@ -246,6 +263,19 @@ class GpuDetailView(QWidget):
             self.plot.reset_readout()
         self._fill_inventory(None)
         self.refresh()
+
+    def _set_title(self, spec: GpuSpec | None) -> None:
+        row = self.row
+        if row is None:
+            return
+        if spec is None:
+            nominal = "not in the spec catalog"
+        else:
+            word = "user spec" if spec.origin == "user" else "nominal"
+            nominal = f"{word}: boost {spec.boost_clock_mhz or fmt.DASH} MHz, TDP {spec.tdp_w} W, {spec.memory_gb} GB"
+        self.title.setText(f"<b>{row.node} GPU {row.index}</b> — {row.model} · {nominal}")
+        self.title.setToolTip(f"{row.node} GPU {row.index} — {row.model} · {row.uuid} · {nominal}"
+                              + (f" ({spec.source})" if spec is not None else ""))
 
     def refresh(self) -> None:
         if not self.uuid:
@@ -269,7 +299,8 @@ class GpuDetailView(QWidget):
         self.status.setText(f"{len(window.rows)} points · {window.resolution} resolution · read {data.read_ms:.0f} ms")
         self._fill_inventory(data)
         self.stack.setCurrentWidget(self.plot)
-        spec = specs.lookup(self.row.model or "")
+        spec = card_spec(self.spec_book, data.gpu, self.row)
+        self._set_title(spec)  # the inventory's subsystem id and VBIOS may pick a [[spec]] the name alone did not
         inv = data.gpu.inventory if data.gpu is not None else {}
         slowdown = inv.get("temp_slowdown_c")
         self.plot.set_refs({
@@ -288,7 +319,7 @@ class GpuDetailView(QWidget):
         self.history_shown.emit(data.uuid, len(window.rows))
 
     def _fill_inventory(self, data: DetailData | None) -> None:
-        lines = inventory_lines(data.gpu if data else None, self.row)
+        lines = inventory_lines(data.gpu if data else None, self.row, self.spec_book)
         self.inventory.setRowCount(len(lines))
         for r, (label, text) in enumerate(lines):
             a = QTableWidgetItem(label)

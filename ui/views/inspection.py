@@ -288,6 +288,7 @@ class InspectionView(QWidget):
         self.db_path = db_path
         self.group = group
         self.clock = clock
+        self.fleet_file: Any = None  # the app's fleet file (groups, thresholds, [[spec]]): the main window sets it
         self.inspection: Inspection | None = None
         self._ran_at: float | None = None
         self.jobs = Jobs(self)
@@ -414,8 +415,8 @@ class InspectionView(QWidget):
         """Start the inspection on the job thread (a second request while one runs is queued behind it)."""
         self._ran_at = time.monotonic()
         self.headline.setText("Running the inspection…")
-        path, now, group = self.db_path, self.clock(), self.group
-        self.jobs.submit(lambda: inspect(path, now, group), self._on_inspection, self._on_failed)
+        path, now, group, fleet = self.db_path, self.clock(), self.group, self.fleet_file
+        self.jobs.submit(lambda: inspect(path, now, group, fleet), self._on_inspection, self._on_failed)
 
     def _on_inspection(self, insp: Inspection) -> None:
         self.inspection = insp

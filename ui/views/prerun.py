@@ -273,6 +273,7 @@ class PrerunView(QWidget):
             selection = lambda: fleet_selection(fleet)  # noqa: E731 - the fleet view's selection, read when asked
         self.selection = selection
         self.clock = clock
+        self.fleet_file: Any = None  # the app's fleet file (groups, thresholds, [[spec]]): the main window sets it
         self.review: Review | None = None
         # The input (hostlist text, window) of the review shown and of the one running: a result whose input
         # no longer matches what is typed is out of date (its exclude list must not reach sbatch).
@@ -404,11 +405,11 @@ class PrerunView(QWidget):
         if not names:
             self._on_failed("no nodes: type a hostlist or use the fleet selection")
             return
-        path, now, days = self.db_path, self.clock(), float(self.days.value())
+        path, now, days, fleet_file = self.db_path, self.clock(), float(self.days.value()), self.fleet_file
         self._invalidate("Reviewing…")  # the previous verdict is not this input's
         self._asked_input = self._input()
         self.run_button.setEnabled(False)
-        self.jobs.submit(lambda: review(path, now, names, days), self._on_review, self._on_failed)
+        self.jobs.submit(lambda: review(path, now, names, days, fleet_file), self._on_review, self._on_failed)
 
     def _input(self) -> tuple[str, float]:
         return self.nodes.text(), float(self.days.value())

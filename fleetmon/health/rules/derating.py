@@ -11,8 +11,11 @@ GUI plots them over months):
 * ``pcie_ratio``: bandwidth of the link negotiated while busy / nominal link;
 * ``clock_vs_fleet``: ``clock_ratio`` / the median of the same model that day.
 
-A model missing from :mod:`fleetmon.specs` gets ``known_model = False`` and no
-nominal ratios: it is reported as unknown, never guessed.
+A card's nominal spec is ``history.spec_of(gpu)``: a fleet file's ``[[spec]]``
+that matches it (name, subsystem id, VBIOS), else the catalog's row
+(:mod:`fleetmon.specbook`); each row says which (``spec_origin``). A model with
+neither gets ``known_model = False`` and no nominal ratios: it is reported as
+unknown, never guessed.
 
 :func:`check_derating` flags (kind ``derating``):
 
@@ -27,7 +30,8 @@ nominal ratios: it is reported as unknown, never guessed.
 * ``clock-trend``: ``clock_ratio`` falling faster than
   ``derate_trend_per_week`` over ``derate_trend_days`` (stored daily rows
   from ``history.daily`` plus today's) (warning);
-* ``unknown-model``: a model not in the catalog (info, one per node and model).
+* ``unknown-model``: a model with no spec (info, one per node and model); its
+  action says how to add one (a ``[[spec]]`` table in the fleet file).
 """
 
 from __future__ import annotations
@@ -59,9 +63,10 @@ __all__ = ["DAILY_KEYS", "check_derating", "daily_ratios", "model_usual", "weigh
 DAILY_KEYS: tuple[str, ...] = (
     "uuid", "node", "model", "day", "busy_minutes", "sm_clock_busy_mhz", "clock_ratio",
     "power_limit_w", "power_limit_ratio", "memory_total_mib", "memory_ratio", "pcie_gen",
-    "pcie_width", "pcie_ratio", "clock_vs_fleet", "known_model",
+    "pcie_width", "pcie_ratio", "clock_vs_fleet", "known_model", "spec_origin",
 )
-"""Keys of a daily derating row (the storage table's columns)."""
+"""Keys of a daily derating row (the storage table's columns; ``spec_origin``, "catalog" or "user" (a
+fleet file's ``[[spec]]``, None: unknown model), is not stored)."""
 
 
 def weighted_median(values: Sequence[float], weights: Sequence[float] | None = None) -> float | None:
@@ -184,7 +189,7 @@ def _daily_ratios(history: FleetHistory, t: Thresholds) -> list[dict[str, Any]]:
         tl = gpu.timeline()
         if not tl:
             continue
-        spec = specs.lookup(gpu.name)
+        spec = history.spec_of(gpu)
         idx, mhz, weight = _clock_points(gpu)
         ts = tl.ts
         limits = tl.col("power_limit_w_mean")
@@ -214,6 +219,7 @@ def _daily_ratios(history: FleetHistory, t: Thresholds) -> list[dict[str, Any]]:
                 "pcie_ratio": _round(specs.pcie_ratio(gen, width, spec)),
                 "clock_vs_fleet": None,
                 "known_model": spec is not None,
+                "spec_origin": None if spec is None else spec.origin,
             })
     medians: dict[tuple[str, str], float] = {}
     groups: dict[tuple[str, str], list[float]] = defaultdict(list)
@@ -279,21 +285,20 @@ def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) 
     out: list[Finding] = []
     unknown: dict[tuple[str, str], int] = Counter()
     for gpu in history.gpus:
-        if gpu.name and specs.lookup(gpu.name) is None:
+        if gpu.name and history.spec_of(gpu) is None:
             unknown[(gpu.node, gpu.name)] += 1
     for (node, model), count in sorted(unknown.items()):
         out.append(node_finding(
             history, node, "derating", "info", history.since, history.now,
             {"metric": "unknown-model", "model": model, "gpus": count},
-            "Add the model to fleetmon's spec catalog (fleetmon/specs.py) to compare it with its "
-            "nominal specs", f"{node}: {count}x {model} not in the spec catalog (derating unknown)",
+            unknown_model_action(model), f"{node}: {count}x {model} not in the spec catalog (derating unknown)",
             condition_resolve_s(t), discriminator=f"unknown-model:{model}", open_now=True,
         ))
 
     fleet = _fleet_clock(history)
     window_s = 600.0
     for gpu in history.gpus:
-        spec = specs.lookup(gpu.name)
+        spec = history.spec_of(gpu)
         ref = fleet.get(gpu.name)
         if ref and ref[1] >= t.derate_min_peers:
             limit = (1.0 - t.derate_fleet_frac) * ref[0]
@@ -322,6 +327,7 @@ def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) 
             "fleet_median": round(ref[0], 1) if ref else None, "fleet_cards": ref[1] if ref else 0,
             "vs_fleet": round(value / ref[0], 3) if ref else None,
             "nominal": spec.boost_clock_mhz if spec else None,
+            "spec_origin": spec.origin if spec else None,
             "ratio": _round(specs.clock_ratio(value, spec)),
             "busy_minutes": int(sum(e.amount for e in eps) / 60), "episodes": len(eps),
             "power_limit_ratio": _round(specs.power_limit_ratio(
@@ -339,7 +345,8 @@ def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) 
             "GEMM burn-in; RMA if it persists",
             f"{gpu_label(gpu)}: SM clock {value:.0f} MHz under load, "
             + (f"{value / ref[0]:.0%} of the {gpu.name} fleet median" if ref and basis == "fleet"
-               else f"{value / spec.boost_clock_mhz:.0%} of nominal boost" if spec and spec.boost_clock_mhz
+               else f"{value / spec.boost_clock_mhz:.0%} of nominal boost"
+               + (" (user spec)" if spec.origin == "user" else "") if spec and spec.boost_clock_mhz
                else ""),
             condition_resolve_s(t), discriminator="clock",
             magnitude=round(1.0 - value / (ref[0] if ref else limit), 4),
@@ -352,6 +359,13 @@ def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) 
     out += _static_ratios(history, t, latest)
     out += _trends(history, t, today)
     return out
+
+
+def unknown_model_action(model: str) -> str:
+    """What the unknown-model finding tells the operator: how to state the model's spec."""
+    return (f"State its nominal spec in a [[spec]] table of the fleet file (docs/fleet-file.md), e.g. "
+            f'[[spec]] name = "{model}", memory_gb, tdp_w, boost_clock_mhz, mem_bandwidth_gbs (or base = a '
+            "catalog model it is a variant of), to compare it with its nominal specs")
 
 
 def _last(values: Sequence[Any]) -> Any:
@@ -384,7 +398,7 @@ def _static_ratios(history: FleetHistory, t: Thresholds, latest: Mapping[str, di
                 out.append(gpu_finding(
                     history, gpu, "derating", severity, history.since, history.now,
                     {"metric": name, "ratio": v, "fleet_median": round(median, 4),
-                     "vs_fleet": round(v / median, 3), "day": r["day"]},
+                     "vs_fleet": round(v / median, 3), "day": r["day"], "spec_origin": r.get("spec_origin")},
                     {"memory": "Less usable memory than other cards of this model: check for "
                                "Xid 168 / retired pages and run a memory diagnostic",
                      "power_limit": "The power limit is below the model's fleet: see power-capped",
@@ -402,9 +416,11 @@ def _static_ratios(history: FleetHistory, t: Thresholds, latest: Mapping[str, di
                     continue
                 out.append(gpu_finding(
                     history, gpu, "derating", "info", history.since, history.now,
-                    {"metric": "memory-modded", "ratio": v, "memory_total_mib": r["memory_total_mib"]},
+                    {"metric": "memory-modded", "ratio": v, "memory_total_mib": r["memory_total_mib"],
+                     "spec_origin": r.get("spec_origin")},
                     "More memory than the model's nominal: a memory-modded board; keep it in its own "
-                    "population for reliability statistics",
+                    "population for reliability statistics, and state its size in a [[spec]] of the fleet "
+                    "file (match_subsystem_id or match_vbios, memory_gb) to judge it against it",
                     f"{gpu_label(gpu)}: {r['memory_total_mib']} MiB, {v:.0%} of nominal (modded board?)",
                     condition_resolve_s(t), discriminator="memory-modded", open_now=True,
                 ))

@@ -97,7 +97,7 @@ def check_pcie_link(history: FleetHistory, thresholds: Thresholds | None = None)
                 eps.append(Episode(s, e, minutes, b - a + 1, float(ts[b])))
         if not eps:
             continue
-        spec = specs.lookup(gpu.name)
+        spec = history.spec_of(gpu)
         ratio = specs.pcie_ratio(worst_gen, worst_width, spec) if worst_gen and worst_width else None
         evidence = {
             "gen": worst_gen, "width": worst_width, "max_gen": max_gen, "max_width": max_width,

@@ -74,7 +74,8 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
     kind of card). A tie gives info findings. A different driver implies a
     different CUDA driver, so the CUDA version is only judged on its own when
     the driver matches. The advice never names a driver older than the
-    oldest that supports the node's cards (:func:`fleetmon.specs.min_driver`).
+    oldest that supports the node's cards (:meth:`fleetmon.specbook.SpecBook.min_driver`: a ``[[spec]]``
+    naming the architecture of a model the catalog lacks counts).
     """
     t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
@@ -115,7 +116,7 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
                 "versions": dict(sorted(counts.items()))}
             if label == "driver" and node.cuda_driver_version:
                 evidence["cuda_version"] = str(node.cuda_driver_version)
-            floor = specs.min_driver(model) if (model and label == "driver") else None
+            floor = history.book().min_driver(model) if (model and label == "driver") else None
             if floor is not None:
                 evidence["min_driver"] = floor.version
             too_old = (floor is not None and expected is not None
