@@ -76,9 +76,10 @@ def name_key(name: str) -> str:
     return specs._normalise(name)
 
 
-def catalog_spec(name: str) -> GpuSpec | None:
-    """The catalog row for ``name`` (the one place this module calls :func:`fleetmon.specs.lookup`)."""
-    return specs.lookup(name)
+def catalog_spec(name: str, memory_mib: float | None = None) -> GpuSpec | None:
+    """The catalog row for ``name`` (the one place this module calls :func:`fleetmon.specs.lookup`);
+    ``memory_mib`` chooses between boards of one name and other memory sizes."""
+    return specs.lookup(name, memory_mib)
 
 
 def parse_subsystem_id(value: Any) -> int | None:
@@ -178,23 +179,26 @@ class SpecBook:
             by_key.setdefault(name_key(u.spec.nvml_name), []).append(u)
         # Most specific first; sorted() is stable, so file order breaks ties.
         self._by_key = {k: sorted(v, key=lambda u: -u.specificity) for k, v in by_key.items()}
-        self._cache: dict[tuple[str, int | None, str | None], GpuSpec | None] = {}
+        self._cache: dict[tuple[str, int | None, str | None, float | None], GpuSpec | None] = {}
 
     def __repr__(self) -> str:
         return f"SpecBook({len(self.user)} user specs)"
 
-    def lookup(self, name: str | None, *, subsystem_id: Any = None, vbios: str | None = None) -> GpuSpec | None:
+    def lookup(self, name: str | None, *, subsystem_id: Any = None, vbios: str | None = None,
+               memory_mib: Any = None) -> GpuSpec | None:
         """The spec of a card named ``name`` with this PCI subsystem id (``"0x145010DE"`` or a number) and
-        VBIOS (None: not known; then only specs that do not ask for it can match). None: unknown model."""
+        VBIOS (None: not known; then only specs that do not ask for it can match). None: unknown model.
+        ``memory_mib`` (reported total memory) picks the catalog row of boards that share a name."""
         if not name:
             return None
         sub = parse_subsystem_id(subsystem_id)
         bios = vbios.strip() if isinstance(vbios, str) and vbios.strip() else None
-        key = (name, sub, bios)
+        mem = float(memory_mib) if isinstance(memory_mib, (int, float)) and not isinstance(memory_mib, bool) else None
+        key = (name, sub, bios, mem)
         if key in self._cache:
             return self._cache[key]
         found = self.user_spec(name, subsystem_id=sub, vbios=bios)
-        spec = found.spec if found is not None else catalog_spec(name)
+        spec = found.spec if found is not None else catalog_spec(name, mem)
         self._cache[key] = spec
         return spec
 
@@ -213,7 +217,7 @@ class SpecBook:
         inv = inventory or {}
         bios = vbios or inv.get("vbios")
         return self.lookup(name, subsystem_id=inv.get("pci_subsystem_id"),
-                           vbios=bios if isinstance(bios, str) else None)
+                           vbios=bios if isinstance(bios, str) else None, memory_mib=inv.get("memory_total_mib"))
 
     def min_driver(self, name: str | None, **match: Any) -> MinDriver | None:
         """The oldest driver that supports the card's architecture (None: unknown model or architecture)."""

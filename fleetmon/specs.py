@@ -21,8 +21,9 @@ Rules for the data:
   ``None`` and callers report it as unknown. Every SKU that NVML names
   differently has its own row (A100-SXM4-40GB beside A100-SXM4-80GB, RTX 4090
   beside RTX 4090 D), and near misses never match each other: a memory-modded
-  "4090 D 47 GB" matches nothing. Boards that NVML names alike stay one row
-  (the 10 and 12 GB RTX 3080, the 8 and 12 GB RTX 3060; the ``source`` says so).
+  "4090 D 47 GB" matches nothing. Boards that NVML names alike but that differ
+  in memory (the 10 and 12 GB RTX 3080, the 8 and 12 GB RTX 3060) have a row
+  each, and :func:`lookup` picks one by the card's reported memory.
 
 Field conventions:
 
@@ -52,6 +53,7 @@ Field conventions:
 from __future__ import annotations
 
 import functools
+import math
 from dataclasses import dataclass
 
 from fleetmon.compat import SLOTS
@@ -211,8 +213,7 @@ _CATALOG: tuple[GpuSpec, ...] = (
     _spec("NVIDIA GeForce RTX 3080", "Ampere", "PCIe card", 10, "GDDR6X", 760, 320, 1440, 1710,
           (4, 16), "none", "none", 29.8, 59.5,
           "alldbin; base clock recalled from TechPowerUp (alldbin says 1450); Lightning _CUDA_FLOPS; "
-          "the 12 GB RTX 3080 (TechPowerUp geforce-rtx-3080-12-gb.c3834: 912 GB/s, 350 W, "
-          "base 1260 MHz) reports the same NVML name and is compared against this 10 GB row"),
+          "the 12 GB RTX 3080 reports the same NVML name: its own row, chosen by the reported memory"),
     _spec("NVIDIA GeForce RTX 2080 Ti", "Turing", "PCIe card", 11, "GDDR6", 616, 250, 1350, 1545,
           (3, 16), "none", "none", 13.45, 53.8,
           "TechPowerUp-derived (topcpu.net); older drivers omit the 'NVIDIA ' prefix"),
@@ -363,7 +364,7 @@ _CATALOG: tuple[GpuSpec, ...] = (
     _spec("NVIDIA GeForce RTX 3060", "Ampere", "PCIe card", 12, "GDDR6", 360, 170, 1320, 1777,
           (4, 16), "none", "none", 12.74, None,
           "TechPowerUp geforce-rtx-3060-12-gb.c3682 (telegraf capture: 12288 MiB, 170 W); the 8 GB "
-          "RTX 3060 reports the same name and reads as 2/3 of this memory; tensor with FP32 "
+          "RTX 3060 reports the same name: its own row, chosen by the reported memory; tensor with FP32 "
           "accumulate not in the GA102 whitepaper; no ECC"),
     _spec("NVIDIA GeForce RTX 3080 Ti", "Ampere", "PCIe card", 12, "GDDR6X", 912, 350, 1365, 1665,
           (4, 16), "none", "none", 34.1, None,
@@ -471,36 +472,63 @@ def _normalise(name: str) -> str:
     return " ".join(words)
 
 
-_BY_KEY: dict[str, GpuSpec] = {}
-for _row in _CATALOG:
+# Boards that NVML names alike but that differ in memory (the 10 and 12 GB RTX 3080, the 12 and 8 GB RTX
+# 3060): one row per memory size, told apart by the reported memory (:func:`lookup`'s ``memory_mib``).
+# The first row of a name in the catalog is the one a lookup without memory gets.
+_MEMORY_VARIANTS: tuple[GpuSpec, ...] = (
+    _spec("NVIDIA GeForce RTX 3080", "Ampere", "PCIe card", 12, "GDDR6X", 912, 350, 1260, 1710,
+          (4, 16), "none", "none", 30.64, None,
+          "the 12 GB RTX 3080: TechPowerUp geforce-rtx-3080-12-gb.c3834 (912 GB/s, 350 W, base 1260 MHz); "
+          "FP32 30.64 from the same page; tensor with FP32 accumulate not found; same NVML name as the "
+          "10 GB card, told apart by its reported memory"),
+    _spec("NVIDIA GeForce RTX 3060", "Ampere", "PCIe card", 8, "GDDR6", 240, 170, 1320, 1777,
+          (4, 16), "none", "none", 12.74, None,
+          "the 8 GB RTX 3060 (128-bit): TechPowerUp geforce-rtx-3060-8-gb.c3937, recalled, not re-verified; "
+          "tensor with FP32 accumulate not found; same NVML name as the 12 GB card, told apart by its "
+          "reported memory"),
+)
+
+_BY_KEY: dict[str, tuple[GpuSpec, ...]] = {}
+for _row in _CATALOG + _MEMORY_VARIANTS:
     _key = _normalise(_row.nvml_name)
-    if _key in _BY_KEY:  # pragma: no cover - guards the table above
-        raise ValueError(f"two catalog rows share the lookup key {_key!r}")
-    _BY_KEY[_key] = _row
+    if any(r.memory_gb == _row.memory_gb for r in _BY_KEY.get(_key, ())):  # pragma: no cover - guards the tables
+        raise ValueError(f"two catalog rows share the lookup key {_key!r} and the memory size")
+    _BY_KEY[_key] = _BY_KEY.get(_key, ()) + (_row,)
 del _row, _key
 
 
-def lookup(name: str) -> GpuSpec | None:
+def lookup(name: str, memory_mib: float | None = None) -> GpuSpec | None:
     """Return the spec for an NVML device name, or None if the model is unknown.
 
     Matching ignores case, extra whitespace and a leading "NVIDIA ", "GeForce "
     or "Tesla " (so "GeForce RTX 2080 Ti" from an older driver and "NVIDIA
     Tesla T4" both match). Nothing else is fuzzy.
+
+    ``memory_mib`` (the card's reported total memory) chooses between boards
+    that share a name but not a memory size (the 10 and 12 GB RTX 3080): the
+    row whose size is nearest, by ratio. Without it, or for a name with one
+    row, the name alone decides. A memory-modded board still gets its
+    nearest stock row, so its memory ratio still shows the mod.
     """
     if not name:
         return None
-    return _lookup(name)
+    rows = _lookup(name)
+    if not rows:
+        return None
+    if len(rows) == 1 or memory_mib is None or not memory_mib > 0:
+        return rows[0]
+    return min(rows, key=lambda r: abs(math.log(memory_mib / (r.memory_gb * 1024))))
 
 
 @functools.lru_cache(maxsize=1024)  # a health pass asks once per card and rule; a fleet has a few models
-def _lookup(name: str) -> GpuSpec | None:
+def _lookup(name: str) -> tuple[GpuSpec, ...]:
     key = _normalise(name)
-    return _BY_KEY.get(key) if key else None
+    return _BY_KEY.get(key, ()) if key else ()
 
 
 def all_specs() -> tuple[GpuSpec, ...]:
-    """Every catalog row, in catalog order."""
-    return _CATALOG
+    """Every catalog row, in catalog order, then the memory variants of names already in it."""
+    return _CATALOG + _MEMORY_VARIANTS
 
 
 @dataclass(frozen=True, **SLOTS)
@@ -664,7 +692,7 @@ def catalog_markdown() -> str:
         "| PCIe | ECC | Memory repair | FP32 TFLOPS | Tensor TFLOPS | Source |"
     )
     lines = [header, "|" + "---|" * 13]
-    for s in _CATALOG:
+    for s in all_specs():
         repair = s.mem_repair
         if s.retired_page_limit is not None:
             repair += f" (max {s.retired_page_limit})"

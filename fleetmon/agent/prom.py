@@ -251,9 +251,13 @@ def _times(value: Any, factor: int) -> Any:
     return None if value is None else int(round(float(value) * factor))
 
 
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def _nominal(gpu: GpuInventory) -> dict[str, Any]:
     """The model's nominal specs by NOMINAL_METRICS key; empty for a model fleetmon.specs does not know."""
-    spec = specs.lookup(gpu.name) if gpu.name else None
+    spec = specs.lookup(gpu.name, _number(gpu.values.get("memory_total_mib"))) if gpu.name else None
     if spec is None:
         return {}
     out: dict[str, Any] = {"boost_clock_mhz": spec.boost_clock_mhz, "base_clock_mhz": spec.base_clock_mhz,

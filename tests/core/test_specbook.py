@@ -239,7 +239,8 @@ def test_user_specs_beat_the_catalog_only_for_their_model() -> None:
 def test_without_user_specs_the_book_is_the_catalog() -> None:
     assert book_of(None) is CATALOG_BOOK and parse_fleet(NODE).spec_book() is CATALOG_BOOK
     for row in specs.all_specs():
-        assert CATALOG_BOOK.lookup(row.nvml_name) is specs.lookup(row.nvml_name) is row
+        mib = row.memory_gb * 1024  # boards of one name differ in memory (the 10 and 12 GB RTX 3080)
+        assert CATALOG_BOOK.lookup(row.nvml_name, memory_mib=mib) is specs.lookup(row.nvml_name, mib) is row
         assert row.origin == "catalog"
         assert CATALOG_BOOK.min_driver(row.nvml_name) == specs.min_driver(row.nvml_name)
 
@@ -253,3 +254,11 @@ def test_fleet_check_counts_the_user_specs(tmp_path, capsys) -> None:
     path.write_text(NODE + f'[[spec]]\nname = "{RTX4090}"\nmatch_vbios = "X"\nmemory_gb = 48\n', encoding="utf-8")
     assert fleetcli.main_check(argparse.Namespace(file=str(path))) == 0
     assert capsys.readouterr().out == "OK: 1 nodes in 0 groups, 1 user specs ([[spec]])\n"
+
+
+def test_the_book_picks_a_catalog_board_by_the_inventorys_memory() -> None:
+    # The 12 GB RTX 3080 reports the 10 GB card's name: without its memory it would read as memory-modded.
+    spec = CATALOG_BOOK.for_inventory("NVIDIA GeForce RTX 3080", {"memory_total_mib": 12288})
+    assert spec is not None and spec.memory_gb == 12 and spec.tdp_w == 350
+    spec = CATALOG_BOOK.for_inventory("NVIDIA GeForce RTX 3080", {"memory_total_mib": 10240})
+    assert spec is not None and spec.memory_gb == 10

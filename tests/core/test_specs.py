@@ -157,9 +157,8 @@ def test_catalog_covers_issue_22_models() -> None:
 
 
 def test_catalog_names_are_unique() -> None:
-    assert len(set(CATALOG_NAMES)) == len(CATALOG_NAMES)
-    keys = [specs._normalise(name) for name in CATALOG_NAMES]
-    assert len(set(keys)) == len(keys), "two rows share a lookup key"
+    keys = [(specs._normalise(s.nvml_name), s.memory_gb) for s in all_specs()]
+    assert len(set(keys)) == len(keys), "two rows share a lookup key and a memory size"
 
 
 @pytest.mark.parametrize(
@@ -380,7 +379,7 @@ def test_catalog_matches_reference_csv() -> None:
     # the CSV holds the first 22 rows; rows added later carry their own sources
     assert set(rows) <= set(CATALOG_NAMES)
     assert CATALOG_NAMES[: len(rows)] == list(rows), "the CSV's rows lead the catalog, in its order"
-    for spec in (s for s in all_specs() if s.nvml_name in rows):
+    for spec in (s for s in all_specs()[: len(rows)] if s.nvml_name in rows):  # not the memory variants
         row = rows[spec.nvml_name]
         checks = {
             "tdp_w": ("tdp_w", spec.tdp_w),
@@ -542,3 +541,19 @@ def test_every_architecture_has_a_minimum_driver(name: str, driver: str) -> None
     assert {s.architecture for s in all_specs()} <= {m.architecture for m in specs.MIN_DRIVERS}
     floor = specs.min_driver(name)
     assert floor is not None and floor.version == driver
+
+
+@pytest.mark.parametrize(("name", "memory_mib", "gb"), [
+    ("NVIDIA GeForce RTX 3080", 10240, 10),
+    ("NVIDIA GeForce RTX 3080", 12288, 12),
+    ("NVIDIA GeForce RTX 3080", None, 10),   # without memory: the first row of the name
+    ("NVIDIA GeForce RTX 3080", 20480, 12),  # a 20 GB mod: the nearest stock board, so its ratio shows the mod
+    ("NVIDIA GeForce RTX 3060", 8192, 8),
+    ("NVIDIA GeForce RTX 3060", 12288, 12),
+    ("NVIDIA GeForce RTX 4090", 49140, 24),  # one row of the name: the name decides (a 48 GB mod stays a mod)
+])
+def test_boards_of_one_name_are_told_apart_by_their_memory(name: str, memory_mib: int | None, gb: int) -> None:
+    spec = lookup(name, memory_mib)
+    assert spec is not None and spec.memory_gb == gb
+    if memory_mib is not None and gb in (8, 10, 12) and memory_mib <= gb * 1024:
+        assert 0.9 < specs.memory_ratio(memory_mib, spec) <= 1.0  # not a "memory-modded" false alarm
