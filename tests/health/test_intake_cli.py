@@ -133,15 +133,16 @@ def test_no_new_card_says_how_to_name_one(db_copy: Path, capsys: pytest.CaptureF
     (("--node", "n1", "--window", "soon"), "--window 'soon'"),
     (("--node", "n1", "--html", "x.html"), "--html: 0 cards"),
 ])
-def test_errors_are_one_line_and_exit_1(db_copy: Path, capsys: pytest.CaptureFixture[str], args: tuple[str, ...],
-                                        message: str) -> None:
-    argv = ["--db", str(db_copy), "--now", str(NOW), *args]
+def test_errors_are_one_line_and_exit_1(db_copy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                        args: tuple[str, ...], message: str) -> None:
+    argv = ["--db", str(db_copy), "--now", str(NOW), *(str(tmp_path / a) if a == "x.html" else a for a in args)]
     if "--html" in args:
         argv += ["--window", EMPTY]
     code, _, err = intake(capsys, *argv)
     assert code == 1
     assert err.startswith("fleetmon intake: ") and err.count("\n") == 1
     assert message in err or (message == "--html: 0 cards" and "no card was checked" in err)
+    assert not (tmp_path / "x.html").exists()
 
 
 def test_a_missing_database_and_a_usage_error_exit_1(tmp_path: Path) -> None:
