@@ -89,7 +89,7 @@ CHECKS: dict[str, str] = {
 SCHEMA = 1
 
 _COUNTERS = ("ecc_unc_agg", "ecc_corr_agg", "retired_sbe", "retired_dbe", "remap_corr", "remap_unc")
-_STATES = ("retired_pending", "remap_failure")
+_STATES = ("retired_pending", "remap_pending", "remap_failure")
 _THRESHOLD_PREFIXES = ("intake_", "arrival_", "derate_min_peers", "derate_nominal_frac")
 
 
@@ -379,7 +379,7 @@ def _check_memory_history(gpu: GpuHistory, spec: specs.GpuSpec | None, first_see
             else gpu.minutes
         arrived = arrival_state(src) if src else None
     if ecc_off:
-        for key in ("remap_corr", "remap_unc", "remap_failure"):
+        for key in ("remap_corr", "remap_unc", "remap_pending", "remap_failure"):
             now_state[key] = None  # meaningless with ECC off (see the row-remap rule)
     known = [k for k, v in now_state.items() if v is not None]
     required = not (no_ecc or ecc_off)
@@ -411,6 +411,9 @@ def _check_memory_history(gpu: GpuHistory, spec: specs.GpuSpec | None, first_see
         told.append(f"{rows:.0f} remapped row{'s' if rows != 1 else ''}")
         conditional = True
         reject |= (rows_unc or 0) >= t.arrival_remapped_rows_critical
+    if now_state["remap_pending"]:
+        told.append("a row remap pending (applied at the next GPU reset)")
+        conditional = True
     if failure:
         told.append("a row remap failure")
         reject = True

@@ -104,8 +104,9 @@ def test_the_vbios_baseline_needs_peers_and_is_not_required() -> None:
     ({"retired_sbe": 10, "retired_dbe": 6}, "REJECT", "16 retired pages"),
     ({"retired_pending": 1}, "CONDITIONAL", "a page retirement pending"),
     ({"remap_failure": 1}, "REJECT", "a row remap failure"),
+    ({"remap_pending": 1}, "CONDITIONAL", "a row remap pending"),
     ({"ecc_unc_agg": 7}, "REJECT", "7 lifetime uncorrectable ECC errors"),
-], ids=["some-pages", "many-pages", "pending", "remap-failure", "uncorrectable"])
+], ids=["some-pages", "many-pages", "pending", "remap-failure", "remap-pending", "uncorrectable"])
 def test_a_card_that_arrived_with_retired_pages(cols: dict[str, Any], verdict: str, said: str) -> None:
     r = judge(newcomer(minutes(360, **cols)))
     c = r.check("memory-history")
