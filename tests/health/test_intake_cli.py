@@ -84,6 +84,12 @@ def test_a_healthy_new_card_passes_and_is_stored(db_copy: Path, capsys: pytest.C
         assert (row.verdict, row.node, row.ts, row.window_from) == ("PASS", "n1", NOW, NOW - 5400)
         assert [c["status"] for c in row.result["checks"]] == ["PASS"] * 9
         assert set(latest_intakes(db)) == {"GPU-n1-02"}
+        # The inventory export carries each card's newest intake.
+        from fleetmon.export import inventory_rows
+
+        rows = {r["uuid"]: r for r in inventory_rows(db, now=NOW)}
+        assert (rows["GPU-n1-02"]["intake"], rows["GPU-n1-00"]["intake"]) == ("PASS", "")
+        assert rows["GPU-n1-02"]["intake_at"].startswith("2023-11-")
     finally:
         db.close()
 
