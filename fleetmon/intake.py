@@ -746,7 +746,12 @@ def run_intake(db: Any, now: float, node: str, gpu: str | None = None, window: t
     from storage.intake import save_intake
 
     lo, hi = window if window is not None else (now - DAY_S, now)
-    history = assess.load_history(db, hi, lo, fleet=fleet, minutes_s=min(hi - lo, DAY_S))
+    # Telemetry only of the nodes that hold a card of a model the node has (the fleet the cards are compared
+    # with): a 1,000-node fleet of mixed models is not read whole for one node's intake.
+    stored = queries.gpus(db)
+    models = {g.model for g in stored if g.node == node}
+    nodes = sorted({g.node for g in stored if g.model in models and g.node} | {node})
+    history = assess.load_history(db, hi, lo, nodes=nodes, fleet=fleet, minutes_s=min(hi - lo, DAY_S))
     cards, note = _pick(history, node, gpu, lo)
     sources = {n.name: n.xid_source for n in queries.nodes(db)}
     results = []
