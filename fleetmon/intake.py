@@ -485,10 +485,9 @@ def _check_pcie_load(gpu: GpuHistory, spec: specs.GpuSpec | None, busy: int, t: 
                      evidence={"busy_minutes": busy})
     gen, width = link
     # What the link should reach here: the spec's link, capped by what the slot and card report.
-    cap_gen = min(x for x in (spec.pcie_gen if spec else None, _int(gpu.inv("pcie_max_gen"))) if x is not None) \
-        if (spec and spec.pcie_gen) or gpu.inv("pcie_max_gen") is not None else None
-    cap_width = min(x for x in (spec.pcie_width if spec else None, _int(gpu.inv("pcie_max_width"))) if x is not None) \
-        if (spec and spec.pcie_width) or gpu.inv("pcie_max_width") is not None else None
+    gens = [x for x in (spec.pcie_gen if spec else None, _int(gpu.inv("pcie_max_gen"))) if x is not None]
+    widths = [x for x in (spec.pcie_width if spec else None, _int(gpu.inv("pcie_max_width"))) if x is not None]
+    cap_gen, cap_width = (min(gens) if gens else None), (min(widths) if widths else None)
     got, want = _bandwidth(gen, width), _bandwidth(cap_gen, cap_width)
     ratio_nominal = specs.pcie_ratio(gen, width, spec)
     ev = {"link": _link(gen, width), "expected": _link(cap_gen, cap_width), "busy_minutes": busy,
