@@ -77,10 +77,11 @@ from fleetmon.text import printable
 COLUMNS: tuple[str, ...] = (
     "node", "group", "gpu_index", "model", "uuid", "serial", "board_part_number", "vbios", "pci_bus_id",
     "memory_total_mib", "power_default_w", "power_enforced_w", "driver_version", "cuda_driver_version",
-    "state", "first_seen", "last_seen", "open_findings", "worst_finding", "verdict",
+    "state", "first_seen", "last_seen", "open_findings", "worst_finding", "verdict", "intake", "intake_at",
 )
-"""The CSV and JSON columns, in order: the first sheet's, then those added since (``verdict``), appended
-so that a script reading columns by position or by name keeps working."""
+"""The CSV and JSON columns, in order: the first sheet's, then those added since (``verdict``; ``intake``
+and ``intake_at``, the card's newest intake verdict and its time), appended so that a script reading
+columns by position or by name keeps working."""
 
 HEALTH_OF_VERDICT: dict[str, str] = {"fail": "critical", "warn": "warning", "pass": "ok"}
 """The inventory's ``health`` word of a verdict; the silent verdicts (unreachable, stale, unknown) stand as
@@ -125,7 +126,7 @@ INVENTORY_SHEET: tuple[Column, ...] = (
     Column("state", "State", 8), Column("first_seen_ts", "First seen (UTC)", 18, "date"),
     Column("last_seen_ts", "Last seen (UTC)", 18, "date"), Column("health", "Health", 9),
     Column("open_findings", "Open findings", 9, "int"), Column("findings", "Findings", 70, "wrap"),
-    Column("verdict", "Verdict", 11),
+    Column("verdict", "Verdict", 11), Column("intake_text", "Intake", 16),
 )
 FINDINGS_SHEET: tuple[Column, ...] = (
     Column("severity", "Severity", 9), Column("kind", "Kind", 22), Column("node", "Node", 14),
@@ -146,7 +147,7 @@ PRINT_SCALE = 75
 
 PRINT_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("Health", ("node", "group", "gpu_index", "model", "serial", "pci_bus_id", "state", "verdict", "health",
-                "open_findings", "findings", "last_seen_ts")),
+                "open_findings", "findings", "last_seen_ts", "intake_text")),
     ("Identity, firmware and limits", (
         "node", "gpu_index", "uuid", "board_part_number", "vbios", "driver_version", "cuda_driver_version",
         "memory_total_mib", "power_default_w", "power_enforced_w", "power_min_w", "power_max_w", "pcie_max_gen",
@@ -245,6 +246,7 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
     """
     from storage.acks import active_acks
     from storage.findings import open_findings
+    from storage.intake import latest_intakes
     from storage.queries import gpus, nodes
     from storage.rows import StoredFinding
 
@@ -262,6 +264,7 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
             card_findings.setdefault(f.gpu_uuid, []).append(f)
         elif f.node:
             node_findings.setdefault(f.node, []).append(f)
+    intakes = latest_intakes(db)
     sheet = Sheet()
     cards: dict[str, dict[str, Any]] = {}
     for g in gpus(db):
@@ -299,6 +302,9 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
             "first_seen_ts": g.first_seen, "last_seen_ts": g.last_seen,
             "health": health_word(verdict, (f.severity for f in mine + theirs)),
             "verdict": verdict,
+            "intake": intakes[g.uuid].verdict if g.uuid in intakes else "",
+            "intake_at": _iso(intakes[g.uuid].ts) if g.uuid in intakes else "",
+            "intake_text": f"{intakes[g.uuid].verdict} {_iso(intakes[g.uuid].ts)[:10]}" if g.uuid in intakes else "",
             "findings": "; ".join(f"{f.severity}: {f.kind}" + ("" if f.gpu_uuid else " (node)") for f in listed),
         }
         cards[g.uuid] = row

@@ -70,6 +70,8 @@ class DetailData:
     read_ms: float = 0.0
     power_failed: tuple[tuple[float, int], ...] = ()
     """(hour start, minutes) whose power reading failed, for windows served from rollups."""
+    intakes: tuple[Any, ...] = ()
+    """The card's intakes (:class:`storage.intake.IntakeRow`), newest first: part of its history."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,9 @@ class HistoryReader(QObject):
                 with self._lock:
                     self._client = None
             changes, places = gpu_changes(db, uuid)
+            from storage.intake import intakes
+
+            card_intakes = intakes(db, uuid, limit=20)
             events = gpu_events(db, gpu, since, until) if gpu is not None else []
             power_failed = failed_power_hours(db, uuid, since, until) if window.resolution != "minute" else []
         except Exception as exc:  # shown by the view; the next request retries
@@ -155,7 +160,7 @@ class HistoryReader(QObject):
         self.detail_loaded.emit(DetailData(
             uuid=uuid, since=since, until=until, window=window, gpu=gpu, changes=tuple(changes),
             placements=tuple(places), events=tuple(events), read_ms=(time.perf_counter() - t0) * 1000,
-            power_failed=tuple(power_failed)))
+            power_failed=tuple(power_failed), intakes=tuple(card_intakes)))
 
     @Slot(int, float, float)
     def load_derating(self, generation: int, since: float, until: float) -> None:

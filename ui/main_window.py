@@ -25,6 +25,7 @@ from ui.fleet_reader import FleetReader, FleetSnapshot
 from ui.models.fleet_table import FleetTableModel
 from ui.models.findings_table import FindingsTableModel
 from ui.export_action import InventoryExport
+from ui.intake_action import IntakeAction, IntakeOutcome
 from ui.print_inventory import InventoryPrint
 from ui.shell import Tray, freeze_snapshot, settle_heap
 from ui.views.findings import FindingsView
@@ -187,6 +188,11 @@ class MainWindow(QMainWindow):
         self.findings_view.ack_requested.connect(self.ack_requested)
         self.findings_view.resolve_requested.connect(self.resolve_requested)
         self.versions_view.node_requested.connect(self.show_node)
+        # Intake… (the fleet tree's context menu, the GPU detail's button): off the GUI thread, then re-read.
+        self.intake = IntakeAction(db_path, self)
+        self.fleet_view.intake_requested.connect(self.start_intake)
+        self.detail.intake_requested.connect(self.start_intake)
+        self.intake.finished.connect(self._intake_done)
         self._thread.start()
 
         self._timer = QTimer(self)
@@ -394,6 +400,7 @@ class MainWindow(QMainWindow):
         self.snapshot = snap
         self._applying = snap
         self.fleet_view.set_snapshot(snap)
+        self.model.set_intakes(snap.intakes)
         # A newer snapshot replaces the steps left of an older one. (Kept on the window, not in a
         # recursive closure: that would be a reference cycle holding the snapshot until a sweep.)
         self._steps = [self._apply_findings, self.versions_view.set_snapshot, self._applied]
@@ -463,6 +470,20 @@ class MainWindow(QMainWindow):
             self.show_view(0)
             self.fleet_view.tree.setFocus()
 
+    def start_intake(self, node: str, uuid: str = "") -> None:
+        """Intake… of ``node``'s cards new in the last 24 h, or of its card ``uuid``; the result shows in a dialog."""
+        self.statusBar().showMessage(f"intake of {node}{' ' + uuid if uuid else ''} running…", 10000)
+        self.intake.start(node, uuid or None)
+
+    def _intake_done(self, outcome: IntakeOutcome) -> None:
+        results = outcome.run.results
+        self.statusBar().showMessage(
+            f"intake of {outcome.node}: " + (", ".join(f"GPU {r.index} {r.verdict}" for r in results)
+                                             if results else outcome.run.note), 15000)
+        self.request_load()  # the Intake column and tooltips
+        if self.detail.uuid and any(r.uuid == self.detail.uuid for r in results):
+            self.detail.refresh()  # the card's history shows the new intake
+
     def show_node(self, node: str) -> None:
         """Show a node in the fleet view (its GPUs expanded)."""
         self.show_view(0)
@@ -514,6 +535,7 @@ class MainWindow(QMainWindow):
         self._thread.quit()
         self._thread.wait(5000)
         self.reader.close()
+        self.intake.wait(5000)  # a running intake finishes its write
         self.detail.shutdown()
         if self.tray.icon is not None:
             self.tray.icon.hide()

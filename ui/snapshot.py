@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from storage.acks import AckRow
+from storage.intake import IntakeRow
 from storage.rows import FleetRow, GpuRow, NodeRow, StoredFinding
 from ui.verdicts import Verdicts, judge
 
 
 @dataclass(frozen=True)
 class FleetSnapshot:
-    """One read of the fleet: GPUs (findings attached), nodes, cards' inventory, open findings, acks."""
+    """One read of the fleet: GPUs (findings attached), nodes, cards' inventory, open findings, acks, intakes."""
 
     rows: tuple[FleetRow, ...] = ()
     nodes: Mapping[str, NodeRow] = field(default_factory=dict)
@@ -24,6 +25,8 @@ class FleetSnapshot:
     findings: tuple[StoredFinding, ...] = ()
     acks: Mapping[str, AckRow] = field(default_factory=dict)
     read_at: float = 0.0
+    intakes: Mapping[str, IntakeRow] = field(default_factory=dict)
+    """Each card's newest intake (verdict and time; ``fleetmon intake``), by UUID."""
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
     """Built on the reader thread for the GUI (``verdicts``: :class:`ui.verdicts.Verdicts`, ``tree``: the
     fleet tree, ``summary``: the summary bar, ``versions``: the versions matrix' rows)."""

@@ -255,6 +255,55 @@ class Thresholds:
         "A clock ratio falling faster than this per week (fitted) is a derating trend.",
         "fleetmon")
 
+    # -- intake (`fleetmon intake`: a card new to the fleet against its spec and its model's fleet) ---------
+    intake_memory_reject_frac: float = _t(
+        0.85, "fraction", 0.1, 1.0,
+        "Intake: reported memory below this share of the nominal size is REJECT (a fake or a board with "
+        "memory disabled; healthy boards report 93-100 %).", "I: memory size against the spec (fleetmon)")
+    intake_memory_low_frac: float = _t(
+        0.92, "fraction", 0.1, 1.0,
+        "Intake: reported memory below this share of nominal (above the reject line) is CONDITIONAL.",
+        "fleetmon (a T4 reports 15360 of 16384 MiB, 94 %)")
+    intake_memory_modded_frac: float = _t(
+        1.02, "fraction", 1.0, 10.0,
+        "Intake: reported memory above this share of nominal is CONDITIONAL (a memory-modded board: "
+        "declare it with a user spec).", "fleetmon")
+    intake_memory_fleet_frac: float = _t(
+        0.02, "fraction", 0.0, 0.5,
+        "Intake: reported memory this far below the same model's fleet median is CONDITIONAL.",
+        "D1 style fleet comparison (fleetmon)")
+    intake_power_default_reject_frac: float = _t(
+        0.80, "fraction", 0.1, 1.0,
+        "Intake: a default power limit below this share of the TDP is REJECT (a capped VBIOS).",
+        "W: power limits (fleetmon)")
+    intake_power_default_frac: float = _t(
+        0.95, "fraction", 0.1, 1.0,
+        "Intake: a default power limit below this share of the TDP (above the reject line) is CONDITIONAL.",
+        "fleetmon")
+    intake_power_enforced_frac: float = _t(
+        0.95, "fraction", 0.1, 1.0,
+        "Intake: an enforced power limit below this share of the default limit is CONDITIONAL (lowered by "
+        "software, e.g. a previous owner's `nvidia-smi -pl`).", "fleetmon")
+    intake_pcie_reject_frac: float = _t(
+        0.5, "fraction", 0.01, 1.0,
+        "Intake: a link under load with less than this share of the bandwidth the card and slot allow is "
+        "REJECT (below it and above this: CONDITIONAL).", "P: link downtraining (fleetmon)")
+    intake_vbios_min_peers: int = _t(
+        2, "GPUs", 1, 100000,
+        "Intake: other cards of the model needed for a VBIOS baseline (the most common VBIOS among them).",
+        "I: VBIOS consistency (fleetmon)")
+    intake_min_busy_minutes: int = _t(
+        30, "min", 1, 100000,
+        "Intake: busy minutes in the intake window needed for the checks under load (fewer: not checked).",
+        "fleetmon")
+    intake_clock_conditional_frac: float = _t(
+        0.05, "fraction", 0.0, 0.9,
+        "Intake: a busy SM clock this far below the model's fleet median is CONDITIONAL.", "D1 (fleetmon)")
+    intake_clock_reject_frac: float = _t(
+        0.10, "fraction", 0.0, 0.9,
+        "Intake: a busy SM clock this far below the model's fleet median is REJECT (without enough peers: "
+        "below `derate_nominal_frac` of nominal boost).", "D1: > 10 % below the fleet median (§8)")
+
     @classmethod
     def from_overrides(cls, overrides: Mapping[str, Any] | None = None) -> Thresholds:
         """Defaults with ``overrides`` applied (the fleet file's ``[thresholds]``).
@@ -301,7 +350,10 @@ class Thresholds:
             raise ValueError(
                 "retired_pages_warning must not exceed retired_pages_critical "
                 f"({result.retired_pages_warning} > {result.retired_pages_critical})")
-        for low, high in (("arrival_retired_pages_warning", "arrival_retired_pages_critical"),):
+        for low, high in (("arrival_retired_pages_warning", "arrival_retired_pages_critical"),
+                          ("intake_memory_reject_frac", "intake_memory_low_frac"),
+                          ("intake_power_default_reject_frac", "intake_power_default_frac"),
+                          ("intake_clock_conditional_frac", "intake_clock_reject_frac")):
             if getattr(result, low) > getattr(result, high):
                 raise ValueError(f"{low} must not exceed {high} "
                                  f"({getattr(result, low)} > {getattr(result, high)})")

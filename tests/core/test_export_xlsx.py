@@ -76,9 +76,10 @@ def test_workbook_cell_by_cell(tmp_path):
     assert _header(inv) == ["Node", "Group", "Slot", "PCI bus id", "Model", "Serial", "UUID", "Board part", "VBIOS",
                             "Driver", "CUDA driver", "Memory (MiB)", "Power default (W)", "Power limit (W)",
                             "Power min (W)", "Power max (W)", "PCIe max gen", "PCIe max width", "State",
-                            "First seen (UTC)", "Last seen (UTC)", "Health", "Open findings", "Findings", "Verdict"]
+                            "First seen (UTC)", "Last seen (UTC)", "Health", "Open findings", "Findings", "Verdict",
+                            "Intake"]
     assert inv["A1"].font.b and inv.freeze_panes == "C2"
-    assert inv.auto_filter.ref == "A1:Y6"
+    assert inv.auto_filter.ref == "A1:Z6"
     assert inv.max_row == 6 and [inv.cell(r, 1).value for r in range(2, 7)] == ["m1", "n1", "n1", "n2", "n2"]
     row = _row(inv, "UUID", uuid_of("n1", 1))
     values = {k: c.value for k, c in row.items()}

@@ -1,6 +1,6 @@
 """The layers of docs/architecture.md, checked on the source: no import circle, and no import from a
 lower layer to a higher one (core 0 ← agent, storage, sim twin 1 ← health, collector, sim.fleet,
-sim.synthetic, assess, export, demo 2 ← cli, ui 3), nor between the listed siblings. Lazy imports
+sim.synthetic, assess, export, demo, intake 2 ← cli, ui 3), nor between the listed siblings. Lazy imports
 inside functions and TYPE_CHECKING imports count as imports."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ LAYERS: tuple[tuple[str, int], ...] = (
     ("fleetmon.ledger", 2),      # the stored findings ledger judged by the health lifecycle
     ("fleetmon.remote", 2),      # history from a Prometheus HTTP API (storage.rows types, no SQL)
     ("fleetmon.demo", 2),
+    ("fleetmon.intake", 2),      # intake checks of new cards (health rules' data) and their storage glue
     ("fleetmon.cli", 3),         # entry points: may start anything
     ("fleetmon.__main__", 3),
     ("ui", 3),

@@ -63,7 +63,7 @@ def test_fleet_table_health_of_an_unreachable_node(qtmodeltester: Any) -> None:
 
     model = FleetTableModel()
     model.set_rows([_row("a", 0, node_status="unreachable"), _row("b", 0)], now=1000.0)
-    col = len(COLUMNS) - 1
+    col = COLUMNS.index("Health")
     assert model.data(model.index(0, col), Qt.ItemDataRole.DisplayRole) == "unreachable"
     assert model.data(model.index(1, col), Qt.ItemDataRole.DisplayRole) == "pass"
 

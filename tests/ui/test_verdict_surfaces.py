@@ -102,7 +102,7 @@ def test_every_surface_shows_the_one_verdict(vwindow: Any, verdict_db: Path) -> 
 
     # All GPUs: the same verdict per card, and "pass" only where the tree says pass.
     table = vwindow.model
-    col = table.columnCount() - 1
+    col = table.COLUMNS.index("Health")
     flat = {table.row(r).uuid: table.data(table.index(r, col)) for r in range(table.rowCount())}
     assert flat == {u: health[u] for u in GPU_VERDICTS}
     for r in range(table.rowCount()):

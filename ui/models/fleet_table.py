@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -21,7 +22,14 @@ FIELD_COLUMNS: tuple[Field, ...] = tuple(f for f in CATALOG if f.ui is not None)
 _FIRST = 4  # Node, GPU, Model, Driver
 _LAST = _FIRST + len(FIELD_COLUMNS)
 COLUMNS = (("Node", "GPU", "Model", "Driver") + tuple(f.ui.header for f in FIELD_COLUMNS if f.ui is not None)
-           + ("Last seen", "Status", "Health"))
+           + ("Last seen", "Status", "Health", "Intake"))
+COL_HEALTH = COLUMNS.index("Health")
+COL_INTAKE = COLUMNS.index("Intake")
+
+
+INTAKE_COLORS = {"PASS": "#2e7d32", "CONDITIONAL": "#e65100", "REJECT": "#c62828"}
+"""The intake verdicts' colours (as the report's pass / warn / fail)."""
+_INTAKE_RANK = {"PASS": 1, "CONDITIONAL": 2, "REJECT": 3}
 
 
 class FleetTableModel(RowsTableModel[FleetRow]):
@@ -33,6 +41,20 @@ class FleetTableModel(RowsTableModel[FleetRow]):
         super().__init__(parent)
         self._now = time.time()
         self._v = Verdicts(self._now)
+        self._intakes: Mapping[str, Any] = {}
+
+    def set_intakes(self, intakes: Mapping[str, Any]) -> None:
+        """Each card's newest intake (:class:`storage.intake.IntakeRow` by UUID), shown in the Intake column."""
+        self._intakes = intakes
+        if self._rows:
+            self.dataChanged.emit(self.index(0, COL_INTAKE), self.index(len(self._rows) - 1, COL_INTAKE))
+
+    def intake_text(self, r: FleetRow) -> str:
+        """"PASS 2026-12-03" for a card with a stored intake, else "—"."""
+        found = self._intakes.get(r.uuid)
+        if found is None:
+            return fmt.DASH
+        return f"{found.verdict} {time.strftime('%Y-%m-%d', time.localtime(found.ts))}"
 
     def set_rows(self, rows: list[FleetRow], now: float | None = None, verdicts: Verdicts | None = None) -> None:
         """Replace the rows (keeps the view's selection when the shape is unchanged).
@@ -73,6 +95,9 @@ class FleetTableModel(RowsTableModel[FleetRow]):
                 return (r.latest_ts or 0.0,)
             if column == _LAST + 1:
                 return (fmt.status_rank(self._status(r)), -verdict_rank(self._v.gpu(r.uuid)))
+            if column == COL_INTAKE:
+                found = self._intakes.get(r.uuid)
+                return (_INTAKE_RANK.get(found.verdict, 0) if found else -1, found.ts if found else 0.0)
             return (len(VERDICTS) - verdict_rank(self._v.gpu(r.uuid)), fmt.status_rank(self._status(r)))
 
         self.layoutAboutToBeChanged.emit()
@@ -119,12 +144,20 @@ class FleetTableModel(RowsTableModel[FleetRow]):
                 return status
             if col == _LAST + 2:
                 return fmt.verdict_label(self._v.gpu(r.uuid), r.findings, self._v.age(r.uuid))
+            if col == COL_INTAKE:
+                return self.intake_text(r)
         if role == Qt.ItemDataRole.ForegroundRole and col == _LAST + 1:
             return QBrush(QColor(fmt.STATUS_COLORS.get(self._status(r), "#000000")))
         if role == Qt.ItemDataRole.ForegroundRole and col == _LAST + 2:
             return QBrush(QColor(fmt.VERDICT_COLORS.get(self._v.gpu(r.uuid), "#757575")))
         if role == Qt.ItemDataRole.TextAlignmentRole and (col == 1 or _FIRST <= col < _LAST):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        if role == Qt.ItemDataRole.ForegroundRole and col == COL_INTAKE and r.uuid in self._intakes:
+            return QBrush(QColor(INTAKE_COLORS.get(self._intakes[r.uuid].verdict, "#757575")))
         if role == Qt.ItemDataRole.ToolTipRole:
+            found = self._intakes.get(r.uuid)
+            if col == COL_INTAKE and found is not None:
+                return f"intake {found.verdict} at {time.strftime('%Y-%m-%d %H:%M', time.localtime(found.ts))}" + (
+                    f" on {found.node}" if found.node else "") + " (the card's Changes tab has the reasons)"
             return f"{r.node} GPU {r.index}: {r.model}\nUUID {r.uuid}"
         return None

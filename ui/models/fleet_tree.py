@@ -332,6 +332,9 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
                 lines.append(f"slowdown temperature {inv['temp_slowdown_c']} °C")
             lines.append(f"verdict: {fmt.verdict_label(it.verdict, r.findings, self._snap.verdicts.age(r.uuid))}")
             lines += [f"{sev}: {kind}" for sev, kind in r.findings]
+            intake = getattr(self._snap, "intakes", {}).get(r.uuid)
+            if intake is not None:
+                lines.append(f"intake: {intake.verdict} ({time.strftime('%Y-%m-%d', time.localtime(intake.ts))})")
             return "\n".join(lines)
         if it.kind == "node":
             n = self._snap.nodes.get(it.name)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QEvent, QItemSelection, QModelIndex, QObject, Qt, Signal
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+from PySide6.QtCore import QEvent, QItemSelection, QModelIndex, QObject, QPoint, Qt, Signal
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QMenu,
                                QTreeView, QVBoxLayout, QWidget)
 
 from storage.rows import FleetRow
@@ -28,10 +28,12 @@ MODEL_MIN = 120
 
 
 class FleetView(QWidget):
-    """Emits ``gpu_selected`` (a GPU row clicked) and ``node_selected`` (a node row clicked)."""
+    """Emits ``gpu_selected`` (a GPU row clicked) and ``node_selected`` (a node row clicked);
+    ``intake_requested(node, uuid)`` from a row's context menu (uuid "" for a node: its new cards)."""
 
     gpu_selected = Signal(object)  # FleetRow
     node_selected = Signal(str)
+    intake_requested = Signal(str, str)
 
     def __init__(self, parent: Any = None) -> None:
         super().__init__(parent)
@@ -67,6 +69,8 @@ class FleetView(QWidget):
         self._fitting = False
         header.sectionResized.connect(self._on_section_resized)
         self.tree.selectionModel().selectionChanged.connect(self._on_selection)
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._on_context_menu)
         self.model.modelAboutToBeReset.connect(self._save_state)
         self.model.modelReset.connect(self._restore_state)
         self._selected: list[str] = []
@@ -210,6 +214,30 @@ class FleetView(QWidget):
             self.gpu_selected.emit(it.gpu)
         elif it.kind == "node":
             self.node_selected.emit(it.name)
+
+    def context_menu(self, index: QModelIndex) -> QMenu | None:
+        """The context menu of a node or GPU row (None for a group row or empty space)."""
+        it = self.model.item(index)
+        if it is None or it.kind not in ("node", "gpu"):
+            return None
+        menu = QMenu(self.tree)
+        if it.kind == "gpu" and it.gpu is not None:
+            gpu = it.gpu
+            act = menu.addAction(f"Intake… (check {gpu.node} GPU {gpu.index})")
+            act.setToolTip("Check this card against its spec and its model's fleet (PASS / CONDITIONAL / REJECT)")
+            act.triggered.connect(lambda: self.intake_requested.emit(gpu.node, gpu.uuid))
+        else:
+            node = it.name
+            act = menu.addAction(f"Intake… (cards of {node} new in the last 24 h)")
+            act.setToolTip("Check the node's cards first seen in the last 24 h against their spec and fleet")
+            act.triggered.connect(lambda: self.intake_requested.emit(node, ""))
+        return menu
+
+    def _on_context_menu(self, pos: QPoint) -> None:
+        menu = self.context_menu(self.tree.indexAt(pos))
+        if menu is not None:
+            menu.exec(self.tree.viewport().mapToGlobal(pos))
+            menu.deleteLater()
 
     def show_gpu(self, uuid: str) -> bool:
         """Select and reveal a GPU (clearing a filter that hides it); whether it was found."""

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (QButtonGroup, QDateTimeEdit, QDialog, QDialogButt
 from fleetmon.specbook import CATALOG_BOOK, SpecBook, origin_label
 from fleetmon.specs import GpuSpec
 from storage.history_window import RANGES
+from storage.intake import IntakeRow
 from storage.rows import FleetRow, GpuRow, InventoryChangeRow, PlacementRow
 from ui import format as fmt
 from ui.history_reader import DetailData, HistoryService
@@ -95,9 +96,13 @@ def _place(p: Any) -> str:
     return fmt.DASH if p is None else str(p)
 
 
-def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[PlacementRow]) -> list[tuple[str, str, str]]:
-    """The card's history, newest first: (time, what, detail)."""
+def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[PlacementRow],
+                 intakes: Sequence[IntakeRow] = ()) -> list[tuple[str, str, str]]:
+    """The card's history, newest first: (time, what, detail); its intakes with their verdict and reason."""
     out: list[tuple[float, str, str]] = []
+    for i in intakes:
+        reason = str(i.result.get("reason") or "") if isinstance(i.result, dict) else ""
+        out.append((i.ts, f"intake {i.verdict}", (f"on {i.node}: " if i.node else "") + (reason or fmt.DASH)))
     for c in changes:
         if c.kind in ("enrolled", "appeared", "moved", "disappeared"):
             detail = {"enrolled": f"in {_place(c.new)}", "appeared": f"in {_place(c.new)}",
@@ -141,6 +146,7 @@ class GpuDetailView(QWidget):
     """Shows the selected GPU; ``history_shown(uuid, points)`` fires after each drawn answer."""
 
     history_shown = Signal(str, int)
+    intake_requested = Signal(str, str)  # node, uuid
 
     def __init__(self, db_path: str, parent: QWidget | None = None, *, now: Any = time.time) -> None:
         super().__init__(parent)
@@ -164,6 +170,12 @@ class GpuDetailView(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.title, 1)
         top.addWidget(self.status)
+        self.intake_button = QPushButton("Intake…")
+        self.intake_button.setToolTip("Check this card against its spec and its model's fleet (PASS / CONDITIONAL / "
+                                      "REJECT), store the result with the card and offer its certificate")
+        self.intake_button.setEnabled(False)
+        self.intake_button.clicked.connect(self._request_intake)
+        top.addWidget(self.intake_button)
         for i, (label, _) in enumerate(RANGES):
             b = QPushButton(label)
             b.setCheckable(True)
@@ -251,9 +263,14 @@ class GpuDetailView(QWidget):
             self.custom = dialog.span()
         self.refresh()
 
+    def _request_intake(self) -> None:
+        if self.row is not None:
+            self.intake_requested.emit(self.row.node, self.row.uuid)
+
     def show_gpu(self, row: FleetRow) -> None:
         self.uuid = row.uuid
         self.row = row
+        self.intake_button.setEnabled(True)
         self._set_title(card_spec(self.spec_book, None, row))
         if self.stack.currentWidget() is self.placeholder:
             self.placeholder.setText("reading the history…")
@@ -328,7 +345,7 @@ class GpuDetailView(QWidget):
             b.setToolTip(text)
             self.inventory.setItem(r, 0, a)
             self.inventory.setItem(r, 1, b)
-        hist = change_lines(data.changes, data.placements) if data else []
+        hist = change_lines(data.changes, data.placements, data.intakes) if data else []
         if data is not None and not hist:
             hist = [(fmt.DASH, "no changes recorded", "")]
         self.changes.setRowCount(len(hist))
@@ -337,7 +354,8 @@ class GpuDetailView(QWidget):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)
                 self.changes.setItem(r, c, item)
-        self.side.setTabText(1, f"Changes ({len(data.changes)})" if data and data.changes else "Changes")
+        shown = len(data.changes) + len(data.intakes) if data else 0
+        self.side.setTabText(1, f"Changes ({shown})" if shown else "Changes")
 
     def shutdown(self) -> None:
         """Stop the reader thread (the main window calls this when it closes)."""

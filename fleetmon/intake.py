@@ -1,0 +1,871 @@
+"""Intake: the check of a card new to the fleet, against its spec and its model's fleet.
+
+A patched-together fleet takes in second-hand cards; each one is checked on
+arrival before it goes into service. :func:`evaluate` judges one card from its
+recorded history (a :class:`~fleetmon.health.fleet.FleetHistory` of the intake
+window, the card's Xid events since it was first seen, and the time passed in):
+a pure function, like the health rules. :func:`run_intake` is the glue the
+`fleetmon intake` command and the app share: it loads the window through
+:mod:`fleetmon.assess`, judges the chosen cards and stores each result with the
+card (:mod:`storage.intake`). :func:`certificate_html` renders one result as a
+printable, self-contained HTML page.
+
+Checks, each PASS / CONDITIONAL / REJECT / UNKNOWN with a one-line reason
+(thresholds: the ``intake_*`` rows of ``[thresholds]``, docs/findings.md):
+
+* ``spec``: the model in the spec catalog (or a user spec): the reference of
+  the checks below;
+* ``memory-size``: reported memory against nominal and the model's fleet;
+* ``pcie-capability``: the card's and the slot's maximum link against the spec;
+* ``power-limits``: default and enforced power limits against the TDP;
+* ``vbios``: against the most common VBIOS of the model's other cards;
+* ``memory-history``: lifetime ECC errors, retired and pending pages,
+  remapped rows and remap failures (the ``arrival_*`` thresholds);
+* ``xid``: Xid events since the card was first seen;
+* ``pcie-under-load``: the link negotiated while busy in the window;
+* ``load``: SM clock, power limit and link ratios under load in the window,
+  against nominal and the model's fleet median.
+
+Missing data is not health: a check without data is UNKNOWN ("not checked").
+The overall verdict is REJECT when any check rejects; else CONDITIONAL when any
+check is conditional or a *required* check is UNKNOWN; else PASS. Every check
+is required except ``vbios`` (a model with no peers has no baseline) and, on a
+card without ECC (or with ECC off), ``memory-history`` (nothing to read).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import re
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fleetmon import specs
+from fleetmon.errors import KnownError
+from fleetmon.health.fleet import EventRecord, FleetHistory, GpuHistory
+from fleetmon.health.rules.arrival import arrival_state
+from fleetmon.health.rules.derating import daily_ratios, model_usual
+from fleetmon.health.series import DAY_S, HOUR_S
+from fleetmon.health.thresholds import Thresholds
+from fleetmon.xid import catalog as xidcat
+
+__all__ = [
+    "CHECKS",
+    "Check",
+    "IntakeResult",
+    "IntakeRun",
+    "certificate_html",
+    "evaluate",
+    "new_cards",
+    "overall",
+    "parse_window",
+    "result_text",
+    "results_json",
+    "run_intake",
+]
+
+PASS, CONDITIONAL, REJECT, UNKNOWN = "PASS", "CONDITIONAL", "REJECT", "UNKNOWN"
+STATUSES = (PASS, CONDITIONAL, REJECT, UNKNOWN)
+VERDICTS = (PASS, CONDITIONAL, REJECT)
+
+CHECKS: dict[str, str] = {
+    "spec": "Model and spec",
+    "memory-size": "Memory size",
+    "pcie-capability": "PCIe capability",
+    "power-limits": "Power limits",
+    "vbios": "VBIOS",
+    "memory-history": "ECC, retired pages, remapped rows",
+    "xid": "Xid history",
+    "pcie-under-load": "PCIe link under load",
+    "load": "Clocks under load",
+}
+"""The checks in the order they are shown, with their titles."""
+
+SCHEMA = 1
+
+_COUNTERS = ("ecc_unc_agg", "ecc_corr_agg", "retired_sbe", "retired_dbe", "remap_corr", "remap_unc")
+_STATES = ("retired_pending", "remap_pending", "remap_failure")
+_THRESHOLD_PREFIXES = ("intake_", "arrival_", "derate_min_peers", "derate_nominal_frac")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check of an intake: its name (a key of :data:`CHECKS`), status, one-line reason and evidence."""
+
+    name: str
+    status: str
+    reason: str
+    required: bool = True
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def title(self) -> str:
+        return CHECKS.get(self.name, self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "title": self.title, "status": self.status, "reason": self.reason,
+                "required": self.required, "evidence": dict(self.evidence)}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Check:
+        status = str(d.get("status") or UNKNOWN)
+        return cls(str(d.get("name") or "?"), status if status in STATUSES else UNKNOWN, str(d.get("reason") or ""),
+                   bool(d.get("required", True)), dict(d.get("evidence") or {}))
+
+
+@dataclass(frozen=True)
+class IntakeResult:
+    """The intake of one card: who it is, where it sat, the verdict with its reason, and every check."""
+
+    uuid: str
+    node: str
+    verdict: str
+    reason: str
+    checks: tuple[Check, ...]
+    now: float
+    window_from: float
+    window_to: float
+    index: int | None = None
+    model: str = ""
+    serial: str | None = None
+    vbios: str | None = None
+    pci_bus_id: str | None = None
+    board_part_number: str | None = None
+    first_seen: float | None = None
+    new: bool = False
+    """First seen within the intake window (a card new to the fleet), else an intake on request."""
+    spec: Mapping[str, Any] | None = None
+    """The spec judged against (name, source, TDP, memory, link, boost), None for an unknown model."""
+    thresholds: Mapping[str, Any] = field(default_factory=dict)
+    """The thresholds the checks used (the intake's and the arrival history's), by name."""
+
+    def check(self, name: str) -> Check | None:
+        return next((c for c in self.checks if c.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA, "uuid": self.uuid, "node": self.node, "index": self.index, "model": self.model,
+            "serial": self.serial, "vbios": self.vbios, "pci_bus_id": self.pci_bus_id,
+            "board_part_number": self.board_part_number, "first_seen": self.first_seen, "new": self.new,
+            "verdict": self.verdict, "reason": self.reason, "now": self.now, "window_from": self.window_from,
+            "window_to": self.window_to, "spec": dict(self.spec) if self.spec else None,
+            "thresholds": dict(self.thresholds), "checks": [c.to_dict() for c in self.checks],
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> IntakeResult:
+        """A stored result back (unknown keys ignored, missing ones empty): what the app shows and prints."""
+        def num(key: str) -> float:
+            v = d.get(key)
+            return float(v) if isinstance(v, (int, float)) else 0.0
+
+        verdict = str(d.get("verdict") or CONDITIONAL)
+        spec, used = d.get("spec"), d.get("thresholds")
+        return cls(
+            uuid=str(d.get("uuid") or ""), node=str(d.get("node") or ""),
+            verdict=verdict if verdict in VERDICTS else CONDITIONAL, reason=str(d.get("reason") or ""),
+            checks=tuple(Check.from_dict(c) for c in d.get("checks") or () if isinstance(c, Mapping)),
+            now=num("now"), window_from=num("window_from"), window_to=num("window_to"),
+            index=d.get("index"), model=str(d.get("model") or ""), serial=d.get("serial"), vbios=d.get("vbios"),
+            pci_bus_id=d.get("pci_bus_id"), board_part_number=d.get("board_part_number"),
+            first_seen=d.get("first_seen"), new=bool(d.get("new")),
+            spec=spec if isinstance(spec, Mapping) else None,
+            thresholds=used if isinstance(used, Mapping) else {},
+        )
+
+
+# -- the spec ------------------------------------------------------------------------
+
+
+def _spec_for(history: FleetHistory, gpu: GpuHistory) -> specs.GpuSpec | None:
+    """The spec a card is judged against, as every health rule resolves it: the fleet file's ``[[spec]]``
+    matching its name, PCI subsystem id or VBIOS, else the catalog row (by name and reported memory)."""
+    return history.spec_of(gpu)
+
+
+def _spec_summary(spec: specs.GpuSpec) -> dict[str, Any]:
+    return {"name": spec.nvml_name, "source": spec.source, "origin": spec.origin,
+            "tdp_w": spec.tdp_w, "memory_gb": spec.memory_gb, "memory_type": spec.memory_type,
+            "boost_clock_mhz": spec.boost_clock_mhz, "pcie_gen": spec.pcie_gen, "pcie_width": spec.pcie_width,
+            "ecc": spec.ecc, "mem_repair": spec.mem_repair}
+
+
+# -- helpers -----------------------------------------------------------------------
+
+
+def _pct(v: float) -> str:
+    return f"{v:.0%}"
+
+
+def _num(v: Any) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _int(v: Any) -> int | None:
+    f = _num(v)
+    return None if f is None else int(f)
+
+
+def _last(values: Sequence[Any]) -> Any:
+    for v in reversed(values):
+        if v is not None:
+            return v
+    return None
+
+
+def _link(gen: Any, width: Any) -> str:
+    return f"Gen{gen} x{width}" if gen is not None and width is not None else "unknown"
+
+
+def _bandwidth(gen: int | None, width: int | None) -> float | None:
+    if gen is None or width is None:
+        return None
+    try:
+        return specs.pcie_bandwidth_gbs(gen, width)
+    except ValueError:
+        return None
+
+
+def _peers(history: FleetHistory, gpu: GpuHistory) -> list[GpuHistory]:
+    """The other cards of the same model (the fleet the card is compared with)."""
+    return [g for g in history.gpus if g.uuid != gpu.uuid and g.name == gpu.name]
+
+
+# -- the checks --------------------------------------------------------------------
+
+
+def _check_spec(gpu: GpuHistory, spec: specs.GpuSpec | None) -> Check:
+    if spec is None:
+        return Check("spec", UNKNOWN, f"not checked: {gpu.name or 'the model'} is not in the spec catalog; add a "
+                     "[[spec]] to the fleet file (docs/fleet-file.md) to judge it against its nominal spec",
+                     evidence={"model": gpu.name})
+    origin = spec.origin
+    return Check("spec", PASS, f"{spec.nvml_name}: {'user spec' if origin != 'catalog' else 'catalog spec'} "
+                 f"({spec.source})", evidence=_spec_summary(spec))
+
+
+def _check_memory(history: FleetHistory, gpu: GpuHistory, spec: specs.GpuSpec | None, t: Thresholds) -> Check:
+    mib = _num(gpu.inv("memory_total_mib"))
+    if mib is None:
+        return Check("memory-size", UNKNOWN, "not checked: the card did not report its memory size")
+    if spec is None:
+        return Check("memory-size", UNKNOWN, f"not checked: {mib:.0f} MiB reported, no spec to compare with",
+                     evidence={"memory_total_mib": mib})
+    ratio = specs.memory_ratio(mib, spec) or 0.0
+    peers = [_num(g.inv("memory_total_mib")) for g in _peers(history, gpu)]
+    fleet = model_usual(peers, t.intake_vbios_min_peers)
+    ev = {"memory_total_mib": mib, "nominal_mib": spec.memory_gb * 1024, "ratio": round(ratio, 4),
+          "fleet_median_mib": fleet}
+    said = f"{mib:.0f} MiB reported, {_pct(ratio)} of the nominal {spec.memory_gb} GB"
+    if ratio < t.intake_memory_reject_frac:
+        return Check("memory-size", REJECT, f"{said} (below {_pct(t.intake_memory_reject_frac)}): a fake or a "
+                     "board with memory disabled", evidence=ev)
+    if ratio > t.intake_memory_modded_frac:
+        return Check("memory-size", CONDITIONAL, f"{said} (above {_pct(t.intake_memory_modded_frac)}): a "
+                     "memory-modded board; declare it with a [[spec]] in the fleet file", evidence=ev)
+    if ratio < t.intake_memory_low_frac:
+        return Check("memory-size", CONDITIONAL, f"{said} (below {_pct(t.intake_memory_low_frac)})", evidence=ev)
+    if fleet is not None and mib < (1.0 - t.intake_memory_fleet_frac) * fleet:
+        return Check("memory-size", CONDITIONAL, f"{said}, less than the {gpu.name} fleet's {fleet:.0f} MiB",
+                     evidence=ev)
+    return Check("memory-size", PASS, said + (f", as the fleet's {fleet:.0f} MiB" if fleet is not None else ""),
+                 evidence=ev)
+
+
+def _check_pcie_capability(gpu: GpuHistory, spec: specs.GpuSpec | None) -> Check:
+    gpu_gen, gpu_width = _int(gpu.inv("pcie_gpu_max_gen")), _int(gpu.inv("pcie_gpu_max_width"))
+    max_gen, max_width = _int(gpu.inv("pcie_max_gen")), _int(gpu.inv("pcie_max_width"))
+    ev = {"gpu_max": _link(gpu_gen, gpu_width), "link_max": _link(max_gen, max_width),
+          "spec": _link(spec.pcie_gen, spec.pcie_width) if spec else None}
+    if gpu_gen is None and max_gen is None:
+        return Check("pcie-capability", UNKNOWN, "not checked: the card did not report its PCIe capability",
+                     evidence=ev)
+    if spec is None or spec.pcie_gen is None or spec.pcie_width is None:
+        return Check("pcie-capability", UNKNOWN, f"not checked: {ev['link_max']} reported, no spec link to "
+                     "compare with", evidence=ev)
+    nominal = _link(spec.pcie_gen, spec.pcie_width)
+    # The card's own capability (pcie_gpu_max_*: NVML's GPU maximum, independent of the slot).
+    if gpu_gen is not None and (gpu_gen < spec.pcie_gen or (gpu_width is not None and gpu_width < spec.pcie_width)):
+        return Check("pcie-capability", REJECT, f"the card reports {_link(gpu_gen, gpu_width or spec.pcie_width)} "
+                     f"capability, the spec says {nominal}: not the board it claims to be, or a damaged one",
+                     evidence=ev)
+    if max_gen is not None and (max_gen < spec.pcie_gen or (max_width is not None and max_width < spec.pcie_width)):
+        return Check("pcie-capability", CONDITIONAL, f"the link can reach {ev['link_max']} of the spec's {nominal}: "
+                     "the slot or riser limits it (move the card to a full slot to use it fully)", evidence=ev)
+    return Check("pcie-capability", PASS, f"{ev['link_max']} supported, as the spec's {nominal}", evidence=ev)
+
+
+def _check_power(history: FleetHistory, gpu: GpuHistory, spec: specs.GpuSpec | None, t: Thresholds) -> Check:
+    default = _num(gpu.inv("power_default_w"))
+    tl = gpu.timeline()
+    measured = _num(_last(tl.col("power_limit_w_mean"))) if tl else None
+    enforced = measured if measured is not None else _num(gpu.inv("power_enforced_w"))
+    ev = {"default_w": default, "enforced_w": enforced, "tdp_w": spec.tdp_w if spec else None}
+    if default is None and enforced is None:
+        return Check("power-limits", UNKNOWN, "not checked: the card did not report its power limits", evidence=ev)
+    if spec is None:
+        return Check("power-limits", UNKNOWN, "not checked: no spec TDP to compare the limits with", evidence=ev)
+    tdp = float(spec.tdp_w)
+    peers = [_num(g.inv("power_enforced_w")) for g in _peers(history, gpu)]
+    fleet = model_usual(peers, t.intake_vbios_min_peers)
+    ev["fleet_median_w"] = fleet
+    said = (f"default {default:.0f} W" if default is not None else "default unknown") + (
+        f", enforced {enforced:.0f} W" if enforced is not None else "") + f" against the TDP of {tdp:.0f} W"
+    if default is not None and default < t.intake_power_default_reject_frac * tdp:
+        return Check("power-limits", REJECT, f"{said}: a default limit of {_pct(default / tdp)} of TDP is set by the "
+                     "VBIOS (a capped or foreign VBIOS)", evidence=ev)
+    if default is not None and default < t.intake_power_default_frac * tdp:
+        return Check("power-limits", CONDITIONAL, f"{said}: the default limit is {_pct(default / tdp)} of TDP "
+                     "(a capped VBIOS?)", evidence=ev)
+    base = default if default is not None else tdp
+    if enforced is not None and enforced < t.intake_power_enforced_frac * base:
+        return Check("power-limits", CONDITIONAL, f"{said}: the enforced limit is {_pct(enforced / base)} of the "
+                     "default, lowered by software (a previous owner's `nvidia-smi -pl`?); reset it with "
+                     "`nvidia-smi -pl` and check again", evidence=ev)
+    return Check("power-limits", PASS, said + (f"; the fleet's enforced median {fleet:.0f} W" if fleet else ""),
+                 evidence=ev)
+
+
+def _check_vbios(history: FleetHistory, gpu: GpuHistory, t: Thresholds) -> Check:
+    mine = gpu.inv("vbios")
+    others = [str(g.inv("vbios")) for g in _peers(history, gpu) if g.inv("vbios")]
+    if not mine:
+        return Check("vbios", UNKNOWN, "not checked: the card did not report its VBIOS", required=False)
+    if len(others) < t.intake_vbios_min_peers:
+        return Check("vbios", UNKNOWN, f"not checked: {mine}; fewer than {t.intake_vbios_min_peers} other "
+                     f"{gpu.name} cards to take a baseline from", required=False,
+                     evidence={"vbios": mine, "peers": len(others)})
+    counts = Counter(others)
+    baseline, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
+    ev = {"vbios": mine, "baseline": baseline, "baseline_cards": n, "peers": len(others)}
+    if str(mine) == baseline:
+        return Check("vbios", PASS, f"{mine}, as {n} of {len(others)} other {gpu.name} cards", required=False,
+                     evidence=ev)
+    return Check("vbios", CONDITIONAL, f"{mine} differs from the fleet's {baseline} ({n} of {len(others)} other "
+                 f"{gpu.name} cards): a foreign or modified VBIOS; flash the fleet's version or keep the card apart",
+                 required=False, evidence=ev)
+
+
+def _check_memory_history(gpu: GpuHistory, spec: specs.GpuSpec | None, first_seen: float | None,
+                          t: Thresholds) -> Check:
+    ecc_off = gpu.inv("ecc_mode_current") is not None and not gpu.inv("ecc_mode_current")
+    no_ecc = spec is not None and spec.ecc in ("none",)
+    tl = gpu.timeline()
+    now_state: dict[str, Any] = {}
+    for key in _COUNTERS:
+        now_state[key] = _num(_last(tl.col(key))) if tl else None
+    for key in _STATES:
+        vals = [v for v in (tl.col(key + "_max") if tl else ()) if v is not None] or [
+            v for v in (tl.col(key) if tl else ()) if v is not None]
+        now_state[key] = _num(vals[-1]) if vals else None
+    arrived: dict[str, Any] | None = None
+    if tl and first_seen is not None and float(tl.ts[0]) <= first_seen + HOUR_S:
+        src = gpu.hourly if gpu.hourly and (not gpu.minutes or float(gpu.hourly.ts[0]) < float(gpu.minutes.ts[0])) \
+            else gpu.minutes
+        arrived = arrival_state(src) if src else None
+    if ecc_off:
+        for key in ("remap_corr", "remap_unc", "remap_pending", "remap_failure"):
+            now_state[key] = None  # meaningless with ECC off (see the row-remap rule)
+    known = [k for k, v in now_state.items() if v is not None]
+    required = not (no_ecc or ecc_off)
+    ev: dict[str, Any] = {"now": now_state, "at_first_sight": arrived}
+    if not known:
+        why = ("the card has no ECC" if no_ecc else "ECC is off on this card" if ecc_off
+               else "no ECC, page retirement or row remap readings")
+        return Check("memory-history", UNKNOWN, f"not checked: {why}", required=required, evidence=ev)
+    unc = now_state["ecc_unc_agg"]
+    sbe, dbe = now_state["retired_sbe"], now_state["retired_dbe"]
+    pages = None if sbe is None and dbe is None else (sbe or 0) + (dbe or 0)
+    rows_corr, rows_unc = now_state["remap_corr"], now_state["remap_unc"]
+    rows = None if rows_corr is None and rows_unc is None else (rows_corr or 0) + (rows_unc or 0)
+    pending, failure = now_state["retired_pending"], now_state["remap_failure"]
+    told: list[str] = []
+    reject = conditional = False
+    if unc:
+        told.append(f"{unc:.0f} lifetime uncorrectable ECC error{'s' if unc != 1 else ''}")
+        conditional = True
+        reject |= unc >= t.arrival_unc_ecc_critical
+    if pages is not None and pages >= t.arrival_retired_pages_warning:
+        told.append(f"{pages:.0f} retired page{'s' if pages != 1 else ''}")
+        conditional = True
+        reject |= pages >= t.arrival_retired_pages_critical
+    if pending:
+        told.append("a page retirement pending")
+        conditional = True
+    if rows is not None and rows >= t.arrival_remapped_rows_warning:
+        told.append(f"{rows:.0f} remapped row{'s' if rows != 1 else ''}")
+        conditional = True
+        reject |= (rows_unc or 0) >= t.arrival_remapped_rows_critical
+    if now_state["remap_pending"]:
+        told.append("a row remap pending (applied at the next GPU reset)")
+        conditional = True
+    if failure:
+        told.append("a row remap failure")
+        reject = True
+    if arrived is not None:
+        a_pages = (arrived.get("retired_sbe") or 0) + (arrived.get("retired_dbe") or 0)
+        if told and (a_pages or arrived.get("ecc_unc_agg") or arrived.get("remap_unc")):
+            told.append(f"at first sight: {a_pages} retired pages, {arrived.get('ecc_unc_agg') or 0} uncorrectable")
+    if reject:
+        return Check("memory-history", REJECT, ", ".join(told) + ": past the RMA class; return it to the seller",
+                     required=required, evidence=ev)
+    if conditional:
+        return Check("memory-history", CONDITIONAL, ", ".join(told) + ": accept only after a burn-in "
+                     "(`dcgmi diag -r 3`, a day under load) shows no new errors", required=required, evidence=ev)
+    parts = []
+    if unc is not None:
+        parts.append("no lifetime uncorrectable ECC errors")
+    if pages is not None:
+        parts.append(f"{pages:.0f} retired pages")
+    if rows is not None:
+        parts.append(f"{rows:.0f} remapped rows")
+    return Check("memory-history", PASS, ", ".join(parts) or "clean", required=required, evidence=ev)
+
+
+def _check_xid(gpu: GpuHistory, xids: Sequence[EventRecord], xid_source: str | None,
+               first_seen: float | None) -> Check:
+    since = "" if first_seen is None else f" since {_when(first_seen)}"
+    mine = [e for e in xids if e.kind == "xid" and e.code is not None]
+    if mine:
+        codes = Counter(int(e.code or 0) for e in mine)
+        infos = {c: xidcat.lookup(c) for c in codes}
+        listed = ", ".join(f"Xid {c} ×{n} ({infos[c].name or infos[c].meaning})" for c, n in sorted(codes.items()))
+        ev = {"codes": {str(c): n for c, n in codes.items()}, "first": min(e.ts for e in mine),
+              "last": max(e.ts for e in mine)}
+        if any(i.severity == "critical" for i in infos.values()):
+            return Check("xid", REJECT, f"{listed}{since}: a critical Xid", evidence=ev)
+        if any(i.category not in ("application", "secondary") for i in infos.values()):
+            return Check("xid", CONDITIONAL, f"{listed}{since}", evidence=ev)
+        return Check("xid", PASS, f"{listed}{since}: application errors only", evidence=ev)
+    source = (xid_source or "").strip()
+    if not source or source.lower().startswith("none"):
+        why = source.split(":", 1)[1].strip() if ":" in source else "the node does not say it collects them"
+        return Check("xid", UNKNOWN, f"not checked: Xid events are not collected on {gpu.node} ({why})",
+                     evidence={"xid_source": source or None})
+    return Check("xid", PASS, f"no Xid{since} (source: {source})", evidence={"xid_source": source})
+
+
+def _busy_link(gpu: GpuHistory) -> tuple[tuple[int, int] | None, int]:
+    """The link seen most often while busy (the slowest in each busy minute) and the busy rows behind it."""
+    tl = gpu.timeline()
+    if not tl:
+        return None, 0
+    pairs = [(int(g), int(w)) for g, w in zip(tl.col("pcie_gen_busy_min"), tl.col("pcie_width_busy_min"))
+             if g is not None and w is not None]
+    if not pairs:
+        return None, 0
+    link, _ = max(Counter(pairs).items(), key=lambda kv: (kv[1], kv[0]))
+    return link, len(pairs)
+
+
+def _busy_minutes(rows: Sequence[Mapping[str, Any]]) -> int:
+    return int(sum(r.get("busy_minutes") or 0 for r in rows))
+
+
+def _check_pcie_load(gpu: GpuHistory, spec: specs.GpuSpec | None, busy: int, t: Thresholds) -> Check:
+    link, rows = _busy_link(gpu)
+    if link is None or busy < t.intake_min_busy_minutes:
+        return Check("pcie-under-load", UNKNOWN, f"not checked: {busy} busy minutes in the window (at least "
+                     f"{t.intake_min_busy_minutes} needed): run a load on the card within the intake window",
+                     evidence={"busy_minutes": busy})
+    gen, width = link
+    # What the link should reach here: the spec's link, capped by what the slot and card report.
+    gens = [x for x in (spec.pcie_gen if spec else None, _int(gpu.inv("pcie_max_gen"))) if x is not None]
+    widths = [x for x in (spec.pcie_width if spec else None, _int(gpu.inv("pcie_max_width"))) if x is not None]
+    cap_gen, cap_width = (min(gens) if gens else None), (min(widths) if widths else None)
+    got, want = _bandwidth(gen, width), _bandwidth(cap_gen, cap_width)
+    ratio_nominal = specs.pcie_ratio(gen, width, spec)
+    ev = {"link": _link(gen, width), "expected": _link(cap_gen, cap_width), "busy_minutes": busy,
+          "ratio_nominal": None if ratio_nominal is None else round(ratio_nominal, 4)}
+    if got is None or want is None:
+        return Check("pcie-under-load", UNKNOWN, f"not checked: {_link(gen, width)} under load, nothing to compare "
+                     "it with", evidence=ev)
+    ratio = got / want
+    ev["ratio"] = round(ratio, 4)
+    said = f"{_link(gen, width)} under load, {_pct(ratio)} of the {_link(cap_gen, cap_width)} the card and slot allow"
+    if ratio < t.intake_pcie_reject_frac:
+        return Check("pcie-under-load", REJECT, f"{said}: the link trains down under load (reseat the card, try "
+                     "another slot or riser, and check again before accepting)", evidence=ev)
+    if ratio < 0.999:
+        return Check("pcie-under-load", CONDITIONAL, f"{said}: reseat the card or try another slot", evidence=ev)
+    return Check("pcie-under-load", PASS, said, evidence=ev)
+
+
+def _weighted(rows: Sequence[Mapping[str, Any]], key: str) -> float | None:
+    """The busy-minute weighted mean of ``key`` over daily rows (None: no row has it)."""
+    pairs = [(float(r[key]), float(r.get("busy_minutes") or 0) or 1.0) for r in rows if r.get(key) is not None]
+    if not pairs:
+        return None
+    total = sum(w for _, w in pairs)
+    return sum(v * w for v, w in pairs) / total if total > 0 else None
+
+
+def _check_load(history: FleetHistory, gpu: GpuHistory, spec: specs.GpuSpec | None,
+                rows: Sequence[Mapping[str, Any]], peer_rows: Mapping[str, Sequence[Mapping[str, Any]]],
+                busy: int, t: Thresholds) -> Check:
+    clock = _weighted(rows, "clock_ratio")
+    mhz = _weighted(rows, "sm_clock_busy_mhz")
+    power = _weighted(rows, "power_limit_ratio")
+    pcie = _weighted(rows, "pcie_ratio")
+    peers = [g for g in _peers(history, gpu)]
+    fleet_clock = model_usual((_weighted(peer_rows.get(g.uuid, ()), "clock_ratio") for g in peers),
+                              t.derate_min_peers)
+    fleet_power = model_usual((_weighted(peer_rows.get(g.uuid, ()), "power_limit_ratio") for g in peers),
+                              t.derate_min_peers)
+    fleet_pcie = model_usual((_weighted(peer_rows.get(g.uuid, ()), "pcie_ratio") for g in peers), t.derate_min_peers)
+    ev = {"busy_minutes": busy, "sm_clock_busy_mhz": None if mhz is None else round(mhz, 1),
+          "clock_ratio": _r(clock), "clock_fleet_median": _r(fleet_clock),
+          "clock_vs_fleet": _r(clock / fleet_clock) if clock is not None and fleet_clock else None,
+          "power_limit_ratio": _r(power), "power_fleet_median": _r(fleet_power),
+          "pcie_ratio": _r(pcie), "pcie_fleet_median": _r(fleet_pcie)}
+    if busy < t.intake_min_busy_minutes or mhz is None:
+        return Check("load", UNKNOWN, f"not checked: {busy} busy minutes in the window (at least "
+                     f"{t.intake_min_busy_minutes} needed): run a load on the card within the intake window",
+                     evidence=ev)
+    parts = [f"{busy} busy minutes at {mhz:.0f} MHz"]
+    if clock is not None:
+        parts.append(f"{_pct(clock)} of nominal boost")
+    if fleet_clock and clock is not None:
+        parts.append(f"{_pct(clock / fleet_clock)} of the {gpu.name} fleet median")
+    if power is not None:
+        parts.append(f"power limit {_pct(power)} of TDP" + (f" (fleet {_pct(fleet_power)})" if fleet_power else ""))
+    if pcie is not None:
+        parts.append(f"link {_pct(pcie)} of nominal" + (f" (fleet {_pct(fleet_pcie)})" if fleet_pcie else ""))
+    said = ", ".join(parts)
+    if clock is None:
+        return Check("load", UNKNOWN, f"not checked: {said}; no nominal boost clock to compare with", evidence=ev)
+    if fleet_clock:
+        vs = clock / fleet_clock
+        if vs < 1.0 - t.intake_clock_reject_frac:
+            return Check("load", REJECT, f"{said}: derated (more than {_pct(t.intake_clock_reject_frac)} below its "
+                         "peers)", evidence=ev)
+        if vs < 1.0 - t.intake_clock_conditional_frac:
+            return Check("load", CONDITIONAL, f"{said}: below its peers (more than "
+                         f"{_pct(t.intake_clock_conditional_frac)})", evidence=ev)
+        return Check("load", PASS, said, evidence=ev)
+    if clock < t.derate_nominal_frac:
+        return Check("load", REJECT, f"{said}: derated (below {_pct(t.derate_nominal_frac)} of nominal boost; fewer "
+                     f"than {t.derate_min_peers} peers to compare with)", evidence=ev)
+    return Check("load", PASS, said + f" (fewer than {t.derate_min_peers} peers: judged against nominal)",
+                 evidence=ev)
+
+
+def _r(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
+
+
+# -- the verdict -------------------------------------------------------------------
+
+
+def overall(checks: Sequence[Check]) -> tuple[str, str]:
+    """(verdict, reason): REJECT if any check rejects; CONDITIONAL if any is conditional or a required check
+    is UNKNOWN (missing data is not health); else PASS."""
+    rejected = [c for c in checks if c.status == REJECT]
+    if rejected:
+        return REJECT, "; ".join(f"{c.title}: {c.reason}" for c in rejected)
+    conditional = [c for c in checks if c.status == CONDITIONAL]
+    unknown = [c for c in checks if c.status == UNKNOWN and c.required]
+    if conditional or unknown:
+        parts = [f"{c.title}: {c.reason}" for c in conditional]
+        if unknown:
+            parts.append("not checked: " + ", ".join(c.title for c in unknown))
+        return CONDITIONAL, "; ".join(parts)
+    return PASS, "every check passed" + (" (not checked, not required: " + ", ".join(
+        c.title for c in checks if c.status == UNKNOWN) + ")" if any(c.status == UNKNOWN for c in checks) else "")
+
+
+def evaluate(history: FleetHistory, uuid: str, *, xids: Iterable[EventRecord] = (), xid_source: str | None = None,
+             window_from: float | None = None, thresholds: Thresholds | None = None) -> IntakeResult:
+    """The intake of card ``uuid`` from the recorded window ``history`` (``history.now`` is the time judged).
+
+    Args:
+        history: the intake window (``since`` .. ``now``), the whole fleet in it (the model's peers).
+        uuid: the card.
+        xids: the card's Xid events since it was first seen (events of other cards are ignored).
+        xid_source: its node's ``xid_source`` ("nvml+kmsg"; "none: why" when not collected).
+        window_from: start of the intake window (default ``history.since``).
+        thresholds: default: the history's.
+
+    Raises:
+        KeyError: no such card in ``history``.
+    """
+    gpu = history.gpu(uuid)
+    if gpu is None:
+        raise KeyError(uuid)
+    t = thresholds or history.thresholds or Thresholds()
+    start = float(history.since if window_from is None else window_from)
+    spec = _spec_for(history, gpu)
+    first_seen = _num(gpu.first_seen)
+    all_rows = [r for r in daily_ratios(history, t)]
+    rows = [r for r in all_rows if r["uuid"] == uuid]
+    peer_rows: dict[str, list[Mapping[str, Any]]] = {}
+    for r in all_rows:
+        peer_rows.setdefault(str(r["uuid"]), []).append(r)
+    busy = _busy_minutes(rows)
+    card_xids = [e for e in xids if e.gpu_uuid == uuid or (
+        e.gpu_uuid is None and e.node == gpu.node and e.pci_bus_id and e.pci_bus_id == gpu.pci_bus_id)]
+    checks = (
+        _check_spec(gpu, spec),
+        _check_memory(history, gpu, spec, t),
+        _check_pcie_capability(gpu, spec),
+        _check_power(history, gpu, spec, t),
+        _check_vbios(history, gpu, t),
+        _check_memory_history(gpu, spec, first_seen, t),
+        _check_xid(gpu, card_xids, xid_source, first_seen),
+        _check_pcie_load(gpu, spec, busy, t),
+        _check_load(history, gpu, spec, rows, peer_rows, busy, t),
+    )
+    verdict, reason = overall(checks)
+    used = {k: v for k, v in t.to_dict().items() if k.startswith(_THRESHOLD_PREFIXES)}
+    return IntakeResult(
+        uuid=uuid, node=gpu.node, verdict=verdict, reason=reason, checks=checks, now=float(history.now),
+        window_from=start, window_to=float(history.now), index=gpu.index, model=gpu.name, serial=gpu.serial,
+        vbios=gpu.inv("vbios"), pci_bus_id=gpu.pci_bus_id, board_part_number=gpu.inv("board_part_number"),
+        first_seen=first_seen, new=first_seen is not None and start <= first_seen <= float(history.now),
+        spec=_spec_summary(spec) if spec else None, thresholds=used)
+
+
+def new_cards(history: FleetHistory, node: str, window_from: float) -> list[GpuHistory]:
+    """The cards on ``node`` first seen within [window_from, now]: the cards new to the fleet."""
+    out = []
+    for g in history.gpus_on(node):
+        seen = _num(g.first_seen)
+        if seen is not None and window_from <= seen <= history.now:
+            out.append(g)
+    return sorted(out, key=lambda g: (g.index if g.index is not None else 1 << 30, g.uuid))
+
+
+# -- the window ----------------------------------------------------------------------
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$", re.IGNORECASE)
+_UNIT_S = {"": 1, "s": 1, "m": 60, "h": HOUR_S, "d": DAY_S, "w": 7 * DAY_S}
+
+
+def _time(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        value = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise KnownError(f"--window: {text!r} is not a time (Unix seconds or ISO 8601 UTC)") from None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=_dt.timezone.utc)
+    return value.timestamp()
+
+
+def parse_window(text: str, now: float) -> tuple[float, float]:
+    """(from, to) of ``--window``: a duration back from ``now`` ("24h", "7d") or ``FROM..TO`` (each Unix
+    seconds or ISO 8601 UTC; an empty TO is ``now``).
+
+    Raises:
+        KnownError: anything else, an empty or inverted window, or one that ends after ``now``.
+    """
+    if ".." in text:
+        a, _, b = text.partition("..")
+        lo = _time(a)
+        hi = _time(b) if b.strip() else now
+    else:
+        m = _DURATION.match(text)
+        if not m:
+            raise KnownError(f"--window {text!r}: expected a duration such as 24h or 7d, or FROM..TO")
+        lo, hi = now - float(m.group(1)) * _UNIT_S[m.group(2).lower()], now
+    if not lo < hi:
+        raise KnownError(f"--window {text!r}: the window is empty (it must start before it ends)")
+    if hi > now + 60:
+        raise KnownError(f"--window {text!r}: it ends after now")
+    if hi - lo > 366 * DAY_S:
+        raise KnownError(f"--window {text!r}: at most a year")
+    return lo, hi
+
+
+# -- the glue: load, judge, store ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IntakeRun:
+    """What :func:`run_intake` did: the results, whether they were stored, and a note for the user."""
+
+    results: tuple[IntakeResult, ...]
+    saved: bool
+    note: str = ""
+    save_error: str | None = None
+
+
+def _pick(history: FleetHistory, node: str, gpu: str | None, window_from: float) -> tuple[list[GpuHistory], str]:
+    if history.node(node) is None and not history.gpus_on(node):
+        known = sorted(n.name for n in history.nodes)
+        raise KnownError(f"unknown node {node!r}; known nodes: {', '.join(known[:20]) or '(none)'}"
+                         + (" …" if len(known) > 20 else ""))
+    if gpu is None:
+        cards = new_cards(history, node, window_from)
+        if not cards:
+            return [], (f"no card of {node} was first seen in the window (since {_when(window_from)}); "
+                        "name one with --gpu INDEX|UUID to check it anyway")
+        return cards, ""
+    on_node = history.gpus_on(node)
+    found = [g for g in on_node if g.uuid == gpu or (g.index is not None and str(g.index) == gpu.strip())]
+    if not found:
+        other = history.gpu(gpu)
+        if other is not None:
+            raise KnownError(f"--gpu {gpu}: that card is on {other.node}, not {node}")
+        listed = ", ".join(f"{g.index}" for g in on_node if g.index is not None)
+        raise KnownError(f"--gpu {gpu}: no such card on {node} (indices: {listed or 'none'}; or give a UUID)")
+    return found[:1], ""
+
+
+def run_intake(db: Any, now: float, node: str, gpu: str | None = None, window: tuple[float, float] | None = None,
+               fleet: Any = None, *, save: bool = True) -> IntakeRun:
+    """Check the cards of ``node`` new to the fleet in ``window`` (or card ``gpu``: index or UUID) and store
+    each result with the card (``save``).
+
+    Raises:
+        KnownError: unknown node or card, invalid thresholds.
+        StorageError: the database cannot be read.
+    """
+    from fleetmon import assess
+    from fleetmon.errors import StorageError
+    from storage import queries
+    from storage.intake import save_intake
+
+    lo, hi = window if window is not None else (now - DAY_S, now)
+    # Telemetry only of the nodes that hold a card of a model the node has (the fleet the cards are compared
+    # with): a 1,000-node fleet of mixed models is not read whole for one node's intake.
+    stored = queries.gpus(db)
+    models = {g.model for g in stored if g.node == node}
+    nodes = sorted({g.node for g in stored if g.model in models and g.node} | {node})
+    history = assess.load_history(db, hi, lo, nodes=nodes, fleet=fleet, minutes_s=min(hi - lo, DAY_S))
+    cards, note = _pick(history, node, gpu, lo)
+    sources = {n.name: n.xid_source for n in queries.nodes(db)}
+    results = []
+    for card in cards:
+        since = min(_num(card.first_seen) or lo, lo)
+        xids = [EventRecord.from_dict({**_plain_event(e)}) for e in
+                queries.events(db, since=since, until=now, kinds=["xid"])]
+        results.append(evaluate(history, card.uuid, xids=xids, xid_source=sources.get(card.node),
+                                window_from=lo))
+    error = None
+    saved = False
+    if save and results:
+        try:
+            for r in results:
+                save_intake(db, now, r.uuid, r.verdict, node=r.node, window=(r.window_from, r.window_to),
+                            result=r.to_dict())
+            saved = True
+        except StorageError as exc:  # the result stands; only its record is missing
+            error = str(exc)
+    return IntakeRun(tuple(results), saved, note, error)
+
+
+def _plain_event(e: Any) -> dict[str, Any]:
+    return {"ts": e.ts, "node": e.node, "kind": e.kind, "gpu_uuid": e.gpu_uuid, "pci_bus_id": e.pci_bus_id,
+            "code": e.code, "message": e.message or "", "data": dict(e.data or {})}
+
+
+# -- rendering -----------------------------------------------------------------------
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return "—"
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(ts)))
+
+
+def _where(r: IntakeResult) -> str:
+    return f"{r.node} gpu{r.index}" if r.index is not None else r.node
+
+
+def result_text(results: Sequence[IntakeResult], note: str = "") -> str:
+    """Plain text for the terminal: per card the verdict, its reason and every check."""
+    out: list[str] = []
+    if note:
+        out.append(note)
+    for r in results:
+        out.append(f"{_where(r)}  {r.model}  {r.uuid}" + (f"  serial {r.serial}" if r.serial else ""))
+        out.append(f"  intake: {r.verdict}  ({'new to the fleet' if r.new else 'on request'}; window "
+                   f"{_when(r.window_from)} .. {_when(r.window_to)})")
+        out.append(f"  {r.reason}")
+        width = max(len(c.title) for c in r.checks) if r.checks else 10
+        for c in r.checks:
+            shown = "NOT CHECKED" if c.status == UNKNOWN else c.status
+            out.append(f"    {shown:<11}  {c.title:<{width}}  {c.reason}")
+        out.append("")
+    return "\n".join(out) + ("\n" if out and out[-1] != "" else "")
+
+
+def results_json(results: Sequence[IntakeResult], note: str = "") -> str:
+    """The results as JSON (schema 1): ``{"schema", "note", "intakes": [IntakeResult.to_dict, ...]}``."""
+    return json.dumps({"schema": SCHEMA, "note": note or None, "intakes": [r.to_dict() for r in results]},
+                      indent=2, default=str) + "\n"
+
+
+def exit_status(results: Sequence[IntakeResult]) -> int:
+    """2 when a card was rejected (so a script can stop), else 0; 1 is left for errors."""
+    return 2 if any(r.verdict == REJECT for r in results) else 0
+
+
+_BADGE = {PASS: "pass", CONDITIONAL: "warn", REJECT: "fail", UNKNOWN: "info"}
+
+
+def _badge(status: str) -> str:
+    from fleetmon.health.render import _e  # the report's escaping (control characters shown, HTML escaped)
+
+    word = "NOT CHECKED" if status == UNKNOWN else status
+    return f'<span class="b {_BADGE.get(status, "info")}">{_e(word)}</span>'
+
+
+def certificate_html(r: IntakeResult) -> str:
+    """The intake certificate: one self-contained, printable HTML page (inline CSS, every value escaped)."""
+    from fleetmon import __version__
+    from fleetmon.health.render import _CSS, _e  # one look for every printable page of fleetmon
+
+    spec = r.spec or {}
+    ident = [
+        ("Model", r.model), ("Serial", r.serial or "—"), ("UUID", r.uuid), ("VBIOS", r.vbios or "—"),
+        ("Board part number", r.board_part_number or "—"), ("Where", f"{_where(r)} · {r.pci_bus_id or '—'}"),
+        ("First seen", _when(r.first_seen) + (" (new to the fleet)" if r.new else " (intake on request)")),
+        ("Nominal spec", (f"{spec.get('name')} ({'user spec' if spec.get('origin', 'catalog') != 'catalog' else 'catalog'}): "
+                          f"TDP {spec.get('tdp_w')} W · {spec.get('memory_gb')} GB {spec.get('memory_type')} · "
+                          f"boost {spec.get('boost_clock_mhz') or '—'} MHz · PCIe Gen{spec.get('pcie_gen')} "
+                          f"x{spec.get('pcie_width')} — {spec.get('source')}") if spec else "not in the spec catalog"),
+    ]
+    body = [
+        f"<h1>Intake certificate — {_e(_where(r))}</h1>",
+        f'<p class="meta">{_e(r.model)} · {_e(r.uuid)} · judged {_e(_when(r.now))} over '
+        f"{_e(_when(r.window_from))} .. {_e(_when(r.window_to))}</p>",
+        f'<p style="font-size:1.3em">Verdict: {_badge(r.verdict)}</p>',
+        f"<p>{_e(r.reason)}</p>",
+        "<h2>Card</h2>",
+        '<table><tbody>' + "".join(f'<tr><th class="nw">{_e(k)}</th><td class="tok">{_e(v)}</td></tr>'
+                                   for k, v in ident) + "</tbody></table>",
+        "<h2>Checks</h2>",
+        "<table><thead><tr><th>Check</th><th>Result</th><th>Reason</th></tr></thead><tbody>",
+    ]
+    for c in r.checks:
+        req = "" if c.required else ' <span class="small">(not required)</span>'
+        body.append(f'<tr><td class="nw">{_e(c.title)}{req}</td><td class="nw">{_badge(c.status)}</td>'
+                    f"<td>{_e(c.reason)}</td></tr>")
+    body.append("</tbody></table>")
+    body.append('<p class="small">Rule: REJECT when any check rejects; CONDITIONAL when any check is conditional '
+                "or a required check could not be made (missing data is not health); otherwise PASS.</p>")
+    if r.thresholds:
+        body.append("<h2>Thresholds</h2>")
+        body.append('<p class="small">' + " · ".join(f"<code>{_e(k)}</code> = {_e(v)}"
+                                                   for k, v in sorted(r.thresholds.items())) + "</p>")
+    body.append(f'<p class="small">fleetmon {_e(__version__)} · override thresholds in the fleet file\'s '
+                "[thresholds] (docs/findings.md) · signature: ____________________</p>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{_e('Intake certificate ' + _where(r) + ' ' + r.uuid)}</title><style>{_CSS}</style>"
+            "</head><body>\n" + "\n".join(body) + "\n</body></html>\n")
