@@ -48,7 +48,7 @@ from typing import Any
 from fleetmon import specs
 from fleetmon.errors import KnownError
 from fleetmon.health.fleet import EventRecord, FleetHistory, GpuHistory
-from fleetmon.health.rules.arrival import arrival_state
+from fleetmon.health.rules.arrival import arrival_state, memory_faults
 from fleetmon.health.rules.derating import daily_ratios, model_usual
 from fleetmon.health.series import DAY_S, HOUR_S
 from fleetmon.health.thresholds import Thresholds
@@ -389,30 +389,7 @@ def _check_memory_history(gpu: GpuHistory, spec: specs.GpuSpec | None, first_see
     pages = None if sbe is None and dbe is None else (sbe or 0) + (dbe or 0)
     rows_corr, rows_unc = now_state["remap_corr"], now_state["remap_unc"]
     rows = None if rows_corr is None and rows_unc is None else (rows_corr or 0) + (rows_unc or 0)
-    pending, failure = now_state["retired_pending"], now_state["remap_failure"]
-    told: list[str] = []
-    reject = conditional = False
-    if unc:
-        told.append(f"{unc:.0f} lifetime uncorrectable ECC error{'s' if unc != 1 else ''}")
-        conditional = True
-        reject |= unc >= t.arrival_unc_ecc_critical
-    if pages is not None and pages >= t.arrival_retired_pages_warning:
-        told.append(f"{pages:.0f} retired page{'s' if pages != 1 else ''}")
-        conditional = True
-        reject |= pages >= t.arrival_retired_pages_critical
-    if pending:
-        told.append("a page retirement pending")
-        conditional = True
-    if rows is not None and rows >= t.arrival_remapped_rows_warning:
-        told.append(f"{rows:.0f} remapped row{'s' if rows != 1 else ''}")
-        conditional = True
-        reject |= (rows_unc or 0) >= t.arrival_remapped_rows_critical
-    if now_state["remap_pending"]:
-        told.append("a row remap pending (applied at the next GPU reset)")
-        conditional = True
-    if failure:
-        told.append("a row remap failure")
-        reject = True
+    told, conditional, reject = memory_faults(now_state, t)
     if arrived is not None:
         a_pages = (arrived.get("retired_sbe") or 0) + (arrived.get("retired_dbe") or 0)
         if told and (a_pages or arrived.get("ecc_unc_agg") or arrived.get("remap_unc")):

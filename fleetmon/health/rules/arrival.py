@@ -26,7 +26,7 @@ from fleetmon.health.rules.helpers import WINDOW_S, condition_resolve_s, effecti
 from fleetmon.health.series import Series
 from fleetmon.health.thresholds import Thresholds
 
-__all__ = ["arrival_state", "check_arrival_history"]
+__all__ = ["arrival_state", "check_arrival_history", "memory_faults"]
 
 _COUNTERS = ("ecc_unc_agg", "ecc_corr_agg", "retired_sbe", "retired_dbe", "remap_corr", "remap_unc")
 _STATES = ("retired_pending", "remap_failure")
@@ -80,6 +80,46 @@ def _first_sight(history: FleetHistory, gpu: GpuHistory, tl: Series) -> float | 
     return min(seen, float(tl.ts[0]))
 
 
+def memory_faults(state: dict[str, Any], t: Thresholds) -> tuple[list[str], bool, bool]:
+    """What a card's lifetime memory counters say, judged with the ``arrival_*`` thresholds.
+
+    ``state`` is :func:`arrival_state`'s (None where not reported). Returns the
+    faults in words, whether any reaches a warning and whether any reaches the
+    critical (RMA) class. The arrival-history rule and the intake check judge
+    alike through this one function.
+    """
+    unc = state["ecc_unc_agg"]
+    sbe, dbe = state["retired_sbe"], state["retired_dbe"]
+    pending, failure = state["retired_pending"], state["remap_failure"]
+    rows_corr, rows_unc = state["remap_corr"], state["remap_unc"]
+    pages = None if sbe is None and dbe is None else (sbe or 0) + (dbe or 0)
+    rows = None if rows_corr is None and rows_unc is None else (rows_corr or 0) + (rows_unc or 0)
+    told: list[str] = []
+    critical = warning = False
+    if unc:
+        told.append(f"{int(unc)} lifetime uncorrectable ECC error{'s' if unc != 1 else ''}")
+        warning = True
+        critical |= unc >= t.arrival_unc_ecc_critical
+    if pages is not None and pages >= t.arrival_retired_pages_warning:
+        told.append(f"{int(pages)} retired page{'s' if pages != 1 else ''}")
+        warning = True
+        critical |= pages >= t.arrival_retired_pages_critical
+    if pending:
+        told.append("a page retirement pending")
+        warning = True
+    if rows is not None and rows >= t.arrival_remapped_rows_warning:
+        told.append(f"{int(rows)} remapped row{'s' if rows != 1 else ''}")
+        warning = True
+        critical |= (rows_unc or 0) >= t.arrival_remapped_rows_critical
+    if state.get("remap_pending"):
+        told.append("a row remap pending (applied at the next GPU reset)")
+        warning = True
+    if failure:
+        told.append("a row remap failure")
+        critical = True
+    return told, warning, critical
+
+
 def check_arrival_history(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
     """A card that arrived with lifetime memory errors or repairs (one finding per card).
 
@@ -114,28 +154,7 @@ def check_arrival_history(history: FleetHistory, thresholds: Thresholds | None =
         sbe, dbe = state["retired_sbe"], state["retired_dbe"]
         pending, failure = state["retired_pending"], state["remap_failure"]
         rows_corr, rows_unc = state["remap_corr"], state["remap_unc"]
-        pages = None if sbe is None and dbe is None else (sbe or 0) + (dbe or 0)
-        rows = None if rows_corr is None and rows_unc is None else (rows_corr or 0) + (rows_unc or 0)
-        told: list[str] = []
-        critical = warning = False
-        if unc:
-            told.append(f"{int(unc)} lifetime uncorrectable ECC error{'s' if unc != 1 else ''}")
-            warning = True
-            critical |= unc >= t.arrival_unc_ecc_critical
-        if pages is not None and pages >= t.arrival_retired_pages_warning:
-            told.append(f"{int(pages)} retired page{'s' if pages != 1 else ''}")
-            warning = True
-            critical |= pages >= t.arrival_retired_pages_critical
-        if pending:
-            told.append("a page retirement pending")
-            warning = True
-        if rows is not None and rows >= t.arrival_remapped_rows_warning:
-            told.append(f"{int(rows)} remapped row{'s' if rows != 1 else ''}")
-            warning = True
-            critical |= (rows_unc or 0) >= t.arrival_remapped_rows_critical
-        if failure:
-            told.append("a row remap failure")
-            critical = True
+        told, warning, critical = memory_faults(state, t)
         if not (warning or critical):
             continue
         severity = "critical" if critical else "warning"
@@ -154,7 +173,8 @@ def check_arrival_history(history: FleetHistory, thresholds: Thresholds | None =
         out.append(gpu_finding(
             history, gpu, "arrival-history", severity, sight, sight, evidence, action,
             f"{gpu_label(gpu)}: arrived with {', '.join(told)}", condition_resolve_s(t),
-            magnitude=float((unc or 0) + (pages or 0) + (rows or 0) + (1 if failure else 0)),
+            magnitude=float((unc or 0) + (sbe or 0) + (dbe or 0) + (rows_corr or 0) + (rows_unc or 0)
+                            + (1 if failure else 0)),
             open_now=True, at=sight,
         ))
     return out
