@@ -175,6 +175,11 @@ class Capture:
         samples: one sample per GPU, same order; ``ts`` is the capture time.
         ts: the capture time the document states (Unix seconds), or None.
         notes: what the parser noticed and could not use (one line each).
+        vendor: the devices' vendor ("nvidia", "amd", "hygon", "huawei", "intel", "mthreads").
+        extra: one mapping per device, in ``gpus`` order (or empty): the vendor's own readings that the
+            field catalog has no field for yet (an Ascend chip's health state and error codes, AMD's ECC
+            per block, the card an NPU chip sits on), by the names each parser documents. A reading
+            the tool did not give is absent, never zero.
     """
 
     source: str
@@ -183,12 +188,14 @@ class Capture:
     samples: list[GpuSample] = field(default_factory=list)
     ts: float | None = None
     notes: list[str] = field(default_factory=list)
+    vendor: str = "nvidia"
+    extra: list[dict[str, Any]] = field(default_factory=list)
 
     def with_time(self, ts: float) -> "Capture":
         """The same capture with every sample stamped ``ts`` (when the document gave no time)."""
         samples = [GpuSample(ts=ts, uuid=s.uuid, index=s.index, values=s.values, status=s.status, state=s.state)
                    for s in self.samples]
-        return Capture(self.source, self.info, self.gpus, samples, ts, self.notes)
+        return Capture(self.source, self.info, self.gpus, samples, ts, self.notes, self.vendor, self.extra)
 
 
 def make_info(hostname: str, node: Readings, source: str) -> NodeInfo:
