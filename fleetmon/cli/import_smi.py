@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from storage.db import open_database
 
     path = Path(args.file)
-    ready = prepare(path, args.node)
+    ready = prepare(path, args.node, fmt=getattr(args, "format", "auto"))
     db = open_database(args.db)  # opened only now: a refused capture leaves no trace, not even a new file
     try:
         stored = store(db, ready)
@@ -91,8 +91,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def prepare(path: Path, node_arg: str | None, now: float | None = None) -> Prepared:
-    """Read, parse and check a capture file as ``import-smi`` does, writing nothing.
+def prepare(path: Path, node_arg: str | None, now: float | None = None, fmt: str = "auto") -> Prepared:
+    """Read, parse and check a capture file as ``import`` does, writing nothing.
+
+    ``fmt``: a name of :data:`fleetmon.sources.formats.FORMATS`, or ``auto`` (told by the content).
 
     Raises:
         KnownError: the file, its name or its capture is refused (one line: the reason).
@@ -100,26 +102,44 @@ def prepare(path: Path, node_arg: str | None, now: float | None = None) -> Prepa
     from fleetmon.collector.client import _check_capture  # the checks a polled source's reading passes
     from fleetmon.collector.limits import MAX_FUTURE_S, MAX_GPUS_PER_NODE
     from fleetmon.collector.validate import BadAnswer
-    from fleetmon.sources import SourceError
+    from fleetmon.sources import SourceError, formats
     from fleetmon.sources.capture import capture_poll
     from fleetmon.sources.smi_text import parse_smi_report
     from fleetmon.sources.smi_xml import MAX_BYTES, parse_smi_xml
     from storage.boundary import RefusedPoll, check_poll
 
     shown = printable(str(path), 300)
+    if fmt != "auto":
+        try:
+            formats.by_name(fmt)
+        except SourceError as exc:
+            raise KnownError(f"--format: {exc}") from None
     data, mtime = _read_capped(path, shown, MAX_BYTES)
     node = _node_name(node_arg, path)
     body = data.lstrip()
     body = body[len(codecs.BOM_UTF8):].lstrip() if body.startswith(codecs.BOM_UTF8) else body
     try:
-        if body[:1] == b"<":
-            capture = parse_smi_xml(data, MAX_GPUS_PER_NODE)
+        chosen = formats.by_name(fmt) if fmt != "auto" else None
+        if chosen is None and body[:1] == b"<" or chosen is not None and chosen.name == "nvidia-smi-xml":
+            capture = parse_smi_xml(data, MAX_GPUS_PER_NODE)  # the XML parser bounds the tree as it reads it
         else:
             try:
-                text = data.decode("utf-8-sig")
-            except UnicodeDecodeError:
-                raise KnownError(f"{shown}: neither nvidia-smi XML nor text (not UTF-8)") from None
-            capture = parse_smi_report(text, MAX_GPUS_PER_NODE)
+                text = formats.decode(data)
+            except SourceError:
+                raise KnownError(f"{shown}: not a capture (neither UTF-8 nor UTF-16 text)") from None
+            if chosen is None:
+                others = [f for f in formats.FORMATS if f.vendor != "nvidia" and f.detect(text)]
+                chosen = others[0] if others else formats.by_name("nvidia-smi-text")
+            if chosen.name == "nvidia-smi-text" and fmt == "auto" and not chosen.detect(text):
+                try:
+                    capture = parse_smi_report(text, MAX_GPUS_PER_NODE)
+                except SourceError as exc:
+                    raise SourceError(f"not a capture fleetmon reads (tried {', '.join(formats.names())}): "
+                                      f"{exc}") from None
+            elif chosen.name == "nvidia-smi-text":
+                capture = parse_smi_report(text, MAX_GPUS_PER_NODE)
+            else:
+                capture = chosen.parse(data)
     except SourceError as exc:
         raise KnownError(f"{shown}: {exc}") from None
     if not capture.gpus:
@@ -248,11 +268,30 @@ def _iso(ts: float) -> str:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("import-smi", help="add an `nvidia-smi -q -x` capture of a node by hand",
-                       description=_DESCRIPTION)
+    p = sub.add_parser("import", help="add a capture of a node by hand (nvidia-smi, amd-smi, npu-smi, …)",
+                       description=_DESCRIPTION + _FORMATS_TEXT)
+    p.add_argument("file", metavar="FILE", help="the saved output of a device tool (see --format)")
+    _common(p)
+    p.set_defaults(func=run)
+    p = sub.add_parser("import-smi", help="add an `nvidia-smi -q -x` capture of a node by hand (`import`'s alias)",
+                       description=_DESCRIPTION + " `import-smi` is `fleetmon import` under its first name: it "
+                       "takes the same files and flags.")
     p.add_argument("file", metavar="FILE.xml", help="the saved output of `nvidia-smi -q -x` (or `nvidia-smi -q`)")
+    _common(p)
+    p.set_defaults(func=run)
+
+
+_FORMATS_TEXT = (" Besides nvidia-smi's XML and text, `import` reads the other vendors' tools named by --format; "
+                 "with --format auto (the default) the content tells which.")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database (created if missing)")
     p.add_argument("--node", metavar="NAME",
                    help="the node's name in the fleet (default: the file name without its extension); letters, "
                         "digits, '.', '-', '_' as in the fleet file")
-    p.set_defaults(func=run)
+    # The names are checked when the command runs (fleetmon.sources.formats), so that every other command
+    # (the node agent among them) starts without importing the parsers.
+    p.add_argument("--format", default="auto", metavar="NAME",
+                   help="the capture's format: auto (the default: told by the content), nvidia-smi-xml, "
+                        "nvidia-smi-text, or another vendor's tool format (the error for a wrong name lists them)")

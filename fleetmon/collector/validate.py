@@ -44,12 +44,15 @@ class BadAnswer(Exception):
     """The agent answered something unusable."""
 
 
-UUID_RE = re.compile(r"(?:GPU|MIG|unknown-gpu|lost-gpu)-[A-Za-z0-9][A-Za-z0-9._:/-]*\Z")
-"""GPU UUID syntax: NVIDIA's ``GPU-``/``MIG-`` forms (hex and dashes; MIG's older
-``MIG-GPU-…/gi/ci``), and the agent's placeholders ``unknown-gpu-N-WHERE`` /
-``lost-gpu-N-WHERE``. Letters beyond hex are allowed after the prefix (simulated
-and test fleets name their GPUs); empty, whitespace, NUL, markup and non-ASCII
-never match."""
+UUID_RE = re.compile(r"(?:(?:GPU|MIG|NPU|unknown-gpu|lost-gpu)-[A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9._:-]{7})"
+                     r"[A-Za-z0-9._:/-]*\Z")
+"""Device id syntax: NVIDIA's ``GPU-``/``MIG-`` forms (hex and dashes; MIG's older
+``MIG-GPU-…/gi/ci``), the agent's placeholders ``unknown-gpu-N-WHERE`` /
+``lost-gpu-N-WHERE``, the Ascend parser's ``NPU-…``, and other vendors' own unique ids
+(a Gaudi's ``01P4-HL3090A0-18-U4V193-22-07-00``, an AMD card's hex serial): letters,
+digits, ``.``, ``_``, ``:``, ``-``, at least 8 of them before any ``/``. Letters beyond hex are
+allowed (simulated and test fleets name their GPUs); empty, whitespace, NUL, markup and
+non-ASCII never match."""
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
