@@ -91,9 +91,9 @@ def test_each_table_parses_with_its_values(shared_fixtures: Path, name: str) -> 
     assert [s.values["temp_c"] for s in c.samples] == temp
     assert [s.values["util_gpu_pct"] for s in c.samples] == [0] * n
     assert [x["health"] for x in c.extra] == health
-    for rec in [*c.gpus, *c.samples]:
-        for key, value in rec.values.items():
-            assert (value is None) == (key in rec.status), key
+    for values, status in [(r.values, r.status) for r in c.gpus] + [(r.values, r.status) for r in c.samples]:
+        for key, value in values.items():
+            assert (value is None) == (key in status), key
     assert len({g.uuid for g in c.gpus}) == n and all(g.uuid.startswith("NPU-") for g in c.gpus)
     # what npu-smi info cannot tell is unsupported, never zero
     s = c.samples[0]
