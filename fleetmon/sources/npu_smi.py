@@ -70,7 +70,6 @@ from fleetmon.sources import SourceError
 from fleetmon.sources.capture import (
     Capture, Readings, inventory_readings, lost_state, make_info, node_readings, reading, sample_readings, whole,
 )
-from fleetmon.sources.smi_xml import MAX_GPUS
 from fleetmon.text import printable
 
 __all__ = ["FORMATS", "MAX_BYTES", "MAX_CHIPS", "NpuSmiError", "SOURCE", "VENDOR", "decode", "detect",
@@ -85,9 +84,9 @@ MAX_LINES = 200_000
 """Lines of one input (a 64-chip host with every -t output: about 3,000)."""
 MAX_LINE_CHARS = 4096
 """A longer line is no npu-smi output (its widest table is 116 characters)."""
-MAX_CHIPS = MAX_GPUS
-"""Chips one input may describe (the collector and import then apply their own per-node limit); past it the
-input is refused as soon as the first chip too many is read."""
+MAX_CHIPS = 1024
+"""Chips one input may describe (as many as :data:`fleetmon.sources.smi_xml.MAX_GPUS`; the collector and import
+then apply their own per-node limit); past it the input is refused as soon as the first chip too many is read."""
 
 
 class NpuSmiError(SourceError):
@@ -96,6 +95,7 @@ class NpuSmiError(SourceError):
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _VERSION = re.compile(r"npu-smi\s+(?P<tool>\S+)\s+Version:\s*(?P<driver>\S+)")
 _CHIP_HEADER = re.compile(r"^\s*\|\s*NPU\s+Name\s*\|\s*Health\s*\|", re.M)
 _MAP_HEADER = re.compile(r"^\s*NPU ID\s{2,}Chip ID\s{2,}Chip Logic ID\b.*$")
@@ -108,6 +108,7 @@ _PCI = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 _UUID_PART = re.compile(r"[^A-Za-z0-9._:-]")
 _PLACEHOLDERS = ("-", "--", "na", "n/a", "")
 _PAIR_COLUMNS = ("Hugepages-Usage(page)", "Memory-Usage(MB)", "HBM-Usage(MB)")
+_KNOWN_COLUMNS = ("Power(W)", "Temp(C)", "AICore(%)") + _PAIR_COLUMNS
 _HEALTH_WORDS = ("OK", "Warning", "Alarm", "Critical", "UNKNOWN")
 
 
@@ -120,6 +121,8 @@ def decode(data: bytes | str) -> str:
     if isinstance(data, str):
         if len(data) > MAX_BYTES:
             raise NpuSmiError(f"npu-smi: {len(data):,} characters, more than the {MAX_BYTES:,} its output may have")
+        if _SURROGATE.search(data):
+            raise NpuSmiError("npu-smi: the text holds undecodable bytes (lone surrogates): not npu-smi output")
         return data.removeprefix("\ufeff")
     if len(data) > MAX_BYTES:
         raise NpuSmiError(f"npu-smi: {len(data):,} bytes, more than the {MAX_BYTES:,} its output may have")
@@ -128,8 +131,8 @@ def decode(data: bytes | str) -> str:
             return data.decode("utf-16")
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise NpuSmiError(f"npu-smi: not UTF-8 or UTF-16 with a BOM (byte 0x{data[exc.start]:02x} at offset "
-                          f"{exc.start:,})") from None
+        raise NpuSmiError(f"npu-smi: not UTF-8 or UTF-16 with a BOM (bytes {data[exc.start:exc.start + 4].hex()} at "
+                          f"offset {exc.start:,})") from None
 
 
 def detect(text: str) -> bool:
@@ -643,6 +646,10 @@ def parse_npu_smi(data: bytes | str, max_chips: int = MAX_CHIPS) -> Capture:
     for (npu, chip) in parsed.chip_facts:
         if (npu, chip) not in keys:
             notes.append(f"npu-smi -t output for NPU {npu} chip {chip}, which the table does not list: not used")
+    odd = sorted({c.health for c in chips if c.health and c.health not in _HEALTH_WORDS})
+    if odd and not from_mapping:
+        notes.append(f"health state(s) {', '.join(printable(h, 40) for h in odd)} are none of "
+                     f"{', '.join(_HEALTH_WORDS)}: kept as printed")
     if parsed.skipped:
         notes.append(f"{parsed.skipped} line(s) that are no npu-smi output skipped")
 
@@ -716,6 +723,10 @@ def _build(c: _Chip, index: int, parsed: _Parsed, row: _MapRow | None, chips_on_
             value = _value(text, whole)[0]
             if value is not None:
                 extra[key] = value
+    others = {col: "/".join(val) if isinstance(val, tuple) else val
+              for col, val in v.items() if col not in _KNOWN_COLUMNS}
+    if others:  # a column this module does not know (a later npu-smi): kept as printed
+        extra["other_columns"] = others
     if (c.npu, c.chip) in parsed.processes:  # "No running processes found in NPU n": absent, not []
         extra["processes"] = parsed.processes[(c.npu, c.chip)]
     card = parsed.card_facts.get(c.npu)

@@ -274,13 +274,15 @@ def test_the_format_entry() -> None:
     assert detect_fn is detect and parse is parse_npu_smi
 
 
-def test_nvidia_smi_is_not_npu_smi(shared_fixtures: Path) -> None:
-    folder = shared_fixtures / "A2_nvidia_smi_q_text"
-    for p in sorted(folder.iterdir())[:4]:
-        text = p.read_text(errors="replace")
-        assert not detect(text), p.name
+def test_no_other_tools_output_is_taken_for_npu_smi(shared_fixtures: Path) -> None:
+    """Auto-detection: no other fixture (nvidia-smi, dcgm, AMD, Hygon, Intel, Moore Threads) looks like npu-smi."""
+    others = [p for p in sorted(shared_fixtures.rglob("*")) if p.is_file() and "huawei_ascend" not in p.parts]
+    assert len(others) > 40
+    for p in others:
+        assert not detect(p.read_bytes().decode("utf-8", "replace")), p.name
+    for p in sorted((shared_fixtures / "A2_nvidia_smi_q_text").iterdir())[:3]:
         with pytest.raises(SourceError):
-            parse_npu_smi(text)
+            parse_npu_smi(p.read_bytes())
 
 
 # -- bad input: a one-line error, never a wrong value --------------------------------------------------------
@@ -366,6 +368,21 @@ def test_values_of_the_wrong_kind(shared_fixtures: Path) -> None:
     assert c.samples[0].values["temp_c"] == 30
     c = parse_npu_smi(text.replace("163.6      ", "NA         "))
     assert c.samples[0].status["power_w"] == Status.UNSUPPORTED.value
+
+
+def test_an_unknown_health_state_or_column_is_kept_as_printed(shared_fixtures: Path) -> None:
+    text = _table(shared_fixtures).replace("| OK            | 163.6", "| Degraded      | 163.6")
+    c = parse_npu_smi(text)
+    assert c.extra[0]["health"] == "Degraded" and any("Degraded" in n for n in c.notes)
+    wider = _table(shared_fixtures).replace("HBM-Usage(MB)       ", "HBM-Usage(MB) Util%").replace(
+        " / 65536 ", " / 65536  7 ")
+    c = parse_npu_smi(wider)
+    assert c.extra[0]["other_columns"] == {"Util%": "7"} and c.samples[0].values["mem_used_mib"] == 3180
+
+
+def test_undecodable_text_is_refused() -> None:
+    _refused("| npu-smi 25.3.rc1  Version: 25.3.rc1 |\udcff\n", "lone surrogates")
+    _refused(b"\xff\xfe|\x00 \x00n", "not UTF-8 or UTF-16")  # UTF-16 cut inside a character
 
 
 def test_rows_without_the_header(shared_fixtures: Path) -> None:
