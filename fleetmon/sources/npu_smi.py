@@ -105,6 +105,7 @@ _DETAIL_KEYS = re.compile(r"^\s*(Health Status|Error Code|Chip Count|NPU ID|HBM 
                           r"Single-bit Error Count|NPU Real-time Power\(W\)|Temperature \(C\))\s*:", re.M)
 _ITEM = re.compile(r"([^\s/]+)\s*/\s*([^\s/]+)|(\S+)")
 _PCI = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+_PCI_LIKE = re.compile(r"[0-9A-Fa-fx]{4,8}:[0-9A-Fa-fx]{2}:[0-9A-Fa-fx]{2}\.")
 _UUID_PART = re.compile(r"[^A-Za-z0-9._:-]")
 _PLACEHOLDERS = ("-", "--", "na", "n/a", "")
 _PAIR_COLUMNS = ("Hugepages-Usage(page)", "Memory-Usage(MB)", "HBM-Usage(MB)")
@@ -324,6 +325,8 @@ class _Reader:
         assert self.head1 is not None and self.head2 is not None
         if len(self.out.chips) >= self.max_chips:
             raise NpuSmiError(f"npu-smi: more than {self.max_chips} chips in one input")
+        if _PCI_LIKE.search(row1[1]) or row2[1].strip() in _HEALTH_WORDS:
+            raise NpuSmiError(f"npu-smi: lines {n1}-{n2}: a chip record's lines out of order (a line is missing)")
         words1, words2 = row1[0].split(), row2[0].split()
         if not words1 or not words2:
             raise NpuSmiError(f"npu-smi: line {n1}: a chip record without its NPU or Chip id")
@@ -395,6 +398,9 @@ class _Reader:
             parts[-1].append(item)
         for part in parts:
             self._facts(part, kind, cmd_npu, cmd_chip)
+        if cmd_chip is not None:
+            # "-i N -c C" prints one block: a later block without its own ids is not that chip's.
+            self.command = None
 
     def _facts(self, part: list[tuple[int, str, str]], kind: str, npu: int | None, chip: int | None) -> None:
         keys = {k: v for _, k, v in part}

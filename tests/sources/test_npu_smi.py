@@ -263,6 +263,17 @@ def test_t_outputs_fill_what_the_mapping_alone_lacks(shared_fixtures: Path) -> N
     assert s.status["power_w"] == Status.UNSUPPORTED.value  # "NA": unsupported, never 0
 
 
+def test_a_block_after_a_chips_answer_is_not_that_chips(shared_fixtures: Path) -> None:
+    """`-i 0 -c 0` prints one block: a block after it without a command or ids goes to no chip."""
+    table = _read(shared_fixtures, "issue_1Panel-9472_npu-smi-24.1.1_910B4_excerpt.txt").decode()
+    details = ("npu-smi info -t health -i 1 -c 0\n        Health Status                  : OK\n"
+               "        Error Code                     : NA\n\n"
+               "        Health Status                  : Critical\n        Error Code                     : 1\n")
+    c = parse_npu_smi(table + details)
+    assert [x["health"] for x in c.extra] == ["OK", "OK"] and c.extra[1]["error_codes"] == []
+    assert any("names no NPU: not used" in n for n in c.notes)
+
+
 def test_t_output_alone_is_refused_in_one_line() -> None:
     with pytest.raises(NpuSmiError, match="no chip list") as err:
         parse_npu_smi("        Health Status                  : OK\n        Error Code                     : NA\n")
@@ -362,6 +373,8 @@ def test_values_of_the_wrong_kind(shared_fixtures: Path) -> None:
     _refused(text.replace("3180 / 65536", "3180 65536  "), "values under 3 columns")
     _refused(text.replace("0    / 0             |", "zero                |", 1), "not used / total")
     _refused(text.replace("| OK            | 163.6", "| OK     | X | 163.6"), "fits no npu-smi table")
+    lines = text.splitlines()
+    _refused("\n".join(lines[:7] + lines[9:]), "out of order")  # chip 0's second line and the border gone
     # a value that is no number is a failed reading of that field, the rest of the chip stands
     c = parse_npu_smi(text.replace("163.6", "1e400"))
     assert c.samples[0].values["power_w"] is None and c.samples[0].status["power_w"] == Status.FAILED.value
