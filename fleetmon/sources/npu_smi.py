@@ -42,19 +42,23 @@ Device identity: npu-smi has no UUID. A chip's uuid is
 ``NPU-<card serial>-<Chip ID>`` when ``npu-smi info -t board -i N`` gave the
 card's Serial Number (stable across hosts and slots), else
 ``NPU-<Bus-Id>-<NPU ID>-<Chip ID>``: stable on its host while the card stays in its
-slot, but the same on two hosts with the same layout (the node that imported it
-tells them apart only by its name; the integrator qualifies it).
+slot, but the same on two hosts with the same layout (like nvidia-smi's table
+placeholders ``unknown-gpu-<index>-<bus id>``). ``-t board -c C``'s Die ID, unique
+per die, is kept in extra.
 
 Extra (``Capture.extra[i]``, by name; a reading npu-smi did not give is absent):
 ``npu_id``, ``chip_id`` (the card and the chip on it), ``logic_id`` (from ``-m``),
 ``phy_id`` / ``device_id`` (the table's Phy-ID / Device column), ``chip_name`` (``-m``),
 ``table_name`` (the Name column as printed), ``health`` (OK, Warning, Alarm, Critical,
-UNKNOWN as printed), ``error_codes`` (list of str; ``[]`` when -t health said NA),
+UNKNOWN as printed; -t health's answer wins over the table's column), ``error_codes`` (list of str, the
+-t health Error Code split at blanks and commas; ``[]`` when it says NA),
 ``error_info``, ``ddr_used_mib`` / ``ddr_total_mib``, ``hugepages_used`` /
 ``hugepages_total``, ``processes`` (list of {pid, name, memory_mib}), ``card_power_w``
 (the whole card, -t power), ``rated_power_w``, ``firmware_version``,
-``software_version``, ``product_name``, ``die_id``, ``ecc`` (every -t ecc counter by
-its npu-smi name), ``temperatures`` (every -t temp sensor by its npu-smi name, °C).
+``software_version``, ``product_name``, ``model``, ``chip_version``, ``compatibility``
+(driver and firmware: OK / NOK, -t board), ``die_id``, ``ecc`` (every -t ecc counter by
+its npu-smi name), ``temperatures`` (every -t temp sensor by its npu-smi name, °C),
+``other_columns`` (a table column this module does not know, as printed).
 """
 
 from __future__ import annotations

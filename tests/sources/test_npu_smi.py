@@ -163,6 +163,10 @@ def test_a_redacted_name_yields_to_the_mappings(shared_fixtures: Path) -> None:
 
 # -- npu-smi info -t … : written from Huawei's documentation (see the module docstring) ----------------------
 
+# Layouts and key names as Huawei's pages print them. Ours, to show faults the pages do not: "Warning", the two
+# error codes (the pages only show "NA"; space-separated is our guess at several codes) and the error text,
+# the non-zero ECC counts. The board block joins the training-server example's keys with the Serial Number
+# line of the Atlas 200I A2 page (whose serial it is).
 DOC_DETAILS = """\
 /usr/local/bin/npu-smi info -i 0 -c 0 -t health
         Health Status                  : Warning
@@ -188,7 +192,7 @@ DOC_DETAILS = """\
         Software Version               : 23.0.5
         Firmware Version               : 7.1.0.7.220
         Compatibility                  : OK
-        Serial Number                  : 1025A6785593
+        Serial Number                  : 025VLB10K7000275
         PCIe Bus Info                  : 0000:C1:00.0
         PCI Vendor ID                  : 0x19e5
         PCI Device ID                  : 0xD801
@@ -238,7 +242,7 @@ def test_the_t_outputs_go_to_their_chips(shared_fixtures: Path) -> None:
                                                                    "HBM multi-bit ECC (ours)")
     assert x1["health"] == "OK" and "error_codes" not in x1
     # board: the card serial makes the uuid; PCI ids as the catalog writes them; firmware in extra
-    assert (g0.uuid, g0.values["serial"]) == ("NPU-1025A6785593-0", "1025A6785593")
+    assert (g0.uuid, g0.values["serial"]) == ("NPU-025VLB10K7000275-0", "025VLB10K7000275")
     assert (g0.values["pci_device_id"], g0.values["pci_subsystem_id"]) == ("0xD80119E5", "0x01000200")
     assert (x0["firmware_version"], x0["software_version"], x0["die_id"]) == (
         "7.1.0.7.220", "23.0.5", "42C711D4 20B03704 4A10C8D4 14CC040A D2102003")
