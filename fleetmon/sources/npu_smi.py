@@ -174,7 +174,6 @@ class _MapRow:
 class _Facts:
     """What the -t outputs said of one chip (or of one card: chip None)."""
 
-    kinds: set[str] = field(default_factory=set)
     pairs: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -421,7 +420,7 @@ class _Reader:
         facts = [(k, v) for _, k, v in part if k not in ("NPU ID", "Chip ID", "Chip Count")]
         if not facts:
             return
-        target = _Facts(kinds={kind} if kind else set(), pairs=facts)
+        target = _Facts(pairs=facts)
         if npu is None:
             self.out.loose.append((part[0][0], target))
         elif chip is None:
