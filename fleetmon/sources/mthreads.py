@@ -418,7 +418,7 @@ def parse_mthreads_json(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
             ``max_gpus`` GPUs, or text :func:`~fleetmon.sources.tool_text.tool_text` refuses; one line.
     """
     what = "mthreads-gmi JSON"
-    text = tool_text(data, what)
+    text = tool_text(data, what, max_line_chars=None)
     m = _JSON_START.search(text)
     if m is None:
         raise SourceError(f"{what}: no JSON object in the output")
@@ -469,7 +469,7 @@ def parse_mthreads_query(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
             continue
         indent = len(raw) - len(raw.lstrip(" \t"))
         title, colon, value = body.partition(":")
-        if indent == 0 and not colon and _GPU_HEAD.fullmatch(body):
+        if indent == 0 and _GPU_HEAD.fullmatch(body):  # "GPU 00000000:12:00.0" (its colons are no title)
             if len(gpu_list) >= max_gpus:
                 raise SourceError(f"{what}: more than {max_gpus} GPUs, more than one output may describe")
             section: dict[str, Any] = {}
@@ -493,7 +493,7 @@ def parse_mthreads_query(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
 
 def parse_mthreads(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
     """Any of the three forms, told apart by content (JSON, the ``-q`` report, else the table)."""
-    text = tool_text(data, "mthreads-gmi output")
+    text = tool_text(data, "mthreads-gmi output", max_line_chars=None)  # the chosen parser checks its lines
     if detect_mthreads_json(text):
         return parse_mthreads_json(text, max_gpus)
     if detect_mthreads_query(text):

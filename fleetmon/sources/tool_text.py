@@ -8,6 +8,7 @@ value is read, so a damaged capture never becomes a wrong value:
 
 * more than ``max_chars`` bytes or characters, or more than :data:`MAX_LINES` lines;
 * bytes that are not UTF-8 (and carry no UTF-16/32 byte-order mark);
+* a line longer than :data:`MAX_LINE_CHARS` (except in JSON);
 * a control character other than tab, line feed and carriage return (NUL, ESC, the C1 range):
   the tools print none, so such text is a binary file, a terminal capture with colours, or an
   attack on whoever reads the values later.
@@ -39,8 +40,11 @@ _BOMS = ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
 _CONTROL = re.compile("[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-def tool_text(data: bytes | str, what: str, max_chars: int = MAX_CHARS) -> str:
+def tool_text(data: bytes | str, what: str, max_chars: int = MAX_CHARS,
+              max_line_chars: int | None = MAX_LINE_CHARS) -> str:
     """``data`` as text, checked (see the module docstring); ``what`` names the format in errors.
+
+    ``max_line_chars``: None for JSON, which a tool may print on one line (the JSON parser is linear).
 
     Raises:
         SourceError: too large, undecodable, a control character, too many or too long lines.
@@ -72,9 +76,9 @@ def tool_text(data: bytes | str, what: str, max_chars: int = MAX_CHARS) -> str:
     if len(lines) > MAX_LINES:
         raise SourceError(f"{what}: more than {MAX_LINES} lines")
     for at, row in enumerate(lines, 1):
-        if len(row) > MAX_LINE_CHARS:
+        if max_line_chars is not None and len(row) > max_line_chars:
             raise SourceError(f"{what}: line {at} has {len(row)} characters, more than the "
-                              f"{MAX_LINE_CHARS} a line of the tool's output may have")
+                              f"{max_line_chars} a line of the tool's output may have")
     return "\n".join(lines)
 
 
