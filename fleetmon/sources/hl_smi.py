@@ -69,7 +69,7 @@ from fleetmon.sources.capture import (
     placeholder_uuid, reading, sample_readings, text_status, whole,
 )
 from fleetmon.sources.smi_xml import MAX_GPUS
-from fleetmon.sources.tool_text import csv_rows, tool_text
+from fleetmon.sources.tool_text import csv_rows, last_value_cut, tool_text
 from fleetmon.text import printable
 
 __all__ = ["BASIC_FIELDS", "EXTRA_FIELDS", "FORMATS", "LAYOUTS", "QUERY_COMMAND", "QUERY_FIELDS", "SOURCE",
@@ -145,16 +145,20 @@ def _layout_for(values: list[str]) -> tuple[str, ...] | None:
 
 
 def detect_hl_smi(text: str) -> bool:
-    """Whether ``text`` looks like hl-smi's CSV: a header naming hl-smi's fields (``temperature.aip``
-    or ``utilization.aip``), or a header-less row of a known layout (:data:`LAYOUTS`)."""
-    for line in text.lstrip("\ufeff").splitlines()[:3]:
-        if not line.strip():
-            continue
-        values = [v.strip() for v in line.split(",")]
-        if _is_header(values):
-            return any(_field_name(v).endswith(".aip") for v in values)
+    """Whether ``text`` looks like hl-smi's CSV: a header naming hl-smi's own fields (``temperature.aip``,
+    ``utilization.aip``) or a ``name`` column holding a Gaudi name (``HL-…``) in the first row; or a
+    header-less row of a known layout (:data:`LAYOUTS`)."""
+    lines = [ln for ln in text.lstrip("\ufeff").splitlines()[:4] if ln.strip()]
+    if not lines:
+        return False
+    values = [v.strip() for v in lines[0].split(",")]
+    if not _is_header(values):
         return _layout_for(values) is not None
-    return False
+    names = [_field_name(v) for v in values]
+    if any(n.endswith(".aip") for n in names):
+        return True
+    row = [v.strip() for v in lines[1].split(",")] if len(lines) > 1 else []
+    return "name" in names and len(row) == len(names) and bool(_GAUDI_NAME.match(row[names.index("name")]))
 
 
 def _gen(text: str) -> int:
@@ -275,6 +279,9 @@ def parse_hl_smi(data: bytes | str, fields: tuple[str, ...] | list[str] | None =
         if len(values) != len(names):
             raise SourceError(f"{WHAT}: line {number_} has {len(values)} values where the field list has "
                               f"{len(names)}: a cut or garbled table")
+    if last_value_cut(text, rows):
+        raise SourceError(f"{WHAT}: the last line is cut short (no line break after it, and its last value "
+                          f"{printable(rows[-1][1][-1], 40)!r} is shaped unlike the line before's)")
     node = node_readings()
     drivers = {v[names.index("driver_version")] for _, v in rows} if "driver_version" in names else set()
     drivers = {d for d in drivers if text_status(d) is None}

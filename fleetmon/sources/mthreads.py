@@ -463,7 +463,13 @@ def parse_mthreads_query(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
     top: dict[str, Any] = {}
     gpu_list: list[dict[str, Any]] = []
     stack: list[tuple[int, dict[str, Any]]] = [(-1, top)]
-    for raw in text.split("\n"):
+    lines = text.split("\n")
+    notes: list[str] = []
+    if not text.endswith("\n") and ":" in lines[-1]:
+        # The tool ends its report with a line break: without one the last value may be cut ("212.50W" as "21").
+        notes.append(f"the report ends without a line break: its last line is not read ({printable(lines[-1], 80)})")
+        lines = lines[:-1]
+    for raw in lines:
         body = raw.strip()
         if not body or body.startswith(("=", "-", "+")):
             continue
@@ -487,7 +493,8 @@ def parse_mthreads_query(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
             child: dict[str, Any] = {}
             parent[title.strip()] = child
             stack.append((indent, child))
-    notes: list[str] = [] if gpu_list else ["the report lists no GPU"]
+    if not gpu_list:
+        notes.append("the report lists no GPU")
     return _document(top, gpu_list, QUERY_SOURCE, what, max_gpus, notes)
 
 

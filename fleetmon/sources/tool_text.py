@@ -25,7 +25,7 @@ import re
 from fleetmon.sources import SourceError
 from fleetmon.text import printable
 
-__all__ = ["MAX_CHARS", "MAX_LINES", "csv_rows", "tool_text"]
+__all__ = ["MAX_CHARS", "MAX_LINES", "csv_rows", "last_value_cut", "tool_text"]
 
 MAX_CHARS = 16 * 1024 * 1024
 """Largest output read, in bytes and in characters (the largest real capture is a few KB; an
@@ -79,7 +79,8 @@ def tool_text(data: bytes | str, what: str, max_chars: int = MAX_CHARS,
         if max_line_chars is not None and len(row) > max_line_chars:
             raise SourceError(f"{what}: line {at} has {len(row)} characters, more than the "
                               f"{max_line_chars} a line of the tool's output may have")
-    return "\n".join(lines)
+    # Keep the final line break (or its absence): a cut output lacks it (see :func:`last_value_cut`).
+    return "\n".join(lines) + ("\n" if text.endswith(("\n", "\r")) else "")
 
 
 def csv_rows(text: str) -> list[tuple[int, list[str]]]:
@@ -95,3 +96,27 @@ def csv_rows(text: str) -> list[tuple[int, list[str]]]:
         values = next(csv.reader([line], skipinitialspace=True))
         out.append((number, [v.strip() for v in values]))
     return out
+
+
+_SHAPE = re.compile(r"-?\d{1,20}(?:\.(\d{1,20}))?\s*([^\d\s]{0,16})")
+
+
+def _shape(value: str) -> tuple[int, str] | None:
+    """(digits after the point, unit) of a number such as ``281.13`` or ``100 %``; None for anything else."""
+    m = _SHAPE.fullmatch(value.strip())
+    return None if m is None else (len(m.group(1) or ""), m.group(2).lower())
+
+
+def last_value_cut(text: str, rows: list[tuple[int, list[str]]]) -> bool:
+    """Whether the output's last row looks cut inside its last value.
+
+    A capture cut mid-line (a copy that stopped, a pipe that broke) can still have the right number
+    of values, the last one shortened: ``100 %`` becomes ``10``, ``281.13`` becomes ``281.1``. Tools
+    end their output with a line break and print a column in one shape, so: no final line break, and
+    the last value shaped unlike the same column in the row before (both numbers) → cut. ``rows``
+    are the data rows (no header).
+    """
+    if text.endswith("\n") or len(rows) < 2 or len(rows[-1][1]) != len(rows[-2][1]) or not rows[-1][1]:
+        return False
+    last, before = _shape(rows[-1][1][-1]), _shape(rows[-2][1][-1])
+    return last is not None and before is not None and last != before

@@ -54,7 +54,7 @@ from fleetmon.sources.capture import (
     sample_readings, text_status,
 )
 from fleetmon.sources.smi_xml import MAX_GPUS
-from fleetmon.sources.tool_text import csv_rows, tool_text
+from fleetmon.sources.tool_text import csv_rows, last_value_cut, tool_text
 from fleetmon.text import printable
 
 __all__ = ["EXTRA_COLUMNS", "FORMATS", "SAMPLE_COLUMNS", "SOURCE", "detect_xpu_smi", "parse_xpu_smi"]
@@ -189,6 +189,9 @@ def parse_xpu_smi(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
         last_stamp = stamp
     if not last:
         raise SourceError(f"{WHAT}: the dump has a header but no rows")
+    if last_value_cut(text, rows[1:]):
+        raise SourceError(f"{WHAT}: the last line is cut short (no line break after it, and its last value "
+                          f"{printable(rows[-1][1][-1], 40)!r} is shaped unlike the line before's)")
     notes = [f"{len(rows) - 1} rows for {len(last)} device(s) from {first_stamp} to {last_stamp}; "
              "each device's sample is its last row"]
     ts = _timestamp(last_stamp)

@@ -194,3 +194,17 @@ def test_the_capture_passes_the_collectors_checks_but_for_the_vendor_uuid(shared
     monkeypatch.setattr(validate, "UUID_RE", re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]*\Z"))
     _check_capture(capture, "gaudi")
     _check_capture(parse_hl_smi(FULL), "gaudi")
+
+
+def test_a_last_line_cut_inside_its_last_value_is_refused() -> None:
+    good = ("0, U-0, HL-325L, 1.22.1, 131072 MiB, 672 MiB, 130400 MiB, 226 W, 850 W, 36 C, 100 %\n"
+            "1, U-1, HL-325L, 1.22.1, 131072 MiB, 672 MiB, 130400 MiB, 230 W, 850 W, 39 C, 100 %")
+    assert parse_hl_smi(good).samples[1].values["util_gpu_pct"] == 100  # no final line break is fine
+    with pytest.raises(SourceError, match="the last line is cut short"):
+        parse_hl_smi(good[:-3])  # "100 %" cut to "10": the right column count, a wrong value
+    assert parse_hl_smi(good[:-3] + "\n").samples[1].values["util_gpu_pct"] == 10  # a complete line says 10
+
+
+def test_a_header_without_aip_fields_is_detected_by_the_gaudi_name() -> None:
+    assert detect_hl_smi("index, name, bus_id\n0, HL-225, 0000:3b:00.0\n")
+    assert not detect_hl_smi("index, name, bus_id\n0, Tesla T4, 0000:3b:00.0\n")

@@ -296,3 +296,12 @@ def test_the_captures_pass_the_collectors_checks_but_for_the_vendor_uuid(shared_
     monkeypatch.setattr(validate, "UUID_RE", re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/-]*\Z"))
     _check_capture(parse_mthreads(DOC_QUERY), "query")
     _check_capture(parse_mthreads(json.dumps(DOC_JSON)), "json")
+
+
+def test_a_report_cut_inside_its_last_line_does_not_read_that_line() -> None:
+    cut = DOC_QUERY.rstrip("\n").replace("Power Draw                        : N/A", "Power Draw : 21")
+    assert cut.endswith(": 21")
+    c = parse_mthreads_query(cut)
+    assert c.samples[1].values["power_w"] is None and c.samples[1].status["power_w"] == Status.UNSUPPORTED
+    assert any("without a line break" in n for n in c.notes)
+    assert parse_mthreads_query(cut + "\n").samples[1].values["power_w"] == 21.0  # a whole line is read

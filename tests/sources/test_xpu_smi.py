@@ -151,3 +151,11 @@ def test_the_captures_pass_the_collectors_checks(shared_fixtures: Path) -> None:
     for name in (MAX1550, ARC, DATED):
         _check_capture(parse_xpu_smi(_read(shared_fixtures, name)), name)
     _check_capture(parse_xpu_smi(DOC), "doc")
+
+
+def test_a_last_line_cut_inside_its_last_value_is_refused(shared_fixtures: Path) -> None:
+    text = _read(shared_fixtures, MAX1550).decode().rstrip("\n")
+    assert text.endswith("20.41")
+    with pytest.raises(SourceError, match="the last line is cut short"):
+        parse_xpu_smi(text[:-1])  # "20.41" cut to "20.4"
+    assert parse_xpu_smi(text).extra[0]["mem_used_pct"] == 20.41  # whole, only the line break missing
