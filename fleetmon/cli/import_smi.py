@@ -80,15 +80,19 @@ def run(args: argparse.Namespace) -> int:
     finally:
         db.close()
     for note in ready.notes:
-        print(f"fleetmon import-smi: note: {printable(note, 400)}", file=sys.stderr)
+        print(f"fleetmon {_name(args)}: note: {printable(note, 400)}", file=sys.stderr)
     dropped = len(ready.poll.minutes) - stored
     if dropped > 0:
-        print(f"fleetmon import-smi: note: {dropped} GPU(s) not stored: held by another node that answers "
+        print(f"fleetmon {_name(args)}: note: {dropped} GPU(s) not stored: held by another node that answers "
               "(uuid-conflict)", file=sys.stderr)
     assert ready.capture.ts is not None
     print(f"{ready.poll.node}: {stored} GPU(s) from {printable(path.name, 200)} ({ready.capture.source}), captured "
           f"{_iso(ready.capture.ts)} ({ready.when})")
     return 0
+
+
+def _name(args: argparse.Namespace) -> str:
+    return str(getattr(args, "command_name", "import"))
 
 
 def prepare(path: Path, node_arg: str | None, now: float | None = None, fmt: str = "auto") -> Prepared:
@@ -272,13 +276,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
                        description=_DESCRIPTION + _FORMATS_TEXT)
     p.add_argument("file", metavar="FILE", help="the saved output of a device tool (see --format)")
     _common(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, command_name="import")
     p = sub.add_parser("import-smi", help="add an `nvidia-smi -q -x` capture of a node by hand (`import`'s alias)",
                        description=_DESCRIPTION + " `import-smi` is `fleetmon import` under its first name: it "
                        "takes the same files and flags.")
     p.add_argument("file", metavar="FILE.xml", help="the saved output of `nvidia-smi -q -x` (or `nvidia-smi -q`)")
     _common(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, command_name="import-smi")
 
 
 _FORMATS_TEXT = (" Besides nvidia-smi's XML and text, `import` reads the other vendors' tools named by --format; "

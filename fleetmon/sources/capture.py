@@ -242,6 +242,7 @@ def capture_poll(capture: Capture, node: str, url: str, ts: float, *, group: str
     sample as a one-sample minute, so the reading shows in history and in the rules' windows.
     No cursors and no buffer id: a source without a buffer has nothing to resume.
     """
+    capture = _node_scoped(capture, node)
     info = capture.info
     if not info.hostname:
         info = NodeInfo(hostname=node, agent_version=info.agent_version, values={**info.values, "hostname": node},
@@ -250,6 +251,39 @@ def capture_poll(capture: Capture, node: str, url: str, ts: float, *, group: str
     return NodePoll(node=node, url=url, group=group, ts=ts, ok=True, info=info, gpus=list(capture.gpus),
                     latest=list(capture.samples),
                     minutes=[minute_of(s) for s in capture.samples] if minutes else [])
+
+
+def _node_scoped(capture: Capture, node: str) -> Capture:
+    """The capture with its host-local device ids made the node's own.
+
+    Some tools give no id unique beyond the host (npu-smi without ``-t board``,
+    xpu-smi's dump, mthreads-gmi's table): their parsers make one from the bus id
+    or the index, and two hosts of one layout would then name different cards
+    alike, so the second host's cards would be refused as another node's. Such an
+    id (an other vendor's ``unknown-gpu-…`` placeholder, or one whose ``extra``
+    says ``uuid_scope = "node"``) gets ``/<node>`` appended. NVIDIA captures keep
+    their ids as they always were.
+    """
+    if capture.vendor == "nvidia":
+        return capture
+    scoped: dict[str, str] = {}
+    for i, g in enumerate(capture.gpus):
+        extra = capture.extra[i] if i < len(capture.extra) else {}
+        if g.uuid.startswith("unknown-gpu-") or extra.get("uuid_scope") == "node":
+            scoped[g.uuid] = f"{g.uuid}/{node}"[:96]
+    if not scoped:
+        return capture
+
+    def new(uuid: str) -> str:
+        return scoped.get(uuid, uuid)
+
+    gpus = [GpuInventory(uuid=new(g.uuid), index=g.index, name=g.name,
+                         values={**g.values, "uuid": new(g.uuid)} if "uuid" in g.values else g.values,
+                         status=g.status, state=g.state) for g in capture.gpus]
+    samples = [GpuSample(ts=s.ts, uuid=new(s.uuid), index=s.index, values=s.values, status=s.status, state=s.state)
+               for s in capture.samples]
+    return Capture(capture.source, capture.info, gpus, samples, capture.ts, capture.notes, capture.vendor,
+                   capture.extra)
 
 
 def lost_state(lost: bool) -> str:

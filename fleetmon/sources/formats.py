@@ -69,7 +69,7 @@ _NVIDIA: tuple[Format, ...] = (
     Format("nvidia-smi-text", "nvidia", _nvidia_text, _parse_nvidia_text),
 )
 
-_MODULES: tuple[str, ...] = ()
+_MODULES: tuple[str, ...] = ("npu_smi", "hl_smi", "xpu_smi", "mthreads")
 """The vendor parser modules (``fleetmon.sources.<name>``) whose ``FORMATS`` join :data:`FORMATS`."""
 
 

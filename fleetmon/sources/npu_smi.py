@@ -675,6 +675,8 @@ def parse_npu_smi(data: bytes | str, max_chips: int = MAX_CHIPS) -> Capture:
         bus = cs.inv.values.get("pci_bus_id") or _UUID_PART.sub("", c.bus) or "nobus"
         uuid = (f"NPU-{_UUID_PART.sub('', serial)}-{c.chip}" if isinstance(serial, str) and serial
                 else f"NPU-{bus}-{c.npu}-{c.chip}")
+        if not (isinstance(serial, str) and serial):
+            cs.extra["uuid_scope"] = "node"  # unique on its host only: capture_poll adds the node's name
         cs.inv.put("uuid", uuid)
         name = str(cs.inv.values.get("name") or "Ascend NPU")
         gpus.append(GpuInventory(uuid=uuid, index=index, name=name, values=cs.inv.values, status=cs.inv.status,
