@@ -144,21 +144,49 @@ def decode(data: bytes | str, what: str = "AMD tool output") -> str:
         return data.decode("latin-1")
 
 
+_JSON_START = re.compile(r"^[\[{]", re.M)
+_JSON_TRIES = 8
+
+
+def _json_starts(text: str) -> list[int]:
+    """Where the JSON may start: the text's first non-blank character if it is ``{`` or ``[``, then the lines that
+    begin with one (at the margin: a pretty-printed document's inner objects are indented); a banner before it,
+    such as amd-smi's permission notice or a "[WARNING] …" line, is text. At most :data:`_JSON_TRIES`."""
+    lead = len(text) - len(text.lstrip())
+    starts: list[int] = [lead] if text[lead:lead + 1] in ("{", "[") else []
+    for m in _JSON_START.finditer(text):
+        if m.start() in starts:
+            continue
+        starts.append(m.end() - 1)
+        if len(starts) >= _JSON_TRIES:
+            break
+    return starts
+
+
 def _json(text: str, what: str) -> Any:
-    """The JSON value in ``text``, skipping a text banner before it (amd-smi's permission notice)."""
-    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
-    if start < 0:
+    """The JSON value in ``text``, after any text banner (see :func:`_json_starts`); text after it is ignored."""
+    starts = _json_starts(text)
+    if not starts:
         raise _error(what, "no JSON object or list in the text")
-    try:
-        value = json.loads(text[start:])
-    except RecursionError:
-        raise _error(what, f"nested deeper than {MAX_DEPTH} levels") from None
-    except json.JSONDecodeError as exc:
-        raise _error(what, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; truncated?)") from None
-    except ValueError as exc:  # an integer of more than 4,300 digits
-        raise _error(what, f"not usable JSON ({exc})") from None
-    _check_depth(value, what)
-    return value
+    decoder = json.JSONDecoder()
+    failure = ""
+    for start in starts:
+        try:
+            value = decoder.raw_decode(text, start)[0]
+        except RecursionError:
+            raise _error(what, f"nested deeper than {MAX_DEPTH} levels") from None
+        except json.JSONDecodeError as exc:
+            failure = failure or f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; truncated?)"
+            line_end = text.find("\n", start)
+            if line_end < 0 or exc.pos > line_end:  # past its first line: a JSON document, broken (cut)
+                raise _error(what, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; "
+                                   "truncated?)") from None
+            continue
+        except ValueError as exc:  # an integer of more than 4,300 digits
+            raise _error(what, f"not usable JSON ({exc})") from None
+        _check_depth(value, what)
+        return value
+    raise _error(what, failure)
 
 
 def _check_depth(value: Any, what: str) -> None:
@@ -1285,8 +1313,8 @@ def _head(text: str) -> str:
 
 def _json_head(text: str) -> str:
     t = _head(text)
-    start = min((i for i in (t.find("{"), t.find("[")) if i >= 0), default=-1)
-    return t[start:] if start >= 0 else ""
+    starts = _json_starts(t)
+    return t[starts[0]:] if starts else ""
 
 
 def _detect_amd_smi_json(text: str) -> bool:

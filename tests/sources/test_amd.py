@@ -421,7 +421,8 @@ def test_banner_before_json(shared_fixtures: Path) -> None:
     assert [f for f, (d, _) in FORMATS.items() if d(banner + raw)] == ["rocm-smi-json"]
     assert _smp(c)["temp_c"] == 40.0
     _one_line_error(parse_rocm_smi_json, "WARNING: no GPU found\n", "no JSON")
-    _one_line_error(parse_amd_smi_json, "Permission needed {to read}\n{\"gpu_data\": []}", "not valid JSON")
+    assert parse_amd_smi_json("Permission needed {to read}\n[WARNING] low power\n{\"gpu_data\": []}\n").gpus == []
+    _one_line_error(parse_amd_smi_json, "[WARNING] low power\n{\"gpu_data\": [\n", "not valid JSON")
 
 
 @pytest.mark.parametrize("kind", ["amd-smi-json", "rocm-smi-json", "amd-smi-text", "concise", "csv", "rocminfo",
