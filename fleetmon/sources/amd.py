@@ -31,7 +31,8 @@ What each format is and what it holds (checked against ../shared/fixtures/F_othe
 
 Identity: ``uuid`` is ``GPU-<unique id as 16 lowercase hex digits>``, the spelling rocminfo prints,
 so rocminfo, rocm-smi ("Unique ID"), amd-smi ("asic_serial") and hy-smi name one device alike.
-Where the tool gives no unique id (``N/A``: consumer cards, ROCm 5.7 MI100), the agent's placeholder
+The compute partitions of one GPU (MI300X in CPX mode), which share its unique id, are
+``GPU-<unique id>-p<partition id>``. Where the tool gives no unique id (``N/A``: consumer cards, ROCm 5.7 MI100), the agent's placeholder
 ``unknown-gpu-<index>-<bus id>`` stands in (stable per slot, not per card). ``serial`` is the board
 serial (``"0"`` is rocm-smi's placeholder, not a serial: unsupported).
 
@@ -52,7 +53,7 @@ the tool did not give is absent, never zero):
 XCD), ``gfx_target``, ``compute_units``, ``oam_id``, ``device_id``, ``device_rev``, ``subsystem_id``,
 ``sku``, ``vbios_part_number``, ``vbios_build_date``, ``fru_id``, ``vram_type``, ``vram_vendor``,
 ``card_vendor``, ``temp_mem_slowdown_c``, ``temp_mem_shutdown_c``, ``numa_node``, ``partition`` ({"compute", "memory", "id"}), ``voltage_mv``, ``fan_rpm``,
-``perf_level``, ``vram_allocated_pct``, ``mem_usage_pct`` (Windows CSV's ``mem_usage``, meaning not
+``perf_level``, ``xgmi_error`` (rocm-smi's count 0/1/2, amd-smi's status text), ``vram_allocated_pct``, ``mem_usage_pct`` (Windows CSV's ``mem_usage``, meaning not
 documented), ``firmware`` ({name: version}), ``secondary_die`` (True on a GCD that reports its power on
 its sibling), ``bdfid`` (rocminfo), ``xgmi`` ({"bit_rate_gbps", "max_bandwidth_gbps", "link_type",
 "links": {peer bus id: {"read_kb", "write_kb"}}}).
@@ -493,12 +494,31 @@ def _mem_free(dev: _Dev, total: int | None) -> None:
         dev.sample.put("mem_free_mib", total - used)
 
 
+def _partition_uuids(devs: list[_Dev]) -> None:
+    """The partitions of one GPU (MI300X in CPX mode: up to 8 devices with one unique id) get
+    ``GPU-<unique id>-p<partition id>`` (else ``-p<n>``, n counting that GPU's devices in the tool's order)."""
+    by_uid: dict[str, list[_Dev]] = {}
+    for dev in devs:
+        uid = dev.inv.values.get("uuid")
+        if isinstance(uid, str) and uid.startswith("GPU-"):
+            by_uid.setdefault(uid, []).append(dev)
+    for uid, group in by_uid.items():
+        if len(group) < 2:
+            continue
+        ids = [str(d.extra.get("partition", {}).get("id", "")) for d in group]
+        if not all(i.isdigit() for i in ids) or len(set(ids)) != len(ids):
+            ids = [str(n) for n in range(len(group))]
+        for dev, pid in zip(group, ids):
+            dev.inv.put("uuid", f"{uid}-p{pid}")
+
+
 def _capture(devs: list[_Dev], source: str, vendor: str, node: Readings, notes: list[str]) -> Capture:
     """The records of the devices read; the uuid of each is settled here (see the module docstring)."""
     gpus: list[GpuInventory] = []
     samples: list[GpuSample] = []
     extra: list[dict[str, Any]] = []
     seen: set[str] = set()
+    _partition_uuids(devs)
     for pos, dev in enumerate(devs):
         dev.inv.put("index", pos)
         lost = dev.sample.lost()
@@ -708,6 +728,7 @@ def _amd_smi_metric(dev: _Dev, entry: dict[str, Any]) -> None:
             s.put("fan_speeds_pct", [int(s.values["fan_pct"])])
         dev.keep("fan_rpm", _val(fan.get("rpm"), _count))
     dev.keep("perf_level", _val(entry.get("perf_level"), _str))
+    dev.keep("xgmi_error", _val(entry.get("xgmi_err"), _str))
 
 
 def _amd_smi_entries(doc: Any, what: str) -> list[Any]:
@@ -813,7 +834,8 @@ def _amd_smi_tree(lines: list[str], what: str) -> list[dict[str, Any]]:
             continue  # a banner before the first "GPU: <n>" (amd-smi's permission notice)
         if m is None:
             if last is not None and isinstance(last[0].get(last[1]), str):  # a wrapped list: "N/A, N/A,"
-                last[0][last[1]] += " " + raw.strip()
+                if len(last[0][last[1]]) < MAX_LINE_CHARS * 4:  # longer is no value anyway: bounded work
+                    last[0][last[1]] += " " + raw.strip()
                 continue
             raise _error(what, f"line not 'KEY: value': {raw.strip()[:60]!r}")
         indent, key, value = len(m.group(1)), m.group(2).lower(), m.group(3)
@@ -971,6 +993,7 @@ def _rocm_card(card: dict[str, Any], pos: int, hygon: bool) -> _Dev:
     dev.keep("numa_node", _val(card.get("(topology) numa node"), _count))
     dev.keep("voltage_mv", _val(card.get("voltage (mv)"), _count))
     dev.keep("fan_rpm", _val(card.get("fan rpm"), _count))
+    dev.keep("xgmi_error", _val(card.get("xgmi error count"), _count))
     dev.keep("vram_allocated_pct", _val(card.get("gpu memory allocated (vram%)"), _pct))
     dev.keep("firmware", {k.removesuffix(" firmware version").upper(): fw for k, raw in card.items()
                           if k.endswith(" firmware version") and (fw := _val(raw, _str))})

@@ -491,3 +491,53 @@ def test_not_the_format() -> None:
     _one_line_error(parse_rocm_smi_json, '{"system": {"Driver version": "6.3.6"}}', "no 'cardN' entry")
     _one_line_error(parse_rocm_smi_text, "GPU  Temp (DieEdge)  AvgPwr\n0 1 2\n", "not the ROCm 5 layout")
     assert Status.FAILED.value == "failed"
+
+
+def test_amd_smi_static_rocm6_list_layout_and_cpx_partitions() -> None:
+    """``amd-smi static --json`` of ROCm 6 (bare list, ``vbios``, ``limit.max_power``), one MI300X in CPX mode:
+    its partitions share the unique id, so each gets its partition's suffix."""
+    def part(i: int) -> dict[str, Any]:
+        return {"gpu": i, "asic": {"market_name": "AMD Instinct MI300X", "vendor_id": "0x1002", "device_id": "0x74a1",
+                                   "asic_serial": "0x28246CE5673B4AA0", "target_graphics_version": "gfx942"},
+                "bus": {"bdf": f"0000:1b:00.{i}", "max_pcie_speed": "32 GT/s", "max_pcie_width": 16},
+                "vbios": {"version": "022.040.003.043.000001", "part_number": "113-M3000100-102"},
+                "limit": {"max_power": {"value": 750, "unit": "W"}, "socket_power": {"value": 700, "unit": "W"},
+                          "slowdown_edge_temperature": "N/A", "slowdown_hotspot_temperature": {"value": 100, "unit": "C"}},
+                "partition": {"compute_partition": "CPX", "memory_partition": "NPS1", "partition_id": i},
+                "vram": {"size": {"value": 24576, "unit": "MB"}}}
+    c = parse_amd_smi_json(json.dumps([part(i) for i in range(8)]))
+    assert [g.uuid for g in c.gpus] == [f"GPU-28246ce5673b4aa0-p{i}" for i in range(8)]
+    assert (_inv(c)["vbios"], _inv(c)["power_enforced_w"], _inv(c)["power_max_w"]) == ("022.040.003.043.000001",
+                                                                                       700.0, 750.0)
+    assert (_inv(c, 7)["memory_total_mib"], _inv(c)["temp_slowdown_c"], _inv(c)["pcie_max_gen"]) == (24576, 100.0, 5)
+    assert c.extra[3]["partition"] == {"compute": "CPX", "memory": "NPS1", "id": "3"}
+
+
+def test_every_capture_passes_the_collector_and_store_checks(shared_fixtures: Path, tmp_path: Path) -> None:
+    """What ``fleetmon import`` will do with these captures: the collector's capture checks (ranges, text,
+    unique UUIDs), the store's boundary, then ingest, as ``import-smi`` does for nvidia-smi captures."""
+    from fleetmon.collector.client import _check_capture
+    from storage.boundary import check_poll
+    from storage.db import open_database
+    from storage.ingest import ingest_polls
+
+    polls = []
+    now = time.time() - 60
+    for i, name in enumerate(sorted(EXPECTED)):
+        c = _load(shared_fixtures, name)[1].with_time(now)
+        if not c.gpus:
+            continue
+        _check_capture(c, name)
+        poll = capture_poll(c, f"amd-{i}", f"file:///amd-{i}", now)
+        check_poll(poll)
+        polls.append(poll)
+    # the same card in several files (root and user static, rocminfo and rocm-smi) is held by the first node
+    first: dict[str, str] = {}
+    for poll in polls:
+        for m in poll.minutes:
+            first.setdefault(m.uuid, poll.node)
+    db = open_database(tmp_path / "fleet.db")
+    try:
+        assert ingest_polls(db, polls) == len(first)
+    finally:
+        db.close()
