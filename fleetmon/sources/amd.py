@@ -97,7 +97,8 @@ MAX_DEPTH = 16
 """Nesting of a JSON document (amd-smi's deepest: 6)."""
 
 _AMD_VENDOR_ID = 0x1002
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""Control characters and bidirectional overrides (fleetmon.text's set): a value holding one is a failed reading."""
 _PLACEHOLDER = re.compile(r"<[^<>]{0,40}>")  # "<redacted>": a poster's redaction, no value
 _GT_S_GEN = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 """PCIe transfer rate per lane → generation."""
@@ -428,6 +429,11 @@ def _flag_text(text: str) -> bool:
     raise ValueError(text)
 
 
+def _name_ok(key: str) -> bool:
+    """A document key fit to be a name in ``extra`` (a block or firmware name): short, no control characters."""
+    return len(key) <= 64 and not _CONTROL.search(key)
+
+
 def _str(text: str) -> str:
     if len(text) > 256:
         raise ValueError(text[:64])
@@ -645,7 +651,8 @@ def _amd_smi_device(entry: dict[str, Any], pos: int, node: Readings) -> _Dev:
     if isinstance(ras, dict):
         states = ras.get("ecc_block_state")
         if isinstance(states, dict):
-            dev.keep("ecc_block_state", {str(k).upper(): v for k, v in states.items() if _val(v, _str)})
+            dev.keep("ecc_block_state", {str(k).upper(): v for k, v in states.items()
+                                              if _name_ok(k) and _val(v, _str)})
             umc = _val(_get(states, "umc"), _flag_text)
             inv.put("ecc_mode_current", umc, Status.OK if umc is not None else Status.UNSUPPORTED)
         dev.keep("bad_page_threshold", _val(ras.get("bad_page_threshold"), _count))
@@ -664,7 +671,8 @@ def _amd_smi_device(entry: dict[str, Any], pos: int, node: Readings) -> _Dev:
 def _amd_smi_metric(dev: _Dev, entry: dict[str, Any]) -> None:
     """The readings of ``amd-smi metric`` (the sample)."""
     s = dev.sample
-    metric_keys = ("usage", "power", "clock", "temperature", "pcie", "ecc", "mem_usage", "energy", "fan")
+    metric_keys = ("usage", "power", "clock", "temperature", "pcie", "ecc", "ecc_blocks", "mem_usage", "energy", "fan",
+                   "perf_level", "xgmi_err")
     if not any(k in entry for k in metric_keys):
         return
     _put(s, "util_gpu_pct", _first(entry, ("usage", "gfx_activity"), ("usage", "gfx_usage")), _pct)
@@ -707,6 +715,8 @@ def _amd_smi_metric(dev: _Dev, entry: dict[str, Any]) -> None:
     if isinstance(blocks, dict):
         per: dict[str, dict[str, int]] = {}
         for block, counts in blocks.items():
+            if not _name_ok(block):
+                continue
             if isinstance(counts, dict):
                 got = {k: v for k in ("correctable", "uncorrectable", "deferred")
                        if (v := _val(counts.get(f"{k}_count"), _count)) is not None}
@@ -996,7 +1006,7 @@ def _rocm_card(card: dict[str, Any], pos: int, hygon: bool) -> _Dev:
     dev.keep("xgmi_error", _val(card.get("xgmi error count"), _count))
     dev.keep("vram_allocated_pct", _val(card.get("gpu memory allocated (vram%)"), _pct))
     dev.keep("firmware", {k.removesuffix(" firmware version").upper(): fw for k, raw in card.items()
-                          if k.endswith(" firmware version") and (fw := _val(raw, _str))})
+                          if k.endswith(" firmware version") and _name_ok(k) and (fw := _val(raw, _str))})
     # temperatures: edge, junction, memory ("mem" on Hygon), HBM stacks, Hygon's core
     _pick_temp(dev, card.get("temperature (sensor edge) (c)"), card.get("temperature (sensor junction) (c)"),
                card.get("temperature (sensor memory) (c)", card.get("temperature (sensor mem) (c)")))

@@ -455,10 +455,11 @@ def test_size_and_depth_bounds() -> None:
 
 def test_control_characters_are_failed_readings_not_values() -> None:
     doc = {"card0": {"Card Series": "MI100\u001b[2J", "Serial Number": "ab\u0007", "GPU use (%)": "5\u0000",
-                     "Unique ID": "0x79ccd55167a2124a"}}
+                     "Unique ID": "0x79ccd55167a2124a", "VBIOS version": "113\n-D34", "Card SKU": "D34\u202e01"}}
     c = parse_rocm_smi_json(json.dumps(doc))
-    assert (_inv(c)["name"], _inv(c)["serial"], _smp(c)["util_gpu_pct"]) == (None, None, None)
-    assert {_status(c, k) for k in ("name", "serial", "util_gpu_pct")} == {"failed"}
+    assert (_inv(c)["name"], _inv(c)["serial"], _smp(c)["util_gpu_pct"], _inv(c)["vbios"]) == (None,) * 4
+    assert {_status(c, k) for k in ("name", "serial", "util_gpu_pct", "vbios")} == {"failed"}
+    assert "sku" not in c.extra[0]
     _one_line_error(parse_rocm_smi_json, '{"card0": {"Card Series": "MI\x01"}}', "not valid JSON")  # raw control
     c = parse_amd_smi_text("GPU: 0\n    ASIC:\n        MARKET_NAME: AMD\x1b]0;pwned\x07\n")
     assert _inv(c)["name"] is None and _status(c, "name") == "failed"
@@ -541,3 +542,11 @@ def test_every_capture_passes_the_collector_and_store_checks(shared_fixtures: Pa
         assert ingest_polls(db, polls) == len(first)
     finally:
         db.close()
+
+
+def test_hostile_names_stay_out_of_extra() -> None:
+    doc = [{"gpu": 0, "ecc_blocks": {"UMC\u001b[2J": {"correctable_count": 1}, "GFX": {"correctable_count": 2}},
+            "ras": {"ecc_block_state": {"X" * 100: "ENABLED", "UMC": "ENABLED"}}}]
+    c = parse_amd_smi_json(json.dumps(doc))
+    assert c.extra[0]["ecc_blocks"] == {"GFX": {"correctable": 2}}
+    assert c.extra[0]["ecc_block_state"] == {"UMC": "ENABLED"}
