@@ -48,7 +48,8 @@ the tool did not give is absent, never zero):
 ``ecc_deferred``, ``ecc_cache_corr``, ``ecc_cache_unc``, ``ecc_blocks`` ({block: {"correctable",
 "uncorrectable", "deferred"}}), ``ecc_block_state`` ({block: "ENABLED"/"DISABLED"}),
 ``bad_page_threshold``, ``bad_page_threshold_exceeded``, ``ras_schema`` ({"parity", "single_bit",
-"double_bit", "poison"}), ``throttle_status``, ``pcie_l0_recovery``, ``pcie_replay_rollover``,
+"double_bit", "poison"}), ``throttle_status``, ``throttle_violation_pct`` and ``throttle_violation_active`` ({"prochot", "ppt",
+"socket_thermal", "vr_thermal", "hbm_thermal", …}: amd-smi's throttle violations), ``pcie_l0_recovery``, ``pcie_replay_rollover``,
 ``pcie_nak_sent``, ``pcie_nak_received``, ``pcie_bandwidth_mbps``, ``gfx_clocks_mhz`` (list, one per
 XCD), ``gfx_target``, ``compute_units``, ``oam_id``, ``device_id``, ``device_rev``, ``subsystem_id``,
 ``sku``, ``vbios_part_number``, ``vbios_build_date``, ``fru_id``, ``vram_type``, ``vram_vendor``,
@@ -422,9 +423,9 @@ def _pcie_level(text: str) -> tuple[int, int]:
 
 def _flag_text(text: str) -> bool:
     low = text.strip().lower()
-    if low in ("true", "yes", "enabled"):
+    if low in ("true", "yes", "enabled", "active"):
         return True
-    if low in ("false", "no", "disabled"):
+    if low in ("false", "no", "disabled", "not active"):
         return False
     raise ValueError(text)
 
@@ -672,7 +673,7 @@ def _amd_smi_metric(dev: _Dev, entry: dict[str, Any]) -> None:
     """The readings of ``amd-smi metric`` (the sample)."""
     s = dev.sample
     metric_keys = ("usage", "power", "clock", "temperature", "pcie", "ecc", "ecc_blocks", "mem_usage", "energy", "fan",
-                   "perf_level", "xgmi_err")
+                   "perf_level", "xgmi_err", "throttle")
     if not any(k in entry for k in metric_keys):
         return
     _put(s, "util_gpu_pct", _first(entry, ("usage", "gfx_activity"), ("usage", "gfx_usage")), _pct)
@@ -739,6 +740,13 @@ def _amd_smi_metric(dev: _Dev, entry: dict[str, Any]) -> None:
         dev.keep("fan_rpm", _val(fan.get("rpm"), _count))
     dev.keep("perf_level", _val(entry.get("perf_level"), _str))
     dev.keep("xgmi_error", _val(entry.get("xgmi_err"), _str))
+    throttle = entry.get("throttle")
+    if isinstance(throttle, dict):  # amd-smi metric --throttle (MI300+): violation residency since the last read
+        names = [k.removesuffix("_violation_activity") for k in throttle if k.endswith("_violation_activity")]
+        dev.keep("throttle_violation_pct", {n: v for n in names if _name_ok(n)
+                                            and (v := _val(throttle.get(f"{n}_violation_activity"), _pct)) is not None})
+        dev.keep("throttle_violation_active", {n: v for n in names if _name_ok(n) and (
+            v := _val(throttle.get(f"{n}_violation_status"), _flag_text)) is not None})
 
 
 def _amd_smi_entries(doc: Any, what: str) -> list[Any]:

@@ -321,6 +321,10 @@ METRIC = {"gpu": 0,
                          "SDMA": "N/A"},
           "fan": {"speed": "N/A", "max": "N/A", "rpm": "N/A", "usage": "N/A"},
           "energy": {"total_energy_consumption": {"value": 123456789.5, "unit": "uJ"}},
+          "throttle": {"accumulation_counter": 4872059, "ppt_violation_activity": {"value": 12, "unit": "%"},
+                       "ppt_violation_status": "ACTIVE", "hbm_thermal_violation_activity": {"value": 0, "unit": "%"},
+                       "hbm_thermal_violation_status": "NOT ACTIVE", "prochot_violation_activity": "N/A",
+                       "gfx_clk_below_host_limit_power_violation_activity": [{"value": 1, "unit": "%"}]},
           "mem_usage": {"total_vram": {"value": 196592, "unit": "MB"}, "used_vram": {"value": 1024, "unit": "MB"},
                         "free_vram": {"value": 195568, "unit": "MB"}}}
 """One GPU of ``amd-smi metric --json`` as amd-smi 6.x/7.x print it (the layout of ROCm's
@@ -344,6 +348,8 @@ def test_amd_smi_metric_json_both_layouts(layout: str) -> None:
                                "GFX": {"correctable": 0, "uncorrectable": 0, "deferred": 0}}
     assert (x["ecc_deferred"], x["ecc_cache_corr"], "ecc_cache_unc" in x) == (4, 0, False)
     assert (x["pcie_l0_recovery"], x["pcie_nak_received"]) == (2, 1)
+    assert x["throttle_violation_pct"] == {"ppt": 12.0, "hbm_thermal": 0.0}  # N/A and per-XCC lists: absent
+    assert x["throttle_violation_active"] == {"ppt": True, "hbm_thermal": False}
 
 
 def test_combine_static_metric_version_and_xgmi(shared_fixtures: Path) -> None:
