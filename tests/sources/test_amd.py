@@ -556,3 +556,19 @@ def test_hostile_names_stay_out_of_extra() -> None:
     c = parse_amd_smi_json(json.dumps(doc))
     assert c.extra[0]["ecc_blocks"] == {"GFX": {"correctable": 2}}
     assert c.extra[0]["ecc_block_state"] == {"UMC": "ENABLED"}
+
+
+def test_rocm_smi_gpu_lines_text() -> None:
+    """``rocm-smi --showproductname --showuniqueid --showtemp`` in text (AMD spells ``GPU[n]`` and tabs)."""
+    text = ("\n============================ ROCm System Management Interface ============================\n"
+            "GPU[0]\t\t: Card Series: \t\tArcturus GL-XL [Instinct MI100]\n"
+            "GPU[0]\t\t: Card Vendor: \t\tAdvanced Micro Devices, Inc. [AMD/ATI]\n"
+            "GPU[0]\t\t: Unique ID: 0x79ccd55167a2124a\n"
+            "GPU[0]\t\t: Temperature (Sensor junction) (C): 55.0\n"
+            "GPU[1]\t\t: Card Series: \t\tArcturus GL-XL [Instinct MI100]\n"
+            "GPU[1]\t\t: Temperature (Sensor junction) (C): N/A\n"
+            "================================== End of ROCm SMI Log ===================================\n")
+    assert [f for f, (d, _) in FORMATS.items() if d(text)] == ["rocm-smi-text"]
+    c = parse_rocm_smi_text(text)
+    assert (c.source, c.vendor, len(c.gpus), c.gpus[0].uuid) == ("rocm-smi-text", "amd", 2, "GPU-79ccd55167a2124a")
+    assert (_inv(c)["name"], _smp(c)["temp_c"], _smp(c, 1)["temp_c"]) == ("Arcturus GL-XL [Instinct MI100]", 55.0, None)
