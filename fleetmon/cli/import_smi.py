@@ -34,6 +34,7 @@ from fleetmon.text import printable
 if TYPE_CHECKING:
     from fleetmon.records import NodePoll
     from fleetmon.sources.capture import Capture
+    from fleetmon.sources.formats import Format
     from sqlite_utils import Database
 
 _DESCRIPTION = (
@@ -91,6 +92,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _detected(data: bytes) -> Format | None:
+    """The format the content shows, or None (then nvidia-smi's text parser says what is wrong)."""
+    from fleetmon.sources import SourceError, formats
+
+    try:
+        return formats.detect(data)
+    except SourceError:
+        return None
+
+
 def _name(args: argparse.Namespace) -> str:
     return str(getattr(args, "command_name", "import"))
 
@@ -123,27 +134,23 @@ def prepare(path: Path, node_arg: str | None, now: float | None = None, fmt: str
     body = data.lstrip()
     body = body[len(codecs.BOM_UTF8):].lstrip() if body.startswith(codecs.BOM_UTF8) else body
     try:
-        chosen = formats.by_name(fmt) if fmt != "auto" else None
+        chosen = formats.by_name(fmt) if fmt != "auto" else _detected(data)
         if chosen is None and body[:1] == b"<" or chosen is not None and chosen.name == "nvidia-smi-xml":
             capture = parse_smi_xml(data, MAX_GPUS_PER_NODE)  # the XML parser bounds the tree as it reads it
-        else:
+        elif chosen is None or chosen.name == "nvidia-smi-text":
             try:
                 text = formats.decode(data)
             except SourceError:
                 raise KnownError(f"{shown}: not a capture (neither UTF-8 nor UTF-16 text)") from None
-            if chosen is None:
-                others = [f for f in formats.FORMATS if f.vendor != "nvidia" and f.detect(text)]
-                chosen = others[0] if others else formats.by_name("nvidia-smi-text")
-            if chosen.name == "nvidia-smi-text" and fmt == "auto" and not chosen.detect(text):
-                try:
-                    capture = parse_smi_report(text, MAX_GPUS_PER_NODE)
-                except SourceError as exc:
-                    raise SourceError(f"not a capture fleetmon reads (tried {', '.join(formats.names())}): "
-                                      f"{exc}") from None
-            elif chosen.name == "nvidia-smi-text":
+            try:
                 capture = parse_smi_report(text, MAX_GPUS_PER_NODE)
-            else:
-                capture = chosen.parse(data)
+            except SourceError as exc:
+                if chosen is not None:
+                    raise
+                raise SourceError(f"not a capture fleetmon reads (tried {', '.join(formats.names())}): "
+                                  f"{exc}") from None
+        else:
+            capture = chosen.parse(data)
     except SourceError as exc:
         raise KnownError(f"{shown}: {exc}") from None
     if not capture.gpus:

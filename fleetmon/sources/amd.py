@@ -1407,6 +1407,10 @@ def _detect_rocminfo(text: str) -> bool:
     return "HSA System Attributes" in t or "HSA Agents" in t
 
 
+VENDOR = "amd"
+FORMAT_VENDORS = {"hy-smi-json": "hygon", "hy-smi-text": "hygon"}
+"""The vendor of a format's devices where it is not :data:`VENDOR` (fleetmon.sources.formats reads both)."""
+
 FORMATS: dict[str, tuple[Callable[[str], bool], Callable[[bytes | str], Capture]]] = {
     AMD_SMI_JSON: (_detect_amd_smi_json, parse_amd_smi_json),
     AMD_SMI_TEXT: (_detect_amd_smi_text, parse_amd_smi_text),

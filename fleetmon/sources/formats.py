@@ -69,7 +69,7 @@ _NVIDIA: tuple[Format, ...] = (
     Format("nvidia-smi-text", "nvidia", _nvidia_text, _parse_nvidia_text),
 )
 
-_MODULES: tuple[str, ...] = ("npu_smi", "hl_smi", "xpu_smi", "mthreads")
+_MODULES: tuple[str, ...] = ("amd", "npu_smi", "hl_smi", "xpu_smi", "mthreads")
 """The vendor parser modules (``fleetmon.sources.<name>``) whose ``FORMATS`` join :data:`FORMATS`."""
 
 
@@ -78,8 +78,9 @@ def _gather() -> tuple[Format, ...]:
     for name in _MODULES:
         module = importlib.import_module(f"fleetmon.sources.{name}")
         vendor = str(getattr(module, "VENDOR", name))
+        vendors = getattr(module, "FORMAT_VENDORS", {})
         for fmt, (det, parse) in module.FORMATS.items():
-            out.append(Format(fmt, vendor, det, parse))
+            out.append(Format(fmt, str(vendors.get(fmt, vendor)), det, parse))
     names = [f.name for f in out]
     if len(set(names)) != len(names):  # pragma: no cover - guards the modules' tables
         raise ValueError(f"two capture formats share a name: {names}")
@@ -126,7 +127,15 @@ def detect(data: bytes | str) -> Format:
     Raises:
         SourceError: not text, or no format recognises it (the message lists the formats).
     """
-    text = decode(data) if isinstance(data, bytes) else data
+    if isinstance(data, bytes):
+        try:
+            text = decode(data)
+        except SourceError:
+            # Some tools write Latin-1 ("38 \xb0C" from amd-smi): telling the format apart needs only the
+            # document's shape, so read it as Latin-1 here; the chosen parser decides what it accepts.
+            text = data.decode("latin-1")
+    else:
+        text = data
     for f in FORMATS:
         if f.detect(text):
             return f

@@ -17,9 +17,11 @@ from fleetmon.cli import main
 from fleetmon.sources import formats
 from storage.db import open_database
 
-VENDOR_FILES = {  # folder → format of each file (None: not a device listing of a registered format)
+VENDOR_FILES = {  # folder → the start of each file's format name
     "huawei_ascend": "npu-smi",
     "moore_threads": "mthreads-gmi",
+    "hygon": "",
+    "amd": "",
 }
 INTEL = {"all-smi_hl-smi_2xHL-325L_excerpt.csv": "hl-smi-csv"}
 
@@ -47,13 +49,14 @@ def test_every_file_of_a_registered_vendor_is_detected_as_its_format(shared_fixt
     seen = 0
     for folder, fmt in VENDOR_FILES.items():
         for path in sorted((root / folder).iterdir()):
-            assert formats.detect(path.read_bytes()).name.startswith(fmt), path.name
+            found = formats.detect(path.read_bytes())
+            assert found.name.startswith(fmt) and found.vendor != "nvidia", (path.name, found.name)
             seen += 1
     for name, fmt in INTEL.items():
         assert formats.detect((root / "intel" / name).read_bytes()).name == fmt
     for path in sorted((root / "intel").glob("*xpu-smi*")):
         assert formats.detect(path.read_bytes()).name == "xpu-smi-csv", path.name
-    assert seen >= 12
+    assert seen >= 34
 
 
 def test_no_nvidia_capture_is_taken_for_another_vendors(shared_fixtures: Path) -> None:
