@@ -512,59 +512,66 @@ _CATALOG: tuple[GpuSpec, ...] = (
     # AMD figures marked "recalled" are from AMD's product pages, not seen again this time.
     # AMD, GCN 5 (Vega 20): no matrix cores
     _spec("AMD Instinct MI50", "Vega 20 (GCN 5)", "PCIe card", 16, "HBM2", 1024, 300, None, 1725,
-          (4, 16), "always", "page_retire", 13.3, None,
+          (4, 16), None, "page_retire", 13.3, None,
           "AMD MI50 product page (recalled): 16 GB HBM2, 1024 GB/s, 300 W, peak engine clock 1725 MHz, "
-          "13.3 FP32 TFLOPS, PCIe Gen4 x16, full-chip ECC; base clock not published; no matrix cores "
-          "(26.5 TFLOPS packed FP16 is a vector rate), so no tensor figure; the 32 GB MI50 is its own row, "
+          "13.3 FP32 TFLOPS, PCIe Gen4 x16, full-chip ECC (whether it can be turned off not verified); base "
+          "clock not published; no matrix cores (26.5 TFLOPS packed FP16 is a vector rate), so no tensor "
+          "figure; the 32 GB MI50 is its own row, "
           "chosen by the reported memory; amdgpu.ids names 0x66A1 'AMD Instinct MI60 / MI50' (both)",
           vendor="amd"),
     _spec("AMD Instinct MI60", "Vega 20 (GCN 5)", "PCIe card", 32, "HBM2", 1024, 300, None, 1800,
-          (4, 16), "always", "page_retire", 14.7, None,
+          (4, 16), None, "page_retire", 14.7, None,
           "AMD MI60 product page (recalled): 32 GB HBM2, 1024 GB/s, 300 W, peak engine clock 1800 MHz, "
-          "14.7 FP32 TFLOPS, PCIe Gen4 x16, full-chip ECC; base clock not published; no matrix cores, "
+          "14.7 FP32 TFLOPS, PCIe Gen4 x16, full-chip ECC (whether it can be turned off not verified); base "
+          "clock not published; no matrix cores, "
           "so no tensor figure; amdgpu.ids names it with the MI50 ('AMD Instinct MI60 / MI50')",
           vendor="amd"),
     # AMD, CDNA
     _spec("AMD Instinct MI100", "CDNA", "PCIe card", 32, "HBM2", 1229, 300, None, 1502,
-          (4, 16), "always", "page_retire", 23.1, 184.6,
+          (4, 16), None, "page_retire", 23.1, 184.6,
           "amdgpu.ids 0x738C and rocminfo in ROCm/rocm_smi_lib#190 ('AMD Instinct MI100', max clock "
           "1502 MHz, 120 CUs); AMD MI100 datasheet (recalled): 32 GB HBM2 (4096-bit), 1.2288 TB/s, "
-          "300 W, 23.1 FP32 vector, 184.6 FP16 matrix (BF16 92.3), PCIe Gen4 x16, full-chip ECC; base "
+          "300 W, 23.1 FP32 vector, 184.6 FP16 matrix (BF16 92.3), PCIe Gen4 x16, full-chip ECC (whether "
+          "it can be turned off not verified); base "
           "clock not published; rocm-smi 5.7/6.0 print 'Arcturus GL-XL [Instinct MI100]' (telegraf "
           "captures: 6x and 4x MI100)",
           vendor="amd"),
     # AMD, CDNA 2 (an MI250/MI250X OAM is two GCDs: the rows are per GCD, the power cap per OAM)
     _spec("AMD Instinct MI210", "CDNA 2", "PCIe card", 64, "HBM2e", 1638, 300, None, 1700,
-          (4, 16), "always", "page_retire", 22.6, 181.0,
+          (4, 16), None, "page_retire", 22.6, 181.0,
           "AMD MI210 datasheet as ByteMLPerf's MIGraphX README quotes it: 104 CUs, 22.6 FP32 vector "
-          "(45.3 matrix), 181.0 FP16/BF16, 64 GB HBM2e, 1.6 TB/s (1638.4), full-chip ECC; 300 W default "
+          "(45.3 matrix), 181.0 FP16/BF16, 64 GB HBM2e, 1.6 TB/s (1638.4), full-chip ECC (whether it can be "
+          "turned off not verified); 300 W default "
           "cap (amd/MxGPU-Virtualization#26: PPT0 max 300 W); peak clock 1700 MHz recalled; base clock "
           "not published; name amdgpu.ids 0x740F",
           vendor="amd"),
     _spec("AMD Instinct MI250", "CDNA 2", "OAM (one of two GCDs)", 64, "HBM2e", 1638, 560, None, 1700,
-          (4, 16), "always", "page_retire", 22.6, 181.0,
+          (4, 16), None, "page_retire", 22.6, 181.0,
           "one GCD of the OAM, as rocm-smi lists it: AMD MI250 datasheet (recalled) 128 GB HBM2e, "
           "3.2768 TB/s, 45.3 FP32 vector and 362.1 FP16/BF16 per OAM, halved; 208 CUs (ROCm GPU "
           "architecture table); 500 W, 560 W peak per OAM: 560 W as the MI250X capture's default cap; "
-          "peak clock 1700 MHz recalled; base clock not published; amdgpu.ids names 0x740C "
+          "peak clock 1700 MHz recalled; base clock not published; full-chip ECC, whether it can be turned "
+          "off not verified; amdgpu.ids names 0x740C "
           "'AMD Instinct MI250X / MI250' (both)",
           vendor="amd"),
     _spec("AMD Instinct MI250X", "CDNA 2", "OAM (one of two GCDs)", 64, "HBM2e", 1638, 560, None, 1700,
-          (4, 16), "always", "page_retire", 23.95, 191.5,
+          (4, 16), None, "page_retire", 23.95, 191.5,
           "one GCD of the OAM, as rocm-smi lists it: ROCm GPU architecture table (128 GiB, 220 CUs, "
           "110 per GCD); AMD MI250X datasheet (recalled) 3.2768 TB/s, 47.9 FP32 vector and 383 "
           "FP16/BF16 per OAM, halved; 560 W: the wandb#5449 concise table of 8 GCDs shows PwrCap "
           "560 W on each first GCD and 0 W on the second (AMD: 500 W, 560 W peak); peak clock 1700 MHz "
-          "recalled; base clock not published; name amdgpu.ids 0x7408",
+          "recalled; base clock not published; full-chip ECC, whether it can be turned off not verified; "
+          "name amdgpu.ids 0x7408",
           vendor="amd"),
     # AMD, CDNA 3
     _spec("AMD Instinct MI300X", "CDNA 3", "OAM", 192, "HBM3", 5300, 750, None, 2100,
-          (5, 16), "always", "page_retire", 81.7, 1307.4,
+          (5, 16), None, "page_retire", 81.7, 1307.4,
           "dell-ai amd-smi static capture (8x MI300X): market_name 'AMD Instinct MI300X', product_name "
           "'... OAM', 196592 MB HBM, 5325 GB/s max bandwidth, bad_page_threshold 128; ROCm/"
           "legacy-rocm-build#5231: PwrCap 750 W, SCLK 2105 MHz; AMD MI300X datasheet: 192 GB HBM3, "
           "5.3 TB/s, 750 W, 304 CUs (ROCm docs), 1307.4 FP16/BF16 dense, 81.7 FP32 vector (163.4 "
-          "matrix; recalled), PCIe Gen5 x16, peak clock 2100 MHz; base clock not published",
+          "matrix; recalled), PCIe Gen5 x16, peak clock 2100 MHz; base clock not published; ECC on (amd-smi "
+          "RAS blocks), whether it can be turned off not verified",
           vendor="amd"),
     _spec("AMD Instinct MI308X", "CDNA 3", "OAM", 192, "HBM3", None, None, None, None,
           (None, None), None, "page_retire", None, None,
@@ -576,8 +583,9 @@ _CATALOG: tuple[GpuSpec, ...] = (
           vendor="amd"),
     # AMD, RDNA 3
     _spec("AMD Radeon PRO W7900", "RDNA 3", "PCIe card", 48, "GDDR6", 864, 295, None, 2495,
-          (4, 16), "configurable", "", 61.3, None,
-          "AMD Radeon PRO W7900 product page (recalled): 48 GB GDDR6 with ECC, 864 GB/s, 295 W, boost "
+          (4, 16), None, "", 61.3, None,
+          "AMD Radeon PRO W7900 product page (recalled): 48 GB GDDR6 with ECC support (how it is set not "
+          "verified), 864 GB/s, 295 W, boost "
           "2495 MHz, 61.3 FP32 TFLOPS, PCIe Gen4 x16; base clock not published; dense FP16 matrix "
           "(WMMA) rate not published as such (AMD's 122.6 FP16 is the dual-issue vector rate), so no "
           "tensor figure; memory repair not documented (amdgpu bad-page retirement is a RAS feature of "
@@ -660,8 +668,9 @@ _CATALOG: tuple[GpuSpec, ...] = (
     _spec("HL-225", "Gaudi 2", "OAM", 96, "HBM2e", 2460, 600, None, None,
           (4, 16), None, "row_replace", None, 432.0,
           "Intel's Hot Chips 2024 Gaudi 3 deck (Gaudi 2 column): 600 W OAM, 432 BF16 TFLOPS, 96 GB HBM, "
-          "2.46 TB/s, PCIe 64 GB/s bidirectional (Gen4 x16); HBM2e per Intel (y-ic.de); HL-225 as hl-smi "
-          "names the Gaudi 2 OAM (recalled); HBM row replacement via hlml (habana-pyhlml "
+          "2.46 TB/s, PCIe 64 GB/s bidirectional (Gen4 x16); HBM2e per Intel (y-ic.de); hl-smi tables in "
+          "public repositories name the Gaudi 2 OAM 'HL-225' (98304MiB, 600 W cap; 'HL-288' is the PCIe "
+          "card); HBM row replacement via hlml (habana-pyhlml "
           "hlmlDeviceGetReplacedRowsCount), no limit published; clocks, FP32 and ECC mode not published",
           vendor="intel"),
     _spec("HL-325L", "Gaudi 3", "OAM (air-cooled)", 128, "HBM2e", 3670, 850, None, None,
@@ -740,7 +749,7 @@ _MEMORY_VARIANTS: tuple[GpuSpec, ...] = (
           "tensor with FP32 accumulate not found; same NVML name as the 12 GB card, told apart by its "
           "reported memory"),
     _spec("AMD Instinct MI50", "Vega 20 (GCN 5)", "PCIe card", 32, "HBM2", 1024, 300, None, 1725,
-          (4, 16), "always", "page_retire", 13.3, None,
+          (4, 16), None, "page_retire", 13.3, None,
           "the 32 GB MI50: AMD MI50 product page (recalled), figures as the 16 GB card; base clock not "
           "published; no matrix cores, so no tensor figure; told apart by its reported memory",
           vendor="amd"),

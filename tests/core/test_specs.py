@@ -703,6 +703,7 @@ def test_other_vendor_aliases(reported: str, expected: str) -> None:
         "310P",  # not the name npu-smi prints
         "HL-325",
         "HL-338",  # the Gaudi 3 PCIe card: another power class
+        "HL-288",  # the Gaudi 2 PCIe card
         "MTT S3000",
         "Z100",
         "AMD",

@@ -256,4 +256,5 @@ def test_other_vendors_are_judged_against_their_catalog_rows() -> None:
                     inventory={"memory_total_mib": 65520, "power_default_w": 300.0, "power_enforced_w": 300.0})
     r = judge(k100)
     assert (status(r, "spec"), status(r, "memory-size"), status(r, "power-limits")) == ("PASS", "PASS", "UNKNOWN")
-    assert r.check("power-limits").reason == "not checked: no spec TDP to compare the limits with"  # type: ignore[union-attr]
+    power = r.check("power-limits")
+    assert power is not None and power.reason == "not checked: no spec TDP to compare the limits with"
