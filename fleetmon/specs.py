@@ -602,14 +602,15 @@ _CATALOG: tuple[GpuSpec, ...] = (
           (None, None), None, "", 24.5, None,
           "Hygon's K100 / K100 AI / BW200 table as hblas-bench (DCU-bench.md) reproduces it: 120 CUs, "
           "64 GB, FP32 24.5, FP16 100 TFLOPS marked '(No VectorCore)' (so not taken as a matrix rate: "
-          "no tensor figure), bandwidth 'NA'; HBM generation, power, clocks, PCIe link and ECC mode "
+          "no tensor figure), bandwidth 'NA'; 'K100' as Hygon's hcu-dcgm compatibility matrix names the "
+          "card model; HBM generation, power, clocks, PCIe link and ECC mode "
           "not found; memory repair not documented; form factor recalled",
           vendor="hygon"),
     _spec("K100_AI", "Hygon DCU (Shensuan-2)", "PCIe card", 64, "HBM", 896, None, None, None,
           (None, None), None, "", 49.0, 196.0,
           "Hygon's table as hblas-bench (DCU-bench.md) reproduces it: 120 CUs, 64 GB, 896 GB/s, FP32 49, "
           "FP16/BF16 196 TFLOPS; hy-smi and rocm-smi print Card Series 'K100_AI' (gpustack#2032, "
-          "gpustack#3257: 65520 MiB); HBM generation, power, clocks, PCIe link and ECC mode not found; "
+          "gpustack#3257: 65520 MiB), as Hygon's hcu-dcgm compatibility matrix names it; HBM generation, power, clocks, PCIe link and ECC mode not found; "
           "memory repair not documented; form factor recalled",
           vendor="hygon"),
     # Huawei Ascend (npu-smi prints "910B4"; the chip map prints "Ascend 910A"; one row per chip)

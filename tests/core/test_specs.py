@@ -607,8 +607,8 @@ ISSUE_23_MODELS = [
 ]
 # Models issue 23 names that have no row, with the reason (a [[spec]] in the fleet file can declare them).
 ISSUE_23_NOT_IN_CATALOG = {
-    "Z100": "Hygon's older DCU: no figures found (only PaddlePaddle's docs naming Z100 and Z100L), not even its "
-            "memory size, and a row needs one",
+    "Z100": "Hygon's older DCU: no figures found (PaddlePaddle's docs and Hygon's hcu-dcgm compatibility matrix "
+            "only name Z100 and Z100L), not even its memory size, and a row needs one",
 }
 OTHER_VENDORS = ("amd", "hygon", "huawei", "intel", "mthreads")
 
