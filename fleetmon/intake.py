@@ -314,7 +314,7 @@ def _check_power(history: FleetHistory, gpu: GpuHistory, spec: specs.GpuSpec | N
     ev = {"default_w": default, "enforced_w": enforced, "tdp_w": spec.tdp_w if spec else None}
     if default is None and enforced is None:
         return Check("power-limits", UNKNOWN, "not checked: the card did not report its power limits", evidence=ev)
-    if spec is None:
+    if spec is None or spec.tdp_w is None:
         return Check("power-limits", UNKNOWN, "not checked: no spec TDP to compare the limits with", evidence=ev)
     tdp = float(spec.tdp_w)
     peers = [_num(g.inv("power_enforced_w")) for g in _peers(history, gpu)]

@@ -147,7 +147,8 @@ def build_spec(name: str, values: Mapping[str, Any], base: GpuSpec | None, where
 
     ``where`` ("fleet.toml:12") goes into ``source``. Without a base every key of :data:`DERATING_KEYS`
     must be in ``values`` (the validator checks it first); strings it lacks are "" (unknown; views show a
-    dash) and optional numbers None. The repair limits follow ``mem_repair`` as in the catalog.
+    dash) and optional numbers None. The repair limits follow ``mem_repair`` and the vendor as in the catalog
+    (a spec with an AMD or Gaudi ``base`` keeps its vendor, so NVIDIA's limits never apply to it).
     """
     fields: dict[str, Any] = dataclasses.asdict(base) if base is not None else {
         "architecture": "", "form_factor": "", "memory_type": "", "base_clock_mhz": None, "pcie_gen": None,
@@ -155,9 +156,8 @@ def build_spec(name: str, values: Mapping[str, Any], base: GpuSpec | None, where
         **{k: None for k in FLOAT_KEYS},
     }
     fields.update({k: v for k, v in values.items() if k in _FIELDS})
-    repair = fields.get("mem_repair")
-    fields["retired_page_limit"] = specs.PAGE_RETIRE_LIMIT if repair == "page_retire" else None
-    fields["remap_row_limit"] = specs.ROW_REMAP_LIMIT if repair == "row_remap" else None
+    fields["retired_page_limit"], fields["remap_row_limit"] = specs.repair_limits(
+        fields.get("mem_repair"), fields.get("vendor") or "nvidia")
     told = values.get("source")
     fields["source"] = f"user spec, {where}" + (f" (base {base.nvml_name})" if base is not None else "") + (
         f"; {told}" if told else "")
@@ -220,11 +220,9 @@ class SpecBook:
                            vbios=bios if isinstance(bios, str) else None, memory_mib=inv.get("memory_total_mib"))
 
     def min_driver(self, name: str | None, **match: Any) -> MinDriver | None:
-        """The oldest driver that supports the card's architecture (None: unknown model or architecture)."""
-        spec = self.lookup(name, **match)
-        if spec is None:
-            return None
-        return next((m for m in specs.MIN_DRIVERS if m.architecture == spec.architecture), None)
+        """The oldest driver that supports the card's architecture (None: unknown model or architecture, and
+        other vendors' devices: the table is NVIDIA's)."""
+        return specs.min_driver_of(self.lookup(name, **match))
 
     def user_specs_for(self, name: str | None) -> tuple[UserSpec, ...]:
         """The ``[[spec]]`` tables for a model of this name (whatever their match keys), most specific first."""

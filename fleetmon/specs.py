@@ -48,12 +48,47 @@ Field conventions:
   (Pascal) and where no published figure was found.
 * One row per GPU as NVML sees it: the A16 board holds four GPUs, and its row is
   one of them.
+
+Other vendors (issue 23): rows of AMD, Hygon, Huawei Ascend, Intel Gaudi and Moore
+Threads accelerators carry ``vendor`` ("amd", "hygon", "huawei", "intel", "mthreads",
+as :class:`fleetmon.sources.capture.Capture` names them; NVIDIA rows keep the default
+"nvidia"). The same data rules hold, with these readings of the fields:
+
+* ``nvml_name`` is the name the vendor's tool prints: amd-smi's ``market_name``
+  ("AMD Instinct MI300X"), hy-smi/rocm-smi's ``Card Series`` ("K100_AI"), npu-smi's
+  ``Name`` ("910B4", matched with or without "Ascend"), hl-smi's ``name`` ("HL-325L"),
+  mthreads-gmi's ``Name`` ("MTT S5000"). Other spellings the tools print for the
+  same SKU are data in ``_ALIASES``. A name the tools print for two SKUs ("AMD
+  Instinct MI60 / MI50", "AMD Instinct MI250X / MI250", npu-smi's bare "Ascend910"
+  of an A3 die) matches nothing: it cannot tell the rows apart.
+* One row per device as the tool lists it: an MI250/MI250X OAM is two GCDs, each its
+  own device, so memory, bandwidth and FLOPS are per GCD (half the OAM's), while
+  ``tdp_w`` is the OAM's power cap, which rocm-smi reports on the first GCD of the
+  pair (the second shows 0 W); an Atlas 300I Duo card is two 310P chips.
+* ``tensor_tflops`` is the dense FP16/BF16 matrix peak (AMD Matrix Cores, Ascend Cube
+  units, Gaudi MME); ``fp32_tflops`` the non-matrix (vector) FP32 peak. AMD's
+  datasheets give the MI100's BF16 at half its FP16 rate: the FP16 figure is used.
+* ``base_clock_mhz`` is None for AMD (its datasheets give only the peak engine
+  clock) and both clocks are None where a vendor publishes none.
+* ``tdp_w`` and ``mem_bandwidth_gbs`` are None where no source gives them (Hygon,
+  some Ascend parts): the power and bandwidth ratios are then unknown, never guessed.
+* ``mem_repair``: ``"page_retire"`` also names amdgpu's bad-page retirement (the
+  RAS EEPROM keeps retired pages across reboots). Its limit is not a model constant
+  but the host's amdgpu ``bad_page_threshold`` (module parameter; amd-smi static
+  reports it per device, 128 in the dell-ai MI300X capture), so AMD rows carry no
+  ``retired_page_limit``. ``"row_replace"`` is Gaudi's HBM row replacement
+  (hlml's ``hlmlDeviceGetReplacedRowsCount``, as in habana-pyhlml), no published limit.
+  ``""`` means the sources do not say (Hygon, Ascend, Moore Threads), as in a user
+  spec without a base.
+* :data:`MIN_DRIVERS` is NVIDIA's (CUDA toolkit to driver); :func:`min_driver` is None
+  for other vendors.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass
 
 from fleetmon.compat import SLOTS
@@ -64,29 +99,42 @@ PAGE_RETIRE_LIMIT = 64
 ROW_REMAP_LIMIT = 512
 
 ECC_MODES = ("always", "toggle", "configurable", "none")
-MEM_REPAIR_MODES = ("row_remap", "page_retire", "none")
+MEM_REPAIR_MODES = ("row_remap", "page_retire", "row_replace", "none")
+VENDORS = ("nvidia", "amd", "hygon", "huawei", "intel", "mthreads")
+"""The vendors of catalog rows, as :class:`fleetmon.sources.capture.Capture` names them."""
+
+
+def repair_limits(mem_repair: str | None, vendor: str = "nvidia") -> tuple[int | None, int | None]:
+    """(retired page limit, remapped row limit) of a repair mode: NVIDIA's published limits; None for
+    other vendors (AMD's bad-page threshold is a host setting, Gaudi's row replacement has no published
+    limit) and for other modes."""
+    if vendor != "nvidia":
+        return None, None
+    return (PAGE_RETIRE_LIMIT if mem_repair == "page_retire" else None,
+            ROW_REMAP_LIMIT if mem_repair == "row_remap" else None)
 
 
 @dataclass(frozen=True, **SLOTS)
 class GpuSpec:
-    """Nominal specs of one GPU model, keyed by the name NVML reports.
+    """Nominal specs of one GPU model, keyed by the name NVML (or the vendor's tool) reports.
 
     Attributes:
-        nvml_name: the name as ``nvmlDeviceGetName`` reports it on current drivers.
+        nvml_name: the name as ``nvmlDeviceGetName`` reports it on current drivers (for other
+            vendors, as their tool prints it; see the module doc).
         architecture: "Ampere", "Hopper", "Ada Lovelace", ...
         form_factor: "PCIe card", "SXM4", ...
         memory_gb: nominal frame buffer size (marketing GB; see the module doc).
         memory_type: "HBM3", "GDDR6X", ...
-        mem_bandwidth_gbs: peak memory bandwidth, GB/s.
-        tdp_w: board power (TDP / max board power), W.
+        mem_bandwidth_gbs: peak memory bandwidth, GB/s, or None where no source gives it.
+        tdp_w: board power (TDP / max board power), W, or None where no source gives it.
         base_clock_mhz: base graphics clock, or None where the reference lacks it.
         boost_clock_mhz: boost graphics clock.
         pcie_gen: PCIe generation the board supports.
         pcie_width: PCIe lanes the board supports.
         ecc: "always", "toggle", "configurable", "none", or None if unknown.
-        mem_repair: "row_remap", "page_retire" or "none".
-        retired_page_limit: max retired pages (page retirement boards), else None.
-        remap_row_limit: max remapped rows (row remapping boards), else None.
+        mem_repair: "row_remap", "page_retire", "row_replace", "none", or "" if the sources do not say.
+        retired_page_limit: max retired pages (NVIDIA page retirement boards), else None.
+        remap_row_limit: max remapped rows (NVIDIA row remapping boards), else None.
         fp32_tflops: non-tensor FP32 peak, TFLOPS, or None where not published.
         tensor_tflops: dense FP16/BF16 tensor peak with FP32 accumulate, TFLOPS, as NVIDIA
             publishes it (no sparsity); None where the model has no tensor cores or no
@@ -94,6 +142,7 @@ class GpuSpec:
         source: where the numbers come from, in a few words.
         origin: "catalog" for a row of this catalog, "user" for a fleet file's ``[[spec]]``
             (:mod:`fleetmon.specbook` resolves both; views show "user spec" for the latter).
+        vendor: "nvidia", "amd", "hygon", "huawei", "intel" or "mthreads" (:data:`VENDORS`).
     """
 
     nvml_name: str
@@ -101,8 +150,8 @@ class GpuSpec:
     form_factor: str
     memory_gb: int
     memory_type: str
-    mem_bandwidth_gbs: int
-    tdp_w: int
+    mem_bandwidth_gbs: int | None
+    tdp_w: int | None
     base_clock_mhz: int | None
     boost_clock_mhz: int | None
     pcie_gen: int | None
@@ -115,6 +164,7 @@ class GpuSpec:
     tensor_tflops: float | None
     source: str
     origin: str = "catalog"
+    vendor: str = "nvidia"
 
 
 def _spec(
@@ -123,18 +173,20 @@ def _spec(
     form_factor: str,
     memory_gb: int,
     memory_type: str,
-    mem_bandwidth_gbs: int,
-    tdp_w: int,
+    mem_bandwidth_gbs: int | None,
+    tdp_w: int | None,
     base_clock_mhz: int | None,
     boost_clock_mhz: int | None,
-    pcie: tuple[int, int],
+    pcie: tuple[int | None, int | None],
     ecc: str | None,
     mem_repair: str,
     fp32_tflops: float | None,
     tensor_tflops: float | None,
     source: str,
+    vendor: str = "nvidia",
 ) -> GpuSpec:
-    """Build one row; the repair limits follow from ``mem_repair``."""
+    """Build one row; the repair limits follow from ``mem_repair`` and the vendor."""
+    retired, remapped = repair_limits(mem_repair, vendor)
     return GpuSpec(
         nvml_name=nvml_name,
         architecture=architecture,
@@ -149,11 +201,12 @@ def _spec(
         pcie_width=pcie[1],
         ecc=ecc,
         mem_repair=mem_repair,
-        retired_page_limit=PAGE_RETIRE_LIMIT if mem_repair == "page_retire" else None,
-        remap_row_limit=ROW_REMAP_LIMIT if mem_repair == "row_remap" else None,
+        retired_page_limit=retired,
+        remap_row_limit=remapped,
         fp32_tflops=fp32_tflops,
         tensor_tflops=tensor_tflops,
         source=source,
+        vendor=vendor,
     )
 
 
@@ -452,24 +505,234 @@ _CATALOG: tuple[GpuSpec, ...] = (
           "TechPowerUp geforce-rtx-5090.c4216 (1790 GB/s; 28 Gbps x 512 bit is 1792); tensor: RTX "
           "Blackwell whitepaper FP16 with FP32 accumulate (recalled; a quarter of the 838 FP16 "
           "sparse the press quotes); ECC driver toggle, off by default (notebookcheck)"),
+    # --- Issue 23: other vendors. Names as the vendors' tools print them (see the module doc).
+    # "amdgpu.ids" is libdrm's marketing-name table (data/amdgpu.ids, as nvtop and netdata copy it),
+    # which amd-smi's market_name and rocminfo's "Marketing Name" print; a capture named here is in
+    # ../shared/fixtures/F_other_vendors or a GitHub issue quoted by its repository and number.
+    # AMD figures marked "recalled" are from AMD's product pages, not seen again this time.
+    # AMD, GCN 5 (Vega 20): no matrix cores
+    _spec("AMD Instinct MI50", "Vega 20 (GCN 5)", "PCIe card", 16, "HBM2", 1024, 300, None, 1725,
+          (4, 16), None, "page_retire", 13.3, None,
+          "AMD MI50 product page (recalled): 16 GB HBM2, 1024 GB/s, 300 W, peak engine clock 1725 MHz, "
+          "13.3 FP32 TFLOPS, PCIe Gen4 x16, full-chip ECC (whether it can be turned off not verified); base "
+          "clock not published; no matrix cores (26.5 TFLOPS packed FP16 is a vector rate), so no tensor "
+          "figure; the 32 GB MI50 is its own row, "
+          "chosen by the reported memory; amdgpu.ids names 0x66A1 'AMD Instinct MI60 / MI50' (both)",
+          vendor="amd"),
+    _spec("AMD Instinct MI60", "Vega 20 (GCN 5)", "PCIe card", 32, "HBM2", 1024, 300, None, 1800,
+          (4, 16), None, "page_retire", 14.7, None,
+          "AMD MI60 product page (recalled): 32 GB HBM2, 1024 GB/s, 300 W, peak engine clock 1800 MHz, "
+          "14.7 FP32 TFLOPS, PCIe Gen4 x16, full-chip ECC (whether it can be turned off not verified); base "
+          "clock not published; no matrix cores, "
+          "so no tensor figure; amdgpu.ids names it with the MI50 ('AMD Instinct MI60 / MI50')",
+          vendor="amd"),
+    # AMD, CDNA
+    _spec("AMD Instinct MI100", "CDNA", "PCIe card", 32, "HBM2", 1229, 300, None, 1502,
+          (4, 16), None, "page_retire", 23.1, 184.6,
+          "amdgpu.ids 0x738C and rocminfo in ROCm/rocm_smi_lib#190 ('AMD Instinct MI100', max clock "
+          "1502 MHz, 120 CUs); AMD MI100 datasheet (recalled): 32 GB HBM2 (4096-bit), 1.2288 TB/s, "
+          "300 W, 23.1 FP32 vector, 184.6 FP16 matrix (BF16 92.3), PCIe Gen4 x16, full-chip ECC (whether "
+          "it can be turned off not verified); base "
+          "clock not published; rocm-smi 5.7/6.0 print 'Arcturus GL-XL [Instinct MI100]' (telegraf "
+          "captures: 6x and 4x MI100)",
+          vendor="amd"),
+    # AMD, CDNA 2 (an MI250/MI250X OAM is two GCDs: the rows are per GCD, the power cap per OAM)
+    _spec("AMD Instinct MI210", "CDNA 2", "PCIe card", 64, "HBM2e", 1638, 300, None, 1700,
+          (4, 16), None, "page_retire", 22.6, 181.0,
+          "AMD MI210 datasheet as ByteMLPerf's MIGraphX README quotes it: 104 CUs, 22.6 FP32 vector "
+          "(45.3 matrix), 181.0 FP16/BF16, 64 GB HBM2e, 1.6 TB/s (1638.4), full-chip ECC (whether it can be "
+          "turned off not verified); 300 W default "
+          "cap (amd/MxGPU-Virtualization#26: PPT0 max 300 W); peak clock 1700 MHz recalled; base clock "
+          "not published; name amdgpu.ids 0x740F",
+          vendor="amd"),
+    _spec("AMD Instinct MI250", "CDNA 2", "OAM (one of two GCDs)", 64, "HBM2e", 1638, 560, None, 1700,
+          (4, 16), None, "page_retire", 22.6, 181.0,
+          "one GCD of the OAM, as rocm-smi lists it: AMD MI250 datasheet (recalled) 128 GB HBM2e, "
+          "3.2768 TB/s, 45.3 FP32 vector and 362.1 FP16/BF16 per OAM, halved; 208 CUs (ROCm GPU "
+          "architecture table); 500 W, 560 W peak per OAM: 560 W as the MI250X capture's default cap; "
+          "peak clock 1700 MHz recalled; base clock not published; full-chip ECC, whether it can be turned "
+          "off not verified; amdgpu.ids names 0x740C "
+          "'AMD Instinct MI250X / MI250' (both)",
+          vendor="amd"),
+    _spec("AMD Instinct MI250X", "CDNA 2", "OAM (one of two GCDs)", 64, "HBM2e", 1638, 560, None, 1700,
+          (4, 16), None, "page_retire", 23.95, 191.5,
+          "one GCD of the OAM, as rocm-smi lists it: ROCm GPU architecture table (128 GiB, 220 CUs, "
+          "110 per GCD); AMD MI250X datasheet (recalled) 3.2768 TB/s, 47.9 FP32 vector and 383 "
+          "FP16/BF16 per OAM, halved; 560 W: the wandb#5449 concise table of 8 GCDs shows PwrCap "
+          "560 W on each first GCD and 0 W on the second (AMD: 500 W, 560 W peak); peak clock 1700 MHz "
+          "recalled; base clock not published; full-chip ECC, whether it can be turned off not verified; "
+          "name amdgpu.ids 0x7408",
+          vendor="amd"),
+    # AMD, CDNA 3
+    _spec("AMD Instinct MI300X", "CDNA 3", "OAM", 192, "HBM3", 5300, 750, None, 2100,
+          (5, 16), None, "page_retire", 81.7, 1307.4,
+          "dell-ai amd-smi static capture (8x MI300X): market_name 'AMD Instinct MI300X', product_name "
+          "'... OAM', 196592 MB HBM, 5325 GB/s max bandwidth, bad_page_threshold 128; ROCm/"
+          "legacy-rocm-build#5231: PwrCap 750 W, SCLK 2105 MHz; AMD MI300X datasheet: 192 GB HBM3, "
+          "5.3 TB/s, 750 W, 304 CUs (ROCm docs), 1307.4 FP16/BF16 dense, 81.7 FP32 vector (163.4 "
+          "matrix; recalled), PCIe Gen5 x16, peak clock 2100 MHz; base clock not published; ECC on (amd-smi "
+          "RAS blocks), whether it can be turned off not verified",
+          vendor="amd"),
+    _spec("AMD Instinct MI308X", "CDNA 3", "OAM", 192, "HBM3", None, None, None, None,
+          (None, None), None, "page_retire", None, None,
+          "a China-market MI300-series part with no public datasheet found: the name as "
+          "torch.cuda.get_device_name prints it, gfx942 with 80 CUs and 192 GB HBM as users report it "
+          "(SGLang/vLLM notes in public repositories); HBM3 as the MI300 package (recalled); "
+          "bandwidth, power, clocks, PCIe link, ECC mode, FP32 and tensor figures not found; bad-page "
+          "retirement as amdgpu does it on gfx942",
+          vendor="amd"),
+    # AMD, RDNA 3
+    _spec("AMD Radeon PRO W7900", "RDNA 3", "PCIe card", 48, "GDDR6", 864, 295, None, 2495,
+          (4, 16), None, "", 61.3, None,
+          "AMD Radeon PRO W7900 product page (recalled): 48 GB GDDR6 with ECC support (how it is set not "
+          "verified), 864 GB/s, 295 W, boost "
+          "2495 MHz, 61.3 FP32 TFLOPS, PCIe Gen4 x16; base clock not published; dense FP16 matrix "
+          "(WMMA) rate not published as such (AMD's 122.6 FP16 is the dual-issue vector rate), so no "
+          "tensor figure; memory repair not documented (amdgpu bad-page retirement is a RAS feature of "
+          "Instinct parts)",
+          vendor="amd"),
+    _spec("AMD Radeon RX 7900 XTX", "RDNA 3", "PCIe card", 24, "GDDR6", 960, 355, None, 2500,
+          (4, 16), "none", "none", 61.4, None,
+          "name amdgpu.ids 0x744C rev C8; AMD product page (recalled): 24 GB GDDR6, 960 GB/s, 355 W, "
+          "boost 2500 MHz, 61.4 FP32 TFLOPS, PCIe Gen4 x16; base clock not published; dense FP16 "
+          "matrix rate not published (no tensor figure); no ECC",
+          vendor="amd"),
+    # Hygon DCU (hy-smi / Hygon's rocm-smi print the Card Series)
+    _spec("K100", "Hygon DCU (Shensuan-1)", "PCIe card", 64, "HBM", None, None, None, None,
+          (None, None), None, "", 24.5, None,
+          "Hygon's K100 / K100 AI / BW200 table as hblas-bench (DCU-bench.md) reproduces it: 120 CUs, "
+          "64 GB, FP32 24.5, FP16 100 TFLOPS marked '(No VectorCore)' (so not taken as a matrix rate: "
+          "no tensor figure), bandwidth 'NA'; 'K100' as Hygon's hcu-dcgm compatibility matrix names the "
+          "card model; HBM generation, power, clocks, PCIe link and ECC mode "
+          "not found; memory repair not documented; form factor recalled",
+          vendor="hygon"),
+    _spec("K100_AI", "Hygon DCU (Shensuan-2)", "PCIe card", 64, "HBM", 896, None, None, None,
+          (None, None), None, "", 49.0, 196.0,
+          "Hygon's table as hblas-bench (DCU-bench.md) reproduces it: 120 CUs, 64 GB, 896 GB/s, FP32 49, "
+          "FP16/BF16 196 TFLOPS; hy-smi and rocm-smi print Card Series 'K100_AI' (gpustack#2032, "
+          "gpustack#3257: 65520 MiB), as Hygon's hcu-dcgm compatibility matrix names it; HBM generation, power, clocks, PCIe link and ECC mode not found; "
+          "memory repair not documented; form factor recalled",
+          vendor="hygon"),
+    # Huawei Ascend (npu-smi prints "910B4"; the chip map prints "Ascend 910A"; one row per chip)
+    _spec("Ascend 910A", "Da Vinci", "NPU module / card", 32, "HBM2", None, 350, None, None,
+          (4, 16), None, "", None, 256.0,
+          "Huawei's Hot Chips 2019 Ascend 910 figures (vengineer, elecfans, golem.de): 256 FP16 TFLOPS "
+          "(Cube), 350 W design power, PCIe 4.0 x16, HBM; 32768 MB rated HBM as Huawei's fault-diagnosis "
+          "tooling lists it (RATED_HBM_DICT); bandwidth not verified (sources give 1.2 and 1.5 TB/s); "
+          "clocks, FP32 and ECC mode not published; memory repair not documented; the Atlas 800 9010 "
+          "npu-smi example (gpustack) maps its chips as 'Ascend 910A'",
+          vendor="huawei"),
+    _spec("Ascend 910B1", "Da Vinci", "NPU module / card", 64, "HBM2e", None, 310, None, None,
+          (None, None), None, "", None, 414.0,
+          "ailemon.net's Ascend parameter table (as a public device-config table copies it): 414 FP16 "
+          "Cube TFLOPS, 310 W; 65536 MB rated HBM (Huawei fault-diagnosis RATED_HBM_DICT); HBM2e "
+          "(boardor.com); bandwidth not verified (392 GB/s in that table, 1.2-1.6 TB/s elsewhere); "
+          "clocks, PCIe link, FP32 and ECC mode not published; memory repair not documented",
+          vendor="huawei"),
+    _spec("Ascend 910B2", "Da Vinci", "NPU module / card", 64, "HBM2e", None, 310, None, None,
+          (None, None), None, "", None, 376.0,
+          "ailemon.net's Ascend parameter table (as a public device-config table copies it): 376 FP16 "
+          "Cube TFLOPS, 310 W; 65536 MB rated HBM (Huawei fault-diagnosis RATED_HBM_DICT); HBM2e "
+          "(boardor.com); bandwidth not verified; clocks, PCIe link, FP32 and ECC mode not published; "
+          "memory repair not documented",
+          vendor="huawei"),
+    _spec("Ascend 910B3", "Da Vinci", "NPU module / card", 64, "HBM2e", None, 310, None, None,
+          (None, None), None, "", None, 313.0,
+          "ailemon.net's Ascend parameter table (as a public device-config table copies it): 313 FP16 "
+          "Cube TFLOPS, 310 W; 65536 MB rated HBM (Huawei fault-diagnosis RATED_HBM_DICT); HBM2e "
+          "(boardor.com); bandwidth not verified; clocks, PCIe link, FP32 and ECC mode not published; "
+          "memory repair not documented",
+          vendor="huawei"),
+    _spec("Ascend 910B4", "Da Vinci", "NPU module / card", 32, "HBM2e", None, 310, None, None,
+          (None, None), None, "", None, 280.0,
+          "ailemon.net's Ascend parameter table (as a public device-config table copies it): 280 FP16 "
+          "Cube TFLOPS, 310 W; 32768 MB rated HBM (Huawei fault-diagnosis RATED_HBM_DICT; the 1Panel#9472 "
+          "npu-smi capture shows 32768); bandwidth not verified; clocks, PCIe link, FP32 and ECC mode not "
+          "published; memory repair not documented",
+          vendor="huawei"),
+    _spec("Ascend 910B4-1", "Da Vinci", "NPU module / card", 64, "HBM2e", None, None, None, None,
+          (None, None), None, "", None, 280.0,
+          "the 64 GB 910B4: npu-smi 25.2.0 capture (HAMi-WebUI#47) shows '910B4-1' with 65536 MB HBM; "
+          "40 AI cores like the 910B4 (a public per-SoC core-count table), so its 280 FP16 Cube TFLOPS "
+          "is copied from the 910B4 (not verified); power, bandwidth, clocks, PCIe link, FP32 and ECC "
+          "mode not found; memory repair not documented",
+          vendor="huawei"),
+    _spec("Ascend 310P3", "Da Vinci", "PCIe card (Atlas 300I Pro)", 24, "LPDDR4X", 204, 72, None, None,
+          (4, 16), None, "", None, 70.0,
+          "one 310P chip of an Atlas 300I Pro card: 24 GB LPDDR4X, 204.8 GB/s, 72 W, 70 FP16 TFLOPS "
+          "(ailemon.net's table as a public device-config table copies it); PCIe 4.0 x16 recalled; "
+          "npu-smi names the chip '310P3' (SoC name in Ascend toolchains); the 48 GB chip of an Atlas "
+          "300I Duo is its own row, chosen by the reported memory; clocks, FP32 and ECC mode not "
+          "published; memory repair not documented",
+          vendor="huawei"),
+    # Intel Gaudi (hl-smi's name column)
+    _spec("HL-225", "Gaudi 2", "OAM", 96, "HBM2e", 2460, 600, None, None,
+          (4, 16), None, "row_replace", None, 432.0,
+          "Intel's Hot Chips 2024 Gaudi 3 deck (Gaudi 2 column): 600 W OAM, 432 BF16 TFLOPS, 96 GB HBM, "
+          "2.46 TB/s, PCIe 64 GB/s bidirectional (Gen4 x16); HBM2e per Intel (y-ic.de); hl-smi tables in "
+          "public repositories name the Gaudi 2 OAM 'HL-225' (98304MiB, 600 W cap; 'HL-288' is the PCIe "
+          "card); HBM row replacement via hlml (habana-pyhlml "
+          "hlmlDeviceGetReplacedRowsCount), no limit published; clocks, FP32 and ECC mode not published",
+          vendor="intel"),
+    _spec("HL-325L", "Gaudi 3", "OAM (air-cooled)", 128, "HBM2e", 3670, 850, None, None,
+          (5, 16), None, "row_replace", None, 1835.0,
+          "Intel's Hot Chips 2024 Gaudi 3 deck: 1835 BF16/FP8 matrix TFLOPS (28.7 BF16 vector), 128 GB "
+          "HBM2e, 3.67 TB/s, PCIe Gen5 x16, up to 900 W air-cooled OAM (1200 W liquid); 850 W is "
+          "power.max in the all-smi hl-smi capture of two HL-325L (131072 MiB), taken as the default "
+          "limit; row replacement as Gaudi 2 (hlml), no limit published; clocks, FP32 and ECC mode not "
+          "published",
+          vendor="intel"),
+    # Moore Threads (mthreads-gmi's Name)
+    _spec("MTT S4000", "MUSA", "PCIe card", 48, "GDDR6", 768, None, None, None,
+          (5, 16), None, "", 25.0, 100.0,
+          "Moore Threads' launch figures (Tom's Hardware via titancomputers, io-tech.fi, tweakpc.de): "
+          "25 FP32, 100 FP16/BF16 TFLOPS, 48 GB GDDR6 on 384 bit, 768 GB/s, PCIe 5.0 x16; power and "
+          "clocks not published; ECC mode not found; memory repair not documented",
+          vendor="mthreads"),
+    _spec("MTT S5000", "MUSA", "accelerator", 80, "", 1600, None, None, None,
+          (None, 16), None, "", None, None,
+          "Moore Threads' S5000 launch figures (ldeepai.com): 80 GB at 1.6 TB/s, 1000 TFLOPS FP8 "
+          "(an FP16/BF16 tensor figure not published); the vllm-omni#2337 mthreads-gmi 2.3.2 capture "
+          "shows 81920MiB, a 16x link and ECC mode 'On-die, EDC'; memory type not found; power, clocks, "
+          "PCIe generation, FP32 and ECC mode not found; memory repair not documented; form factor not found",
+          vendor="mthreads"),
 )
 
 
-_PREFIXES = ("nvidia", "geforce", "tesla")
+# Leading words dropped from a name: drivers and tools differ in which of them they print ("GeForce RTX
+# 2080 Ti", "AMD Instinct MI300X", "Ascend 910B4" beside "910B4"). None of them tells two SKUs apart.
+_PREFIXES = ("nvidia", "geforce", "tesla", "amd", "radeon", "instinct", "huawei", "ascend", "intel", "habana",
+             "hygon")
+# Trademark marks some tools print inside a name ("AMD Radeon (TM) Pro W7900").
+_MARKS = ("(tm)", "(r)", "\u2122", "\u00ae")
+_GLUED = re.compile(r"^ascend(?=\d)")  # npu-smi and CANN print "Ascend910B4" as one word
+
+# Other spellings the vendors' tools print for a catalog row, as data: normalised alias -> normalised
+# row name. Only names that belong to one SKU; a name shared by two SKUs stays unknown.
+_ALIASES: dict[str, str] = {
+    "arcturus gl-xl [instinct mi100]": "mi100",  # rocm-smi 5.7/6.0 "Card series" (telegraf captures)
+    "mi300x oam": "mi300x",  # amd-smi static "product_name" (dell-ai capture)
+    "k100-ai": "k100_ai",  # hy-smi / rocm-smi print "K100_AI"; docs write "K100-AI" and "K100 AI"
+    "k100 ai": "k100_ai",
+}
 
 
 def _normalise(name: str) -> str:
     """Reduce a reported name to a lookup key.
 
-    Lower case, whitespace collapsed, and any leading "NVIDIA", "GeForce" and
-    "Tesla" words dropped (drivers differ in which of these they print). The
-    rest of the name must match exactly, so "RTX 4090 D" stays apart from
-    "RTX 4090".
+    Lower case, whitespace collapsed, trademark marks removed, and any leading
+    vendor and brand words dropped ("NVIDIA", "GeForce", "Tesla", "AMD",
+    "Radeon", "Instinct", "Huawei", "Ascend", also glued as in "Ascend910B4",
+    "Intel", "Habana", "Hygon"; drivers and tools differ in which of these they
+    print); a spelling listed in ``_ALIASES`` becomes its row's key. The rest of
+    the name must match exactly, so "RTX 4090 D" stays apart from "RTX 4090"
+    and "910B4-1" from "910B4".
     """
-    words = name.lower().split()
+    words = [w for w in _GLUED.sub("ascend ", name.lower().strip()).split() if w not in _MARKS]
     while words and words[0] in _PREFIXES:
         words.pop(0)
-    return " ".join(words)
+    key = " ".join(words)
+    return _ALIASES.get(key, key)
 
 
 # Boards that NVML names alike but that differ in memory (the 10 and 12 GB RTX 3080, the 12 and 8 GB RTX
@@ -486,6 +749,19 @@ _MEMORY_VARIANTS: tuple[GpuSpec, ...] = (
           "the 8 GB RTX 3060 (128-bit): TechPowerUp geforce-rtx-3060-8-gb.c3937, recalled, not re-verified; "
           "tensor with FP32 accumulate not found; same NVML name as the 12 GB card, told apart by its "
           "reported memory"),
+    _spec("AMD Instinct MI50", "Vega 20 (GCN 5)", "PCIe card", 32, "HBM2", 1024, 300, None, 1725,
+          (4, 16), None, "page_retire", 13.3, None,
+          "the 32 GB MI50: AMD MI50 product page (recalled), figures as the 16 GB card; base clock not "
+          "published; no matrix cores, so no tensor figure; told apart by its reported memory",
+          vendor="amd"),
+    _spec("Ascend 310P3", "Da Vinci", "PCIe card (Atlas 300I Duo, one of two chips)", 48, "LPDDR4X", 204, 75,
+          None, None, (4, 16), None, "", None, 70.0,
+          "one of the two 310P chips of an Atlas 300I Duo card (npu-smi lists each chip): the card's 96 GB "
+          "LPDDR4X, 408 GB/s, 140 FP16 TFLOPS (280 INT8 TOPS) and 150 W (Gamers Nexus via 3dnews, accio) "
+          "halved, as the A16 row splits its board (a per-chip figure is not published); PCIe 4.0 x16 "
+          "(the card's link); clocks, FP32 and ECC mode not published; memory repair not documented; "
+          "told apart from the 24 GB chip by its reported memory",
+          vendor="huawei"),
 )
 
 _BY_KEY: dict[str, tuple[GpuSpec, ...]] = {}
@@ -593,9 +869,17 @@ def version_key(version: str) -> tuple[int, ...]:
 
 
 def min_driver(gpu_name: str) -> MinDriver | None:
-    """The oldest driver that supports the card named ``gpu_name`` (None for a model not in the catalog)."""
+    """The oldest driver that supports the card named ``gpu_name`` (None for a model not in the catalog and
+    for other vendors' devices: :data:`MIN_DRIVERS` pairs NVIDIA architectures with CUDA drivers)."""
     spec = lookup(gpu_name)
-    return _MIN_BY_ARCH.get(spec.architecture) if spec is not None else None
+    return min_driver_of(spec)
+
+
+def min_driver_of(spec: GpuSpec | None) -> MinDriver | None:
+    """The oldest driver for a resolved spec's architecture; None for no spec and for non-NVIDIA specs."""
+    if spec is None or spec.vendor != "nvidia":
+        return None
+    return _MIN_BY_ARCH.get(spec.architecture)
 
 
 def min_drivers_markdown() -> str:
@@ -688,22 +972,26 @@ def _cell(value: object) -> str:
 def catalog_markdown() -> str:
     """The catalog as a Markdown table (the generated part of docs/spec-catalog.md)."""
     header = (
-        "| NVML name | Architecture | Form factor | Memory | BW GB/s | TDP W | Base/Boost MHz "
+        "| Name | Vendor | Architecture | Form factor | Memory | BW GB/s | TDP W | Base/Boost MHz "
         "| PCIe | ECC | Memory repair | FP32 TFLOPS | Tensor TFLOPS | Source |"
     )
-    lines = [header, "|" + "---|" * 13]
+    lines = [header, "|" + "---|" * 14]
     for s in all_specs():
-        repair = s.mem_repair
+        repair = s.mem_repair or "—"
         if s.retired_page_limit is not None:
             repair += f" (max {s.retired_page_limit})"
         elif s.remap_row_limit is not None:
             repair += f" (max {s.remap_row_limit})"
-        pcie = "—" if s.pcie_gen is None else f"Gen{s.pcie_gen} x{_cell(s.pcie_width)}"
+        if s.pcie_gen is None and s.pcie_width is None:
+            pcie = "—"
+        else:
+            pcie = f"Gen{_cell(s.pcie_gen)} x{_cell(s.pcie_width)}"
         cells = [
             s.nvml_name,
+            s.vendor,
             s.architecture,
             s.form_factor,
-            f"{s.memory_gb} GB {s.memory_type}",
+            f"{s.memory_gb} GB {s.memory_type}".strip(),
             _cell(s.mem_bandwidth_gbs),
             _cell(s.tdp_w),
             f"{_cell(s.base_clock_mhz)}/{_cell(s.boost_clock_mhz)}",

@@ -114,7 +114,8 @@ def test_tensor_tflops_is_accepted_where_the_catalog_has_it() -> None:
     (f'name = "{RTX4090}"\nbase_clock_mhz = 2000\nboost_clock_mhz = 1900  # <-', "boost_clock_mhz",
      "boost clock 1900 MHz is below the base clock 2000 MHz"),
     (f'name = "{RTX4090}"\necc = "sometimes"  # <-', "ecc", "must be one of always, toggle, configurable, none"),
-    (f'name = "{RTX4090}"\nmem_repair = "magic"  # <-', "mem_repair", "must be one of row_remap, page_retire, none"),
+    (f'name = "{RTX4090}"\nmem_repair = "magic"  # <-', "mem_repair",
+     "must be one of row_remap, page_retire, row_replace, none"),
     (f'name = "{RTX4090}"\npcie_gen = 7  # <-', "pcie_gen", "must be a PCIe generation 1 to 6"),
     (f'name = "{RTX4090}"\npcie_width = 3  # <-', "pcie_width", "must be a PCIe link width"),
     (f'name = "{RTX4090}"\nmatch_subsystem_id = "16F3"  # <-', "match_subsystem_id", 'as in "0x145010DE"'),
@@ -262,3 +263,30 @@ def test_the_book_picks_a_catalog_board_by_the_inventorys_memory() -> None:
     assert spec is not None and spec.memory_gb == 12 and spec.tdp_w == 350
     spec = CATALOG_BOOK.for_inventory("NVIDIA GeForce RTX 3080", {"memory_total_mib": 10240})
     assert spec is not None and spec.memory_gb == 10
+
+
+def test_other_vendors_through_the_book() -> None:
+    # issue 23: a [[spec]] over an AMD row keeps the vendor, so NVIDIA's repair limits and driver table never
+    # apply to it; the catalog's own non-NVIDIA rows have no minimum driver either.
+    fleet = parse_fleet(NODE + """
+[[spec]]
+name = "MI300X lab board"
+base = "AMD Instinct MI300X"
+tdp_w = 650
+mem_repair = "page_retire"
+""", path="fleet.toml")
+    (user,) = fleet.specs
+    assert user.spec.vendor == "amd" and user.spec.tdp_w == 650 and user.spec.memory_gb == 192
+    assert (user.spec.retired_page_limit, user.spec.remap_row_limit) == (None, None)
+    book = book_of(fleet)
+    assert book.min_driver("MI300X lab board") is None
+    assert CATALOG_BOOK.min_driver("AMD Instinct MI300X OAM") is None
+    assert CATALOG_BOOK.min_driver("910B4") is None
+    a100 = CATALOG_BOOK.min_driver("NVIDIA A100-SXM4-80GB")
+    assert a100 is not None and a100.architecture == "Ampere"
+    found = CATALOG_BOOK.lookup("K100_AI", memory_mib=65520)
+    assert found is not None and found.vendor == "hygon" and found.tdp_w is None
+    # an NVIDIA row's user spec keeps NVIDIA's limits
+    nv = parse_fleet(NODE + '[[spec]]\nname = "x"\nbase = "NVIDIA A100-SXM4-80GB"\nmem_repair = "page_retire"\n',
+                     path="fleet.toml").specs[0].spec
+    assert nv.vendor == "nvidia" and nv.retired_page_limit == specs.PAGE_RETIRE_LIMIT

@@ -187,48 +187,84 @@ def test_different_skus_never_match_each_other(one: str, other: str) -> None:
 
 
 ARCHITECTURES = ("Pascal", "Volta", "Turing", "Ampere", "Ada Lovelace", "Hopper", "Blackwell")
+# Other vendors' architectures (issue 23), by vendor.
+VENDOR_ARCHITECTURES = {
+    "nvidia": ARCHITECTURES,
+    "amd": ("Vega 20 (GCN 5)", "CDNA", "CDNA 2", "CDNA 3", "RDNA 3"),
+    "hygon": ("Hygon DCU (Shensuan-1)", "Hygon DCU (Shensuan-2)"),
+    "huawei": ("Da Vinci",),
+    "intel": ("Gaudi 2", "Gaudi 3"),
+    "mthreads": ("MUSA",),
+}
 MEMORY_TYPES = ("GDDR5", "GDDR5X", "GDDR6", "GDDR6X", "GDDR7", "HBM2", "HBM2e", "HBM3", "HBM3e")
+# "HBM" where the generation is not known (amd-smi itself reports a vram type of "HBM"); "" where the
+# memory type is not known at all (the source says so).
+OTHER_MEMORY_TYPES = ("HBM", "LPDDR4X", "")
+MISSING = re.compile(r"not (found|published|in|verified|documented)")
 
 
 @pytest.mark.parametrize("spec", all_specs(), ids=CATALOG_NAMES)
 def test_row_is_well_formed(spec: GpuSpec) -> None:
     assert spec.nvml_name == spec.nvml_name.strip() and spec.nvml_name
-    assert spec.architecture in ARCHITECTURES
-    assert spec.memory_type in MEMORY_TYPES
+    assert spec.vendor in specs.VENDORS
+    assert spec.architecture in VENDOR_ARCHITECTURES[spec.vendor]
+    nvidia = spec.vendor == "nvidia"
+    assert spec.memory_type in (MEMORY_TYPES if nvidia else MEMORY_TYPES + OTHER_MEMORY_TYPES)
+    if not spec.memory_type:
+        assert "memory type not found" in spec.source
     assert spec.form_factor.strip()
     size = re.search(r"(?:^|[\s-])(\d+)GB\b", spec.nvml_name)
     assert size is None or int(size.group(1)) == spec.memory_gb, "the name's size is the row's"
     assert spec.ecc in (*specs.ECC_MODES, None)
-    assert spec.mem_repair in specs.MEM_REPAIR_MODES
+    assert spec.mem_repair in specs.MEM_REPAIR_MODES or (not nvidia and spec.mem_repair == "")
     assert spec.source.strip()
-    assert spec.memory_gb > 0 and spec.tdp_w > 0 and spec.mem_bandwidth_gbs > 0
+    assert spec.memory_gb > 0
+    # NVIDIA rows state every derating figure; other vendors' may lack power and bandwidth, and say so
+    if nvidia:
+        assert spec.tdp_w is not None and spec.mem_bandwidth_gbs is not None
+    if spec.tdp_w is None or spec.mem_bandwidth_gbs is None:
+        assert MISSING.search(spec.source), spec.source
+    assert spec.tdp_w is None or spec.tdp_w > 0
+    assert spec.mem_bandwidth_gbs is None or spec.mem_bandwidth_gbs > 0
     assert spec.boost_clock_mhz is None or 300 <= spec.boost_clock_mhz <= 3500
     assert spec.base_clock_mhz is None or 300 <= spec.base_clock_mhz <= 3500
     if spec.base_clock_mhz is not None and spec.boost_clock_mhz is not None:
         assert spec.base_clock_mhz < spec.boost_clock_mhz
-    assert spec.pcie_gen in (3, 4, 5, 6)
-    assert spec.pcie_width in (8, 16)
+    if nvidia or spec.pcie_gen is not None:
+        assert spec.pcie_gen in (3, 4, 5, 6)
+    if nvidia or spec.pcie_width is not None:
+        assert spec.pcie_width in (8, 16)
+    if spec.pcie_gen is None or spec.pcie_width is None:
+        assert re.search(r"PCIe (link|generation)[^;]* not (found|published)", spec.source), spec.source
     assert spec.fp32_tflops is None or spec.fp32_tflops > 0
     assert spec.tensor_tflops is None or spec.tensor_tflops > 0
     if spec.fp32_tflops is not None and spec.tensor_tflops is not None:
         assert spec.tensor_tflops >= spec.fp32_tflops
-    if spec.architecture == "Pascal":
-        assert spec.tensor_tflops is None, "Pascal has no tensor cores"
+    if spec.architecture in ("Pascal", "Vega 20 (GCN 5)"):
+        assert spec.tensor_tflops is None, "Pascal and Vega 20 have no tensor (matrix) cores"
     if spec.tensor_tflops is None:
         assert "tensor" in spec.source, "say why the tensor figure is missing"
     # a missing figure is said in the source, never left silent
-    if spec.base_clock_mhz is None or spec.boost_clock_mhz is None or spec.fp32_tflops is None:
-        assert re.search(r"not (found|published|in|verified)", spec.source), spec.source
-    # memory repair follows the architecture: page retirement up to Turing, row remapping after
+    if spec.boost_clock_mhz is None or spec.fp32_tflops is None or (nvidia and spec.base_clock_mhz is None):
+        assert MISSING.search(spec.source), spec.source
+    if spec.base_clock_mhz is None:
+        assert re.search(r"base clock[^;]* not (found|published|in)|clocks[^;]* not (found|published)",
+                         spec.source), spec.source
+    # memory repair follows the vendor and architecture: NVIDIA page retirement up to Turing, row remapping
+    # after; AMD's bad-page retirement; Gaudi's row replacement; "" (not documented) said in the source
     if spec.mem_repair == "page_retire":
-        assert spec.architecture in ("Pascal", "Volta", "Turing")
+        assert spec.architecture in ("Pascal", "Volta", "Turing") or spec.vendor == "amd"
     if spec.mem_repair == "row_remap":
-        assert spec.architecture not in ("Pascal", "Volta", "Turing")
-    if spec.mem_repair == "page_retire":
+        assert nvidia and spec.architecture not in ("Pascal", "Volta", "Turing")
+    if spec.mem_repair == "row_replace":
+        assert spec.vendor == "intel"
+    if spec.mem_repair == "":
+        assert "memory repair not documented" in spec.source
+    if nvidia and spec.mem_repair == "page_retire":
         assert (spec.retired_page_limit, spec.remap_row_limit) == (64, None)
-    elif spec.mem_repair == "row_remap":
+    elif nvidia and spec.mem_repair == "row_remap":
         assert (spec.retired_page_limit, spec.remap_row_limit) == (None, 512)
-    else:
+    else:  # other vendors publish no per-model limit (AMD's is the host's bad_page_threshold)
         assert (spec.retired_page_limit, spec.remap_row_limit) == (None, None)
     # no memory repair without ECC hardware
     if spec.ecc == "none":
@@ -538,7 +574,8 @@ def test_fixture_names_keep_their_memory_size(shared_fixtures: Path) -> None:
     ("NVIDIA TITAN RTX", "410.48"),
 ])
 def test_every_architecture_has_a_minimum_driver(name: str, driver: str) -> None:
-    assert {s.architecture for s in all_specs()} <= {m.architecture for m in specs.MIN_DRIVERS}
+    nvidia = {s.architecture for s in all_specs() if s.vendor == "nvidia"}
+    assert nvidia <= {m.architecture for m in specs.MIN_DRIVERS}
     floor = specs.min_driver(name)
     assert floor is not None and floor.version == driver
 
@@ -557,3 +594,292 @@ def test_boards_of_one_name_are_told_apart_by_their_memory(name: str, memory_mib
     assert spec is not None and spec.memory_gb == gb
     if memory_mib is not None and gb in (8, 10, 12) and memory_mib <= gb * 1024:
         assert 0.9 < specs.memory_ratio(memory_mib, spec) <= 1.0  # not a "memory-modded" false alarm
+
+
+# --- other vendors (issue 23) ---------------------------------------------------------------
+
+# Every model issue 23 asks for, by the name its vendor's tool prints (npu-smi's without "Ascend").
+ISSUE_23_MODELS = [
+    "AMD Instinct MI50", "AMD Instinct MI60", "AMD Instinct MI100", "AMD Instinct MI210", "AMD Instinct MI250",
+    "AMD Instinct MI250X", "AMD Instinct MI300X", "AMD Instinct MI308X", "AMD Radeon PRO W7900",
+    "AMD Radeon RX 7900 XTX", "K100", "K100_AI", "910A", "910B1", "910B2", "910B3", "910B4", "310P3",
+    "HL-225", "HL-325L", "MTT S4000",
+]
+# Models issue 23 names that have no row, with the reason (a [[spec]] in the fleet file can declare them).
+ISSUE_23_NOT_IN_CATALOG = {
+    "Z100": "Hygon's older DCU: no figures found (PaddlePaddle's docs and Hygon's hcu-dcgm compatibility matrix "
+            "only name Z100 and Z100L), not even its memory size, and a row needs one",
+}
+OTHER_VENDORS = ("amd", "hygon", "huawei", "intel", "mthreads")
+
+
+@pytest.mark.parametrize("name", ISSUE_23_MODELS)
+def test_catalog_covers_issue_23_models(name: str) -> None:
+    spec = lookup(name)
+    assert spec is not None and spec.vendor in OTHER_VENDORS
+    assert spec.origin == "catalog" and specs.min_driver(name) is None
+
+
+@pytest.mark.parametrize("name", ISSUE_23_NOT_IN_CATALOG)
+def test_issue_23_models_without_a_row_are_unknown(name: str) -> None:
+    assert lookup(name) is None
+
+
+def test_vendor_is_the_last_field_and_defaults_to_nvidia() -> None:
+    fields = list(GpuSpec.__dataclass_fields__)
+    assert fields[-2:] == ["origin", "vendor"]
+    assert GpuSpec.__dataclass_fields__["vendor"].default == "nvidia"
+    assert specs.VENDORS[0] == "nvidia" and set(OTHER_VENDORS) < set(specs.VENDORS)
+    by_vendor = {v: [s for s in all_specs() if s.vendor == v] for v in specs.VENDORS}
+    assert all(by_vendor[v] for v in specs.VENDORS), "every vendor has rows"
+    assert all(s.nvml_name.startswith(("NVIDIA", "Tesla", "Quadro")) for s in by_vendor["nvidia"])
+
+
+def _old_normalise(name: str) -> str:
+    """The lookup key before issue 23 (NVIDIA's prefixes only), to show NVIDIA keys did not move."""
+    words = name.lower().split()
+    while words and words[0] in ("nvidia", "geforce", "tesla"):
+        words.pop(0)
+    return " ".join(words)
+
+
+def test_nvidia_keys_are_unchanged_and_vendors_never_share_a_key() -> None:
+    rows = all_specs()
+    for s in rows:
+        if s.vendor == "nvidia":
+            assert specs._normalise(s.nvml_name) == _old_normalise(s.nvml_name), s.nvml_name
+    vendor_of: dict[str, set[str]] = {}
+    for s in rows:
+        vendor_of.setdefault(specs._normalise(s.nvml_name), set()).add(s.vendor)
+    assert all(len(v) == 1 for v in vendor_of.values()), {k: v for k, v in vendor_of.items() if len(v) > 1}
+    # every alias points at a row of the catalog, and is not itself a row's key
+    for alias, key in specs._ALIASES.items():
+        assert key in vendor_of and alias not in vendor_of, alias
+
+
+@pytest.mark.parametrize(
+    ("reported", "expected"),
+    [
+        # amd-smi market_name / product_name, rocminfo Marketing Name, rocm-smi Card series
+        ("AMD Instinct MI300X", "AMD Instinct MI300X"),
+        ("AMD Instinct MI300X OAM", "AMD Instinct MI300X"),
+        ("Instinct MI300X", "AMD Instinct MI300X"),
+        ("MI300X", "AMD Instinct MI300X"),
+        ("Arcturus GL-XL [Instinct MI100]", "AMD Instinct MI100"),
+        ("AMD Instinct MI100", "AMD Instinct MI100"),
+        ("AMD Radeon Instinct MI50", "AMD Instinct MI50"),  # the Vega 20 parts' older brand
+        ("AMD Radeon (TM) Pro  W7900", "AMD Radeon PRO W7900"),  # as a tool printed it (see the module doc)
+        ("Radeon RX 7900 XTX", "AMD Radeon RX 7900 XTX"),
+        # hy-smi / Hygon rocm-smi Card Series, and the spellings docs use
+        ("K100_AI", "K100_AI"), ("K100-AI", "K100_AI"), ("Hygon K100 AI", "K100_AI"), ("K100", "K100"),
+        # npu-smi Name, CANN's SoC name, npu-smi -m chip name
+        ("910B4", "Ascend 910B4"), ("Ascend910B4", "Ascend 910B4"), ("Ascend 910B4", "Ascend 910B4"),
+        ("910B4-1", "Ascend 910B4-1"), ("Ascend910B1", "Ascend 910B1"), ("910B2", "Ascend 910B2"),
+        ("910B3", "Ascend 910B3"), ("Ascend 910A", "Ascend 910A"), ("910A", "Ascend 910A"),
+        ("310P3", "Ascend 310P3"), ("Ascend310P3", "Ascend 310P3"), ("Huawei Ascend 910B3", "Ascend 910B3"),
+        # hl-smi name, mthreads-gmi Name
+        ("HL-325L", "HL-325L"), ("HL-225", "HL-225"), ("MTT S5000", "MTT S5000"), ("MTT S4000", "MTT S4000"),
+    ],
+)
+def test_other_vendor_aliases(reported: str, expected: str) -> None:
+    spec = lookup(reported)
+    assert spec is not None and spec.nvml_name == expected
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "AMD Instinct MI60 / MI50",  # amdgpu.ids: one marketing name for two SKUs
+        "AMD Instinct MI250X / MI250",  # likewise (0x740C)
+        "910B",  # which of B1-B4?
+        "Ascend910",  # each die of an A3 NPU
+        "Ascend 910",
+        "MI300",
+        "AMD Instinct MI300A",  # the APU, not the MI300X
+        "AMD Instinct MI325X",
+        "Radeon RX 7900 XT",  # not the XTX
+        "AMD Radeon PRO W7800",
+        "K100_AI_2",
+        "310P",  # not the name npu-smi prints
+        "HL-325",
+        "HL-338",  # the Gaudi 3 PCIe card: another power class
+        "HL-288",  # the Gaudi 2 PCIe card
+        "MTT S3000",
+        "Z100",
+        "AMD",
+        "Ascend",
+        "Huawei Ascend",
+    ],
+)
+def test_other_vendor_near_misses_are_unknown(name: str) -> None:
+    assert lookup(name) is None
+
+
+@pytest.mark.parametrize(("one", "other"), [
+    ("AMD Instinct MI250", "AMD Instinct MI250X"),
+    ("AMD Instinct MI50", "AMD Instinct MI60"),
+    ("K100", "K100_AI"),
+    ("910B4", "910B4-1"),
+    ("910B1", "910B2"),
+    ("HL-225", "HL-325L"),
+    ("MTT S4000", "MTT S5000"),
+])
+def test_other_vendor_skus_never_match_each_other(one: str, other: str) -> None:
+    a, b = lookup(one), lookup(other)
+    assert a is not None and b is not None and a != b
+
+
+@pytest.mark.parametrize(("name", "memory_mib", "gb"), [
+    ("AMD Instinct MI50", 16368, 16),
+    ("AMD Instinct MI50", 32752, 32),
+    ("AMD Instinct MI50", None, 16),
+    ("310P3", 21527, 24),  # an Atlas 300I Pro chip
+    ("310P3", 44280, 48),  # one chip of an Atlas 300I Duo
+])
+def test_other_vendor_memory_variants(name: str, memory_mib: int | None, gb: int) -> None:
+    spec = lookup(name, memory_mib)
+    assert spec is not None and spec.memory_gb == gb
+
+
+@pytest.mark.parametrize(
+    ("name", "total_mib", "limit_w", "gen", "width"),
+    [
+        # readings in ../shared/fixtures/F_other_vendors and the issues their sources cite
+        ("AMD Instinct MI300X", 196592, 750.0, 5, 16),  # dell-ai amd-smi static; PwrCap in legacy-rocm-build#5231
+        ("AMD Instinct MI250X", 65536, 560.0, 4, 16),  # wandb#5449 concise table: PwrCap 560 W
+        ("AMD Instinct MI100", 32752, 300.0, 4, 16),
+        ("HL-325L", 131072, 850.0, 5, 16),  # all-smi hl-smi capture: memory.total, power.max
+    ],
+)
+def test_other_vendor_boxes_get_ratios(name: str, total_mib: int, limit_w: float, gen: int, width: int) -> None:
+    spec = lookup(name)
+    assert spec is not None
+    ratio = memory_ratio(total_mib, spec)
+    assert ratio is not None and 0.98 < ratio <= 1.0
+    assert power_limit_ratio(limit_w, spec) == pytest.approx(1.0)
+    assert pcie_ratio(gen, width, spec) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(("name", "total_mib"), [
+    ("K100_AI", 65520),  # gpustack#2032 hy-smi, gpustack#3257 rocm-smi
+    ("910B4", 32768),  # 1Panel#9472 npu-smi HBM total
+    ("910B4-1", 65536),  # HAMi-WebUI#47
+    ("MTT S5000", 81920),  # vllm-omni#2337 mthreads-gmi
+])
+def test_other_vendor_memory_ratios_without_power(name: str, total_mib: int) -> None:
+    # no published power figure: the memory ratio works, the power ratio is unknown, never a guess
+    spec = lookup(name)
+    assert spec is not None
+    ratio = memory_ratio(total_mib, spec)
+    assert ratio is not None and 0.99 < ratio <= 1.0
+    if spec.tdp_w is None:
+        assert power_limit_ratio(300.0, spec) is None
+
+
+def test_other_vendors_have_no_nvidia_limits_or_drivers() -> None:
+    for s in all_specs():
+        if s.vendor != "nvidia":
+            assert (s.retired_page_limit, s.remap_row_limit) == (None, None), s.nvml_name
+            assert specs.min_driver(s.nvml_name) is None and specs.min_driver_of(s) is None
+    mi300x = lookup("AMD Instinct MI300X")
+    assert mi300x is not None and mi300x.mem_repair == "page_retire" and mi300x.retired_page_limit is None
+    gaudi3 = lookup("HL-325L")
+    assert gaudi3 is not None and gaudi3.mem_repair == "row_replace"
+    assert specs.repair_limits("page_retire") == (64, None)
+    assert specs.repair_limits("row_remap", "nvidia") == (None, 512)
+    assert specs.repair_limits("page_retire", "amd") == (None, None)
+
+
+def test_catalog_markdown_has_a_vendor_column() -> None:
+    lines = catalog_markdown().splitlines()
+    assert lines[0].startswith("| Name | Vendor | Architecture |")
+    assert "| AMD Instinct MI300X | amd | CDNA 3 |" in catalog_markdown()
+    assert "| HL-325L | intel | Gaudi 3 |" in catalog_markdown()
+    assert "| NVIDIA H200 | nvidia | Hopper |" in catalog_markdown()
+
+
+# Where a name sits in each kind of other-vendor capture, by vendor folder: amd-smi JSON and text,
+# rocm-smi / hy-smi JSON and text, rocminfo; npu-smi tables and `npu-smi info -m`; hl-smi CSV (column 3);
+# mthreads-gmi's first record line.
+_OTHER_NAME_PATTERNS: dict[str, tuple[re.Pattern[str], ...]] = {
+    "amd": (
+        re.compile(r'"(?:market_name|product_name|Card [sS]eries|Device Name)":\s*"([^"]*)"'),
+        re.compile(r"^\s*MARKET_NAME:\s*(.+?)\s*$", re.MULTILINE),
+        re.compile(r"^\s*Marketing Name:\s*(.+?)\s*$", re.MULTILINE),
+    ),
+    "huawei_ascend": (
+        re.compile(r"^\|\s*\d+\s+([^\s|]+)\s*\|\s*[A-Za-z]+\s*\|", re.MULTILINE),
+        re.compile(r"^\d+\s+\d+\s+(?:\d+|-)\s+(.+?)\s*$", re.MULTILINE),
+    ),
+    "intel": (re.compile(r"^\d+,\s*[^,]+,\s*([^,]+?)\s*,", re.MULTILINE),),
+    "moore_threads": (re.compile(r"^\d+\s+(.+?)\s*\|", re.MULTILINE),),
+}
+_OTHER_NAME_PATTERNS["hygon"] = _OTHER_NAME_PATTERNS["amd"] + (
+    re.compile(r"^(?:GPU|DCU)\[\d+\]\s*:\s*Card Series:[ \t]*(\S[^\n]*?)\s*$", re.MULTILINE),
+)
+
+# Names in the other vendors' fixtures that deliberately have no catalog row, with the reason.
+OTHER_FIXTURE_NAMES_UNKNOWN = {
+    "AMD Instinct MI350X": "CDNA 4, newer than issue 23's list; no verified figures",
+    "N/A": "amd-smi without render-group access prints N/A for every field (dell-ai non-root capture)",
+    "0x1002": "ROCm 4.3's rocm-smi prints the raw vendor id as the Card series (telegraf rx6700xt_rocm430)",
+    "Navi 22 [Radeon RX 6700/6700 XT / 6800M]": "a PCI-database name for several SKUs, outside issue 23's list",
+    "Navi 32 [Radeon RX 7700 XT / 7800 XT]": "a PCI-database name for several SKUs, outside issue 23's list",
+    "AMD Radeon RX 7800 XT": "a consumer card outside issue 23's list",
+    "Intel(R) Core(TM) i5-14600KF": "a CPU agent in rocminfo",
+    "Hygon C86 7390 32-core Processor": "a CPU agent in rocminfo",
+    "K1xx_AI": "redacted upstream (gpustack's Hygon rocminfo): the model cannot be told",
+    "310": "Ascend 310 (Atlas 300, model 3000), an older inference chip outside issue 23's list (the 310P is in it)",
+    "MiniD": "npu-smi -m's chip name of the Ascend 310, outside issue 23's list",
+    "Mcu": "the card's management MCU in npu-smi -m, not an accelerator",
+    "xxx": "redacted in Huawei's docs (the Atlas 800 9010 example; its -m mapping names the chips 'Ascend 910A')",
+    "Ascend910": "npu-smi's name for each die of an Atlas A3 NPU (910C class): not one SKU, outside issue 23's list",
+}
+
+
+def _other_vendor_names(root: Path) -> dict[str, list[str]]:
+    """Every device name in the other vendors' fixtures, with the files it appears in."""
+    found: dict[str, list[str]] = {}
+    for folder, patterns in _OTHER_NAME_PATTERNS.items():
+        for path in sorted((root / "F_other_vendors" / folder).glob("*")):
+            if not path.is_file():
+                continue
+            raw = path.read_bytes()
+            text = raw.decode("utf-16") if raw.startswith((b"\xff\xfe", b"\xfe\xff")) else raw.decode(
+                "utf-8", errors="replace")
+            for pattern in patterns:
+                for m in pattern.finditer(text):
+                    name = m.group(1).strip()
+                    if name and not name.lower().startswith(("npu id", "id ")):
+                        found.setdefault(name, []).append(path.name)
+    return found
+
+
+def test_every_other_vendor_fixture_name_matches_or_is_known_unknown(shared_fixtures: Path) -> None:
+    if not (shared_fixtures / "F_other_vendors").is_dir():
+        pytest.skip("../shared/fixtures/F_other_vendors is not present")
+    found = _other_vendor_names(shared_fixtures)
+    assert len(found) >= 15, "the name patterns stopped finding the fixtures' names"
+    unknown = {specs._normalise(n) for n in OTHER_FIXTURE_NAMES_UNKNOWN}
+    unexplained = {n: files[0] for n, files in found.items()
+                   if lookup(n) is None and specs._normalise(n) not in unknown}
+    assert not unexplained, f"fixture names with no catalog row and no stated reason: {unexplained}"
+    wrongly_unknown = [n for n in OTHER_FIXTURE_NAMES_UNKNOWN if lookup(n) is not None]
+    assert not wrongly_unknown, f"listed as unknown but matched: {wrongly_unknown}"
+    not_seen = [n for n in OTHER_FIXTURE_NAMES_UNKNOWN if n not in found]
+    assert not not_seen, f"listed as unknown but not in the fixtures: {not_seen}"
+    # the names the tools really print, and the row each matches
+    expected = {
+        "AMD Instinct MI300X": "AMD Instinct MI300X",  # amd-smi market_name
+        "AMD Instinct MI300X OAM": "AMD Instinct MI300X",  # amd-smi product_name
+        "Arcturus GL-XL [Instinct MI100]": "AMD Instinct MI100",  # rocm-smi Card series
+        "K100_AI": "K100_AI",  # hy-smi and rocm-smi Card Series
+        "Ascend 910A": "Ascend 910A",  # npu-smi -m Chip Name
+        "910B4": "Ascend 910B4",  # npu-smi Name
+        "910B4-1": "Ascend 910B4-1",
+        "HL-325L": "HL-325L",  # hl-smi name
+        "MTT S5000": "MTT S5000",  # mthreads-gmi Name
+    }
+    for name, row in expected.items():
+        spec = lookup(name)
+        assert name in found and spec is not None and spec.nvml_name == row, name

@@ -241,3 +241,20 @@ def test_a_board_with_a_user_spec_is_judged_against_it() -> None:
     assert "user spec" in r.check("spec").reason  # type: ignore[union-attr]
     assert status(judge(newcomer(inventory={"memory_total_mib": 98304, "vbios": "92.00.99.00.01"})),
                   "memory-size") == "CONDITIONAL"
+
+
+def test_other_vendors_are_judged_against_their_catalog_rows() -> None:
+    # issue 23: an MI300X as the dell-ai amd-smi capture and ROCm's issue report it (196592 MiB, 750 W cap)
+    mi300x = newcomer(minutes(360, power_limit_w_mean=750.0), name="AMD Instinct MI300X",
+                      inventory={"memory_total_mib": 196592, "power_default_w": 750.0, "power_enforced_w": 750.0})
+    r = judge(mi300x)
+    assert (status(r, "spec"), status(r, "memory-size"), status(r, "power-limits")) == ("PASS", "PASS", "PASS")
+    assert "AMD Instinct MI300X" in r.check("spec").reason  # type: ignore[union-attr]
+    # a K100_AI (65520 MiB as hy-smi reports it) has no published TDP: its power limits are not checked, not
+    # judged against a guess; its memory still is
+    k100 = newcomer(minutes(360, power_limit_w_mean=300.0), name="K100_AI",
+                    inventory={"memory_total_mib": 65520, "power_default_w": 300.0, "power_enforced_w": 300.0})
+    r = judge(k100)
+    assert (status(r, "spec"), status(r, "memory-size"), status(r, "power-limits")) == ("PASS", "PASS", "UNKNOWN")
+    power = r.check("power-limits")
+    assert power is not None and power.reason == "not checked: no spec TDP to compare the limits with"

@@ -118,3 +118,16 @@ def test_fleet_file_to_views_end_to_end(qtbot, spec_db, tmp_path):
     assert unknown(review(str(path), NOW, "x1", 1, fleet).result.findings) == []
     assert unknown(inspect(str(path), NOW, None, None).result.findings) == [MYSTERY]  # without: the catalog
     w.close()
+
+
+def test_a_spec_without_a_tdp_shows_a_dash_not_none():
+    # issue 23: catalog rows of other vendors may have no published TDP (Hygon's K100_AI); the detail's
+    # nominal line says so with a dash and no power reference line is drawn from it
+    from fleetmon import specs
+    from ui.views.gpu_detail import nominal_text
+
+    k100 = specs.lookup("K100_AI")
+    assert k100 is not None and k100.tdp_w is None
+    text = nominal_text(k100)
+    assert "TDP — W" in text and "None" not in text and "64 GB HBM" in text
+    assert "TDP 750 W" in nominal_text(specs.lookup("AMD Instinct MI300X"))

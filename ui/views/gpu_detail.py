@@ -48,8 +48,8 @@ def nominal_text(spec: GpuSpec | None) -> str:
         return "not in the spec catalog (add a [[spec]] to the fleet file)"
     pcie = fmt.DASH if spec.pcie_gen is None else f"Gen{spec.pcie_gen} ×{spec.pcie_width or fmt.DASH}"
     memory = f"{spec.memory_gb} GB {spec.memory_type}".strip()
-    return (f"{origin_label(spec)} · boost {spec.boost_clock_mhz or fmt.DASH} MHz · TDP {spec.tdp_w} W · {memory} · "
-            f"PCIe {pcie}")
+    return (f"{origin_label(spec)} · boost {spec.boost_clock_mhz or fmt.DASH} MHz · TDP {spec.tdp_w or fmt.DASH} W · "
+            f"{memory} · PCIe {pcie}")
 
 
 def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = CATALOG_BOOK
@@ -289,7 +289,8 @@ class GpuDetailView(QWidget):
             nominal = "not in the spec catalog"
         else:
             word = "user spec" if spec.origin == "user" else "nominal"
-            nominal = f"{word}: boost {spec.boost_clock_mhz or fmt.DASH} MHz, TDP {spec.tdp_w} W, {spec.memory_gb} GB"
+            nominal = (f"{word}: boost {spec.boost_clock_mhz or fmt.DASH} MHz, TDP {spec.tdp_w or fmt.DASH} W, "
+                       f"{spec.memory_gb} GB")
         self.title.setText(f"<b>{row.node} GPU {row.index}</b> — {row.model} · {nominal}")
         self.title.setToolTip(f"{row.node} GPU {row.index} — {row.model} · {row.uuid} · {nominal}"
                               + (f" ({spec.source})" if spec is not None else ""))
@@ -322,7 +323,8 @@ class GpuDetailView(QWidget):
         slowdown = inv.get("temp_slowdown_c")
         self.plot.set_refs({
             "temp_c": None if slowdown is None else (float(slowdown), f"slowdown {slowdown} °C"),
-            "power_w": None if spec is None else (float(spec.tdp_w), f"nominal TDP {spec.tdp_w} W"),
+            "power_w": None if spec is None or spec.tdp_w is None else (
+                float(spec.tdp_w), f"nominal TDP {spec.tdp_w} W"),
             "sm_clock_mhz": None if spec is None or spec.boost_clock_mhz is None else (
                 float(spec.boost_clock_mhz), f"nominal boost {spec.boost_clock_mhz} MHz"),
         })
