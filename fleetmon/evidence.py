@@ -352,9 +352,8 @@ def _gather(db: Any, ident: str, now: float, since_s: float | None) -> _Card:
     from storage.queries import gpu_history, inventory_changes, placements
 
     gpu = _resolve_card(db, ident)
-    life_start = float(gpu.first_seen or now)
-    since = max(life_start, now - since_s) if since_s is not None else life_start
-    since = min(since, now)
+    # Without --since, everything stored (0): rollups can start before the card's recorded first sight.
+    since = min(now - since_s, now) if since_s is not None else 0.0
     card = _Card(gpu=gpu, since=since, until=now)
     card.placements = placements(db, gpu.uuid)
     card.changes = [c for c in inventory_changes(db, uuid=gpu.uuid) if c.ts < now]
@@ -385,6 +384,10 @@ def _gather(db: Any, ident: str, now: float, since_s: float | None) -> _Card:
     keys_wanted = list(TELEMETRY_KEYS) + list(COUNTER_KEYS)
     card.hourly = gpu_history(db, gpu.uuid, since, now, fields=keys_wanted, resolution="hour")
     card.daily = gpu_history(db, gpu.uuid, since, now, fields=keys_wanted, resolution="day")
+    if since_s is None:  # the card's life: from its first stored trace
+        starts = [float(gpu.first_seen or now), *(float(w.rows[0]["ts"]) for w in (card.hourly, card.daily)
+                                                  if w.rows), *(p.since for p in card.placements)]
+        card.since = min(starts)
     card.windows = _episode_windows(db, card, keys_wanted)
     card.intake = _intake_certificate(db, gpu.uuid)
     return card
