@@ -730,7 +730,8 @@ def _readme(card: _Card, now: float, files: Mapping[str, tuple[bytes, str]], plo
         lines += [plots_note, ""]
     lines.append("Files:")
     lines += [f"  {n}: {what}" for n, (_, what) in files.items()]
-    lines += ["  summary.html: the printable summary", "  manifest.json: this list, with sizes, as JSON"]
+    lines += ["  summary.html: the printable summary", "  manifest.json: this list, with sizes, as JSON",
+              "  README.txt: this file"]
     return "\n".join(lines) + "\n"
 
 
