@@ -221,9 +221,10 @@ def _finding_state(f: Any, resolutions: Sequence[Any]) -> str:
 
 
 def _summary(f: Any) -> str:
-    ev = f.evidence if isinstance(f.evidence, Mapping) else {}
-    lc = ev.get("lifecycle") if isinstance(ev.get("lifecycle"), Mapping) else {}
-    return str(ev.get("summary") or lc.get("base_summary") or f.kind)
+    ev: Mapping[str, Any] = f.evidence if isinstance(f.evidence, Mapping) else {}
+    lc = ev.get("lifecycle")
+    base = lc.get("base_summary") if isinstance(lc, Mapping) else None
+    return str(ev.get("summary") or base or f.kind)
 
 
 # -- gathering ------------------------------------------------------------------------
@@ -375,8 +376,8 @@ def _gather(db: Any, ident: str, now: float, since_s: float | None) -> _Card:
     card.acks = acks.acks(db, keys)
     wanted = set(keys)
     card.resolutions = [r for r in resolutions.card_resolutions(db, gpu_uuid=gpu.uuid) if r.at < now]
-    for p in {p.node for p in card.placements if p.node}:
-        card.resolutions += [r for r in resolutions.card_resolutions(db, node=p)
+    for name in sorted({p.node for p in card.placements if p.node}):
+        card.resolutions += [r for r in resolutions.card_resolutions(db, node=name)
                              if r.gpu_uuid is None and r.key in wanted and r.at < now]
     card.resolutions.sort(key=lambda r: (r.at, r.id))
     card.claims = claim_conflicts(db, gpu.uuid)
@@ -396,10 +397,8 @@ def _gather(db: Any, ident: str, now: float, since_s: float | None) -> _Card:
 def _episode_windows(db: Any, card: _Card, keys: Sequence[str]) -> list[tuple[Any, str, tuple[float, float], Any]]:
     """Minute data around the newest :data:`MAX_EPISODES` episodes of the card's own findings (hourly rows
     where the minutes are pruned)."""
-    from storage.db import get_meta
-    from storage.queries import gpu_history
+    from storage.evidence import episode_window
 
-    pruned = float(get_meta(db, "pruned_before", 0) or 0)
     spans: list[tuple[float, Any]] = []
     for scope, f in card.findings:
         if scope != "card" or f.kind not in EPISODE_KINDS:
@@ -413,10 +412,7 @@ def _episode_windows(db: Any, card: _Card, keys: Sequence[str]) -> list[tuple[An
         lo, hi = max(card.since, a - EPISODE_MARGIN_S), min(card.until, b + EPISODE_MARGIN_S)
         if hi <= lo:
             continue
-        res = "minute" if lo >= pruned else "hour"
-        window = gpu_history(db, card.gpu.uuid, lo, hi, fields=list(keys), resolution=res)
-        if res == "minute" and not window.rows:
-            window = gpu_history(db, card.gpu.uuid, lo, hi, fields=list(keys), resolution="hour")
+        window = episode_window(db, card.gpu.uuid, lo, hi, list(keys))
         name = f"episode-{n:02d}-{f.kind}"
         out.append((f, name, (a, b), window))
     return out
@@ -581,7 +577,7 @@ def _summary_html(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note
     else:
         body.append("<p>No hourly history stored.</p>")
     # Episodes and findings
-    resol = {}
+    resol: dict[str, list[Any]] = {}
     for r in card.resolutions:
         resol.setdefault(r.key, []).append(r)
     body.append(f"<h2>Findings and episodes ({len(card.findings)})</h2>")
@@ -674,17 +670,17 @@ def _files(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note: str |
     resol: dict[str, list[Any]] = {}
     for r in card.resolutions:
         resol.setdefault(r.key, []).append(r)
-    fjson = []
+    fjson: list[dict[str, Any]] = []
     for scope, f in card.findings:
-        a = card.acks.get(f.key)
+        ack = card.acks.get(f.key)
         fjson.append({"key": f.key, "kind": f.kind, "scope": scope, "severity": f.severity, "node": f.node,
                       "first_seen": _iso(f.first_seen), "last_seen": _iso(f.last_seen),
                       "resolved_at": _iso(f.resolved_at) or None, "state": _finding_state(f, []),
                       "summary": _summary(f), "action": f.action, "evidence": f.evidence,
                       "episodes": [[_iso(x), _iso(y)] for x, y in _episodes(f)],
-                      "acknowledgement": None if a is None else {
-                          "at": _iso(a.created_at), "by": a.by, "note": a.note, "severity": a.severity,
-                          "until": _iso(a.until) or None},
+                      "acknowledgement": None if ack is None else {
+                          "at": _iso(ack.created_at), "by": ack.by, "note": ack.note, "severity": ack.severity,
+                          "until": _iso(ack.until) or None},
                       "resolutions": [{"at": _iso(r.at), "by": r.by, "reason": r.reason, "note": r.note}
                                       for r in resol.get(f.key, [])]})
     files["findings.json"] = (_json(fjson), "the findings of the card (and of its nodes while it sat there) with "

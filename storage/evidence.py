@@ -14,11 +14,13 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from storage.db import query
+from storage.db import get_meta, query
 from storage.findings import _finding
-from storage.rows import StoredFinding
+from storage.queries import gpu_history
+from storage.rows import HistoryWindow, StoredFinding
 
-__all__ = ["CardMatch", "ClaimConflictRow", "card_findings", "claim_conflicts", "find_cards", "node_findings"]
+__all__ = ["CardMatch", "ClaimConflictRow", "card_findings", "claim_conflicts", "episode_window", "find_cards",
+           "node_findings"]
 
 
 @dataclass(frozen=True)
@@ -80,3 +82,12 @@ def claim_conflicts(db: Database, uuid: str) -> list[ClaimConflictRow]:
     return [ClaimConflictRow(node=r["node"], holder=r["holder"], first_seen=float(r["first_seen"]),
                              last_seen=float(r["last_seen"]), dropped=int(r["dropped"] or 0))
             for r in query(db, "SELECT * FROM gpu_claim_conflicts WHERE gpu_uuid = ? ORDER BY first_seen", (uuid,))]
+
+
+def episode_window(db: Database, uuid: str, since: float, until: float, fields: list[str]) -> HistoryWindow:
+    """The card's raw minutes over [since, until) while retention still keeps them all, else its hourly rollups."""
+    if since >= float(get_meta(db, "pruned_before", 0) or 0):
+        window = gpu_history(db, uuid, since, until, fields=fields, resolution="minute")
+        if window.rows:
+            return window
+    return gpu_history(db, uuid, since, until, fields=fields, resolution="hour")

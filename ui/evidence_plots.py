@@ -104,7 +104,7 @@ def render_png(spec: PlotSpec) -> bytes:
     data = QByteArray()
     buf = QBuffer(data)
     buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    img.save(buf, "PNG")
+    img.save(buf, b"PNG")
     buf.close()
     return bytes(data.data())
 
