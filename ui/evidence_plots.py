@@ -104,7 +104,7 @@ def render_png(spec: PlotSpec) -> bytes:
     data = QByteArray()
     buf = QBuffer(data)
     buf.open(QIODevice.OpenModeFlag.WriteOnly)
-    img.save(buf, b"PNG")
+    img.save(buf, "PNG")  # type: ignore[call-overload]  # the stub says bytes; the binding wants str
     buf.close()
     return bytes(data.data())
 
