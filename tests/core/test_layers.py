@@ -26,6 +26,7 @@ LAYERS: tuple[tuple[str, int], ...] = (
     ("fleetmon.collector", 2),   # polling into storage
     ("fleetmon.assess", 2),      # the health engine over the stored history
     ("fleetmon.export", 2),
+    ("fleetmon.evidence", 2),    # a card's RMA evidence archive from the store
     ("fleetmon.ledger", 2),      # the stored findings ledger judged by the health lifecycle
     ("fleetmon.remote", 2),      # history from a Prometheus HTTP API (storage.rows types, no SQL)
     ("fleetmon.demo", 2),

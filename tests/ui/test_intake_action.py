@@ -53,7 +53,7 @@ def test_intake_of_a_node_from_the_fleet_tree(qtbot: Any, app_window: Any, tmp_p
     view = w.fleet_view
     menu = view.context_menu(view.model.index_of_node("n2"))
     assert menu is not None
-    [action] = menu.actions()
+    [action] = [a for a in menu.actions() if a.text().startswith("Intake…")]  # beside Export evidence…
     assert action.text() == "Intake… (cards of n2 new in the last 24 h)"
     with qtbot.waitSignal(w.intake.finished, timeout=20000) as got:
         action.trigger()
@@ -120,3 +120,15 @@ def test_a_failed_intake_is_a_message_not_a_crash(qtbot: Any, app_window: Any) -
     with qtbot.waitSignal(w.intake.failed, timeout=20000) as got:
         w.start_intake("no-such-node")
     assert got.args[0].startswith("unknown node 'no-such-node'")
+
+
+def test_the_fleet_trees_one_menu_holds_intake_and_evidence(app_window: Any) -> None:
+    # Both actions in one menu, shown with popup (a second handler's blocking exec() hung the window before).
+    view = app_window.fleet_view
+    assert view.show_gpu("GPU-n1-02")  # its node expanded, so the point is on the card's row
+    view.tree.customContextMenuRequested.emit(view.tree.visualRect(view.model.index_of_gpu("GPU-n1-02")).center())
+    menu = view.last_menu
+    assert menu is not None and menu.isVisible()
+    texts = [a.text() for a in menu.actions() if not a.isSeparator()]
+    assert texts == ["Intake… (check n1 GPU 2)", "Export &evidence…"]
+    menu.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import QEvent, QItemSelection, QModelIndex, QObject, QPoint, Qt, Signal
@@ -71,6 +72,9 @@ class FleetView(QWidget):
         self.tree.selectionModel().selectionChanged.connect(self._on_selection)
         self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.tree.customContextMenuRequested.connect(self._on_context_menu)
+        self.menu_hooks: list[Callable[[QMenu, Any], None]] = []
+        """Called with each row's context menu and its tree item, to add their actions (ui.evidence_action)."""
+        self.last_menu: QMenu | None = None
         self.model.modelAboutToBeReset.connect(self._save_state)
         self.model.modelReset.connect(self._restore_state)
         self._selected: list[str] = []
@@ -231,13 +235,17 @@ class FleetView(QWidget):
             act = menu.addAction(f"Intake… (cards of {node} new in the last 24 h)")
             act.setToolTip("Check the node's cards first seen in the last 24 h against their spec and fleet")
             act.triggered.connect(lambda: self.intake_requested.emit(node, ""))
+        for hook in self.menu_hooks:  # other actions on the same row (Export evidence…), one menu for all
+            hook(menu, it)
         return menu
 
     def _on_context_menu(self, pos: QPoint) -> None:
         menu = self.context_menu(self.tree.indexAt(pos))
         if menu is not None:
-            menu.exec(self.tree.viewport().mapToGlobal(pos))
-            menu.deleteLater()
+            # popup, not exec: the event loop keeps running (a blocking exec stalls the window and tests).
+            menu.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+            self.last_menu = menu
+            menu.popup(self.tree.viewport().mapToGlobal(pos))
 
     def show_gpu(self, uuid: str) -> bool:
         """Select and reveal a GPU (clearing a filter that hides it); whether it was found."""
