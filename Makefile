@@ -32,10 +32,11 @@ demo: deps-demo $(STAMP)
 # mypy first: a type error fails the target before the (slower) tests run. Two pytest-xdist
 # workers (the 2 cores CI has), a test file per worker at a time, so a module's fixture runs once.
 # pytest-randomly shuffles the order on every run and the summary prints its seed: repeat an order
-# with `-p randomly --randomly-seed=N`, or add `-p no:randomly` for file order.
+# with `-p randomly --randomly-seed=N`, or add `-p no:randomly` for file order. The 15 slowest tests are listed
+# (the suite must stay under 10 minutes on 2 cores).
 test: deps-test $(STAMP)
 	$(BIN)/python -m mypy
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 --dist loadfile
+	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -40,6 +40,8 @@ from typing import Any
 
 from fleetmon.errors import KnownError
 from fleetmon.export import _new_part_file, neutralise
+from fleetmon.fields import HW_THROTTLE_REASONS
+from fleetmon.records import throttle_key
 from fleetmon.text import printable
 
 __all__ = ["EvidenceResult", "PlotPanel", "PlotRenderer", "PlotSeries", "PlotSpec", "PlotsUnavailable",
@@ -64,9 +66,8 @@ EPISODE_KINDS: frozenset[str] = frozenset({
 TELEMETRY_KEYS: tuple[str, ...] = (
     "n", "temp_c", "mem_temp_c", "power_w", "power_limit_w", "sm_clock_mhz", "mem_clock_mhz", "util_gpu_pct",
     "pcie_gen", "pcie_width", "pcie_replay", "throttle_mask", "busy_n", "pcie_gen_busy_min",
-    "pcie_width_busy_min", "thr_sw_power_cap", "thr_hw_slowdown", "thr_sw_thermal", "thr_hw_thermal",
-    "thr_hw_power_brake", "status",
-)
+    "pcie_width_busy_min",
+) + tuple(throttle_key(r) for r in ("sw_power_cap", *HW_THROTTLE_REASONS)) + ("status",)
 """What the telemetry CSVs hold (gauges bring min/mean/max; rollups the minutes and lost counts too)."""
 
 COUNTER_KEYS: tuple[str, ...] = ("ecc_corr_agg", "ecc_unc_agg", "ecc_corr_vol", "ecc_unc_vol", "retired_sbe",

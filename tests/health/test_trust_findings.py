@@ -125,7 +125,7 @@ def test_a_driver_older_than_the_card_supports_is_never_advised() -> None:
 
 
 def test_minimum_drivers_cover_every_architecture_of_the_catalog() -> None:
-    archs = {s.architecture for s in specs.all_specs()}
+    archs = {s.architecture for s in specs.all_specs() if s.vendor == "nvidia"}  # NVIDIA's driver floors only
     assert archs == {m.architecture for m in specs.MIN_DRIVERS}
     assert all(m.source for m in specs.MIN_DRIVERS)
     assert specs.min_driver(H100) is not None and specs.min_driver("NVIDIA Unknown 9000") is None
