@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 
 def test_health_benchmark_prints_figures_beside_its_baselines(tmp_path):
     proc = subprocess.run([sys.executable, str(REPO / "benchmarks" / "bench_health.py"), "--gpus", "16", "--days", "2",
-                           "--raw-days", "1", "--runs", "3", "--cache", str(tmp_path)],
+                           "--raw-days", "1", "--runs", "1", "--cache", str(tmp_path)],
                           capture_output=True, text=True, timeout=180, cwd=REPO)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout

@@ -17,7 +17,7 @@ cycle, whatever the collector does; the hostile nodes therefore get a ``[[node]]
 own, a quarter of the clean cycle's median (at least 0.2 s: their deadline is 3/4 of a clean cycle),
 so the 2× criterion measures what they cost beyond their deadline (a blocked event loop, a stalled or
 failed cycle, healthy nodes timing out). With a third (deadline = one clean cycle) the ratio measured
-1.6-2.0× on the 2-core VM, the overshoot being the killed ``ssh``'s and the drip's last 0.1-0.3 s. The healthy nodes keep the fleet's ``timeout_s`` of the clean run (1 s) in both runs.
+1.6-2.0× on the 2-core VM, the overshoot being the killed ``ssh``'s and the drip's last 0.1-0.3 s. The healthy nodes keep the fleet's ``timeout_s`` of the clean run (3 s, see HEALTHY_TIMEOUT_S) in both runs.
 """
 
 from __future__ import annotations
@@ -39,8 +39,10 @@ from typing import Any
 from helpers.hostile_dcgm import Exporter, dcgm_scrape
 
 REPO = Path(__file__).resolve().parents[2]
-HEALTHY_TIMEOUT_S = 1.0
-"""The fleet's ``timeout_s``: every healthy node's, in the clean and the hostile run alike."""
+HEALTHY_TIMEOUT_S = 3.0
+"""The fleet's ``timeout_s``: every healthy node's, in the clean and the hostile run alike. 3 s, not 1 s:
+in the full suite on 2 cores, 200 simulated agents in one process missed 1 s in the CLEAN run's first
+cycle (22 nodes), CPU starvation that says nothing about hostile nodes."""
 HUGE_BYTES = 6 * 1024 * 1024
 """Size of the huge scrape (the cap is 16 MiB): 64 GPUs and ≈ 60,000 series of other metrics."""
 
