@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import html
 import io
 import json
 import os
@@ -41,6 +40,7 @@ from typing import Any
 from fleetmon.errors import KnownError
 from fleetmon.export import _new_part_file, neutralise
 from fleetmon.fields import HW_THROTTLE_REASONS
+from fleetmon.health import render
 from fleetmon.records import throttle_key
 from fleetmon.text import printable
 
@@ -497,24 +497,13 @@ def _plot_specs(card: _Card) -> list[PlotSpec]:
     return specs
 
 
-_CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em;color:#222;font-size:14px}
-h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
-table{border-collapse:collapse;width:100%;margin:.5em 0;table-layout:auto}th,td{border:1px solid #ddd;
-padding:4px 6px;text-align:left;vertical-align:top;word-break:normal;overflow-wrap:normal}
-th{background:#f3f3f3}.meta{color:#555}.nw{white-space:nowrap}.tok{overflow-wrap:anywhere}
-.b{display:inline-block;padding:1px 6px;border-radius:3px;font-weight:600;font-size:.85em}
-.critical{background:#c62828;color:#fff}.warning{background:#f9a825;color:#000}
-.info{background:#90a4ae;color:#fff}.small{font-size:.85em;color:#555}code{background:#f3f3f3;padding:1px 4px}
-img{max-width:100%;border:1px solid #ddd;margin:.4em 0}.focus{background:#fff8e1}
-@media print{body{margin:0;font-size:11px}h2{page-break-after:avoid}tr,img{page-break-inside:avoid}
-.b{border:1px solid #000}}
+_CSS = render._CSS + """img{max-width:100%;border:1px solid #ddd;margin:.4em 0}.focus{background:#fff8e1}
+@media print{img{page-break-inside:avoid}}
 """
 """The report pages' style (fleetmon.health.render), with images and the finding an export was made for."""
 
 
-def _e(value: Any) -> str:
-    return html.escape(printable("" if value is None else str(value)), quote=True)
+_e = render._e  # the report's escaping: control characters shown, then HTML-escaped
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], raw: Sequence[int] = ()) -> str:
@@ -525,8 +514,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], raw: Sequence[i
 
 
 def _badge(sev: Any) -> str:
-    word = str(sev or "")
-    return f'<span class="b {_e(word)}">{_e(word.upper())}</span>'
+    return render._badge(str(sev or ""))
 
 
 def _summary_html(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note: str | None,
