@@ -726,13 +726,13 @@ def run_intake(db: Any, now: float, node: str, gpu: str | None = None, window: t
     history = assess.load_history(db, hi, lo, nodes=nodes, fleet=fleet, minutes_s=min(hi - lo, DAY_S))
     cards, note = _pick(history, node, gpu, lo)
     sources = {n.name: n.xid_source for n in queries.nodes(db)}
-    results = []
-    for card in cards:
-        since = min(_num(card.first_seen) or lo, lo)
-        xids = [EventRecord.from_dict({**_plain_event(e)}) for e in
-                queries.events(db, since=since, until=now, kinds=["xid"])]
-        results.append(evaluate(history, card.uuid, xids=xids, xid_source=sources.get(card.node),
-                                window_from=lo))
+    # The fleet's Xid events are read once, from the earliest of the cards' own starts, not once per card;
+    # each card gets those since its own start, as before (evaluate keeps the card's among them).
+    starts = {c.uuid: min(_num(c.first_seen) or lo, lo) for c in cards}
+    xids = [EventRecord.from_dict(_plain_event(e)) for e in
+            queries.events(db, since=min(starts.values(), default=lo), until=now, kinds=["xid"])]
+    results = [evaluate(history, card.uuid, xids=[e for e in xids if e.ts >= starts[card.uuid]],
+                        xid_source=sources.get(card.node), window_from=lo) for card in cards]
     error = None
     saved = False
     if save and results:
