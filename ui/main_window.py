@@ -22,7 +22,7 @@ from fleetmon.vocab import Severity
 from storage.rows import FleetRow, StoredFinding
 from ui import format as fmt
 from ui.fleet_reader import FleetReader, FleetSnapshot
-from ui.models.fleet_table import FleetTableModel
+from ui.models.fleet_table import COL_HEALTH, COL_INTAKE, FleetTableModel
 from ui.models.findings_table import FindingsTableModel
 from ui import evidence_action
 from ui.export_action import InventoryExport
@@ -102,10 +102,12 @@ class MainWindow(QMainWindow):
         self.table.verticalHeader().setVisible(False)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        header.setStretchLastSection(True)
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
         for i, w in enumerate((120, 40, 250, 100, 70, 110, 60, 90, 110)):
             header.resizeSection(i, w)
+        # Health takes the spare width (its text is the longest), not the short Intake column after it.
+        header.setSectionResizeMode(COL_HEALTH, QHeaderView.ResizeMode.Stretch)
+        header.resizeSection(COL_INTAKE, 170)
         self.findings_model: FindingsTableModel = self.findings_view.model
         self.findings = self.findings_view.table
         self.file_menu = self.menuBar().addMenu("&File")

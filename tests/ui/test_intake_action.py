@@ -132,3 +132,16 @@ def test_the_fleet_trees_one_menu_holds_intake_and_evidence(app_window: Any) -> 
     texts = [a.text() for a in menu.actions() if not a.isSeparator()]
     assert texts == ["Intake… (check n1 GPU 2)", "Export &evidence…"]
     menu.close()
+
+
+def test_all_gpus_gives_the_spare_width_to_health_not_intake(app_window: Any, qtbot: Any) -> None:
+    # The Intake column came last and stretched, squeezing Health into two lines ("warn: row-" / "remap").
+    from ui.models.fleet_table import COL_HEALTH, COL_INTAKE
+
+    app_window.resize(1920, 1050)
+    app_window.show()
+    qtbot.waitExposed(app_window)
+    app_window.show_view("All GPUs")
+    qtbot.wait(50)
+    header = app_window.table.horizontalHeader()
+    assert header.sectionSize(COL_HEALTH) > header.sectionSize(COL_INTAKE) >= 150
