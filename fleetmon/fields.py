@@ -382,18 +382,113 @@ def throttle_names(mask: int) -> list[str]:
     return [r.name for r in THROTTLE_REASONS if mask & r.bit]
 
 
-# Inventory fields (static per GPU, read once at agent start and on re-enumeration).
-INVENTORY_FIELDS: tuple[str, ...] = (
-    "index", "uuid", "name", "serial", "board_part_number", "vbios", "inforom_image",
-    "inforom_oem", "inforom_ecc", "inforom_power", "pci_bus_id", "pci_device_id",
-    "pci_subsystem_id", "architecture", "compute_capability", "memory_total_mib",
-    "power_default_w", "power_min_w", "power_max_w", "power_enforced_w", "max_sm_clock_mhz",
-    "max_mem_clock_mhz", "pcie_max_gen", "pcie_max_width", "pcie_gpu_max_gen",
-    "pcie_gpu_max_width", "ecc_mode_current", "ecc_mode_pending", "persistence_mode",
-    "mig_mode_current", "mig_mode_pending", "temp_slowdown_c", "temp_shutdown_c",
-)
+# Inventory and node fields: what the agent (or a source) says of a card and of its node, read once at
+# start and on re-enumeration. Like CATALOG for telemetry, one declaration says what each is; the wire
+# checks (fleetmon.collector.validate), storage's boundary (storage.boundary) and the health engine's
+# isolation (fleetmon.health.isolate) derive their name lists from it. Each vendor's reader (the NVML
+# session, the vendor parsers of fleetmon.sources, the agent's backends) says how it reads them.
 
-NODE_FIELDS: tuple[str, ...] = (
-    "hostname", "driver_version", "nvml_version", "cuda_driver_version", "kernel",
-    "os_release", "gpu_count",
+INFO_TYPES: dict[str, str] = {
+    "number": "a JSON number (int or float) or null; the rules compare it as a number",
+    "text": "a string or null; stored and compared as text",
+    "any": "a small value of the source's own type (a mode flag or its name); only the generic checks apply",
+}
+
+
+@dataclass(frozen=True, **SLOTS)
+class InfoField:
+    """One inventory or node field.
+
+    Attributes:
+        name: the key in ``GpuInventory.values`` / ``NodeInfo.values`` (the wire's key).
+        type: a key of :data:`INFO_TYPES`.
+        help: what it is, for docs/fields.md.
+        vendors: which vendors' sources can give it ("all", or the vendor names); a source that cannot
+            marks it unsupported, never zero.
+    """
+
+    name: str
+    type: str
+    help: str
+    vendors: str = "all"
+
+
+_NV = "nvidia"
+
+INVENTORY_CATALOG: tuple[InfoField, ...] = (
+    InfoField("index", "number", "the device's index on its node (the tool's or library's order)"),
+    InfoField("uuid", "text", "the device's unique id: NVIDIA's GPU-…, AMD's or Gaudi's unique id, an Ascend "
+                              "chip's NPU-… id (see docs/sources.md)"),
+    InfoField("name", "text", "the model name as the tool reports it"),
+    InfoField("serial", "text", "the board serial number"),
+    InfoField("board_part_number", "text", "the board part number"),
+    InfoField("vbios", "text", "the video BIOS / device firmware version"),
+    InfoField("inforom_image", "text", "the InfoROM image version", _NV),
+    InfoField("inforom_oem", "text", "the InfoROM OEM object version", _NV),
+    InfoField("inforom_ecc", "text", "the InfoROM ECC object version", _NV),
+    InfoField("inforom_power", "text", "the InfoROM power object version", _NV),
+    InfoField("pci_bus_id", "text", "the PCI bus id (domain:bus:device.function)"),
+    InfoField("pci_device_id", "text", "the PCI device and vendor id"),
+    InfoField("pci_subsystem_id", "text", "the PCI subsystem id (the board maker's)"),
+    InfoField("architecture", "text", "the chip architecture (Ampere, CDNA 3, Da Vinci…)"),
+    InfoField("compute_capability", "text", "CUDA compute capability, or the vendor's target (gfx90a…)"),
+    InfoField("memory_total_mib", "number", "device memory, MiB"),
+    InfoField("power_default_w", "number", "the default power limit, W"),
+    InfoField("power_min_w", "number", "the lowest settable power limit, W"),
+    InfoField("power_max_w", "number", "the highest settable power limit, W"),
+    InfoField("power_enforced_w", "number", "the enforced power limit, W"),
+    InfoField("max_sm_clock_mhz", "number", "the highest graphics/SM clock, MHz"),
+    InfoField("max_mem_clock_mhz", "number", "the highest memory clock, MHz"),
+    InfoField("pcie_max_gen", "number", "the link's highest PCIe generation (card and slot)"),
+    InfoField("pcie_max_width", "number", "the link's widest PCIe width (card and slot)"),
+    InfoField("pcie_gpu_max_gen", "number", "the card's own highest PCIe generation"),
+    InfoField("pcie_gpu_max_width", "number", "the card's own widest PCIe width"),
+    InfoField("ecc_mode_current", "any", "ECC mode now"),
+    InfoField("ecc_mode_pending", "any", "ECC mode after the next reset", _NV),
+    InfoField("persistence_mode", "any", "persistence mode", _NV),
+    InfoField("mig_mode_current", "any", "MIG mode now", _NV),
+    InfoField("mig_mode_pending", "any", "MIG mode after the next reset", _NV),
+    InfoField("temp_slowdown_c", "number", "the temperature at which the device slows down, °C"),
+    InfoField("temp_shutdown_c", "number", "the temperature at which the device shuts down, °C"),
+    InfoField("vendor", "text", "the device's vendor: nvidia, amd, hygon, huawei, intel, mthreads "
+                                "(absent in older agents' answers: nvidia)"),
+    InfoField("firmware_version", "text", "the device's firmware version where the vendor has one besides the "
+                                          "VBIOS (an Ascend NPU's firmware, an AMD card's PSP/SMU version)"),
+    InfoField("card_id", "text", "the card a device sits on when a card holds several devices (an Ascend NPU's "
+                                 "chips); null for one-device cards"),
 )
+"""Every inventory field, in the wire's order."""
+
+NODE_CATALOG: tuple[InfoField, ...] = (
+    InfoField("hostname", "text", "the node's host name as it reports it"),
+    InfoField("driver_version", "text", "the device driver's version (NVIDIA driver, amdgpu/ROCm kernel driver, "
+                                        "Ascend driver, habanalabs)"),
+    InfoField("nvml_version", "text", "NVML's version", _NV),
+    InfoField("cuda_driver_version", "text", "the CUDA version the driver supports", _NV),
+    InfoField("kernel", "text", "the kernel release"),
+    InfoField("os_release", "text", "the OS (PRETTY_NAME of os-release)"),
+    InfoField("gpu_count", "number", "devices the library or tool counts"),
+    InfoField("vendor", "text", "the node's device vendor (its backend's or source's; absent in older agents' "
+                                "answers: nvidia)"),
+    InfoField("runtime_version", "text", "the vendor's runtime or toolkit the driver serves: CUDA, ROCm, CANN, "
+                                         "SynapseAI, MUSA (for NVIDIA: the CUDA driver version)"),
+    InfoField("firmware_version", "text", "the devices' firmware version when the node reports one for all"),
+)
+"""Every node field, in the wire's order."""
+
+
+def _info_names(fields: tuple[InfoField, ...], typ: str | None = None) -> tuple[str, ...]:
+    return tuple(f.name for f in fields if typ is None or f.type == typ)
+
+
+INVENTORY_FIELDS: tuple[str, ...] = _info_names(INVENTORY_CATALOG)
+INVENTORY_NUMBERS: frozenset[str] = frozenset(_info_names(INVENTORY_CATALOG, "number"))
+INVENTORY_TEXTS: frozenset[str] = frozenset(_info_names(INVENTORY_CATALOG, "text"))
+NODE_FIELDS: tuple[str, ...] = _info_names(NODE_CATALOG)
+NODE_NUMBERS: frozenset[str] = frozenset(_info_names(NODE_CATALOG, "number"))
+NODE_TEXTS: frozenset[str] = frozenset(_info_names(NODE_CATALOG, "text"))
+
+VENDORS: tuple[str, ...] = ("nvidia", "amd", "hygon", "huawei", "intel", "mthreads")
+"""The vendors fleetmon reads devices of (``vendor`` values)."""
+DEFAULT_VENDOR = "nvidia"
+"""The vendor of a device or node whose answer names none (agents and databases before issue 23)."""

@@ -11,13 +11,20 @@ A value that could not be read is ``None`` in ``values`` and the reason is in
 
 from __future__ import annotations
 
-from dataclasses import Field, asdict, dataclass, field, fields
+from dataclasses import Field, asdict, dataclass, field, fields, replace
 from typing import Any, ClassVar, Dict
 
 from fleetmon.compat import SLOTS, StrEnum
+from fleetmon.fields import DEFAULT_VENDOR
 from fleetmon.vocab import GpuState
 
-WIRE_SCHEMA = 1
+WIRE_SCHEMA = 2
+"""The wire's schema version the agent writes. 2 (issue 23): the node's values and each GPU's inventory name
+the ``vendor``, the node's values the vendor-neutral ``runtime_version`` and ``firmware_version``
+(:data:`fleetmon.fields.NODE_CATALOG`). Everything else is as in 1."""
+WIRE_SCHEMAS_READ: frozenset[int] = frozenset({1, 2})
+"""The versions the collector reads: a version-1 answer (an agent before issue 23) is an NVIDIA node's, and
+:func:`vendor_defaults` fills what version 2 added."""
 
 
 class Status(StrEnum):
@@ -102,6 +109,30 @@ class GpuSample(_Wire):
     values: Values = field(default_factory=dict)
     status: Statuses = field(default_factory=dict)
     state: str = GpuState.OK
+
+
+def vendor_defaults(info: NodeInfo, gpus: list[GpuInventory]) -> tuple[NodeInfo, list[GpuInventory]]:
+    """A node answer with what wire version 2 added filled in where absent: the vendor (NVIDIA's, the only one
+    a version-1 agent read) and the runtime version (NVIDIA's: its CUDA driver version). A value given is kept;
+    a value filled in loses its "not read" status."""
+    values, status = dict(info.values), dict(info.status)
+
+    def fill(vals: dict[str, Any], stat: dict[str, str], key: str, value: Any) -> None:
+        if vals.get(key) is None and value is not None:
+            vals[key] = value
+            stat.pop(key, None)
+
+    fill(values, status, "vendor", DEFAULT_VENDOR)
+    if values["vendor"] == "nvidia":
+        fill(values, status, "runtime_version", values.get("cuda_driver_version"))
+    out = []
+    for g in gpus:
+        if g.values.get("vendor") is None:
+            gv, gs = dict(g.values), dict(g.status)
+            fill(gv, gs, "vendor", values["vendor"])
+            g = replace(g, values=gv, status=gs)
+        out.append(g)
+    return replace(info, values=values, status=status), out
 
 
 def minute_key(gauge: str, stat: str) -> str:

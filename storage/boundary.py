@@ -17,7 +17,7 @@ values that become columns or are read back by the health rules as numbers:
   :meth:`storage.schema.Layout.encode_values_slow`); one that overflows
   SQLite's 64-bit integers refuses the node's answer at the write.
 
-Storage imports no collector module: the field sets here are the store's own.
+Storage imports no collector module: the field sets here come from the field catalog (fleetmon.fields).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+import fleetmon.fields as fields
 from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES
 from fleetmon.records import NodePoll
 
@@ -33,19 +34,13 @@ __all__ = ["INVENTORY_NUMBERS", "INVENTORY_TEXTS", "NODE_TEXTS", "RefusedPoll", 
 
 INT64_MAX = 2**63 - 1
 
-INVENTORY_NUMBERS: frozenset[str] = frozenset((
-    "index", "memory_total_mib", "power_default_w", "power_min_w", "power_max_w", "power_enforced_w",
-    "max_sm_clock_mhz", "max_mem_clock_mhz", "pcie_max_gen", "pcie_max_width", "pcie_gpu_max_gen",
-    "pcie_gpu_max_width", "temp_slowdown_c", "temp_shutdown_c"))
+INVENTORY_NUMBERS: frozenset[str] = fields.INVENTORY_NUMBERS
 """Inventory values the rules compare as numbers (power cap, PCIe maximum, slowdown temperature…)."""
 
-INVENTORY_TEXTS: frozenset[str] = frozenset((
-    "uuid", "name", "serial", "board_part_number", "vbios", "inforom_image", "inforom_oem", "inforom_ecc",
-    "inforom_power", "pci_bus_id", "pci_device_id", "pci_subsystem_id", "architecture", "compute_capability"))
+INVENTORY_TEXTS: frozenset[str] = fields.INVENTORY_TEXTS
 """Inventory values stored or compared as text (VBIOS majority, serial passport, slot)."""
 
-NODE_TEXTS: frozenset[str] = frozenset((
-    "hostname", "driver_version", "nvml_version", "cuda_driver_version", "kernel", "os_release"))
+NODE_TEXTS: frozenset[str] = fields.NODE_TEXTS
 
 SAMPLE_NUMBERS: frozenset[str] = frozenset(GAUGE_NAMES + COUNTER_NAMES + STATE_NAMES)
 
@@ -104,7 +99,7 @@ def check_poll(poll: NodePoll) -> None:
         for key in ("hostname", "agent_version", "xid_source"):
             _text("node", key, getattr(info, key, None))
         _number("node", "started_at", info.started_at)
-        _values("node", info.values, ("gpu_count",), NODE_TEXTS)
+        _values("node", info.values, tuple(fields.NODE_NUMBERS), NODE_TEXTS)
     for g in poll.gpus:
         if not isinstance(g.uuid, str) or not g.uuid:
             raise RefusedPoll(f"gpus: uuid {_show(g.uuid)} is not a GPU UUID")

@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping
 
 from sqlite_utils import Database
 
+from fleetmon.fields import DEFAULT_VENDOR
 from fleetmon.records import GpuInventory, NodePoll
 from fleetmon.vocab import GpuState
 from storage.boundary import RefusedPoll, check_poll
@@ -400,9 +401,10 @@ def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
             batch.change(poll.ts, None, node, "driver_changed", old_driver, new_driver)
         sets += """, hostname = ?, driver_version = coalesce(?, driver_version), cuda_driver_version = ?,
                    nvml_version = ?, kernel = ?, os_release = ?, agent_version = ?, xid_source = ?, gpu_count = ?,
-                   agent_started_at = ?"""
+                   agent_started_at = ?, vendor = ?, runtime_version = ?, firmware_version = ?"""
         params += [info.hostname, new_driver, v.get("cuda_driver_version"), v.get("nvml_version"), v.get("kernel"),
-                   v.get("os_release"), info.agent_version, info.xid_source, v.get("gpu_count"), info.started_at]
+                   v.get("os_release"), info.agent_version, info.xid_source, v.get("gpu_count"), info.started_at,
+                   v.get("vendor") or DEFAULT_VENDOR, v.get("runtime_version"), v.get("firmware_version")]
     # The agent's buffer identity changed: its sequence numbers restarted (see _cursor_expr).
     reset = poll.buffer_id is not None and old_buffer is not None and old_buffer != poll.buffer_id
     if poll.buffer_id is not None:
@@ -719,9 +721,9 @@ def _upsert_gpu(batch: _Batch, node: str, g: GpuInventory, ts: float) -> None:
     conn.execute(
         """UPDATE gpus SET node = ?, idx = ?, pci_bus_id = ?, name = ?, serial = ?, vbios = ?,
                memory_total_mib = ?, power_default_w = ?, power_enforced_w = ?, state = ?, last_seen = ?,
-               inventory = ? WHERE id = ?""",
+               inventory = ?, vendor = ? WHERE id = ?""",
         (node, g.index, pci, g.name, serial, vbios, v.get("memory_total_mib"), p_default, p_enforced, g.state, ts,
-         _dumps({"values": v, "status": g.status}), old.id),
+         _dumps({"values": v, "status": g.status}), v.get("vendor") or DEFAULT_VENDOR, old.id),
     )
     old.node, old.idx, old.pci_bus_id = node, g.index, pci
     old.serial, old.vbios, old.power_default_w, old.power_enforced_w = serial, vbios, p_default, p_enforced

@@ -36,7 +36,8 @@ def fleet_latest(db: Database) -> list[FleetRow]:
     out = []
     for r in query(db, """
         SELECT n.name AS node, n.status AS node_status, n.last_ok, n.last_error, n.driver_version,
-               g.uuid, g.idx, g.name, g.state, l.ts AS latest_ts, l.latest, g.power_default_w, g.power_enforced_w
+               g.uuid, g.idx, g.name, g.state, l.ts AS latest_ts, l.latest, g.power_default_w, g.power_enforced_w,
+               coalesce(g.vendor, n.vendor) AS vendor
         FROM gpus g JOIN nodes n ON n.name = g.node LEFT JOIN gpu_latest l ON l.gpu_id = g.id
         ORDER BY n.name, g.idx"""):
         latest = json.loads(r["latest"] or "{}")
@@ -45,7 +46,7 @@ def fleet_latest(db: Database) -> list[FleetRow]:
             last_error=r["last_error"], driver_version=r["driver_version"], index=r["idx"], model=r["name"],
             state=r["state"], latest_ts=r["latest_ts"], power_default_w=r["power_default_w"],
             power_enforced_w=r["power_enforced_w"], values=latest.get("values", {}),
-            status=latest.get("status", {})))
+            status=latest.get("status", {}), vendor=r["vendor"]))
     return out
 
 
@@ -66,7 +67,8 @@ def _node(r: dict[str, Any]) -> NodeRow:
         gpu_count=r["gpu_count"], status=r["status"], last_ok=r["last_ok"], last_attempt=r["last_attempt"],
         last_error=r["last_error"], skew_s=r["skew_s"], agent_started_at=r["agent_started_at"],
         minutes_cursor=int(r["minutes_cursor"] or 0), events_cursor=int(r["events_cursor"] or 0),
-        buffer_id=r.get("buffer_id"), notice=r.get("notice"), refused_uuids=int(r.get("refused_uuids") or 0))
+        buffer_id=r.get("buffer_id"), notice=r.get("notice"), refused_uuids=int(r.get("refused_uuids") or 0),
+        vendor=r.get("vendor"), runtime_version=r.get("runtime_version"), firmware_version=r.get("firmware_version"))
 
 
 def nodes(db: Database) -> list[NodeRow]:
@@ -75,7 +77,7 @@ def nodes(db: Database) -> list[NodeRow]:
 
 
 _GPU_COLUMNS = ("uuid", "node", "idx", "pci_bus_id", "name", "serial", "vbios", "memory_total_mib",
-                "power_default_w", "power_enforced_w", "state", "first_seen", "inventory")
+                "power_default_w", "power_enforced_w", "state", "first_seen", "inventory", "vendor")
 
 
 def gpus(db: Database, memo: dict[str, dict[str, Any]] | None = None) -> list[GpuRow]:
@@ -105,7 +107,7 @@ def gpus(db: Database, memo: dict[str, dict[str, Any]] | None = None) -> list[Gp
             serial=r["serial"], vbios=r["vbios"], memory_total_mib=r["memory_total_mib"],
             power_default_w=r["power_default_w"], power_enforced_w=r["power_enforced_w"], state=r["state"],
             first_seen=r["first_seen"], last_seen=r["last_seen"] or None,
-            inventory=inv.get("values", {}), inventory_status=inv.get("status", {})))
+            inventory=inv.get("values", {}), inventory_status=inv.get("status", {}), vendor=r["vendor"]))
     return out
 
 

@@ -49,6 +49,12 @@ class NodeRow:
     """Why GPU UUIDs of the latest stored poll were refused (the per-node GPU cap), else None."""
     refused_uuids: int = 0
     """GPU UUID sightings refused to this node by the cap, over all polls."""
+    vendor: str | None = None
+    """The node's device vendor (issue 23): nvidia, amd, hygon, huawei, intel, mthreads; None before any answer."""
+    runtime_version: str | None = None
+    """The vendor's runtime or toolkit version (CUDA, ROCm, CANN, SynapseAI, MUSA)."""
+    firmware_version: str | None = None
+    """The devices' firmware version when the node reports one for all."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +82,8 @@ class GpuRow:
     last_seen: float | None = None
     inventory: Mapping[str, Any] = field(default_factory=dict)
     inventory_status: Mapping[str, str] = field(default_factory=dict)
+    vendor: str | None = None
+    """The card's vendor (issue 23); None for a card known from samples alone."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,8 @@ class FleetRow:
     values: Mapping[str, Any] = field(default_factory=dict)
     status: Mapping[str, str] = field(default_factory=dict)
     findings: tuple[tuple[str, str], ...] = ()
+    vendor: str | None = None
+    """The card's vendor (issue 23), else its node's."""
 
 
 @dataclass(frozen=True)

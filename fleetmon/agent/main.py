@@ -39,6 +39,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--simulate", metavar="SCENARIO",
                    help="serve a simulated node instead of the real GPUs (see `fleetmon agent --list-scenarios`)")
     p.add_argument("--list-scenarios", action="store_true", help="list the simulated scenarios and exit")
+    p.add_argument("--backend", default="auto", metavar="NAME",
+                   help="the device library or tool to read: auto (the first the node has, in the order of "
+                        "`--list-backends`), or a backend's name (default auto)")
+    p.add_argument("--list-backends", action="store_true",
+                   help="list the device backends, what each needs, and whether this node has it; then exit")
     p.add_argument("--interval", type=float, default=5.0, metavar="SECONDS",
                    help="sampling interval (default 5)")
     p.add_argument("--buffer", metavar="FILE",
@@ -212,11 +217,15 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
                 watch_xid: bool = True, inventory_wait_s: float = 2.0,
                 poll_interval_s: float = 0.5,
                 before_serve: Callable[[RunningAgent], Any] | None = None,
-                http_limits: Any = None) -> RunningAgent:
-    """Open NVML and the buffer, take a first sample and start serving.
+                http_limits: Any = None, open_backend: Callable[..., Any] | None = None) -> RunningAgent:
+    """Open the device backend and the buffer, take a first sample and start serving.
 
     Args:
-        module: the pynvml API from :func:`fleetmon.agent.nvml.load_nvml` (None: the real pynvml).
+        module: the pynvml API from :func:`fleetmon.agent.nvml.load_nvml` (None: the real pynvml), when
+            ``open_backend`` is None.
+        open_backend: opens the device backend (:class:`fleetmon.agent.backend.Backend`), called with the
+            keywords ``known_inventory`` and ``inventory_wait_s`` (a :attr:`BackendSpec.open` with its other
+            arguments bound); None: NVML through ``module``.
         buffer: a Buffer, or a path for one (created with ``keep_days``/``max_bytes``).
         bind, port: where to listen (port 0: any free port).
         interval_s, read_timeout_s, clock: passed to the Sampler.
@@ -255,7 +264,10 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
     try:
         host = node_name or socket.gethostname()
         buffer.claim_node(host)  # another host's buffer goes aside before its inventory is used
-        session = open_nvml(module, known_inventory=buffer.load_inventory(), inventory_wait_s=inventory_wait_s)
+        if open_backend is None:
+            session = open_nvml(module, known_inventory=buffer.load_inventory(), inventory_wait_s=inventory_wait_s)
+        else:
+            session = open_backend(known_inventory=buffer.load_inventory(), inventory_wait_s=inventory_wait_s)
         buffer.claim_node(host, [session.inventory(i).uuid for i in session.indices()
                                  if session.inventory(i).values.get("inventory_source") != "previous_run"])
     except BaseException:
@@ -316,6 +328,15 @@ def run(args: argparse.Namespace) -> int:
         for name in scenarios.scenario_names():
             print(f"{name:24} {scenarios.describe(name)}")
         return 0
+    if args.list_backends:
+        from fleetmon.agent.backend import BACKENDS, backend_names
+
+        backend_names()
+        for spec in BACKENDS.values():
+            why = spec.probe()
+            print(f"{spec.name:14} {spec.vendor:9} {'available' if why is None else 'not here: ' + why}\n"
+                  f"{'':25}needs {spec.needs}")
+        return 0
     token = _check_args(args)
     from fleetmon.agent.server import HttpLimits, parse_addresses
     try:
@@ -335,14 +356,21 @@ def run(args: argparse.Namespace) -> int:
                 log.info("backfilled %g minutes in %d steps (%.1f s)", args.backfill_minutes, steps,
                          time.monotonic() - t0)
 
-    from fleetmon.agent.nvml import load_nvml
+    from fleetmon.agent.backend import choose_backend
 
-    try:  # one scenario on many nodes: the node name gives distinct cards per node
-        module = load_nvml(args.simulate or None, clock=clock, node_name=args.node_name or None)
-    except (KeyError, ValueError, OSError) as exc:
-        detail = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # str(KeyError) adds quotes
-        raise KnownError(f"unknown or invalid scenario {args.simulate!r}: {detail}") from exc
-    agent = start_agent(module, buffer=Path(args.buffer) if args.buffer else default_buffer_path(),
+    name = args.backend
+    if args.simulate and name == "auto":
+        name = "nvml"  # a scenario names its backend only when it is another vendor's
+    spec = choose_backend(name)
+
+    def open_backend(**kw: Any) -> Any:
+        try:  # one scenario on many nodes: the node name gives distinct cards per node
+            return spec.open(simulate=args.simulate or None, clock=clock, node_name=args.node_name or None, **kw)
+        except (KeyError, ValueError, OSError) as exc:
+            detail = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # str(KeyError) adds quotes
+            raise KnownError(f"unknown or invalid scenario {args.simulate!r}: {detail}") from exc
+
+    agent = start_agent(open_backend=open_backend, buffer=Path(args.buffer) if args.buffer else default_buffer_path(),
                         bind=args.bind, port=args.port, interval_s=args.interval, token=token,
                         tls_cert=args.tls_cert, tls_key=args.tls_key, request_timeout_s=args.http_timeout,
                         node_name=args.node_name, simulate=bool(args.simulate), keep_days=args.keep_days,
@@ -350,7 +378,8 @@ def run(args: argparse.Namespace) -> int:
                         before_serve=before_serve, http_limits=limits)
 
     stop_on_signals(agent.stop)
-    print(f"fleetmon agent: serving {len(agent.session.indices())} GPU(s) of {agent.state.node().hostname} on "
+    print(f"fleetmon agent: serving {len(agent.session.indices())} device(s) of {agent.state.node().hostname} "
+          f"through {spec.name} on "
           f"{agent.url}; "
           f"Xid source: {agent.watcher.source}", file=sys.stderr, flush=True)
     if args.port_file:
@@ -366,6 +395,6 @@ def main(args: argparse.Namespace) -> int:
     from fleetmon.agent.buffer import BufferLocked
     try:
         return run(args)
-    except (NvmlUnavailable, BufferLocked) as exc:
+    except (NvmlUnavailable, BufferLocked) as exc:  # BackendUnavailable is an NvmlUnavailable
         print(f"fleetmon agent: {exc}", file=sys.stderr)
         return 2

@@ -65,7 +65,9 @@ from fleetmon.collector.validate import (
     record_where, spec,
 )
 from fleetmon.collector.sources import FetchFailed, parse_body, run_ssh, source_poll
-from fleetmon.records import WIRE_SCHEMA, Event, GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll
+from fleetmon.records import (
+    WIRE_SCHEMAS_READ, Event, GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll, vendor_defaults,
+)
 from fleetmon.sources import SourceError, SourceKind, SourceSpec, source_of
 from fleetmon.sources.capture import Capture
 from fleetmon.text import printable
@@ -309,9 +311,9 @@ def _decode(body: bytes, path: str) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise BadAnswer(f"{path}: expected a JSON object, got {type(doc).__name__}")
     schema = doc.get("schema")
-    if schema != WIRE_SCHEMA or isinstance(schema, bool):
+    if schema not in WIRE_SCHEMAS_READ or isinstance(schema, bool):
         raise BadAnswer(f"{path}: unsupported schema version {repr(schema)[:20]} "
-                        f"(this collector speaks {WIRE_SCHEMA})")
+                        f"(this collector reads {', '.join(map(str, sorted(WIRE_SCHEMAS_READ)))})")
     check_text(doc, body, path)
     return doc
 
@@ -357,7 +359,7 @@ def parse_node(doc: dict[str, Any]) -> tuple[NodeInfo, list[GpuInventory]]:
     for i, g in enumerate(gpus):
         check_record(g, f"/v1/node gpus[{i}]", _INVENTORY_SPEC, ts_max, INVENTORY_NUMERIC, INVENTORY_TEXT)
     check_unique_uuids([g["uuid"] for g in gpus], "/v1/node")
-    return NodeInfo.from_dict(node), [GpuInventory.from_dict(g) for g in gpus]
+    return vendor_defaults(NodeInfo.from_dict(node), [GpuInventory.from_dict(g) for g in gpus])
 
 
 def parse_latest(doc: dict[str, Any]) -> list[GpuSample]:

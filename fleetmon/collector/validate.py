@@ -36,7 +36,10 @@ from fleetmon.collector.limits import (
     MAX_ABS_VALUE, MAX_EVENT_CODE, MAX_EVENT_DATA_CHARS, MAX_FUTURE_S, MAX_GPUS_PER_NODE, MAX_INDEX, MAX_JSON_ITEMS,
     MAX_NAME_CHARS, MAX_SAMPLES_PER_MINUTE, MAX_SEQ, MAX_UUID_CHARS, MAX_UUIDS_PER_POLL, MAX_VALUES_KEYS,
 )
-from fleetmon.fields import COUNTER_NAMES, EXPORT_ONLY, GAUGE_NAMES, STATE_NAMES, THROTTLE_NAMES
+from fleetmon.fields import (
+    COUNTER_NAMES, EXPORT_ONLY, GAUGE_NAMES, INVENTORY_NUMBERS, INVENTORY_TEXTS, NODE_NUMBERS, NODE_TEXTS, STATE_NAMES,
+    THROTTLE_NAMES,
+)
 from fleetmon.records import minute_key, throttle_key
 
 
@@ -63,16 +66,10 @@ MINUTE_NUMERIC: frozenset[str] = frozenset(
     [minute_key(g, s) for g in GAUGE_NAMES for s in ("min", "mean", "max")] + list(COUNTER_NAMES)
     + list(STATE_NAMES) + [throttle_key(r) for r in THROTTLE_NAMES]
     + ["busy_n", "pcie_gen_busy_min", "pcie_width_busy_min"])
-INVENTORY_NUMERIC: frozenset[str] = frozenset((
-    "index", "memory_total_mib", "power_default_w", "power_min_w", "power_max_w", "power_enforced_w",
-    "max_sm_clock_mhz", "max_mem_clock_mhz", "pcie_max_gen", "pcie_max_width", "pcie_gpu_max_gen",
-    "pcie_gpu_max_width", "temp_slowdown_c", "temp_shutdown_c"))
-INVENTORY_TEXT: frozenset[str] = frozenset((
-    "uuid", "name", "serial", "board_part_number", "vbios", "inforom_image", "inforom_oem", "inforom_ecc",
-    "inforom_power", "pci_bus_id", "pci_device_id", "pci_subsystem_id", "architecture", "compute_capability"))
-NODE_NUMERIC: frozenset[str] = frozenset({"gpu_count"})
-NODE_TEXT: frozenset[str] = frozenset((
-    "hostname", "driver_version", "nvml_version", "cuda_driver_version", "kernel", "os_release"))
+INVENTORY_NUMERIC: frozenset[str] = INVENTORY_NUMBERS  # the field catalog (fleetmon.fields.INVENTORY_CATALOG)
+INVENTORY_TEXT: frozenset[str] = INVENTORY_TEXTS
+NODE_NUMERIC: frozenset[str] = NODE_NUMBERS
+NODE_TEXT: frozenset[str] = NODE_TEXTS
 _NONE: frozenset[str] = frozenset()
 _NUMBER_TYPES = frozenset({int, float, type(None)})
 _not_none = partial(is_not, None)

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from fleetmon.fields import INVENTORY_CATALOG
 from fleetmon.health.findings import Finding, finding_key
 from fleetmon.health.fleet import FleetHistory, GpuHistory
 
@@ -30,10 +31,7 @@ DATA_ERRORS: tuple[type[Exception], ...] = (
 """What a rule raises on malformed data (a bug in a rule raises the same: it is reported the same way,
 naming the rule, instead of stopping every report)."""
 
-NUMERIC_INVENTORY: tuple[str, ...] = (
-    "index", "memory_total_mib", "power_default_w", "power_min_w", "power_max_w", "power_enforced_w",
-    "max_sm_clock_mhz", "max_mem_clock_mhz", "pcie_max_gen", "pcie_max_width", "pcie_gpu_max_gen",
-    "pcie_gpu_max_width", "temp_slowdown_c", "temp_shutdown_c")
+NUMERIC_INVENTORY: tuple[str, ...] = tuple(f.name for f in INVENTORY_CATALOG if f.type == "number")
 """Inventory values that should be numbers: one that is not is named in the finding's evidence."""
 
 Rule = Callable[[FleetHistory, Any], list[Finding]]

@@ -12,12 +12,14 @@ Never zero.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, TypeVar
 
 from fleetmon import __version__
 from fleetmon.fields import CATALOG, INVENTORY_FIELDS, NODE_FIELDS, THROTTLE_REASONS
-from fleetmon.records import GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll, Status, minute_key, throttle_key
+from fleetmon.records import (
+    GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll, Status, minute_key, throttle_key, vendor_defaults,
+)
 from fleetmon.vocab import GpuState
 
 __all__ = ["Capture", "Readings", "capture_poll", "minute_of", "number", "reading", "SAMPLE_FIELDS"]
@@ -248,7 +250,11 @@ def capture_poll(capture: Capture, node: str, url: str, ts: float, *, group: str
         info = NodeInfo(hostname=node, agent_version=info.agent_version, values={**info.values, "hostname": node},
                         status={k: v for k, v in info.status.items() if k != "hostname"},
                         xid_source=info.xid_source, started_at=info.started_at)
-    return NodePoll(node=node, url=url, group=group, ts=ts, ok=True, info=info, gpus=list(capture.gpus),
+    if info.values.get("vendor") is None:  # the node's vendor is its capture's (a tool reads one vendor)
+        info = replace(info, values={**info.values, "vendor": capture.vendor},
+                       status={k: v for k, v in info.status.items() if k != "vendor"})
+    info, gpus = vendor_defaults(info, list(capture.gpus))
+    return NodePoll(node=node, url=url, group=group, ts=ts, ok=True, info=info, gpus=gpus,
                     latest=list(capture.samples),
                     minutes=[minute_of(s) for s in capture.samples] if minutes else [])
 

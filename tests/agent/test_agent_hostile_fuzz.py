@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from fleetmon.records import WIRE_SCHEMA
+
 REPO = Path(__file__).resolve().parents[2]
 SEED = int(os.environ.get("FLEETMON_FUZZ_SEED", "20251111"))
 TOKEN = "fuzz-token-0123456789abcdef"
@@ -222,7 +224,7 @@ def health(port: int, figures: Figures) -> None:
     took = time.monotonic() - t0
     figures.health_checks += 1
     figures.worst_health_s = max(figures.worst_health_s, took)
-    ok = got.startswith(b"HTTP/1.1 200 ") and json.loads(got.partition(b"\r\n\r\n")[2])["schema"] == 1
+    ok = got.startswith(b"HTTP/1.1 200 ") and json.loads(got.partition(b"\r\n\r\n")[2])["schema"] == WIRE_SCHEMA
     assert ok and took < 1.0, f"the agent did not answer a normal request within 1 s ({took:.2f} s, {outcome}): " \
                               f"{got[:200]!r}; {figures.line()}"
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from fleetmon.records import WIRE_SCHEMA
 from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.main import RunningAgent, start_agent
 from fleetmon.agent.nvml import SAMPLE_FIELDS
@@ -90,7 +91,9 @@ def _statuses(record: dict[str, Any]) -> set[str]:
 # The issue's words -> fleetmon names, so a missing field is named in the failure.
 ISSUE_NODE = {"hostname": "hostname", "driver version": "driver_version", "NVML version": "nvml_version",
               "CUDA driver version": "cuda_driver_version", "kernel": "kernel", "OS release": "os_release",
-              "GPU count": "gpu_count"}
+              "GPU count": "gpu_count",
+              # issue 23: the vendor-neutral versions
+              "vendor": "vendor", "runtime version": "runtime_version", "firmware version": "firmware_version"}
 ISSUE_INVENTORY = {
     "index": "index", "name": "name", "UUID": "uuid", "serial": "serial", "board part number": "board_part_number",
     "VBIOS": "vbios", "InfoROM image": "inforom_image", "InfoROM OEM": "inforom_oem", "InfoROM ECC": "inforom_ecc",
@@ -106,6 +109,8 @@ ISSUE_INVENTORY = {
     "MIG mode current": "mig_mode_current", "MIG mode pending": "mig_mode_pending",
     # beyond the issue's list: the thresholds the health rules compare temperatures with
     "slowdown temperature": "temp_slowdown_c", "shutdown temperature": "temp_shutdown_c",
+    # issue 23: the vendor, a device firmware beside the VBIOS, the card a chip sits on
+    "vendor": "vendor", "firmware version": "firmware_version", "card": "card_id",
 }
 ISSUE_TELEMETRY = {
     "temperature": "temp_c", "memory temperature": "mem_temp_c", "fan speeds": "fan_pct", "power draw": "power_w",
@@ -138,15 +143,19 @@ def test_issue_field_lists_match_the_catalogs():
 def test_healthy_a100_serves_every_listed_field(make_agent):
     agent = make_agent("healthy-a100")
     code, doc = get(agent, "/v1/node")
-    assert code == 200 and doc["schema"] == 1 and doc["buffer_id"] == agent.buffer.buffer_id
+    assert code == 200 and doc["schema"] == WIRE_SCHEMA and doc["buffer_id"] == agent.buffer.buffer_id
     node = doc["node"]
     for words, key in ISSUE_NODE.items():
+        if key == "firmware_version":  # an NVIDIA node has none besides each card's VBIOS and InfoROM
+            assert node["values"][key] is None and node["status"] == {key: "unsupported"}
+            continue
         assert node["values"].get(key) is not None, f"node {words} ({key}) missing"
-    assert node["values"]["gpu_count"] == 8 and node["status"] == {}
+    assert node["values"]["gpu_count"] == 8 and node["values"]["vendor"] == "nvidia"
+    assert node["values"]["runtime_version"] == node["values"]["cuda_driver_version"]
     assert len(doc["gpus"]) == 8
     # An A100 SXM has no fans, retires no pages (it remaps rows), has no power InfoROM object,
     # and NVML has no call for the GPU-side maximum PCIe width.
-    expected_unsupported_inv = {"inforom_power", "pcie_gpu_max_width"}
+    expected_unsupported_inv = {"inforom_power", "pcie_gpu_max_width", "firmware_version", "card_id"}
     expected_unsupported_sample = {"fan_pct", "retired_sbe", "retired_dbe", "retired_pending"}
     for gpu in doc["gpus"]:
         assert gpu["state"] == "ok" and gpu["uuid"].startswith("GPU-")

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 import fleetmon
+from fleetmon.records import WIRE_SCHEMA
 from fleetmon.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[2]
@@ -163,7 +164,7 @@ def test_simulated_node_answers_v1_node(node_python, agent_pyz, tmp_path):
         url = f"http://127.0.0.1:{int(port_file.read_text())}/v1/node"
         with urllib.request.urlopen(url, timeout=10) as resp:
             body = json.loads(resp.read())
-        assert body["schema"] == 1
+        assert body["schema"] == WIRE_SCHEMA
         assert body["node"]["agent_version"] == fleetmon.__version__
         assert len(body["gpus"]) == 2
     finally:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from fleetmon.records import WIRE_SCHEMA
 from fleetmon.agent.main import RunningAgent, read_token_file, start_agent
 from fleetmon.errors import KnownError
 from fleetmon.sim.nvml import SimulatedNvml
@@ -77,7 +78,7 @@ def status_of(answer: bytes) -> int:
 
 def still_serves(agent: RunningAgent) -> None:
     code, _, body = request(agent, "/v1/health")
-    assert code == 200 and json.loads(body)["schema"] == 1
+    assert code == 200 and json.loads(body)["schema"] == WIRE_SCHEMA
 
 
 # ---------------------------------------------------------------------------

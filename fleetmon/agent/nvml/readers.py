@@ -159,6 +159,9 @@ def _mw(value: Any) -> float:
 def read_inventory(r: _Reader, h: Any) -> None:
     """Read the static facts of one GPU (``nvidia-smi -q`` header part) into ``r``."""
     nv = r.nv
+    r.values["vendor"] = "nvidia"
+    # NVIDIA has no device firmware beside the VBIOS and InfoROM, and one GPU per card.
+    r.mark(("firmware_version", "card_id"), _UNSUPPORTED)
     r.set("name", "nvmlDeviceGetName", h, conv=_text)
     r.set("uuid", "nvmlDeviceGetUUID", h, conv=_text)
     r.set("serial", "nvmlDeviceGetSerial", h, conv=_text)

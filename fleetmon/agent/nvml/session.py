@@ -143,6 +143,10 @@ class NvmlSession:
     deadline.
     """
 
+    name = "nvml"
+    """The backend's name (:mod:`fleetmon.agent.backend`)."""
+    vendor = "nvidia"
+
     def __init__(self, nv: PynvmlApi, *, known_inventory: list[dict[str, Any]] | None = None,
                  inventory_wait_s: float = DEFAULT_INVENTORY_WAIT_S,
                  call_timeout_s: float = DEFAULT_CALL_TIMEOUT_S, fields: tuple[Field, ...] = CATALOG) -> None:
@@ -176,6 +180,13 @@ class NvmlSession:
         cuda = r.call("cuda_driver_version", "nvmlSystemGetCudaDriverVersion")
         if cuda is not None:
             r.values["cuda_driver_version"] = f"{int(cuda) // 1000}.{(int(cuda) % 1000) // 10}"
+        r.values["vendor"] = "nvidia"
+        if "cuda_driver_version" in r.values:  # the vendor-neutral name of the same fact
+            r.values["runtime_version"] = r.values["cuda_driver_version"]
+        else:
+            r.values["runtime_version"] = None
+            r.status["runtime_version"] = r.status.get("cuda_driver_version", _FAILED)
+        r.mark(("firmware_version",), _UNSUPPORTED)  # per device (VBIOS, InfoROM) on NVIDIA
         self._node_values, self._node_status = r.values, r.status
 
     def node_info(self) -> NodeInfo:
@@ -186,7 +197,7 @@ class NvmlSession:
         """
         values = dict(self._node_values)
         status = dict(self._node_status)
-        for key in ("driver_version", "nvml_version", "cuda_driver_version"):
+        for key in ("driver_version", "nvml_version", "cuda_driver_version", "runtime_version"):
             if key not in values and key not in status:
                 values[key] = None
                 status[key] = _FAILED  # enumeration has not answered yet
@@ -323,7 +334,10 @@ class NvmlSession:
         status = {name: _FAILED for name in INVENTORY_FIELDS}
         values["index"] = slot.index
         del status["index"]
-        status["pcie_gpu_max_width"] = _UNSUPPORTED  # never readable (see _read_inventory)
+        values["vendor"] = "nvidia"
+        del status["vendor"]
+        for name in ("pcie_gpu_max_width", "firmware_version", "card_id"):
+            status[name] = _UNSUPPORTED  # never readable (see _read_inventory, read_inventory)
         known = self._known.get(slot.index)
         if known:
             for name in _IDENTITY_FIELDS:
