@@ -15,6 +15,9 @@ and :func:`~fleetmon.agent.main.start_agent` call):
   firmware versions, the vendor);
 * sampling: :meth:`Backend.submit_read` (a future of ``(values, status, lost, ms, calls)``, values by
   :data:`fleetmon.fields.CATALOG` name; what the device cannot give is ``unsupported``, never zero);
+* vendor readings without a catalog field: :meth:`Backend.extra` (the device's latest, by the names the
+  vendor's parser documents in :mod:`fleetmon.sources`: an Ascend chip's health and error codes, AMD's ECC
+  per block; ``{}`` for NVML);
 * events: :meth:`Backend.xid_events` (an object like :class:`~fleetmon.agent.nvml.XidEvents`; a backend
   without a device event channel returns :class:`NoDeviceEvents`, and the watcher says so);
 * close: :meth:`Backend.close`.
@@ -118,6 +121,8 @@ class Backend(Protocol):
     def busy_since(self, index: int) -> float | None: ...
 
     def xid_events(self) -> Any: ...
+
+    def extra(self, index: int) -> dict[str, Any]: ...
 
     def close(self) -> None: ...
 

@@ -527,6 +527,10 @@ class NvmlSession:
 
     # -- events and generic bounded calls ---------------------------------------
 
+    def extra(self, index: int) -> dict[str, Any]:
+        """Vendor readings without a catalog field (:class:`fleetmon.agent.backend.Backend`): NVML has none."""
+        return {}
+
     def xid_events(self) -> XidEvents:
         """A new NVML event set for critical Xid events (check ``available``; never raises)."""
         return XidEvents(self, self._nv)
