@@ -26,7 +26,7 @@ from fleetmon.slurm.names import slurm_name_of
 from fleetmon.text import printable
 
 __all__ = ["AutoDrainPlan", "Outcome", "client_for", "do_action", "finding_reason", "plan_auto_drain",
-           "run_auto_drain", "who_am_i"]
+           "run_auto_drain", "slurm_summary", "who_am_i"]
 
 log = logging.getLogger("fleetmon.slurm")
 
@@ -222,3 +222,34 @@ def run_auto_drain(db: Any, fleet: Any, now: float, *, dry_run: bool = False,
         do_action(db, fleet, node, "drain", reason=reason, origin="auto", who=f"fleetmon auto-drain ({who_am_i()})",
                   finding_key=key, client=client)
     return plan
+
+
+def slurm_summary(db: Any, fleet: Any, since: float, nodes: Iterable[str], *, client: SlurmClient | None = None,
+                  now: float | None = None) -> dict[str, Any] | None:
+    """The report's Slurm part: each node's state (asked only when the fleet file has ``[slurm]``) and the
+    drains and resumes recorded since ``since``; None when there is neither.
+
+    ``{"asked": bool, "available": bool, "error": str | None, "nodes": {node: state dict | None (Slurm does
+    not know it)}, "actions": [record dicts, newest first]}``. Slurm unavailable is ``available`` false with
+    the ``error``, never a state.
+    """
+    from storage.slurm_actions import slurm_actions
+
+    names = list(nodes)
+    rows = [r for r in slurm_actions(db, since=since, limit=1000) if not names or r.node in names]
+    asked = getattr(fleet, "slurm", None) is not None
+    if not asked and not rows:
+        return None
+    out: dict[str, Any] = {"asked": asked, "available": False, "error": None, "nodes": {},
+                           "actions": [r.to_dict() for r in rows]}
+    if asked:
+        view = (client or client_for(fleet)).view(now)
+        out["available"], out["error"] = view.ok, view.error
+        if view.ok:
+            for node in names:
+                try:
+                    state = view.nodes.get(slurm_name_of(fleet, node))
+                except SlurmError:
+                    state = None
+                out["nodes"][node] = None if state is None else state.to_dict()
+    return out

@@ -223,3 +223,27 @@ def test_auto_drain_kinds_fraction_staleness_dry_run_and_never_twice(tmp_path, c
 
     dry = _cli("auto", "--dry-run", "--db", str(tmp_path / "fleet.db"), "--fleet", str(tmp_path / "fleet.toml"))
     assert dry.returncode == 0 and "auto-drain: 0 to drain; 2 drained by fleetmon now, at most 2 at once" in dry.stdout
+
+
+def test_the_report_shows_each_nodes_slurm_state_and_the_drains_on_record(tmp_path, cluster):
+    import json
+
+    from helpers import Feeder
+
+    fleet_path, db = _fleet_file(tmp_path, cluster), tmp_path / "fleet.db"
+    now = int(time.time()) // 60 * 60
+    Feeder(open_database(db), nodes=cluster.nodes).feed(now - 1800, now)
+    assert _cli("drain", "gpu-b", "--reason", "Xid 79 on GPU 1", "--db", str(db), "--fleet", str(fleet_path),
+                "--by", "dave").returncode == 0
+    report = [sys.executable, "-m", "fleetmon", "report", "--db", str(db), "--fleet", str(fleet_path), "--now",
+              str(now + 60)]
+    doc = json.loads(subprocess.run([*report, "--json"], capture_output=True, text=True,
+                                    timeout=120).stdout)
+    states = {n["name"]: n["slurm"] for n in doc["nodes"]}
+    assert states["gpu-a"] == "idle" and states["gpu-b"].startswith("drain (fleetmon: Xid 79 on GPU 1; root ")
+    (action,) = doc["summary"]["slurm"]["actions"]
+    assert (action["node"], action["who"], action["result"], action["reason"]) == ("gpu-b", "dave", "ok",
+                                                                                   "Xid 79 on GPU 1")
+    text = subprocess.run(report, capture_output=True, text=True, timeout=120).stdout
+    assert "drain gpu-b by dave (cli): ok — Xid 79 on GPU 1" in text
+    assert "drain (fleetmon: Xid 79 on GPU 1;" in text
