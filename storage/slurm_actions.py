@@ -15,10 +15,10 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from storage.db import query, transaction
+from storage.db import db_path, open_database, query, transaction
 from storage.schema_slurm import SLURM_ACTIONS_DDL  # noqa: F401 - the table's definition, re-exported
 
-__all__ = ["SlurmActionRow", "begin_action", "finish_action", "slurm_actions"]
+__all__ = ["SlurmActionRow", "begin_action", "finish_action", "reopen", "slurm_actions"]
 
 RESULTS = ("pending", "ok", "failed")
 
@@ -51,6 +51,12 @@ def _row(r: dict[str, Any]) -> SlurmActionRow:
                           origin=str(r["origin"]), who=str(r["who"]), result=str(r["result"]),
                           slurm_name=r["slurm_name"], reason=r["reason"], sent_reason=r["sent_reason"],
                           finding_key=r["finding_key"], error=r["error"], done_ts=r["done_ts"])
+
+
+def reopen(db: Database) -> Database:
+    """A second connection to ``db``'s file, for a thread of its own (the automatic drain beside the collector's
+    writer; SQLite's WAL lets both write, each in short transactions)."""
+    return open_database(db_path(db), existing=True)
 
 
 def begin_action(db: Database, ts: float, node: str, action: str, *, origin: str, who: str,

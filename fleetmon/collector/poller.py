@@ -433,16 +433,18 @@ class Collector:
             return
         if self._drain_thread is not None and self._drain_thread.is_alive():
             return
-        from storage.db import db_path
+        from storage.slurm_actions import reopen
 
-        path = db_path(self.db)
+        try:
+            db = reopen(self.db)  # here, on the writer's thread: the writer connection is not shared
+        except Exception as exc:
+            log.error("auto-drain: cannot open the database again: %s", exc)
+            return
 
         def drain() -> None:
             from fleetmon.slurm.actions import run_auto_drain
-            from storage.db import open_database
 
             try:
-                db = open_database(path, existing=True)
                 try:
                     plan = run_auto_drain(db, self.fleet, now)
                 finally:

@@ -247,3 +247,32 @@ def test_the_report_shows_each_nodes_slurm_state_and_the_drains_on_record(tmp_pa
     text = subprocess.run(report, capture_output=True, text=True, timeout=120).stdout
     assert "drain gpu-b by dave (cli): ok — Xid 79 on GPU 1" in text
     assert "drain (fleetmon: Xid 79 on GPU 1;" in text
+
+
+def test_the_collector_drains_after_its_health_pass_when_auto_drain_is_on(tmp_path, cluster):
+    from fleetmon.collector.poller import Collector
+
+    fleet = load_fleet(_fleet_file(tmp_path, cluster, 'auto_drain = ["gpu-lost"]\nmax_fraction = 0.25'))
+    db = open_database(tmp_path / "fleet.db")
+    now = time.time()
+    save_findings(db, [_finding("gpu-d", "gpu-lost", now - 20)], now)
+    collector = Collector(fleet, db)
+    collector.maintain(force_health=True)
+    assert collector._drain_thread is not None
+    collector._drain_thread.join(60)
+    assert "DRAIN" in _field(cluster.show_node("gpu-d"), "State")
+    (row,) = slurm_actions(db)
+    assert (row.node, row.origin, row.result, row.finding_key) == ("gpu-d", "auto", "ok", "gpu-lost|node:gpu-d|0")
+
+
+def test_without_auto_drain_the_collector_never_asks_slurm(tmp_path, cluster):
+    from fleetmon.collector.poller import Collector
+
+    fleet = load_fleet(_fleet_file(tmp_path, cluster))  # [slurm] without auto_drain: off, the default
+    db = open_database(tmp_path / "fleet.db")
+    now = time.time()
+    save_findings(db, [_finding("gpu-d", "gpu-lost", now - 20)], now)
+    collector = Collector(fleet, db)
+    collector.maintain(force_health=True)
+    assert collector._drain_thread is None and not slurm_actions(db)
+    assert "DRAIN" not in _field(cluster.show_node("gpu-d"), "State")
