@@ -164,23 +164,30 @@ def test_a_paused_slurmctld_times_out_with_one_line_and_a_failed_record(tmp_path
 
 
 def test_a_stopped_slurmctld_is_unavailable_not_a_state_and_the_request_is_kept(tmp_path, cluster):
-    fleet_path = _fleet_file(tmp_path, cluster, timeout_s=1.5)
+    # The cluster's slurm.conf with the controller's port changed to one nobody listens on: to the commands,
+    # exactly a stopped slurmctld (connection refused), without stopping and re-registering the shared one.
+    from tests.helpers.slurm import _free_ports
+
+    down = tmp_path / "down.conf"
+    down.write_text(cluster.conf.read_text().replace(f"SlurmctldPort={cluster.ctld_port}",
+                                                     f"SlurmctldPort={_free_ports(1)[0]}"))
+    fleet_path = tmp_path / "fleet.toml"
+    fleet_path.write_text(f'[slurm]\nconf = "{down}"\ntimeout_s = 1.5\n\n[[node]]\nname = "gpu-c"\n'
+                          'url = "http://127.0.0.1:9000"\n')
     db = tmp_path / "fleet.db"
-    cluster.stop_ctld()
-    client = SlurmClient(conf=str(cluster.conf), timeout_s=1.5)
+    client = SlurmClient(conf=str(down), timeout_s=1.5)
     view = client.view()
     assert not view.ok and not view.nodes
     with pytest.raises(SlurmError):
         client.drain("gpu-c", "x")
-    out = do_action(open_database(db), load_fleet(fleet_path), "gpu-c", "drain", reason="keep me", origin="cli",
-                    client=client)
+    out = do_action(open_database(db), load_fleet(fleet_path), "gpu-c", "drain", reason="keep me", origin="cli")
     assert not out.ok
     status = subprocess.run([sys.executable, "-m", "fleetmon", "slurm", "status", "--fleet", str(fleet_path)],
                             capture_output=True, text=True, timeout=60)
     assert status.returncode == 1 and status.stderr.startswith("fleetmon slurm: Slurm unavailable:")
+    assert len(status.stderr.strip().splitlines()) == 1
     (row,) = slurm_actions(open_database(db))
     assert row.result == "failed" and row.reason == "keep me" and row.error
-    cluster.start_ctld()
     assert "DRAIN" not in _field(cluster.show_node("gpu-c"), "State")
 
 
