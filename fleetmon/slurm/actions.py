@@ -164,7 +164,13 @@ def plan_auto_drain(findings: Sequence[Any], fleet: Any, view: SlurmView, done_k
     limit = math.floor(float(getattr(settings, "max_fraction", 0.0)) * fleet_size + 1e-9)
     if not view.ok:
         return AutoDrainPlan(error=view.error, limit=limit)
-    by_fleetmon = sum(1 for s in view.nodes.values() if s.by_fleetmon)
+    ours: set[str] = set()  # the fleet's nodes by their Slurm names: the fraction is of this fleet, not the cluster
+    for spec in getattr(fleet, "nodes", ()) or ():
+        try:
+            ours.add(slurm_name_of(fleet, spec.name))
+        except SlurmError:
+            continue
+    by_fleetmon = sum(1 for name, s in view.nodes.items() if s.by_fleetmon and name in ours)
     done = set(done_keys)
     chosen: dict[str, tuple[str, str, str]] = {}
     skipped: list[tuple[str, str, str]] = []

@@ -75,7 +75,7 @@ class SlurmCluster:
             f"SlurmdLogFile={root / 'log'}/slurmd-%n.log", "ProctrackType=proctrack/linuxproc",
             "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
             "AccountingStorageType=accounting_storage/none", "SchedulerType=sched/builtin",
-            "SelectType=select/linear", "ReturnToService=2", "SlurmdParameters=config_overrides", "MpiDefault=none",
+            "SelectType=select/cons_tres", "ReturnToService=2", "SlurmdParameters=config_overrides", "MpiDefault=none",
             "MessageTimeout=5",
         ]
         for name, port in zip(nodes, ports[2:]):

@@ -251,9 +251,13 @@ def test_the_report_shows_each_nodes_slurm_state_and_the_drains_on_record(tmp_pa
     (action,) = doc["summary"]["slurm"]["actions"]
     assert (action["node"], action["who"], action["result"], action["reason"]) == ("gpu-b", "dave", "ok",
                                                                                    "Xid 79 on GPU 1")
-    text = subprocess.run(report, capture_output=True, text=True, timeout=120).stdout
+    html = tmp_path / "report.html"
+    text = subprocess.run([*report, "--html", str(html)], capture_output=True, text=True, timeout=120).stdout
     assert "drain gpu-b by dave (cli): ok — Xid 79 on GPU 1" in text
     assert "drain (fleetmon: Xid 79 on GPU 1;" in text
+    page = html.read_text()
+    assert "<th>Slurm</th>" in page and "Slurm drains and resumes (1)" in page
+    assert "drain gpu-b by dave (cli): ok — Xid 79 on GPU 1" in page
 
 
 def test_the_collector_drains_after_its_health_pass_when_auto_drain_is_on(tmp_path, cluster):

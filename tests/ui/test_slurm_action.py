@@ -82,6 +82,9 @@ def test_drain_from_the_fleet_tree_confirms_drains_records_and_shows_the_state(q
     assert menu is not None
     [drain] = [a for a in menu.actions() if a.text() == "Drain n2 in Slurm…"]
     assert [a for a in menu.actions() if a.text() == "Resume n2 in Slurm…"]
+    gpu_menu = w.fleet_view.context_menu(w.fleet_view.model.index_of_gpu("GPU-n2-01"))  # a GPU: its node
+    assert gpu_menu is not None and [a.text() for a in gpu_menu.actions() if "Slurm" in a.text()] == [
+        "Drain n2 in Slurm…", "Resume n2 in Slurm…"]
 
     seen: list[str] = []
     _answer_dialog(QMessageBox.StandardButton.Yes, seen)
