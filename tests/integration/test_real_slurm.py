@@ -106,6 +106,11 @@ def test_a_reason_with_newlines_or_of_10_kb_is_one_bounded_line_and_kept_whole(t
     assert out.ok and out.sent_reason == "fleetmon: line one line two three"
     assert _field(cluster.show_node("gpu-a"), "Reason").startswith("fleetmon: line one line two three [")
 
+    hostile = "`reboot` $(id); rm -rf / && echo 'x' \"y\" | cat > /tmp/pwned"
+    out = do_action(db, fleet, "gpu-b", "drain", reason=hostile, origin="cli")
+    assert out.ok and _field(cluster.show_node("gpu-b"), "Reason").startswith(f"fleetmon: {hostile[:20]}")
+    assert not Path("/tmp/pwned").exists()
+
     huge = "x" * 10_000
     out = do_action(db, fleet, "gpu-d", "drain", reason=huge, origin="cli")
     assert out.ok and out.sent_reason is not None and len(out.sent_reason) == REASON_MAX
