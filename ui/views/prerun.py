@@ -495,6 +495,10 @@ class PrerunView(QWidget):
         self.go_model.slurm_text = text
         self.slurm_enabled = True
         self.go_table.setColumnHidden(4, False)
+        gh = self.go_table.horizontalHeader()  # the reasons keep the spare width, the Slurm state a column of its own
+        gh.setStretchLastSection(False)
+        gh.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        gh.resizeSection(4, 360)
         self.drain_button.setVisible(True)
         if self.go_model.rowCount():
             self.go_model.dataChanged.emit(self.go_model.index(0, 4), self.go_model.index(self.go_model.rowCount() - 1, 4))
