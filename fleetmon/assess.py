@@ -473,6 +473,11 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
     result = engine.report(history, previous_open, group=group, findings=findings,
                            has_previous=previous is not None)
     result = _with_acks(db, result, now)
+    from fleetmon.slurm.actions import slurm_summary
+
+    slurm = slurm_summary(db, fleet, now - since_s, result.verdicts, now=now)
+    if slurm is not None:  # only with a [slurm] table or a drain on record: other reports stay as they were
+        result = replace(result, summary={**result.summary, "slurm": slurm})
     if signoff is not None:
         changes = [c for c in result.summary.get("inventory_changes", []) if float(c.get("ts") or 0) >= signoff.ts]
         result = replace(result, summary={**result.summary, "inventory_changes": changes})

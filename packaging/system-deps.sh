@@ -3,7 +3,9 @@
 #   packaging/system-deps.sh test   libraries Qt needs to run offscreen, and what the test suite runs for
 #                                   real: the desktop entry and AppStream validators, OpenSSH's client and
 #                                   server (the ssh source's tests start sshd on 127.0.0.1) and Prometheus
-#                                   (tests/integration/test_real_prometheus.py scrapes simulated agents)
+#                                   (tests/integration/test_real_prometheus.py scrapes simulated agents) and
+#                                   Slurm with MUNGE (tests/integration/test_real_slurm.py starts munged,
+#                                   slurmctld and a slurmd per node on localhost, drains and resumes)
 #   packaging/system-deps.sh demo   Qt's runtime libraries plus its xcb platform plugin (a real window);
 #                                   ui/display_check.py maps the same packages to the libraries they hold
 # Safe to run again: installs only what is missing. Does nothing on non-Debian systems.
@@ -13,7 +15,7 @@ command -v dpkg-query >/dev/null 2>&1 || exit 0
 
 pkgs="libegl1 libgl1 libfontconfig1 libxkbcommon0 libglib2.0-0 libdbus-1-3"
 if [ "$what" = test ]; then
-  pkgs="$pkgs desktop-file-utils appstream openssh-client openssh-server prometheus"
+  pkgs="$pkgs desktop-file-utils appstream openssh-client openssh-server prometheus munge slurmctld slurmd slurm-client"
 fi
 if [ "$what" = demo ]; then
   pkgs="$pkgs libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \

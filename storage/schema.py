@@ -36,7 +36,9 @@ from sqlite_utils import Database, Migrations
 from fleetmon.fields import CATALOG, FIRST_SCHEMA_STEP, HW_THROTTLE_REASONS, THROTTLE_NAMES, Field
 from fleetmon.records import Status
 from fleetmon.vocab import GpuState
-from storage import schema_acks, schema_claims, schema_intake, schema_resolutions, schema_signoff, schema_vendor
+from storage import (
+    schema_acks, schema_claims, schema_intake, schema_resolutions, schema_signoff, schema_slurm, schema_vendor,
+)
 
 MIGRATION_SET = "fleetmon"
 
@@ -666,6 +668,7 @@ _step("m010_finding_resolutions")(schema_resolutions.m010_finding_resolutions)
 _step("m011_node_gpu_cap")(schema_claims.m011_node_gpu_cap)
 _step("m012_intakes")(schema_intake.m012_intakes)
 _step("m013_vendor")(schema_vendor.m013_vendor)
+_step("m014_slurm_actions")(schema_slurm.m014_slurm_actions)
 
 
 # -- the default layout -----------------------------------------------------------------

@@ -84,3 +84,20 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--quality-report", metavar="FILE", default=None,
                      help="write the health engine's recall and false-alarm table to FILE ('-': the terminal)")
 
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A real Slurm cluster on localhost (munged, slurmctld, a slurmd per node; tests/helpers/slurm.py),
+    started once per test process; skips only when Slurm's Debian packages are not installed."""
+    from tests.helpers import slurm
+
+    why = slurm.available()
+    if why:
+        pytest.skip(why)
+    cluster = slurm.SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.close()

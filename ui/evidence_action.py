@@ -174,6 +174,8 @@ def install_menu(view: QAbstractItemView, target: Callable[[QPoint], "tuple[str 
         if found is None:
             return
         menu = menu_for(view, evidence, *found)
+        for hook in getattr(view, "menu_hooks", ()):  # other actions on the same row (Drain… in Slurm)
+            hook(menu, *found)
         evidence.menu = menu  # the last one shown (tests)
         menu.popup(view.viewport().mapToGlobal(pos))
 

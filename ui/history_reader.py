@@ -72,6 +72,8 @@ class DetailData:
     """(hour start, minutes) whose power reading failed, for windows served from rollups."""
     intakes: tuple[Any, ...] = ()
     """The card's intakes (:class:`storage.intake.IntakeRow`), newest first: part of its history."""
+    slurm: tuple[Any, ...] = ()
+    """Slurm drains and resumes of the card's node (:class:`storage.slurm_actions.SlurmActionRow`), newest first."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,10 @@ class HistoryReader(QObject):
             from storage.intake import intakes
 
             card_intakes = intakes(db, uuid, limit=20)
+            from storage.slurm_actions import slurm_actions
+
+            node = getattr(gpu, "node", None)
+            node_slurm = slurm_actions(db, node, limit=20) if node else []
             events = gpu_events(db, gpu, since, until) if gpu is not None else []
             power_failed = failed_power_hours(db, uuid, since, until) if window.resolution != "minute" else []
         except Exception as exc:  # shown by the view; the next request retries
@@ -160,7 +166,7 @@ class HistoryReader(QObject):
         self.detail_loaded.emit(DetailData(
             uuid=uuid, since=since, until=until, window=window, gpu=gpu, changes=tuple(changes),
             placements=tuple(places), events=tuple(events), read_ms=(time.perf_counter() - t0) * 1000,
-            power_failed=tuple(power_failed), intakes=tuple(card_intakes)))
+            power_failed=tuple(power_failed), intakes=tuple(card_intakes), slurm=tuple(node_slurm)))
 
     @Slot(int, float, float)
     def load_derating(self, generation: int, since: float, until: float) -> None:

@@ -24,7 +24,7 @@ from ui import format as fmt
 from ui.fleet_reader import FleetReader, FleetSnapshot
 from ui.models.fleet_table import COL_HEALTH, COL_INTAKE, FleetTableModel
 from ui.models.findings_table import FindingsTableModel
-from ui import evidence_action
+from ui import evidence_action, slurm_action
 from ui.export_action import InventoryExport
 from ui.intake_action import IntakeAction, IntakeOutcome
 from ui.print_inventory import InventoryPrint
@@ -153,6 +153,8 @@ class MainWindow(QMainWindow):
         self.inventory_print.stale_after_s = stale_after_s
         # Export evidence… in the context menus of the fleet tree, All GPUs, the detail pane and the findings.
         self.evidence = evidence_action.install(self, db_path)
+        # Drain… / Resume… in Slurm (the fleet tree, the findings, the pre-run review); each node's Slurm state.
+        self.slurm = slurm_action.install(self, db_path, fleet_file)
         self._build_menus()
 
         self.status_label = QLabel("reading database…")

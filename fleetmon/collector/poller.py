@@ -191,6 +191,7 @@ class Collector:
         self.last_maintain: dict[str, Any] | None = None
         self._defer_health = False
         self._window: Any = None  # storage.health_input.WindowCache: what the last health pass read
+        self._drain_thread: threading.Thread | None = None  # the automatic Slurm drain after a health pass
         self.freeze_from_gpus = FREEZE_FROM_GPUS
         self._frozen_at: float | None = None  # monotonic time of the first freeze since the last thaw
         self.thaws = 0
@@ -414,6 +415,7 @@ class Collector:
             self.last_health = evaluate_and_store(self.db, now, fleet=self.fleet, cache=self._window)
             log.info("health: %d open findings (%d new, %d resolved) in %.2f s", self.last_health["open"],
                      len(self.last_health["new"]), len(self.last_health["resolved"]), time.monotonic() - t0)
+            self._auto_drain(now)
         except Exception as exc:
             log.error("health evaluation failed (polling goes on): %s", exc,
                       exc_info=not isinstance(exc, KnownError))
@@ -421,6 +423,39 @@ class Collector:
             self.last_health_s = time.monotonic() - t0
             self.health_due = time.monotonic() + max(self.health_every_s, HEALTH_BACKOFF * self.last_health_s)
             self._settle_heap()
+
+    def _auto_drain(self, now: float) -> None:
+        """After a health pass: the automatic Slurm drain (``[slurm] auto_drain``, off by default), on a thread
+        of its own with its own database connection, so a slow or dead slurmctld never holds the store up;
+        one at a time (a pass still running is not doubled)."""
+        settings = getattr(self.fleet, "slurm", None)
+        if not getattr(settings, "auto_drain", ()):
+            return
+        if self._drain_thread is not None and self._drain_thread.is_alive():
+            return
+        from storage.slurm_actions import reopen
+
+        try:
+            db = reopen(self.db)  # here, on the writer's thread: the writer connection is not shared
+        except Exception as exc:
+            log.error("auto-drain: cannot open the database again: %s", exc)
+            return
+
+        def drain() -> None:
+            from fleetmon.slurm.actions import run_auto_drain
+
+            try:
+                try:
+                    plan = run_auto_drain(db, self.fleet, now)
+                finally:
+                    db.close()
+                for line in plan.lines() if plan.drain or plan.error else ():
+                    log.warning("%s", line)
+            except Exception as exc:
+                log.error("auto-drain failed (polling goes on): %s", exc, exc_info=not isinstance(exc, KnownError))
+
+        self._drain_thread = threading.Thread(target=drain, name="fleetmon-auto-drain", daemon=True)
+        self._drain_thread.start()
 
     def _settle_heap(self) -> None:
         """Keep the cyclic garbage collector off the window the health pass keeps between passes.

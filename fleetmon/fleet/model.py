@@ -8,7 +8,7 @@ from typing import Any
 from fleetmon.specbook import SpecBook, UserSpec, book_of
 
 __all__ = ["DEFAULT_AGENT_PORT", "DEFAULT_DCGM_PORT", "FLEET_DEFAULTS", "GROUP_KEYS", "HISTORY_KEYS", "NODE_KEYS",
-           "Fleet", "Group", "NodeSpec"]
+           "SLURM_KEYS", "Fleet", "Group", "NodeSpec", "SlurmSettings"]
 
 DEFAULT_AGENT_PORT = 9414
 """TCP port of ``fleetmon agent`` when a node's URL names none."""
@@ -36,10 +36,29 @@ GROUP_KEYS: tuple[str, ...] = (
     "expected_model",
 )
 """The keys of a ``[[group]]`` table, in the order the writer puts them."""
-NODE_KEYS: tuple[str, ...] = ("name", "url", "group", "token_file", "tags", "timeout_s")
+NODE_KEYS: tuple[str, ...] = ("name", "url", "group", "token_file", "tags", "timeout_s", "slurm_name")
 """The keys of a ``[[node]]`` table."""
 HISTORY_KEYS: tuple[str, ...] = ("prometheus",)
 """The keys of the optional ``[history]`` table (where the GUI and the reports read history from)."""
+SLURM_KEYS: tuple[str, ...] = ("conf", "name_pattern", "timeout_s", "auto_drain", "max_fraction")
+"""The keys of the optional ``[slurm]`` table (docs/slurm.md)."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmSettings:
+    """``[slurm]``: how fleetmon reaches Slurm and what it may drain on its own (docs/slurm.md).
+
+    ``conf``: a ``slurm.conf`` for the commands (None: Slurm's default); ``name_pattern``: fleet
+    name → Slurm name (``{name}``, ``{short}``); ``auto_drain``: the finding kinds that drain a node
+    automatically (empty: never, the default); ``max_fraction``: at most this fraction of the
+    fleet's nodes drained by fleetmon at once.
+    """
+
+    conf: str | None = None
+    name_pattern: str = "{name}"
+    timeout_s: float = 10.0
+    auto_drain: tuple[str, ...] = ()
+    max_fraction: float = 0.1
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +95,8 @@ class NodeSpec:
     timeout_s: float | None = None
     """This node's own request timeout (None: ``[fleet] timeout_s``): a slow SSH node or a far site
     gets more time without giving every agent's poll as much."""
+    slurm_name: str | None = None
+    """The node's name in Slurm (None: ``[slurm] name_pattern`` applied to ``name``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +129,8 @@ class Fleet:
     windows and the reports read telemetry from (None: the local store, the default)."""
     specs: tuple[UserSpec, ...] = ()
     """The ``[[spec]]`` tables, checked and resolved, in file order (see :mod:`fleetmon.specbook`)."""
+    slurm: SlurmSettings | None = None
+    """``[slurm]`` (None: the file has no such table; Slurm is still asked, with the defaults)."""
 
     def spec_book(self) -> SpecBook:
         """The catalog plus this file's ``[[spec]]`` tables: what every consumer resolves a card's spec with."""

@@ -22,11 +22,13 @@ from fleetmon.errors import ConfigError
 from fleetmon.specs import GpuSpec, all_specs
 from fleetmon.fleet.locate import Locator
 from fleetmon.fleet.model import (DEFAULT_AGENT_PORT, DEFAULT_DCGM_PORT, FLEET_DEFAULTS, GROUP_KEYS, HISTORY_KEYS,
-                                  NODE_KEYS, Fleet, Group, NodeSpec)
+                                  NODE_KEYS, SLURM_KEYS, Fleet, Group, NodeSpec, SlurmSettings)
 
 __all__ = ["is_node_name", "load_fleet", "parse_fleet"]
 
-_ROOT_KEYS = ("fleet", "thresholds", "group", "node", "history", "spec")
+_ROOT_KEYS = ("fleet", "thresholds", "group", "node", "history", "spec", "slurm")
+_SLURM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_KIND = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_.\-]*[A-Za-z0-9])?$")
 _GROUP_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,62}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -207,6 +209,7 @@ class _Validator:
         nodes = self._nodes(data.get("node", []), groups, settings["poll_interval_s"])
         history = self._history(data.get("history", {}))
         user_specs = self._specs(data.get("spec", []))
+        slurm = self._slurm(data["slurm"]) if "slurm" in data else None
         if self.errors:
             self.errors.sort(key=lambda pair: pair[0])
             raise ConfigError("\n".join(message for _, message in self.errors))
@@ -219,6 +222,7 @@ class _Validator:
             warnings=tuple(message for _, message in self.warnings),
             history_prometheus=history,
             specs=tuple(user_specs),
+            slurm=slurm,
             **settings,
         )
 
@@ -335,6 +339,51 @@ class _Validator:
             self.error(line, key, f"must not have a query or fragment (got {text!r})")
             return None
         return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+
+    # -- [slurm] -----------------------------------------------------------
+
+    def _slurm(self, table: Any) -> SlurmSettings | None:
+        """``[slurm]``: conf, name_pattern, timeout_s, auto_drain (finding kinds), max_fraction."""
+        if not isinstance(table, dict):
+            self.error(self._line((), None, "slurm"), "slurm", "must be a table ([slurm])")
+            return None
+        self._unknown_keys(table, SLURM_KEYS, ("slurm",), None, "slurm.")
+
+        def where(key: str) -> tuple[int, str]:
+            return self._line(("slurm",), None, key), f"slurm.{key}"
+
+        out = SlurmSettings()
+        conf = self._file(table["conf"], *where("conf")) if "conf" in table else None
+        pattern = out.name_pattern
+        if "name_pattern" in table:
+            text = self._string(table["name_pattern"], *where("name_pattern"))
+            if text is not None:
+                try:
+                    probe = text.format(name="gpu-01.example", short="gpu-01")
+                except (KeyError, IndexError, ValueError) as exc:
+                    self.error(*where("name_pattern"), f"only {{name}} and {{short}} may be used (got {text!r}: {exc})")
+                else:
+                    if not _SLURM_NAME.fullmatch(probe):
+                        self.error(*where("name_pattern"), f"does not give a Slurm node name (got {probe!r})")
+                    else:
+                        pattern = text
+        timeout_s = out.timeout_s
+        if "timeout_s" in table:
+            value = self._number(table["timeout_s"], *where("timeout_s"), low=0, high=600, low_open=True)
+            timeout_s = out.timeout_s if value is None else float(value)
+        kinds: list[str] = []
+        if "auto_drain" in table:
+            value = table["auto_drain"]
+            if not isinstance(value, list) or not all(isinstance(k, str) and _KIND.fullmatch(k) for k in value):
+                self.error(*where("auto_drain"), 'must be a list of finding kinds, as in ["gpu-lost", "xid"]')
+            else:
+                kinds = list(dict.fromkeys(value))
+        fraction = out.max_fraction
+        if "max_fraction" in table:
+            value = self._number(table["max_fraction"], *where("max_fraction"), low=0, high=1, low_open=True)
+            fraction = out.max_fraction if value is None else float(value)
+        return SlurmSettings(conf=conf, name_pattern=pattern, timeout_s=timeout_s, auto_drain=tuple(kinds),
+                             max_fraction=fraction)
 
     # -- [[group]] ---------------------------------------------------------
 
@@ -467,8 +516,16 @@ class _Validator:
                     self.warn(*where("timeout_s"), f"timeout ({timeout_s:g} s) is not shorter than the poll interval "
                                                    f"({poll_interval_s:g} s); this node's polls will overlap")
 
+            slurm_name = None
+            if "slurm_name" in item:
+                slurm_name = self._string(item["slurm_name"], *where("slurm_name"))
+                if slurm_name is not None and not _SLURM_NAME.fullmatch(slurm_name):
+                    self.error(*where("slurm_name"), f"must be one Slurm node name: letters, digits, '.', '_', '-' "
+                                                     f"(got {slurm_name!r})")
+                    slurm_name = None
+
             if name is not None and url is not None:
-                nodes.append(NodeSpec(name, url, group, token_file, tags, timeout_s))
+                nodes.append(NodeSpec(name, url, group, token_file, tags, timeout_s, slurm_name))
         return nodes
 
     # -- [[spec]] ----------------------------------------------------------

@@ -192,7 +192,11 @@ def report_dict(result: ReportResult) -> dict[str, Any]:
         by_node.setdefault(f.node, []).append(f)
     for name, verdict in result.verdicts.items():
         mine = [f for f in by_node.get(name, ()) if f.is_open and f.severity != "info"]
-        nodes.append({"name": name, "verdict": verdict, "findings": [f.key for f in mine]})
+        node: dict[str, Any] = {"name": name, "verdict": verdict, "findings": [f.key for f in mine]}
+        slurm = result.summary.get("slurm")
+        if isinstance(slurm, Mapping) and slurm.get("asked"):
+            node["slurm"] = slurm_state_text(slurm, name)
+        nodes.append(node)
     doc = {
         "schema": SCHEMA,
         "kind": "report",
@@ -241,6 +245,48 @@ def _models_line(models: Mapping[str, int]) -> str:
 
 def _drivers_line(drivers: Mapping[str, int]) -> str:
     return ", ".join(f"{v} ({n} node{'s' if n != 1 else ''})" for v, n in drivers.items()) or "none"
+
+
+def slurm_state_text(slurm: Mapping[str, Any], node: str) -> str:
+    """A node's Slurm state in words, beside its verdict: ``idle``, ``drain (reason; who when)``, ``down``;
+    ``Slurm unavailable`` or ``unknown to Slurm`` (never taken for a state)."""
+    if not slurm.get("available"):
+        return "Slurm unavailable"
+    state = (slurm.get("nodes") or {}).get(node)
+    if not state:
+        return "unknown to Slurm"
+    text = str(state.get("short") or state.get("state") or "?")
+    if state.get("reason"):
+        who = " ".join(str(x) for x in (state.get("reason_by"), state.get("reason_at")) if x)
+        text += f" ({state['reason']}{'; ' + who if who else ''})"
+    return text
+
+
+def slurm_action_text(a: Mapping[str, Any], with_time: bool = True) -> str:
+    """One recorded drain or resume: when (``with_time``), what, by whom, the result and why."""
+    result = "ok" if a.get("result") == "ok" else f"{str(a.get('result', '?')).upper()}: {a.get('error') or ''}".rstrip(": ")
+    why = f" — {a['reason']}" if a.get("reason") else ""
+    when = f"{_short(a.get('ts'))} " if with_time else ""
+    return f"{when}{a.get('action')} {a.get('node')} by {a.get('who')} ({a.get('origin')}): {result}{why}"
+
+
+def _slurm_lines(s: Mapping[str, Any], verdicts: Mapping[str, str]) -> list[str]:
+    slurm = s.get("slurm")
+    if not isinstance(slurm, Mapping):
+        return []
+    out = ["Slurm"]
+    if slurm.get("asked"):
+        if not slurm.get("available"):
+            out.append(f"  Slurm unavailable: {slurm.get('error')}")
+        else:
+            name_w = max([12, *(len(n) for n in verdicts)])
+            for name in sorted(verdicts, key=hostlist.sort_key):
+                out.append(f"  {name:<{name_w}} {verdicts[name].upper():<11} {slurm_state_text(slurm, name)}")
+    actions = list(slurm.get("actions") or ())
+    out.append(f"  Drains and resumes in the window ({len(actions)})")
+    out += [f"    {slurm_action_text(a)}" for a in actions]
+    out.append("")
+    return out
 
 
 def report_text(result: ReportResult) -> str:
@@ -303,6 +349,7 @@ def report_text(result: ReportResult) -> str:
     elif not result.verdicts:
         out.append("  (no nodes)")
     out.append("")
+    out += _slurm_lines(s, result.verdicts)
     open_findings = [f for f in result.findings if f.is_open]
     resolved = [f for f in result.findings if not f.is_open]
     out.append(f"Open findings ({len(open_findings)})")
@@ -518,7 +565,10 @@ def report_html(result: ReportResult) -> str:
         body.append("</table>")
     else:
         body.append('<p class="small">None.</p>')
-    body.append("<h2>Nodes</h2><table><tr><th>Node</th><th>Verdict</th><th>Open findings</th></tr>")
+    slurm = s.get("slurm") if isinstance(s.get("slurm"), Mapping) else None
+    slurm_col = bool(slurm and slurm.get("asked"))
+    body.append("<h2>Nodes</h2><table><tr><th>Node</th><th>Verdict</th>" + ("<th>Slurm</th>" if slurm_col else "")
+                + "<th>Open findings</th></tr>")
     by_node: dict[str, list[Finding]] = {}
     for f in result.findings:
         if f.is_open and f.severity != "info":
@@ -532,8 +582,21 @@ def report_html(result: ReportResult) -> str:
         elif verdict == "stale" or name in (s.get("stale") or {}):
             age = f"no data for {age_text(float((s.get('stale') or {}).get(name, 0.0)))}"
             kinds = ", ".join(k for k in (age, kinds) if k)
-        body.append(f"<tr><td>{_e(name)}</td><td>{_badge(verdict)}</td><td>{_e(kinds)}</td></tr>")
+        cell = f"<td>{_e(slurm_state_text(slurm, name))}</td>" if slurm and slurm_col else ""
+        body.append(f"<tr><td>{_e(name)}</td><td>{_badge(verdict)}</td>{cell}<td>{_e(kinds)}</td></tr>")
     body.append("</table>")
+    if slurm is not None:
+        if slurm.get("asked") and not slurm.get("available"):
+            body.append(f'<p class="small">Slurm unavailable: {_e(slurm.get("error"))}</p>')
+        actions = list(slurm.get("actions") or ())
+        body.append(f"<h2>Slurm drains and resumes ({len(actions)})</h2>")
+        if actions:
+            body.append("<table><tr><th>When</th><th>What</th></tr>")
+            body += [f"<tr><td>{_e(_short(a.get('ts')))}</td><td>{_e(slurm_action_text(a, with_time=False))}</td></tr>"
+                     for a in actions]
+            body.append("</table>")
+        else:
+            body.append('<p class="small">None.</p>')
     body.append("<h2>Open findings</h2>")
     body.append(_findings_table([f for f in result.findings if f.is_open], acked=s.get("acknowledged")))
     body.append("<h2>Resolved in the window</h2>")

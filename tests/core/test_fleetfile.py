@@ -861,3 +861,29 @@ def test_a_trailing_newline_is_not_part_of_a_name(text: str, key: str) -> None:
     # re's "$" matches before a final newline; a name that ends in one reached hostlists and terminals.
     with pytest.raises(ConfigError, match=key.replace("[", r"\[").replace("]", r"\]")):
         parse_fleet(text, path="f.toml")
+
+
+def test_slurm_table_and_slurm_name(tmp_path):
+    from fleetmon.errors import ConfigError
+    from fleetmon.fleet import load_fleet
+
+    path = tmp_path / "fleet.toml"
+    path.write_text('[slurm]\nname_pattern = "{short}"\nauto_drain = ["gpu-lost", "xid"]\nmax_fraction = 0.2\n\n'
+                    '[[node]]\nname = "n1.example"\nurl = "http://h1"\nslurm_name = "gpu01"\n')
+    fleet = load_fleet(path)
+    assert fleet.slurm is not None and fleet.slurm.auto_drain == ("gpu-lost", "xid")
+    assert fleet.slurm.max_fraction == 0.2 and fleet.slurm.name_pattern == "{short}" and fleet.slurm.conf is None
+    assert fleet.nodes[0].slurm_name == "gpu01"
+    no_table = tmp_path / "plain.toml"
+    no_table.write_text('[[node]]\nname = "n1"\nurl = "http://h1"\n')
+    assert load_fleet(no_table).slurm is None  # no [slurm]: the app offers no Slurm, nothing is drained
+    for bad, message in (('[slurm]\nauto_drain = "gpu-lost"\n', "slurm.auto_drain: must be a list"),
+                         ('[slurm]\nmax_fraction = 2\n', "slurm.max_fraction: must be > 0"),
+                         ('[slurm]\nname_pattern = "{host}"\n', "slurm.name_pattern: only {name} and {short}"),
+                         ('[slurm]\nname_pattern = "a b{name}"\n', "does not give a Slurm node name"),
+                         ('[slurm]\nauto_drian = []\n', "did you mean 'auto_drain'"),
+                         ('[[node]]\nname = "n1"\nurl = "http://h1"\nslurm_name = "n1;reboot"\n',
+                          "node[0].slurm_name: must be one Slurm node name")):
+        path.write_text(bad)
+        with pytest.raises(ConfigError, match=re.escape(message)):
+            load_fleet(path)

@@ -195,3 +195,32 @@ def test_docs_kinds_table_is_generated() -> None:
     assert _block(text, "kinds") == kinds_markdown()
     for kind in KINDS:
         assert f"**{kind}**" in text or kind == "derating", kind
+
+
+def test_slurm_beside_the_verdict_and_unavailable_never_as_a_state(scenario) -> None:
+    from dataclasses import replace
+
+    history, _, findings = scenario
+    result = engine.report(history, findings=findings)
+    assert "Slurm" not in render.report_text(result) and "slurm" not in render.report_dict(result)["nodes"][0]
+    drained = {"state": "drained", "short": "drain", "responding": True, "reason": "fleetmon: Xid 79",
+               "reason_by": "root", "reason_at": "2026-12-03T12:41:17"}
+    action = {"ts": NOW - 60, "node": "gpu03", "action": "drain", "origin": "auto", "who": "fleetmon auto-drain",
+              "reason": "gpu03 GPU 1: ECC", "result": "failed", "error": "slurmctld did not answer within 10 s"}
+    up = replace(result, summary={**result.summary, "slurm": {
+        "asked": True, "available": True, "error": None, "actions": [action],
+        "nodes": {"gpu03": drained, "gpu01": {"state": "idle", "short": "idle"}}}})
+    text = render.report_text(up)
+    assert re.search(r"^  gpu03 +FAIL +drain \(fleetmon: Xid 79; root 2026-12-03T12:41:17\)$", text, re.M)
+    assert re.search(r"^  gpu02 +WARN +unknown to Slurm$", text, re.M)
+    assert "drain gpu03 by fleetmon auto-drain (auto): FAILED: slurmctld did not answer within 10 s" in text
+    nodes = {n["name"]: n["slurm"] for n in render.report_dict(up)["nodes"]}
+    assert nodes["gpu01"] == "idle" and nodes["gpu02"] == "unknown to Slurm"
+    down = replace(result, summary={**result.summary, "slurm": {
+        "asked": True, "available": False, "error": "Slurm is not installed here: no 'sinfo' on PATH",
+        "nodes": {}, "actions": []}})
+    text = render.report_text(down)
+    assert "  Slurm unavailable: Slurm is not installed here: no 'sinfo' on PATH" in text
+    assert not re.search(r"\b(idle|drain|down)\b", text.split("\nSlurm\n", 1)[1].split("Open findings")[0])
+    assert {n["slurm"] for n in render.report_dict(down)["nodes"]} == {"Slurm unavailable"}
+    assert "Slurm unavailable: Slurm is not installed here" in render.report_html(down)

@@ -153,6 +153,9 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
         self._sort_order = Qt.SortOrder.DescendingOrder
         self.grouped = True
         self.expanded: Callable[[QModelIndex], bool] | None = None
+        # Each node's Slurm state in words (ui.slurm_action.SlurmStates.text), None: Slurm not offered.
+        self.slurm_text: Callable[[str], str | None] | None = None
+        self.slurm_tip = ""
 
     # -- feeding -------------------------------------------------------------------
 
@@ -170,6 +173,18 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
             self._show(tree)
         else:
             self._rebuild()
+
+    def set_slurm(self, text: Callable[[str], str | None], tooltip: str = "") -> None:
+        """Show each node's Slurm state (``text(node)``) beside its verdict; repaints the Health column."""
+        self.slurm_text, self.slurm_tip = text, tooltip
+        if self._roots:
+            self.dataChanged.emit(self.index(0, COL_HEALTH), self.index(len(self._roots) - 1, COL_HEALTH))
+            for root in self._roots:
+                if root.kind == "group" and root.children:
+                    parent = self.index_of_key(root.key)
+                    if parent.isValid():
+                        self.dataChanged.emit(self.index(0, COL_HEALTH, parent),
+                                              self.index(len(root.children) - 1, COL_HEALTH, parent))
 
     def set_filter(self, text: str) -> None:
         self._filter = text.strip()
@@ -307,7 +322,14 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
             return None
         col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
-            return self._display(it, col) if it.kind == "gpu" else self._aggregate(it, col)
+            shown = self._display(it, col) if it.kind == "gpu" else self._aggregate(it, col)
+            if col == COL_HEALTH and it.kind == "node" and self.slurm_text is not None:
+                slurm = self.slurm_text(it.name)  # beside the verdict: "fail · 2/8 GPUs · Slurm drain (…)"
+                if slurm:
+                    return f"{shown} · Slurm {slurm}"
+            return shown
+        if role == Qt.ItemDataRole.ToolTipRole and col == COL_HEALTH and it.kind == "node" and self.slurm_text:
+            return f"{self._tooltip(it)}\n{self.slurm_tip}".strip()
         if role == Qt.ItemDataRole.BackgroundRole:
             sev = self._cell_severity(it, col) if it.kind == "gpu" else self._aggregate(it, -1 - col)
             return QBrush(TINT[sev]) if sev in TINT else None

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import (QButtonGroup, QDateTimeEdit, QDialog, QDialogButt
 
 from fleetmon.specbook import CATALOG_BOOK, SpecBook, origin_label
 from fleetmon.specs import GpuSpec
+from fleetmon.text import printable
 from storage.history_window import RANGES
 from storage.intake import IntakeRow
 from storage.rows import FleetRow, GpuRow, InventoryChangeRow, PlacementRow
@@ -97,9 +98,15 @@ def _place(p: Any) -> str:
 
 
 def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[PlacementRow],
-                 intakes: Sequence[IntakeRow] = ()) -> list[tuple[str, str, str]]:
-    """The card's history, newest first: (time, what, detail); its intakes with their verdict and reason."""
+                 intakes: Sequence[IntakeRow] = (), slurm: Sequence[Any] = ()) -> list[tuple[str, str, str]]:
+    """The card's history, newest first: (time, what, detail); its intakes with their verdict and reason; its
+    node's Slurm drains and resumes (who, how, the result, why)."""
     out: list[tuple[float, str, str]] = []
+    for a in slurm:
+        result = "" if a.result == "ok" else f" {a.result.upper()}"
+        why = a.error if a.result == "failed" else a.reason
+        out.append((a.ts, f"Slurm {a.action}{result}",
+                    f"{a.node} by {a.who} ({a.origin})" + (f": {printable(why, 300)}" if why else "")))
     for i in intakes:
         reason = str(i.result.get("reason") or "") if isinstance(i.result, dict) else ""
         out.append((i.ts, f"intake {i.verdict}", (f"on {i.node}: " if i.node else "") + (reason or fmt.DASH)))
@@ -347,7 +354,7 @@ class GpuDetailView(QWidget):
             b.setToolTip(text)
             self.inventory.setItem(r, 0, a)
             self.inventory.setItem(r, 1, b)
-        hist = change_lines(data.changes, data.placements, data.intakes) if data else []
+        hist = change_lines(data.changes, data.placements, data.intakes, data.slurm) if data else []
         if data is not None and not hist:
             hist = [(fmt.DASH, "no changes recorded", "")]
         self.changes.setRowCount(len(hist))
@@ -356,7 +363,7 @@ class GpuDetailView(QWidget):
                 item = QTableWidgetItem(text)
                 item.setToolTip(text)
                 self.changes.setItem(r, c, item)
-        shown = len(data.changes) + len(data.intakes) if data else 0
+        shown = len(data.changes) + len(data.intakes) + len(data.slurm) if data else 0
         self.side.setTabText(1, f"Changes ({shown})" if shown else "Changes")
 
     def shutdown(self) -> None:

@@ -83,9 +83,10 @@ def exclude_list(result: Any) -> str:
 class GoNoGoModel(RowsTableModel[NodePreflight]):
     """One row per node, no-go first; the reasons (and non-blocking warnings) in words."""
 
-    COLUMNS = ("Node", "Verdict", "GPUs", "Reasons")
+    COLUMNS = ("Node", "Verdict", "GPUs", "Reasons", "Slurm")
 
     stale = False  # the rows answer an input since changed: shown without the verdict colours
+    slurm_text: Callable[[str], str | None] | None = None  # each node's Slurm state (ui.slurm_action)
 
     def set_stale(self, stale: bool) -> None:
         self.stale = stale
@@ -103,6 +104,8 @@ class GoNoGoModel(RowsTableModel[NodePreflight]):
         n = self._rows[index.row()]
         col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
+            if col == 4:
+                return (self.slurm_text(n.name) if self.slurm_text is not None else None) or "—"
             if col == 0:
                 return n.name
             if col == 1:
@@ -264,6 +267,7 @@ class PrerunView(QWidget):
 
     review_shown = Signal(object)
     failed = Signal(str)
+    drain_requested = Signal(object)  # [(node, reason, None)]: the no-go nodes (ui.slurm_action asks first)
 
     def __init__(self, db_path: str, parent: Any = None, *, selection: Callable[[], Iterable[Any]] | None = None,
                  fleet: Any = None, clock: Callable[[], float] = time.time) -> None:
@@ -309,6 +313,11 @@ class PrerunView(QWidget):
         self.copy_button = QPushButton("Copy exclude list", self)
         self.copy_button.setToolTip("The no-go nodes in Slurm hostlist form, for sbatch --exclude")
         self.copy_button.clicked.connect(self.copy_exclude)
+        self.drain_button = QPushButton("Drain the no-go nodes", self)
+        self.drain_button.setToolTip("Drain the no-go nodes in Slurm, each with its reasons (asks first; recorded)")
+        self.drain_button.clicked.connect(self.drain_no_go)
+        self.drain_button.setVisible(False)  # shown when the app offers Slurm (ui.slurm_action.install)
+        self.slurm_enabled = False
         self.save_button = QPushButton("Save as HTML…", self)
         self.save_button.clicked.connect(self.save_html_dialog)
 
@@ -325,6 +334,7 @@ class PrerunView(QWidget):
             gh.resizeSection(i, w)
         gh.setStretchLastSection(True)
         gh.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        self.go_table.setColumnHidden(4, True)  # the Slurm column: shown by set_slurm
         self.go_table.clicked.connect(self._reveal_card)
 
         self.strip = QWidget(self)
@@ -351,6 +361,7 @@ class PrerunView(QWidget):
         out.addWidget(QLabel("Exclude:", self))
         out.addWidget(self.exclude, 1)
         out.addWidget(self.copy_button)
+        out.addWidget(self.drain_button)
         out.addWidget(self.save_button)
         self.splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.splitter.addWidget(self.go_table)
@@ -479,9 +490,43 @@ class PrerunView(QWidget):
                                         "changed since this review; Review again.")
         self._update_buttons()
 
+    def set_slurm(self, text: Callable[[str], str | None]) -> None:
+        """Show each node's Slurm state (``text(node)``) in the go / no-go list, and *Drain the no-go nodes*."""
+        self.go_model.slurm_text = text
+        self.slurm_enabled = True
+        self.go_table.setColumnHidden(4, False)
+        gh = self.go_table.horizontalHeader()  # the reasons keep the spare width, the Slurm state a column of its own
+        gh.setStretchLastSection(False)
+        gh.setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        gh.resizeSection(4, 360)
+        self.drain_button.setVisible(True)
+        if self.go_model.rowCount():
+            self.go_model.dataChanged.emit(self.go_model.index(0, 4), self.go_model.index(self.go_model.rowCount() - 1, 4))
+        self._update_buttons()
+
+    def no_go_targets(self) -> list[tuple[str, str, None]]:
+        """(node, reason, None) for each no-go node of the review shown (none when it is stale or failed)."""
+        if self.review is None:
+            return []
+        r = self.review.result
+        by_name = {n.name: n for n in r.nodes}
+        out: list[tuple[str, str, None]] = []
+        for name in r.no_go:
+            n = by_name.get(name)
+            reasons = "; ".join(n.reasons) if n is not None and n.reasons else "no-go"
+            out.append((name, f"pre-run no-go: {reasons}", None))
+        return out
+
+    def drain_no_go(self) -> None:
+        """Ask to drain the no-go nodes (``drain_requested``; the Slurm action confirms and records)."""
+        targets = self.no_go_targets()
+        if targets:
+            self.drain_requested.emit(targets)
+
     def _update_buttons(self) -> None:
         have = self.review is not None
         self.copy_button.setEnabled(have and bool(self.exclude.text()))
+        self.drain_button.setEnabled(have and bool(self.exclude.text()))
         self.save_button.setEnabled(have)
         self._on_text(self.nodes.text())
 
