@@ -230,7 +230,15 @@ def _load() -> None:
 
     for module in _VENDOR_MODULES:
         importlib.import_module(module)
+    # ``auto`` tries them in this order, however the modules happened to be imported
+    ordered = sorted(BACKENDS.items(), key=lambda kv: _AUTO_ORDER.index(kv[0]) if kv[0] in _AUTO_ORDER
+                     else len(_AUTO_ORDER))
+    BACKENDS.clear()
+    BACKENDS.update(ordered)
 
 
-_VENDOR_MODULES: tuple[str, ...] = ()
+_VENDOR_MODULES: tuple[str, ...] = ("fleetmon.agent.amdsmi", "fleetmon.agent.tools")
 """Modules that register further backends when imported (each calls :func:`register` at import)."""
+_AUTO_ORDER: tuple[str, ...] = ("nvml", "amdsmi", "amd-smi", "rocm-smi", "hy-smi", "npu-smi", "hl-smi",
+                                "mthreads-gmi")
+"""The order ``--backend auto`` tries the backends in (a backend not listed comes after these)."""
