@@ -31,7 +31,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Dict, Protocol, Tuple
 
 from fleetmon.errors import NvmlUnavailable
 from fleetmon.records import GpuInventory, NodeInfo
@@ -39,7 +39,7 @@ from fleetmon.records import GpuInventory, NodeInfo
 __all__ = ["BACKENDS", "Backend", "BackendSpec", "BackendUnavailable", "DeviceEvents", "NoDeviceEvents",
            "backend_names", "choose_backend", "register"]
 
-ReadResult = tuple[dict[str, Any], dict[str, str], bool, float, int]
+ReadResult = Tuple[Dict[str, Any], Dict[str, str], bool, float, int]  # typing's: the agent runs on Python 3.8
 """What a read's future gives: values, statuses of the fields not read OK, lost, milliseconds, library calls."""
 
 
@@ -229,7 +229,11 @@ def _load() -> None:
     import importlib
 
     for module in _VENDOR_MODULES:
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:  # the single-file agent (NVIDIA only) leaves them out
+            if exc.name != module:
+                raise
     # ``auto`` tries them in this order, however the modules happened to be imported
     ordered = sorted(BACKENDS.items(), key=lambda kv: _AUTO_ORDER.index(kv[0]) if kv[0] in _AUTO_ORDER
                      else len(_AUTO_ORDER))

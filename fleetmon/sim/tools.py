@@ -40,7 +40,11 @@ NOW_ENV = "FLEETMON_SIM_NOW"
 
 
 def install(directory: Path, state: Path, python: str | None = None) -> dict[str, Path]:
-    """Write an executable wrapper per tool into ``directory``; returns {tool: path}."""
+    """Write an executable wrapper per tool into ``directory``; returns {tool: path}.
+
+    The twin runs with ``python -S`` (no site-packages: it needs only the standard library and this
+    package, found through PYTHONPATH), so a call costs a fraction of a second as a real tool's does.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     out = {}
     py = python or sys.executable
@@ -50,7 +54,7 @@ def install(directory: Path, state: Path, python: str | None = None) -> dict[str
         path.write_text("#!/bin/sh\n"
                         f"export {STATE_ENV}={shlex.quote(str(state))}\n"
                         f"export PYTHONPATH={shlex.quote(str(root))}${{PYTHONPATH:+:$PYTHONPATH}}\n"
-                        f"exec {shlex.quote(py)} -m fleetmon.sim.tools {tool} \"$@\"\n")
+                        f"exec {shlex.quote(py)} -S -m fleetmon.sim.tools {tool} \"$@\"\n")
         path.chmod(0o755)
         out[tool] = path
     return out

@@ -41,15 +41,13 @@ import hashlib
 import json
 import math
 import os
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["PROFILES", "SCENARIOS", "VendorProfile", "active", "describe", "device_state", "is_vendor_scenario",
            "resolve", "scenario_names"]
 
 
-@dataclass(frozen=True)
-class VendorProfile:
+class VendorProfile(NamedTuple):  # not a dataclass: the tool twins start a process per call, and cheaply
     """One device model as its vendor's tool reports it (values from ../shared/fixtures/F_other_vendors).
 
     Units: MiB, W, MHz, °C. ``chips``: devices per card (Ascend A3: 2). ``slowdown_c``: the temperature limit the
