@@ -109,6 +109,12 @@ def test_tool_backend_serves_its_twin_to_the_collector(tmp_path, backend, model,
             assert cards[0] == cards[1] != cards[2] == cards[3] and cards[0]
             assert p.latest[1].values["power_w"] is None and p.latest[1].status["power_w"] == "unsupported"
             assert agent.session.extra(0)["health"] == "OK"
+            # a chip's health turns Warning: the sample asks -t health for its error codes
+            _set_faults(path, [{"kind": "health", "gpu": 1, "onset_s": 0, "state": "Warning", "codes": ["80E18401"]}])
+            agent.sampler.sample_once()
+            assert agent.session.extra(1)["health"] == "Warning"
+            assert agent.session.extra(1)["error_codes"] == ["80E18401"]
+            assert agent.session.extra(0)["health"] == "OK"
         if backend == "amd-smi":
             assert p.info.values["runtime_version"] == prof.runtime
             assert agent.session.extra(0)["ecc_blocks"]["UMC"] == {"correctable": 0, "uncorrectable": 0,
@@ -142,24 +148,24 @@ def test_a_hung_tool_gives_failed_readings_in_time_and_the_agent_keeps_serving(t
         agent.close()
 
 
-@pytest.mark.parametrize(("fault", "reason"), [
-    ({"kind": "garbage"}, "rocm-smi --showallinfo --json: "),
-    ({"kind": "exit", "code": 3, "message": "ERROR: GPU[0] : amdgpu driver not loaded\nmore detail"},
-     "rocm-smi --showallinfo --json exited with status 3: ERROR: GPU[0] : amdgpu driver not loaded"),
-])
-def test_a_tool_printing_garbage_or_failing_gives_one_clear_reason_and_no_value(tmp_path, fault, reason):
+def test_a_tool_printing_garbage_or_failing_gives_one_clear_reason_and_no_value(tmp_path):
     path = _scenario(tmp_path, "rocm-smi", "mi100", 2)
     agent = _start(tmp_path, "rocm-smi", path)
     try:
-        _set_faults(path, [{**fault, "onset_s": 0}])
-        samples = agent.sampler.sample_once()
-        for s in samples:
-            assert all(v is None for k, v in s.values.items())
-            assert s.status["power_w"] == "failed" and s.state == "ok"
-        why = _health(agent.url)["sampler"]["enumeration_error"]
-        assert why.startswith(reason) and "\n" not in why
-        p = _poll(agent.url)
-        assert all(s.values["power_w"] is None for s in p.latest)
+        for fault, reason in [
+            ({"kind": "garbage"}, "rocm-smi --showallinfo --json: "),
+            ({"kind": "exit", "code": 3, "message": "ERROR: GPU[0] : amdgpu driver not loaded\nmore detail"},
+             "rocm-smi --showallinfo --json exited with status 3: ERROR: GPU[0] : amdgpu driver not loaded"),
+        ]:
+            _set_faults(path, [{**fault, "onset_s": 0}])
+            samples = agent.sampler.sample_once()
+            for s in samples:
+                assert all(v is None for v in s.values.values())
+                assert s.status["power_w"] == "failed" and s.state == "ok"
+            why = _health(agent.url)["sampler"]["enumeration_error"]
+            assert why.startswith(reason) and "\n" not in why, why
+            p = _poll(agent.url)
+            assert all(s.values["power_w"] is None for s in p.latest)
     finally:
         agent.close()
 
@@ -185,21 +191,25 @@ def test_a_device_leaving_the_tools_list_is_lost_with_the_gpu_lost_event(tmp_pat
         agent.close()
 
 
-def test_an_ascend_chip_turning_warning_serves_its_health_and_error_codes(tmp_path):
-    path = _scenario(tmp_path, "npu-smi", "910b4", 2)
-    agent = _start(tmp_path, "npu-smi", path)
-    try:
-        assert agent.session.extra(1)["health"] == "OK"
-        _set_faults(path, [{"kind": "health", "gpu": 1, "onset_s": 0, "state": "Warning", "codes": ["80E18401"]}])
-        agent.sampler.sample_once()
-        assert agent.session.extra(1)["health"] == "Warning"
-        assert agent.session.extra(1)["error_codes"] == ["80E18401"]
-        assert agent.session.extra(0)["health"] == "OK"
-    finally:
-        agent.close()
-
-
 def test_auto_tries_the_backends_in_the_documented_order():
     names = backend_names()
     assert names == ["auto", "nvml", "amdsmi", "amd-smi", "rocm-smi", "hy-smi", "npu-smi", "hl-smi", "mthreads-gmi"]
     assert {BACKENDS[n].vendor for n in names[1:]} == {"nvidia", "amd", "hygon", "huawei", "intel", "mthreads"}
+
+
+def test_the_twins_faults_follow_their_documented_course():
+    entry = vendors.resolve("hygon-k100")  # DCU 2 runs hot from 300 s toward its slowdown limit
+    prof = vendors.PROFILES["k100"]
+    before = vendors.device_state(entry, 2, 299.0)["temp_junction_c"]
+    later = vendors.device_state(entry, 2, 299.0 + 3600)["temp_junction_c"]
+    assert before < prof.slowdown_c - 20 and later == prof.slowdown_c - 1
+    mi100 = vendors.resolve("amd-mi100")  # GPU 1: one uncorrectable error in UMC at 600 s
+    assert vendors.device_state(mi100, 1, 599.0)["ecc_blocks"]["UMC"]["uncorrectable"] == 0
+    after = vendors.device_state(mi100, 1, 600.0)
+    assert after["ecc_blocks"]["UMC"]["uncorrectable"] == 1 and after["ecc_unc"] == 1
+    ascend = vendors.resolve("ascend-910b")  # NPU 3: health Warning with an error code at 900 s
+    assert vendors.device_state(ascend, 3, 900.0)["health"] == "Warning"
+    assert vendors.device_state(ascend, 3, 900.0)["error_codes"] == ["80E18401"]
+    assert vendors.device_state(ascend, 3, 899.0)["health"] == "OK"
+    for name in vendors.scenario_names():
+        assert "[backend " in vendors.describe(name)
