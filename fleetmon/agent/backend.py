@@ -167,7 +167,8 @@ def backend_names() -> list[str]:
 
 
 def choose_backend(name: str = "auto") -> BackendSpec:
-    """The backend called ``name``, or with ``auto`` the first whose probe finds what it needs.
+    """The backend called ``name``, or with ``auto`` the first whose probe finds what it needs (none: NVML
+    when pynvml is importable, so that NVML's own error is the answer).
 
     Raises:
         BackendUnavailable: an unknown name, or (auto) no backend finds its library or tool; the
@@ -185,6 +186,13 @@ def choose_backend(name: str = "auto") -> BackendSpec:
         if why is None:
             return spec
         reasons.append(f"{spec.name}: {why}")
+    import importlib.util
+
+    if importlib.util.find_spec("pynvml") is not None:
+        # The probe looks for libnvidia-ml.so by name; a node with pynvml but no other vendor's library or
+        # tool gets NVML tried as before backends existed: it works where the library sits elsewhere (or the
+        # pynvml is a stand-in), else NVML's own one-line reason is the answer.
+        return BACKENDS["nvml"]
     raise BackendUnavailable("no device backend found on this node (" + "; ".join(reasons) + ")")
 
 
