@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 
 from fleetmon.agent.backend import BACKENDS, backend_names
 from fleetmon.agent.main import start_agent
+from fleetmon.agent.polled import ReadError
+from fleetmon.agent.tools import run_tool
 from fleetmon.collector.client import Target, poll_all
 from fleetmon.records import NodePoll
 from fleetmon.sim import vendors
@@ -53,6 +56,21 @@ def _poll(url: str) -> NodePoll:
     (p,) = asyncio.run(poll_all([Target("n", url)], timeout_s=10.0))
     assert p.ok, p.error
     return p
+
+
+def _twins_running(state: Path) -> list[int]:
+    """Processes of this test's twin still alive (their environment names its state file)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            environ = (proc / "environ").read_bytes()
+        except OSError:
+            continue
+        if f"FLEETMON_SIM_STATE={state}".encode() in environ.split(b"\0"):
+            found.append(int(proc.name))
+    return found
 
 
 def _health(url: str) -> dict[str, Any]:
@@ -137,6 +155,7 @@ def test_a_hung_tool_gives_failed_readings_in_time_and_the_agent_keeps_serving(t
             assert s.values["temp_c"] is None and s.status["temp_c"] == "failed"
         h = _health(agent.url)["sampler"]
         assert "did not answer within" in h["enumeration_error"] and "rocm-smi" in h["enumeration_error"]
+        assert _twins_running(agent.session.reader.cleanup / "state.json") == []  # the hung tool was killed
         p = _poll(agent.url)
         assert [g.state for g in p.gpus] == ["ok", "ok"]
         _set_faults(path, [])
@@ -213,3 +232,10 @@ def test_the_twins_faults_follow_their_documented_course():
     assert vendors.device_state(ascend, 3, 899.0)["health"] == "OK"
     for name in vendors.scenario_names():
         assert "[backend " in vendors.describe(name)
+
+
+def test_run_tool_caps_the_output_and_says_why_a_tool_cannot_run(tmp_path):
+    with pytest.raises(ReadError, match=r"wrote more than 1000 bytes \(stopped\)"):
+        run_tool([sys.executable, "-c", "import sys; sys.stdout.write('x' * 100000)"], 30.0, max_bytes=1000)
+    with pytest.raises(ReadError, match=r"^no-such-smi: cannot run: No such file or directory$"):
+        run_tool([str(tmp_path / "no-such-smi")], 5.0)
