@@ -38,6 +38,10 @@ ROOTS = ("fleetmon", "fleetmon.cli.agent", "fleetmon.sim.nvml", "fleetmon.sim.sc
 ROOT_PACKAGES = ("fleetmon.agent",)
 # Third-party modules the node provides (nvidia-ml-py); everything else must be stdlib.
 NODE_PROVIDED = frozenset({"pynvml"})
+# The other vendors' backends (issue 23) are not in the archive: they read through fleetmon.sources' parsers,
+# which need Python 3.10+ and defusedxml; fleetmon.agent.backend skips a backend module that is absent.
+# Such a node runs the agent from the wheel (`pip install 'fleetmon[agent]'`), see docs/install-node.md.
+EXCLUDED = frozenset({"fleetmon.agent.amdsmi", "fleetmon.agent.tools", "fleetmon.agent.polled"})
 # Packages whose __init__ is replaced by a stub in the archive (it imports the workstation's code).
 STUBBED = {"fleetmon.cli": '"""Only the `agent` subcommand is bundled in fleetmon-agent.pyz."""\n'}
 
@@ -150,13 +154,14 @@ def agent_modules() -> List[str]:
         for py in sorted(pkg_dir.rglob("*.py")):
             rel = py.relative_to(REPO).with_suffix("")
             parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
-            todo.append(".".join(parts))
+            if ".".join(parts) not in EXCLUDED:
+                todo.append(".".join(parts))
     seen: Set[str] = set()
     foreign: Dict[str, Set[str]] = {}
     stdlib = set(getattr(sys, "stdlib_module_names", ()))
     while todo:
         name = todo.pop()
-        if name in seen:
+        if name in seen or name in EXCLUDED:
             continue
         path = module_path(name)
         if path is None:

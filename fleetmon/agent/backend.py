@@ -31,7 +31,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Dict, Protocol, Tuple
 
 from fleetmon.errors import NvmlUnavailable
 from fleetmon.records import GpuInventory, NodeInfo
@@ -39,7 +39,7 @@ from fleetmon.records import GpuInventory, NodeInfo
 __all__ = ["BACKENDS", "Backend", "BackendSpec", "BackendUnavailable", "DeviceEvents", "NoDeviceEvents",
            "backend_names", "choose_backend", "register"]
 
-ReadResult = tuple[dict[str, Any], dict[str, str], bool, float, int]
+ReadResult = Tuple[Dict[str, Any], Dict[str, str], bool, float, int]  # typing's: the agent runs on Python 3.8
 """What a read's future gives: values, statuses of the fields not read OK, lost, milliseconds, library calls."""
 
 
@@ -167,7 +167,8 @@ def backend_names() -> list[str]:
 
 
 def choose_backend(name: str = "auto") -> BackendSpec:
-    """The backend called ``name``, or with ``auto`` the first whose probe finds what it needs.
+    """The backend called ``name``, or with ``auto`` the first whose probe finds what it needs (none: NVML
+    when pynvml is importable, so that NVML's own error is the answer).
 
     Raises:
         BackendUnavailable: an unknown name, or (auto) no backend finds its library or tool; the
@@ -185,6 +186,13 @@ def choose_backend(name: str = "auto") -> BackendSpec:
         if why is None:
             return spec
         reasons.append(f"{spec.name}: {why}")
+    import importlib.util
+
+    if importlib.util.find_spec("pynvml") is not None:
+        # The probe looks for libnvidia-ml.so by name; a node with pynvml but no other vendor's library or
+        # tool gets NVML tried as before backends existed: it works where the library sits elsewhere (or the
+        # pynvml is a stand-in), else NVML's own one-line reason is the answer.
+        return BACKENDS["nvml"]
     raise BackendUnavailable("no device backend found on this node (" + "; ".join(reasons) + ")")
 
 
@@ -229,8 +237,20 @@ def _load() -> None:
     import importlib
 
     for module in _VENDOR_MODULES:
-        importlib.import_module(module)
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:  # the single-file agent (NVIDIA only) leaves them out
+            if exc.name != module:
+                raise
+    # ``auto`` tries them in this order, however the modules happened to be imported
+    ordered = sorted(BACKENDS.items(), key=lambda kv: _AUTO_ORDER.index(kv[0]) if kv[0] in _AUTO_ORDER
+                     else len(_AUTO_ORDER))
+    BACKENDS.clear()
+    BACKENDS.update(ordered)
 
 
-_VENDOR_MODULES: tuple[str, ...] = ()
+_VENDOR_MODULES: tuple[str, ...] = ("fleetmon.agent.amdsmi", "fleetmon.agent.tools")
 """Modules that register further backends when imported (each calls :func:`register` at import)."""
+_AUTO_ORDER: tuple[str, ...] = ("nvml", "amdsmi", "amd-smi", "rocm-smi", "hy-smi", "npu-smi", "hl-smi",
+                                "mthreads-gmi")
+"""The order ``--backend auto`` tries the backends in (a backend not listed comes after these)."""

@@ -324,9 +324,11 @@ def run(args: argparse.Namespace) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     if args.list_scenarios:
-        from fleetmon.sim import scenarios
+        from fleetmon.sim import scenarios, vendors
         for name in scenarios.scenario_names():
             print(f"{name:24} {scenarios.describe(name)}")
+        for name in vendors.scenario_names():
+            print(f"{name:24} {vendors.describe(name)}")
         return 0
     if args.list_backends:
         from fleetmon.agent.backend import BACKENDS, backend_names
@@ -360,7 +362,13 @@ def run(args: argparse.Namespace) -> int:
 
     name = args.backend
     if args.simulate and name == "auto":
-        name = "nvml"  # a scenario names its backend only when it is another vendor's
+        from fleetmon.sim import vendors
+
+        # a scenario names its backend only when it is another vendor's (fleetmon.sim.vendors)
+        try:
+            name = vendors.resolve(args.simulate)["backend"] if vendors.is_vendor_scenario(args.simulate) else "nvml"
+        except (KeyError, ValueError) as exc:
+            raise KnownError(f"invalid scenario {args.simulate!r}: {exc}") from exc
     spec = choose_backend(name)
 
     def open_backend(**kw: Any) -> Any:

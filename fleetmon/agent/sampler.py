@@ -232,8 +232,9 @@ class Sampler:
         self._note_failing(health, status, now)
         if lost and index not in self._lost:
             self._lost.add(index)
-            self._event(now, "gpu_lost", inv.uuid, pci,
-                        f"GPU {index} ({inv.name}) is lost: NVML reports GPU_IS_LOST")
+            reason = getattr(self.session, "lost_reason", None)  # a backend other than NVML says how it knows
+            self._event(now, "gpu_lost", inv.uuid, pci, f"GPU {index} ({inv.name}) is lost: "
+                        + (reason(index) if reason is not None else "NVML reports GPU_IS_LOST"))
         elif not lost and index in self._lost:
             self._lost.discard(index)
             self._event(now, "gpu_back", inv.uuid, pci, f"GPU {index} answers again")
@@ -313,6 +314,8 @@ class Sampler:
                 "max_cycle_s": round(self.max_cycle_s, 4),
                 "max_lag_s": round(self.max_lag_s, 4),
                 "enumeration_error": getattr(self.session, "enumeration_error", None),
+                "backend": getattr(self.session, "name", "nvml"),
+                "backend_note": getattr(self.session, "note", None),
                 "hung_gpus": [g["index"] for g in gpus if g["hung_since"] is not None],
                 "failing": stale,
                 "gpus": gpus,

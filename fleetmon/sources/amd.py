@@ -795,6 +795,7 @@ def parse_amd_smi_json(data: bytes | str) -> Capture:
 def _version(entry: dict[str, Any], node: Readings, notes: list[str]) -> Capture:
     """``amd-smi version --json``: no device; the amdgpu driver version (older tools: ``kernel_version``)."""
     _put(node, "driver_version", _first(entry, ("amdgpu_version",), ("kernel_version",)), _str)
+    _put(node, "runtime_version", entry.get("rocm_version"), _str)
     facts = [f"{label} {v}" for label, key in (("ROCm", "rocm_version"), ("amd-smi", "version"),
                                                ("amdsmi library", "amdsmi_library_version"))
              if (v := _val(entry.get(key), _str))]

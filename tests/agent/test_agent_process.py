@@ -82,7 +82,9 @@ def test_fake_pynvml_first_on_pythonpath_serves_every_field(spawn, tmp_path):
     agent = spawn("--buffer", str(tmp_path / "fake.db"), "--interval", "1", env=env)
     code, doc = agent.get("/v1/node")
     assert code == 200
-    assert all(doc["node"]["values"].get(k) is not None for k in NODE_FIELDS)
+    node = doc["node"]
+    assert all(node["values"].get(k) is not None or node["status"].get(k) == "unsupported" for k in NODE_FIELDS)
+    assert node["values"]["vendor"] == "nvidia" and node["status"]["firmware_version"] == "unsupported"
     assert doc["node"]["values"]["gpu_count"] == 8 and doc["node"]["xid_source"]
     for gpu in doc["gpus"]:
         for key in INVENTORY_FIELDS:

@@ -26,7 +26,7 @@ FLOAT_FIELDS = {"mem_temp_c", "fan_pct", "power_w", "power_limit_w",
 INVENTORY_TYPES: dict[str, type | tuple[type, ...]] = {
     **{k: str for k in ("uuid", "name", "serial", "board_part_number", "vbios", "inforom_image", "inforom_oem",
                         "inforom_ecc", "inforom_power", "pci_bus_id", "pci_device_id", "pci_subsystem_id",
-                        "architecture", "compute_capability")},
+                        "architecture", "compute_capability", "vendor", "firmware_version", "card_id")},
     **{k: int for k in ("index", "memory_total_mib", "max_sm_clock_mhz", "max_mem_clock_mhz", "pcie_max_gen",
                         "pcie_max_width", "pcie_gpu_max_gen", "pcie_gpu_max_width", "temp_slowdown_c",
                         "temp_shutdown_c")},
