@@ -211,6 +211,7 @@ def test_a_mixed_fleet_over_ssh_is_stored_per_vendor(ssh: Nodes, tmp_path: Path)
     assert {(g.model, g.memory_total_mib, g.vendor, g.serial) for g in npus} == {
         ("Ascend 310", 8192, "huawei", "033GPW10K3000123")}
     assert [g.pci_bus_id for g in npus] == ["0000:da:00.0", "0000:dc:00.0", "0000:dd:00.0", "0000:db:00.0"]
+    assert {g.inventory.get("card_id") for g in npus} == {"033GPW10K3000123:215"}  # grouped under their card
     assert [latest["atlas", i].values["temp_c"] for i in range(4)] == [56, 57, 57, 55]
     assert ssh.calls("ascend") == ["npu-smi info", "npu-smi info -m", "npu-smi info -t board -i 215",
                                    *(f"npu-smi info -t health -i 215 -c {c}" for c in range(4))]
