@@ -48,7 +48,7 @@ from fleetmon.collector.limits import MAX_BODY_BYTES, MAX_DCGM_SERIES, MAX_GPUS_
 from fleetmon.records import NodePoll
 from fleetmon.sources import ReadLimits, SourceKind, SourceSpec, Transport, read_answer, source_type
 from fleetmon.sources.capture import Capture, capture_poll
-from fleetmon.sources.ssh_tools import AUTO, NVIDIA_COMMAND, RemoteCommand, remote_command, strip_markers, tool_label
+from fleetmon.sources.ssh_tools import AUTO, MARKER, NVIDIA_COMMAND, RemoteCommand, strip_markers, tool_label
 from fleetmon.text import printable
 
 __all__ = ["FetchFailed", "LIMITS", "MAX_SSH_OUTPUT", "REMOTE_COMMAND", "parse_body", "run_ssh",
@@ -239,7 +239,7 @@ def _failure(command: RemoteCommand, rc: int | None, data: bytes, err: bytes) ->
     if rc == 255:
         return f"ssh: {reason}"
     label = tool_label(command.tool, data[:256])
-    if command.tool == AUTO and data.startswith(b"fleetmon-ssh-tool: none"):
+    if command.tool == AUTO and data.startswith(f"{MARKER} none".encode()):
         return f"no vendor tool on the node: {reason}"
     if rc == 127:
         return f"{label} is not on the node's login PATH (status 127): {reason}"

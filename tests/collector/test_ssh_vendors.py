@@ -42,8 +42,9 @@ AMD_STATIC = F / "amd" / "dell-ai_amd_smi_static_json_root.json"
 AMD_ROCM_SMI = F / "amd" / "telegraf_mi100_rocm602.json"
 HY_SMI = F / "hygon" / "issue_gpustack-2032_hy-smi-json_k100-ai_first-2-cards_DERIVED.json"
 HYGON_ROCM_SMI = F / "hygon" / "issue_gpustack-3257_rocm-smi-json_k100-ai_first-card_DERIVED.json"
-NPU = F / "huawei_ascend" / "gpustack_ai-server_atlas-800-inference-server_model-3000_version-1.0.0-1.0.10.txt"
-NPU_MAP = F / "huawei_ascend" / "gpustack_ai-server_atlas-800-inference-server_model-3000_version-1.0.0-1.0.10_mapping.txt"
+ATLAS_300 = "gpustack_ai-server_atlas-800-inference-server_model-3000_version-1.0.0-1.0.10"
+NPU = F / "huawei_ascend" / f"{ATLAS_300}.txt"
+NPU_MAP = F / "huawei_ascend" / f"{ATLAS_300}_mapping.txt"
 HL_SMI = F / "intel" / "all-smi_hl-smi_2xHL-325L_excerpt.csv"
 
 # Written here (no capture of them is in the fixtures), in the layouts the parsers document.
@@ -269,7 +270,8 @@ def test_a_failing_tool_garbage_and_a_cut_document(ssh: Nodes) -> None:
     assert reasons["fail"] == {node: f"{tool} exited with status 3: {tool}: the device driver is not loaded"
                                for node, tool in VENDOR_NODES.items()}
     assert reasons["garbage"]["amd"] == "amd-smi JSON: no JSON object or list in the text"
-    assert reasons["garbage"]["ascend"] == "npu-smi: no npu-smi table, chip mapping or -t output found: not npu-smi output"
+    assert reasons["garbage"]["ascend"] == ("npu-smi: no npu-smi table, chip mapping or -t output found: "
+                                            "not npu-smi output")
     assert reasons["truncated"]["amd"].startswith("amd-smi JSON: not valid JSON (")
     assert reasons["truncated"]["hygon"].startswith("rocm-smi JSON: not valid JSON (")
     assert reasons["truncated"]["ascend"].startswith("npu-smi: line ")
