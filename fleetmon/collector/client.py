@@ -68,7 +68,8 @@ from fleetmon.collector.sources import FetchFailed, parse_body, run_ssh, source_
 from fleetmon.records import (
     WIRE_SCHEMAS_READ, Event, GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll, vendor_defaults,
 )
-from fleetmon.sources import SourceError, SourceKind, SourceSpec, source_of
+from fleetmon.sources import SourceError, SourceKind, SourceSpec, Transport, answer_name, source_of, source_type
+from fleetmon.sources.ssh_tools import AUTO, remote_command
 from fleetmon.sources.capture import Capture
 from fleetmon.text import printable
 
@@ -119,6 +120,8 @@ class Target:
         ssh_config: for an ``ssh://`` node, the OpenSSH client config file to use
             (``ssh -F``; the fleet file's ``[fleet] ssh_config``), None: the user's own.
         timeout_s: the node's own request timeout (``[[node]] timeout_s``); None: the fleet's.
+        tool: for an ``ssh://`` node, the vendor tool it runs (``[[node]] tool``: ``auto`` or a name of
+            :data:`fleetmon.sources.ssh_tools.TOOLS`).
     """
 
     name: str
@@ -132,6 +135,7 @@ class Target:
     error: str | None = None
     ssh_config: str | None = None
     timeout_s: float | None = None
+    tool: str = AUTO
 
 
 def make_ssl_context(tls_ca: str | None, tls_verify: bool) -> ssl.SSLContext | bool:
@@ -483,7 +487,7 @@ async def poll_node(session: aiohttp.ClientSession, target: Target, *,
         return _failed(target, now, t0, str(exc))
     fetch = _Fetcher(session, target, ssl_ctx, timeout_s)
     try:
-        if source.kind is not SourceKind.AGENT:
+        if source_type(source.kind).transport is not Transport.AGENT:
             return await _poll_source(fetch, target, source, now, t0, timeout_s)
         return await _poll(fetch, target, now, t0, timeout_s, record_budget, backlog)
     except Exception as exc:  # a node's failure, of whatever kind, is that node's alone (issue 20)
@@ -495,22 +499,24 @@ async def poll_node(session: aiohttp.ClientSession, target: Target, *,
 
 async def _poll_source(fetch: _Fetcher, target: Target, source: SourceSpec, now: float, t0: float,
                        timeout_s: float) -> NodePoll:
-    """Poll a dcgm-exporter or an ssh node (:mod:`fleetmon.collector.sources`): one reading, the agent's checks."""
+    """Poll a source that is not the agent (:mod:`fleetmon.collector.sources`): one reading by the registry
+    entry's transport and parser, then the agent's checks."""
     deadline_s = DEADLINE_FACTOR * timeout_s
+    kind = source_type(source.kind)
     try:
-        if source.kind is SourceKind.DCGM:
+        if kind.transport is Transport.HTTP:
             async with asyncio.timeout(deadline_s):
-                body = await fetch.get_body(source.url, urlsplit(source.url).path or "/",
-                                            "text/plain;version=0.0.4;q=0.9, */*;q=0.1")
-        elif source.kind is SourceKind.SSH:
-            body = await run_ssh(source, timeout_s, deadline_s, target.ssh_config)
+                body = await fetch.get_body(source.url, urlsplit(source.url).path or "/", kind.accept)
+        elif kind.transport is Transport.SSH:
+            command = remote_command(target.tool)
+            fetch.path = "ssh"
+            body = await run_ssh(source, timeout_s, deadline_s, target.ssh_config, command)
         else:
-            return _failed(target, now, t0, f"{source.kind.value}: not polled; a capture is added with "
-                                            "`fleetmon import-smi`")
-        where = "/metrics" if source.kind is SourceKind.DCGM else "nvidia-smi -q -x"
+            return _failed(target, now, t0, kind.not_polled or f"{source.kind.value}: not polled")
+        where = answer_name(source.kind, target.tool, body[:256])
         fetch.path = where
         capture = await asyncio.get_running_loop().run_in_executor(_READERS, _read_capture, source.kind, body,
-                                                                   where)
+                                                                   where, target.tool)
     except FetchFailed as exc:
         return _failed(target, now, t0, str(exc))
     except SourceError as exc:
@@ -522,9 +528,9 @@ async def _poll_source(fetch: _Fetcher, target: Target, source: SourceSpec, now:
     return source_poll(capture, target.name, target.url, target.group, now, (time.monotonic() - t0) * 1000)
 
 
-def _read_capture(kind: SourceKind, body: bytes, where: str) -> Capture:
+def _read_capture(kind: SourceKind, body: bytes, where: str, tool: str = AUTO) -> Capture:
     """Parse and check one source's answer (in a :data:`_READERS` thread)."""
-    capture = parse_body(kind, body)
+    capture = parse_body(kind, body, tool)
     _check_capture(capture, where)
     return capture
 

@@ -76,6 +76,8 @@ from fleetmon.collector.client import CYCLE_RECORD_BUDGET, Target, make_ssl_cont
 from fleetmon.collector.limits import GPUS_SEEN_SPAN_S, MAX_GPUS_SEEN_PER_NODE
 from fleetmon.errors import KnownError
 from fleetmon.records import NodePoll
+from fleetmon.sources import SourceError, Token, source_of, source_type
+from fleetmon.sources.ssh_tools import AUTO
 from fleetmon.text import printable
 from fleetmon.tokens import TokenFileError, read_token_file
 
@@ -220,10 +222,11 @@ class Collector:
                 continue
             error = None
             token = None
-            agent = not spec.url.startswith(("dcgm+", "ssh:"))
-            # The fleet-wide token is the agents' secret: a dcgm-exporter gets only a token its node names.
-            path = self._token_file(spec) if agent else (getattr(spec, "token_file", None)
-                                                         if spec.url.startswith("dcgm+") else None)
+            # The fleet-wide token is the agents' secret: a dcgm-exporter gets only a token its node names,
+            # an ssh node none (the source registry's Token says which).
+            policy = _token_policy(spec.url)
+            path = (self._token_file(spec) if policy is Token.FLEET
+                    else getattr(spec, "token_file", None) if policy is Token.OWN else None)
             if path:
                 if path not in tokens:
                     tokens[path] = _read_token(path)
@@ -247,7 +250,8 @@ class Collector:
                               minutes_cursor=m_cursor, events_cursor=e_cursor, buffer_id=buffer_id,
                               inventory=inventory, error=error,
                               ssh_config=getattr(self.fleet, "ssh_config", None),
-                              timeout_s=getattr(spec, "timeout_s", None)))
+                              timeout_s=getattr(spec, "timeout_s", None),
+                              tool=getattr(spec, "tool", None) or AUTO))
         return out
 
     def _token_file(self, spec: Any) -> str | None:
@@ -587,3 +591,12 @@ class Collector:
             return True
         log.warning("a poll cycle was still running %g s after the stop; not waiting for it", wait_s)
         return False
+
+
+def _token_policy(url: str) -> Token:
+    """Which bearer token a node's source gets (the registry's; a URL no source takes: the agent's, as
+    :func:`fleetmon.sources.node_source` reads it; its poll fails before any request)."""
+    try:
+        return source_type(source_of(url).kind).token
+    except SourceError:
+        return Token.FLEET

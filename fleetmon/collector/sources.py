@@ -1,19 +1,22 @@
-"""The collector's sources other than the agent: dcgm-exporter over HTTP and ``nvidia-smi -q -x`` over SSH.
+"""The collector's sources other than the agent: one HTTP scrape (dcgm-exporter) and a vendor tool over SSH.
 
-:func:`fleetmon.collector.client.poll_node` dispatches on the node's URL
-(:func:`fleetmon.sources.source_of`); this module holds what is particular to
-each source, so the client stays one place for HTTP, limits and checks:
+:func:`fleetmon.collector.client.poll_node` looks the node's URL up in the source registry
+(:data:`fleetmon.sources.SOURCES`) and fetches it by the entry's transport; this module holds what
+is particular to the transports other than the agent's, so the client stays one place for HTTP,
+limits and checks:
 
-* ``dcgm+http(s)://host:9400/metrics``: the client fetches the scrape with its
-  own session, timeouts, retries, size cap and gzip handling
-  (``_Fetcher.get_body``); :func:`parse_body` reads it here.
-* ``ssh://[user@]host[:port]``: :func:`run_ssh` runs the system's OpenSSH client
-  as an argument list (never a shell; no fleet-file value is ever part of a
-  command string)::
+* :attr:`~fleetmon.sources.Transport.HTTP` (``dcgm+http(s)://host:9400/metrics``): the client
+  fetches the body with its own session, timeouts, retries, size cap and gzip handling
+  (``_Fetcher.get_body``); :func:`parse_body` reads it with the entry's parser.
+* :attr:`~fleetmon.sources.Transport.SSH` (``ssh://[user@]host[:port]``): :func:`run_ssh` runs the
+  system's OpenSSH client as an argument list (never a local shell; no fleet-file value is ever
+  part of a command string)::
 
       ssh -o BatchMode=yes -o ConnectTimeout=N -o StrictHostKeyChecking=yes
-          [-F ssh_config] [-p port] [-l user] -- host nvidia-smi -q -x
+          [-F ssh_config] [-p port] [-l user] -- host <the node's tool's constant command>
 
+  The remote command is the node's ``tool``'s (:func:`fleetmon.sources.ssh_tools.remote_command`:
+  ``nvidia-smi -q -x``, a constant ``sh -c`` script for amd-smi, npu-smi, hl-smi and ``auto``).
   BatchMode: no password or passphrase prompt, ever. StrictHostKeyChecking=yes:
   a host key that is not in a known_hosts file is an error ("Host key
   verification failed"), never accepted and never written. The user's own keys,
@@ -43,18 +46,24 @@ from dataclasses import replace
 
 from fleetmon.collector.limits import MAX_BODY_BYTES, MAX_DCGM_SERIES, MAX_GPUS_PER_NODE
 from fleetmon.records import NodePoll
-from fleetmon.sources import SourceError, SourceKind, SourceSpec
+from fleetmon.sources import ReadLimits, SourceKind, SourceSpec, Transport, read_answer, source_type
 from fleetmon.sources.capture import Capture, capture_poll
+from fleetmon.sources.ssh_tools import AUTO, MARKER, NVIDIA_COMMAND, RemoteCommand, strip_markers, tool_label
 from fleetmon.text import printable
 
-__all__ = ["FetchFailed", "MAX_SSH_OUTPUT", "REMOTE_COMMAND", "parse_body", "run_ssh", "source_poll", "ssh_argv"]
+__all__ = ["FetchFailed", "LIMITS", "MAX_SSH_OUTPUT", "REMOTE_COMMAND", "parse_body", "run_ssh",
+           "source_poll", "ssh_argv"]
 
 MAX_SSH_OUTPUT = MAX_BODY_BYTES
-"""Largest ``nvidia-smi -q -x`` output read (an 8-GPU document is ≈ 100 KB)."""
+"""Largest tool output read (an 8-GPU ``nvidia-smi -q -x`` document is ≈ 100 KB, amd-smi static+metric of
+8 MI300X ≈ 250 KB)."""
 MAX_STDERR = 64 * 1024
 """Standard error kept for the reason (its first line); the rest is read and dropped."""
-REMOTE_COMMAND = ("nvidia-smi", "-q", "-x")
-"""What runs on the node: constant, never built from the fleet file."""
+REMOTE_COMMAND = NVIDIA_COMMAND
+"""``tool = "nvidia-smi"``'s command (:mod:`fleetmon.sources.ssh_tools` has every tool's): constant, never
+built from the fleet file."""
+LIMITS = ReadLimits(max_gpus=MAX_GPUS_PER_NODE, max_series=MAX_DCGM_SERIES)
+"""The per-node limits the parsers apply while reading (a dcgm-exporter scrape stops at the first line past one)."""
 SSH_PROGRAM = "ssh"
 """The OpenSSH client, found on PATH."""
 
@@ -63,9 +72,11 @@ class FetchFailed(Exception):
     """A source could not be read; the message is the node's one-line reason."""
 
 
-def ssh_argv(spec: SourceSpec, timeout_s: float, config: str | None = None) -> list[str]:
-    """The OpenSSH client's argument list for one poll of ``spec`` (an ``ssh://`` source)."""
-    if spec.kind is not SourceKind.SSH:
+def ssh_argv(spec: SourceSpec, timeout_s: float, config: str | None = None,
+             remote: tuple[str, ...] = REMOTE_COMMAND) -> list[str]:
+    """The OpenSSH client's argument list for one poll of ``spec`` (an ``ssh://`` source) running ``remote``
+    (a constant of :mod:`fleetmon.sources.ssh_tools`)."""
+    if source_type(spec.kind).transport is not Transport.SSH:
         raise ValueError(f"not an ssh source: {spec.url!r}")
     argv = [SSH_PROGRAM, "-o", "BatchMode=yes", "-o", f"ConnectTimeout={max(1, math.ceil(timeout_s))}",
             "-o", "StrictHostKeyChecking=yes"]
@@ -75,7 +86,7 @@ def ssh_argv(spec: SourceSpec, timeout_s: float, config: str | None = None) -> l
         argv += ["-p", str(spec.port)]
     if spec.user:
         argv += ["-l", spec.user]
-    return argv + ["--", spec.host, *REMOTE_COMMAND]
+    return argv + ["--", spec.host, *remote]
 
 
 class _Output(asyncio.SubprocessProtocol):
@@ -143,8 +154,9 @@ def _first_line(data: bytes) -> str:
     return first
 
 
-async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config: str | None = None) -> bytes:
-    """Run ``nvidia-smi -q -x`` on the node through OpenSSH; its standard output.
+async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config: str | None = None,
+                  command: RemoteCommand | None = None) -> bytes:
+    """Run the node's tool (``command``; None: ``nvidia-smi -q -x``) through OpenSSH; its standard output.
 
     Every wait has a deadline: the command gets ``deadline_s`` to exit; then its pipes get
     :data:`PIPE_GRACE_S` to end. Whatever happens (a timeout, an oversize answer, a cancelled poll,
@@ -156,7 +168,8 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
             answer, output held open after ssh exited, or a non-zero exit (the
             reason: standard error's first line).
     """
-    argv = ssh_argv(spec, timeout_s, config)
+    command = command or RemoteCommand("nvidia-smi", REMOTE_COMMAND)
+    argv = ssh_argv(spec, timeout_s, config, command.argv)
     loop = asyncio.get_running_loop()
     start = asyncio.ensure_future(loop.subprocess_exec(
         lambda: _Output(loop, MAX_SSH_OUTPUT, MAX_STDERR), *argv, stdin=subprocess.DEVNULL,
@@ -184,7 +197,8 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
             async with asyncio.timeout(deadline_s):
                 await asyncio.wait([out.exited, out.overflow], return_when=asyncio.FIRST_COMPLETED)
                 if out.overflow.done():  # stop it now, not at the deadline
-                    raise FetchFailed(f"ssh: nvidia-smi's output is larger than {MAX_SSH_OUTPUT:,} bytes")
+                    raise FetchFailed(f"ssh: {tool_label(command.tool, bytes(out.out[:256]))}'s output is larger "
+                                      f"than {MAX_SSH_OUTPUT:,} bytes")
         except TimeoutError:
             raise FetchFailed(f"ssh: no answer within {deadline_s:g} s (the ssh command was killed)") from None
         # ssh exited: anything still running in its session (a background child, a ProxyCommand) goes,
@@ -198,7 +212,8 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
             raise FetchFailed("ssh: exited, but a process it started kept its output open "
                               f"(not read past {PIPE_GRACE_S:g} s)") from None
         if out.overflow.done():
-            raise FetchFailed(f"ssh: nvidia-smi's output is larger than {MAX_SSH_OUTPUT:,} bytes")
+            raise FetchFailed(f"ssh: {tool_label(command.tool, bytes(out.out[:256]))}'s output is larger than "
+                              f"{MAX_SSH_OUTPUT:,} bytes")
     finally:
         try:
             if not out.exited.done():
@@ -213,10 +228,22 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
     rc = transport.get_returncode()
     err, data = bytes(out.err), bytes(out.out)
     if rc != 0:
-        reason = _first_line(err) or _first_line(data) or "no message"
-        what = "ssh" if rc == 255 else f"nvidia-smi exited with status {rc}"
-        raise FetchFailed(f"{what}: {reason}")
+        raise FetchFailed(_failure(command, rc, data, err))
     return data
+
+
+def _failure(command: RemoteCommand, rc: int | None, data: bytes, err: bytes) -> str:
+    """The one-line reason of a non-zero exit: ssh's own (255), no tool on the node (auto's 127), a tool that
+    is not on the node's PATH (127), or the tool's status and the first line it wrote."""
+    reason = _first_line(err) or _first_line(strip_markers(data)) or "no message"
+    if rc == 255:
+        return f"ssh: {reason}"
+    label = tool_label(command.tool, data[:256])
+    if command.tool == AUTO and data.startswith(f"{MARKER} none".encode()):
+        return f"no vendor tool on the node: {reason}"
+    if rc == 127:
+        return f"{label} is not on the node's login PATH (status 127): {reason}"
+    return f"{label} exited with status {rc}: {reason}"
 
 
 def _kill(pid: int | None) -> None:
@@ -230,27 +257,20 @@ def _kill(pid: int | None) -> None:
         pass
 
 
-def parse_body(kind: SourceKind, body: bytes) -> Capture:
-    """The capture in one source's answer.
+def parse_body(kind: SourceKind, body: bytes, tool: str = AUTO) -> Capture:
+    """The capture in one source's answer, read by the kind's registry entry (:data:`fleetmon.sources.SOURCES`).
 
     A dcgm-exporter scrape is read within the per-node limits (:data:`MAX_GPUS_PER_NODE`
     GPUs, :data:`MAX_DCGM_SERIES` series): the reading stops at the first line past one.
-    CPU-bound: :func:`fleetmon.collector.client.poll_node` runs it off the event loop.
+    An ssh answer is the node's ``tool``'s output (``auto``: the tool its first line names;
+    ``nvidia-smi -q -x`` when it names none). CPU-bound: :func:`fleetmon.collector.client.poll_node`
+    runs it off the event loop.
 
     Raises:
-        SourceError: not a document of the kind, or past a limit (the parsers' messages).
+        SourceError: not a document of the kind, or past a limit (the parsers' messages), or a kind
+            that is not polled.
     """
-    if kind is SourceKind.DCGM:
-        from fleetmon.sources.dcgm import parse_dcgm
-
-        return parse_dcgm(body, max_gpus=MAX_GPUS_PER_NODE, max_series=MAX_DCGM_SERIES)
-    if kind is SourceKind.SSH:
-        from fleetmon.sources.smi_xml import parse_smi_xml
-
-        if not body.strip():
-            raise SourceError("nvidia-smi printed nothing")
-        return parse_smi_xml(body)
-    raise SourceError(f"{kind.value}: not a polled source")
+    return read_answer(kind, body, tool, LIMITS)
 
 
 def source_poll(capture: Capture, name: str, url: str, group: str | None, now: float,

@@ -36,7 +36,7 @@ GROUP_KEYS: tuple[str, ...] = (
     "expected_model",
 )
 """The keys of a ``[[group]]`` table, in the order the writer puts them."""
-NODE_KEYS: tuple[str, ...] = ("name", "url", "group", "token_file", "tags", "timeout_s", "slurm_name")
+NODE_KEYS: tuple[str, ...] = ("name", "url", "group", "token_file", "tags", "timeout_s", "slurm_name", "tool")
 """The keys of a ``[[node]]`` table."""
 HISTORY_KEYS: tuple[str, ...] = ("prometheus",)
 """The keys of the optional ``[history]`` table (where the GUI and the reports read history from)."""
@@ -97,6 +97,9 @@ class NodeSpec:
     gets more time without giving every agent's poll as much."""
     slurm_name: str | None = None
     """The node's name in Slurm (None: ``[slurm] name_pattern`` applied to ``name``)."""
+    tool: str = "auto"
+    """An ``ssh://`` node's vendor tool: ``auto`` (the first found on the node) or a name of
+    :data:`fleetmon.sources.ssh_tools.TOOLS` (``nvidia-smi``, ``amd-smi``, ``npu-smi``, …)."""
 
 
 @dataclass(frozen=True, slots=True)

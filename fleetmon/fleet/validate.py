@@ -523,9 +523,10 @@ class _Validator:
                     self.error(*where("slurm_name"), f"must be one Slurm node name: letters, digits, '.', '_', '-' "
                                                      f"(got {slurm_name!r})")
                     slurm_name = None
+            tool = self._tool(item["tool"], url, *where("tool")) if "tool" in item else "auto"
 
             if name is not None and url is not None:
-                nodes.append(NodeSpec(name, url, group, token_file, tags, timeout_s, slurm_name))
+                nodes.append(NodeSpec(name, url, group, token_file, tags, timeout_s, slurm_name, tool or "auto"))
         return nodes
 
     # -- [[spec]] ----------------------------------------------------------
@@ -755,6 +756,24 @@ class _Validator:
             self.error(line, key, str(err))
             return None
         return "ssh" + text[3:].rstrip("/")
+
+    def _tool(self, value: Any, url: str | None, line: int, key: str) -> str | None:
+        """An ``ssh://`` node's vendor tool: ``auto`` or a tool the SSH source knows (docs/sources.md)."""
+        from fleetmon.sources import Transport, source_of, source_type
+        from fleetmon.sources.ssh_tools import TOOL_NAMES
+
+        text = self._string(value, line, key)
+        if text is None:
+            return None
+        if text not in TOOL_NAMES:
+            close = difflib.get_close_matches(text.lower(), TOOL_NAMES, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            self.error(line, key, f"must be one of {', '.join(TOOL_NAMES)} (got {text[:40]!r}{hint})")
+            return None
+        if url is not None and source_type(source_of(url).kind).transport is not Transport.SSH:
+            self.error(line, key, "applies to ssh:// nodes only (an agent picks its backend with --backend)")
+            return None
+        return text
 
     def _tags(self, value: Any, line: int, key: str) -> tuple[str, ...]:
         if not isinstance(value, list):

@@ -44,7 +44,7 @@ def render_fleet_toml(
 
     Args:
         nodes: dicts with ``name`` and optionally ``address``, ``port``,
-            ``url``, ``group``, ``tags``, ``token_file``.
+            ``url``, ``group``, ``tags``, ``token_file``, ``tool`` (an ``ssh://`` node's vendor tool).
         groups: group dicts (or ``Group``s) keyed by name or as a list; when
             None they are derived with ``groups_from_nodes``. Every group a
             node names gets a ``[[group]]`` entry.
@@ -115,5 +115,7 @@ def render_fleet_toml(
         tags = list(node.get("tags") or ())
         if tags:
             out.append(f"tags = [{', '.join(_toml_string(tag) for tag in tags)}]")
+        if node.get("tool") and node["tool"] != "auto":  # an ssh:// node's vendor tool
+            out.append(f"tool = {_toml_string(node['tool'])}")
         out.append("")
     return "\n".join(out)

@@ -6,9 +6,15 @@ A node in the fleet file names its source by its URL (issue 12):
   per-minute records, so the collector backfills what it missed);
 * ``dcgm+http://host:9400/metrics`` / ``dcgm+https://…``: a dcgm-exporter endpoint
   (:mod:`fleetmon.sources.dcgm` parses its scrape);
-* ``ssh://user@host[:port]``: agentless, ``nvidia-smi -q -x`` run over the system's
-  OpenSSH client (:mod:`fleetmon.sources.smi_xml` parses the document);
-* ``file:///path/capture.xml``: a capture added by hand with ``fleetmon import-smi``.
+* ``ssh://user@host[:port]``: agentless, the vendor's tool (``nvidia-smi -q -x``, amd-smi,
+  npu-smi, hl-smi, …: the node's ``tool``, :mod:`fleetmon.sources.ssh_tools`) run over the
+  system's OpenSSH client, its output read by that tool's capture format;
+* ``file:///path/capture.xml``: a capture added by hand with ``fleetmon import``.
+
+:data:`SOURCES` is the registry of these kinds: each entry says which URL schemes name it, how
+the URL is taken apart, how the collector fetches it (:class:`Transport`), which token it gets,
+how its answer is parsed and what its status line says; :func:`source_of`, the fleet-file check,
+the collector and :func:`node_source` all read it, so no module branches on the kind.
 
 Every parser returns a :class:`~fleetmon.sources.capture.Capture` (NodeInfo, inventory,
 one sample per GPU) whose values use the agent's keys and units; what a source cannot
@@ -22,13 +28,21 @@ collector); the parsers need only the standard library, defusedxml and prometheu
 from __future__ import annotations
 
 import enum
+import importlib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Protocol, cast
+from urllib.parse import SplitResult, urlsplit
 
 from fleetmon.errors import KnownError
 
-__all__ = ["NodeSource", "SourceError", "SourceKind", "SourceSpec", "SourceTraits", "TRAITS", "node_source", "source_of"]
+if TYPE_CHECKING:
+    from fleetmon.sources.capture import Capture
+
+__all__ = ["NodeSource", "ReadLimits", "SOURCES", "SourceError", "SourceKind", "SourceSpec", "SourceTraits",
+           "SourceType", "TRAITS", "Token", "Transport", "answer_name", "node_source", "read_answer", "source_of",
+           "source_type"]
 
 
 class SourceError(KnownError):
@@ -61,19 +75,6 @@ class SourceTraits:
     status_note: str
 
 
-TRAITS: dict[SourceKind, SourceTraits] = {
-    SourceKind.AGENT: SourceTraits(True, True, True, True, ""),
-    SourceKind.DCGM: SourceTraits(False, False, False, False,
-                                  "dcgm-exporter: no buffer, no backfill (a missed poll is a gap); "
-                                  "instantaneous samples; inventory limited to its labels"),
-    SourceKind.SSH: SourceTraits(False, False, False, True,
-                                 "ssh + nvidia-smi: no buffer, no backfill (a missed poll is a gap); "
-                                 "instantaneous samples; no Xid events"),
-    SourceKind.CAPTURE: SourceTraits(False, False, False, True,
-                                     "nvidia-smi capture imported by hand: one instant, no history"),
-}
-
-
 @dataclass(frozen=True, slots=True)
 class SourceSpec:
     """A node URL taken apart.
@@ -92,41 +93,183 @@ class SourceSpec:
     user: str | None = None
 
 
+class Transport(enum.StrEnum):
+    """How the collector fetches a source (each is one code path in fleetmon.collector)."""
+
+    AGENT = "agent"
+    """The agent's JSON API: inventory, latest, pages of minutes and events after cursors (collector.client)."""
+    HTTP = "http"
+    """One GET of the source's URL with the agents' HTTP session; the body is parsed (a scrape)."""
+    SSH = "ssh"
+    """A constant command over the system's OpenSSH client; its standard output is parsed
+    (collector.sources.run_ssh; the command is the node's tool's, fleetmon.sources.ssh_tools)."""
+    NONE = "none"
+    """Not polled (a capture added by hand)."""
+
+
+class Token(enum.StrEnum):
+    """Which bearer token the collector sends to a source."""
+
+    FLEET = "fleet"
+    """The node's ``token_file``, else the fleet's (the agents' shared secret)."""
+    OWN = "own"
+    """Only a ``token_file`` the node names itself: the fleet's secret is never sent to a third party."""
+    NONE = "none"
+    """None (ssh authenticates with keys)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReadLimits:
+    """The collector's per-node limits a parser applies while it reads (fleetmon.collector.limits)."""
+
+    max_gpus: int
+    max_series: int
+
+
+@dataclass(frozen=True, slots=True)
+class SourceType:
+    """One kind of source: everything the URL check, the collector and the node's status need to know.
+
+    The collector dispatches on these entries (its transport, token, parse), the fleet file and
+    :func:`source_of` on ``schemes`` and ``take``, the GUI and reports on ``traits``; a new source that
+    uses an existing transport is one entry of :data:`SOURCES`.
+
+    Attributes:
+        kind: the source.
+        schemes: the URL schemes that name it (lower case).
+        shown: how the URL looks, for a message listing the sources (``ssh://``).
+        take: the URL (stripped), its parts and its port to a :class:`SourceSpec`; raises SourceError.
+        transport: how the collector fetches it.
+        token: which bearer token is sent.
+        traits: what it can tell, and the status line saying what it cannot.
+        reader: the module of ``fleetmon.sources`` that reads its answers ("" for a source that is not
+            polled): its ``read_answer(body, tool, limits)`` gives the Capture (``tool``: an ssh node's,
+            others ignore it), its ``answer_name(tool, head)`` how a check's message names the answer
+            (``/metrics``, ``nvidia-smi -q -x``). By name, imported when first used, as
+            :mod:`fleetmon.sources.formats` gathers the parsers: the parsers import this package.
+        accept: the HTTP ``Accept`` header of an HTTP transport.
+        not_polled: the node's reason when the collector is handed such a node.
+    """
+
+    kind: SourceKind
+    schemes: tuple[str, ...]
+    shown: str
+    take: Callable[[str, SplitResult, int | None], SourceSpec]
+    transport: Transport
+    token: Token
+    traits: SourceTraits
+    reader: str = ""
+    accept: str = ""
+    not_polled: str = ""
+
+
 # Letters, digits, dot, dash, underscore: never a leading dash (ssh would read an option),
 # never a shell metacharacter (the value goes into an argv, but be strict anyway).
 _SSH_HOST = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*|\[[0-9A-Fa-f:.]+\]")
 _SSH_USER = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
+def _take_agent(text: str, parts: SplitResult, port: int | None) -> SourceSpec:
+    return SourceSpec(SourceKind.AGENT, text, parts.hostname or "", port)
+
+
+def _take_dcgm(text: str, parts: SplitResult, port: int | None) -> SourceSpec:
+    return SourceSpec(SourceKind.DCGM, text.split("+", 1)[1], parts.hostname or "", port)
+
+
+def _take_ssh(text: str, parts: SplitResult, port: int | None) -> SourceSpec:
+    host = parts.hostname or ""
+    raw_host = parts.netloc.rsplit("@", 1)[-1]
+    raw_host = raw_host.rsplit(":", 1)[0] if not raw_host.startswith("[") else raw_host.split("]")[0] + "]"
+    if not host or not _SSH_HOST.fullmatch(raw_host):
+        raise SourceError(f"{text!r}: not a plain host name or address after ssh://")
+    user = parts.username
+    if user is not None and not _SSH_USER.fullmatch(user):
+        raise SourceError(f"{text!r}: the ssh user name may hold only letters, digits, '.', '-' and '_'")
+    if parts.password is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise SourceError(f"{text!r}: an ssh URL is ssh://[user@]host[:port] and nothing more")
+    return SourceSpec(SourceKind.SSH, text, host, port, user)
+
+
+def _take_capture(text: str, parts: SplitResult, port: int | None) -> SourceSpec:
+    return SourceSpec(SourceKind.CAPTURE, parts.path)
+
+
+_NO_BACKFILL = "no buffer, no backfill (a missed poll is a gap); instantaneous samples"
+
+SOURCES: dict[SourceKind, SourceType] = {t.kind: t for t in (
+    SourceType(SourceKind.AGENT, ("http", "https"), "http(s)://", _take_agent, Transport.AGENT, Token.FLEET,
+               SourceTraits(True, True, True, True, "")),
+    SourceType(SourceKind.DCGM, ("dcgm+http", "dcgm+https"), "dcgm+http(s)://", _take_dcgm, Transport.HTTP,
+               Token.OWN, SourceTraits(False, False, False, False,
+                                       f"dcgm-exporter: {_NO_BACKFILL}; inventory limited to its labels"),
+               reader="dcgm", accept="text/plain;version=0.0.4;q=0.9, */*;q=0.1"),
+    SourceType(SourceKind.SSH, ("ssh",), "ssh://", _take_ssh, Transport.SSH, Token.NONE,
+               SourceTraits(False, False, False, True,
+                            f"ssh + the vendor's tool (nvidia-smi, amd-smi, npu-smi, …): {_NO_BACKFILL}; "
+                            "no Xid events"),
+               reader="ssh_tools"),
+    SourceType(SourceKind.CAPTURE, ("file",), "file://", _take_capture, Transport.NONE, Token.NONE,
+               SourceTraits(False, False, False, True, "capture imported by hand: one instant, no history"),
+               not_polled="capture: not polled; a capture is added with `fleetmon import`"),
+)}
+"""Every kind of source, by kind: the one table the URL check, the collector's dispatch and the node's status
+read (docs/architecture.md, "Sources")."""
+
+TRAITS: dict[SourceKind, SourceTraits] = {kind: t.traits for kind, t in SOURCES.items()}
+"""What each kind can tell (from :data:`SOURCES`)."""
+
+_BY_SCHEME: dict[str, SourceType] = {scheme: t for t in SOURCES.values() for scheme in t.schemes}
+
+
+def source_type(kind: SourceKind) -> SourceType:
+    """The registry entry of ``kind``."""
+    return SOURCES[kind]
+
+
+class _Reader(Protocol):
+    """What a :attr:`SourceType.reader` module provides."""
+
+    def read_answer(self, body: bytes, tool: str, limits: ReadLimits) -> Capture: ...
+
+    def answer_name(self, tool: str, head: bytes) -> str: ...
+
+
+def _reader(kind: SourceKind) -> _Reader:
+    name = SOURCES[kind].reader
+    if not name:
+        raise SourceError(f"{kind.value}: not a polled source")
+    return cast(_Reader, importlib.import_module(f"fleetmon.sources.{name}"))
+
+
+def read_answer(kind: SourceKind, body: bytes, tool: str, limits: ReadLimits) -> Capture:
+    """The capture in one answer of a ``kind`` source, by the entry's reader.
+
+    Raises:
+        SourceError: not a document of its kind, past a limit, or a kind that is not polled.
+    """
+    return _reader(kind).read_answer(body, tool, limits)
+
+
+def answer_name(kind: SourceKind, tool: str, head: bytes) -> str:
+    """How a check's message names an answer of a ``kind`` source (``/metrics``, ``amd-smi static/metric
+    --json``), from the node's ``tool`` and the answer's first bytes."""
+    return _reader(kind).answer_name(tool, head)
+
+
 def source_of(url: str) -> SourceSpec:
     """Which source a fleet-file URL names; raises SourceError for a URL no source takes."""
     text = url.strip()
     parts = urlsplit(text)
-    scheme = parts.scheme.lower()
     try:
         port = parts.port
     except ValueError:
         raise SourceError(f"{url!r}: bad port") from None
-    if scheme in ("http", "https"):
-        return SourceSpec(SourceKind.AGENT, text, parts.hostname or "", port)
-    if scheme in ("dcgm+http", "dcgm+https"):
-        inner = text.split("+", 1)[1]
-        return SourceSpec(SourceKind.DCGM, inner, parts.hostname or "", port)
-    if scheme == "ssh":
-        host = parts.hostname or ""
-        raw_host = parts.netloc.rsplit("@", 1)[-1]
-        raw_host = raw_host.rsplit(":", 1)[0] if not raw_host.startswith("[") else raw_host.split("]")[0] + "]"
-        if not host or not _SSH_HOST.fullmatch(raw_host):
-            raise SourceError(f"{url!r}: not a plain host name or address after ssh://")
-        user = parts.username
-        if user is not None and not _SSH_USER.fullmatch(user):
-            raise SourceError(f"{url!r}: the ssh user name may hold only letters, digits, '.', '-' and '_'")
-        if parts.password is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
-            raise SourceError(f"{url!r}: an ssh URL is ssh://[user@]host[:port] and nothing more")
-        return SourceSpec(SourceKind.SSH, text, host, port, user)
-    if scheme == "file":
-        return SourceSpec(SourceKind.CAPTURE, parts.path)
-    raise SourceError(f"{url!r}: unknown source (expected http(s)://, dcgm+http(s)://, ssh:// or file://)")
+    kind = _BY_SCHEME.get(parts.scheme.lower())
+    if kind is None:
+        shown = [t.shown for t in SOURCES.values()]
+        raise SourceError(f"{url!r}: unknown source (expected {', '.join(shown[:-1])} or {shown[-1]})")
+    return kind.take(text, parts, port)
 
 
 @dataclass(frozen=True, slots=True)

@@ -54,13 +54,14 @@ from typing import Any
 from fleetmon.fields import CATALOG
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample
-from fleetmon.sources import SourceError
+from fleetmon.sources import ReadLimits, SourceError
 from fleetmon.sources.capture import (
     Capture, Readings, inventory_readings, lost_state, make_info, node_readings, placeholder_uuid, sample_readings,
 )
 from fleetmon.text import printable
 
-__all__ = ["parse_dcgm", "parse_counters_csv", "DcgmCounter", "SOURCE", "METRIC_FIELDS", "MAX_LINE_CHARS"]
+__all__ = ["parse_dcgm", "parse_counters_csv", "DcgmCounter", "SOURCE", "METRIC_FIELDS", "MAX_LINE_CHARS", "answer_name",
+           "read_answer"]
 
 SOURCE = "dcgm-exporter"
 WHAT = "dcgm-exporter scrape"
@@ -348,3 +349,14 @@ def parse_counters_csv(text: str) -> list[DcgmCounter]:
             raise SourceError(f"dcgm-exporter counters CSV: {','.join(row)!r}: expected name, type, help")
         out.append(DcgmCounter(row[0].strip(), row[1].strip(), ",".join(row[2:]).strip()))
     return out
+
+
+def read_answer(body: bytes, tool: str, limits: ReadLimits) -> Capture:
+    """The source registry's reader of a scrape (:data:`fleetmon.sources.SOURCES`): :func:`parse_dcgm` within the
+    collector's per-node limits (``tool`` is an ssh node's; a scrape has none)."""
+    return parse_dcgm(body, max_gpus=limits.max_gpus, max_series=limits.max_series)
+
+
+def answer_name(tool: str, head: bytes) -> str:
+    """How a check's message names a scrape."""
+    return "/metrics"

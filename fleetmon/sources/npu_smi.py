@@ -38,6 +38,10 @@ zero; text that is no number is *failed*. ``MB`` in npu-smi is MiB (HBM totals
 above 0 (910A/910B/A3: Memory-Usage is the chip's DDR then, kept in extra), else
 Memory-Usage (Ascend 310: DDR is the device memory).
 
+The chips of a card with several (an Atlas 300's four Ascend 310, an A3 NPU's two) carry the
+inventory field ``card_id``: ``<card serial>:<NPU ID>`` once ``-t board`` gave the serial, else
+``npu:<NPU ID>`` (unique on its host only); a one-chip card has none.
+
 Device identity: npu-smi has no UUID. A chip's uuid is
 ``NPU-<card serial>-<Chip ID>`` when ``npu-smi info -t board -i N`` gave the
 card's Serial Number (stable across hosts and slots), else
@@ -678,6 +682,8 @@ def parse_npu_smi(data: bytes | str, max_chips: int = MAX_CHIPS) -> Capture:
         if not (isinstance(serial, str) and serial):
             cs.extra["uuid_scope"] = "node"  # unique on its host only: capture_poll adds the node's name
         cs.inv.put("uuid", uuid)
+        if per_card[c.npu] > 1:  # a chip of a card of several: the card it sits on (the agent's npu-smi backend's form)
+            cs.inv.put("card_id", f"{serial if isinstance(serial, str) and serial else 'npu'}:{c.npu}")
         name = str(cs.inv.values.get("name") or "Ascend NPU")
         gpus.append(GpuInventory(uuid=uuid, index=index, name=name, values=cs.inv.values, status=cs.inv.status,
                                  state=lost_state(False)))

@@ -84,10 +84,10 @@ def test_any_unexpected_exception_is_the_nodes_one_line_failure(healthy: SimNode
     """A reader bug no check foresaw (here: a parser raising ZeroDivisionError) stays that node's failure."""
     real = client.parse_body
 
-    def buggy(kind: object, body: bytes) -> object:
+    def buggy(kind: object, body: bytes, *rest: object) -> object:
         if b"evil" in body:
             raise ZeroDivisionError("division by zero\nsecond line")
-        return real(kind, body)  # type: ignore[arg-type]
+        return real(kind, body, *rest)  # type: ignore[arg-type]
 
     monkeypatch.setattr(client, "parse_body", buggy)
     with FakeExporter(scrape("40")) as evil:

@@ -6,6 +6,12 @@ user's ``~/.ssh`` is never read or written. The server runs as the current user
 (root in CI containers: then ``/run/sshd``, its privilege-separation folder, is
 created). ``nvidia-smi`` prints ``document``; writing ``sleep`` or ``fail`` to
 :attr:`SshServer.mode` makes it hang or fail like a node without a driver; ``big`` prints 17 MB.
+
+``nodes`` (name → a folder of fake tools) makes the one server several nodes: each name gets a
+port of its own whose sessions have as their PATH that folder and a folder of links to /usr/bin's and
+/bin's programs less the GPU vendors' tools (:data:`VENDOR_TOOLS`), so a real vendor tool on the
+test machine is never found (``Match LocalPort`` + ``SetEnv``); one sshd plays an AMD, an Ascend and
+a Gaudi node at once (:meth:`SshServer.url_for`).
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ import time
 from pathlib import Path
 
 SSHD = "/usr/sbin/sshd"
+VENDOR_TOOLS = frozenset({"nvidia-smi", "amd-smi", "rocm-smi", "hy-smi", "npu-smi", "hl-smi", "mthreads-gmi",
+                          "xpu-smi"})
+"""Programs the ``nodes``' sessions never find on the test machine (only their own fakes)."""
 
 
 def available() -> str | None:
@@ -42,10 +51,18 @@ def _keygen(path: Path) -> None:
 class SshServer:
     """sshd on 127.0.0.1:``port`` accepting ``client_key``; :attr:`ssh_config` trusts its host key."""
 
-    def __init__(self, root: Path, document: Path) -> None:
+    def __init__(self, root: Path, document: Path, nodes: dict[str, Path] | None = None) -> None:
         self.root = root
         self.user = getpass.getuser()
         self.port = _free_port()
+        self.ports = {name: _free_port() for name in (nodes or {})}
+        basics = root / "basics"
+        basics.mkdir()
+        for folder in (Path("/usr/bin"), Path("/bin")):
+            for program in sorted(folder.iterdir()) if folder.is_dir() else ():
+                link = basics / program.name
+                if program.name not in VENDOR_TOOLS and not link.exists() and not link.is_symlink():
+                    link.symlink_to(program)
         bin_dir = root / "bin"
         bin_dir.mkdir()
         self.mode = root / "mode"
@@ -70,7 +87,8 @@ class SshServer:
         (root / "authorized_keys").write_text((root / "id_ed25519.pub").read_text())
         self.known_hosts = root / "known_hosts"
         host_pub = (root / "host_ed25519.pub").read_text().split()
-        self.known_hosts.write_text(f"[127.0.0.1]:{self.port} {host_pub[0]} {host_pub[1]}\n")
+        self.known_hosts.write_text("".join(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n"
+                                            for port in (self.port, *self.ports.values())))
         self.ssh_config = self.client_config("ssh_config", self.known_hosts)
         sshd_config = root / "sshd_config"
         sshd_config.write_text("\n".join([
@@ -85,10 +103,12 @@ class SshServer:
             f"PidFile {root / 'sshd.pid'}",
             f"SetEnv PATH={bin_dir}:/usr/bin:/bin",
             "LogLevel ERROR",
-        ]) + "\n")
+        ] + [line for name, port in self.ports.items()
+             for line in (f"Match LocalPort {port}", f"  SetEnv PATH={(nodes or {})[name]}:{basics}")]) + "\n")
         if os.geteuid() == 0:
             Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
-        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(sshd_config), "-p", str(self.port),
+        ports = [arg for port in (self.port, *self.ports.values()) for arg in ("-p", str(port))]
+        self.proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(sshd_config), *ports,
                                       "-h", str(self.host_key)],
                                      stdout=subprocess.DEVNULL, stderr=open(root / "sshd.log", "wb"))
         deadline = time.monotonic() + 10
@@ -119,6 +139,10 @@ class SshServer:
     @property
     def url(self) -> str:
         return f"ssh://{self.user}@127.0.0.1:{self.port}"
+
+    def url_for(self, node: str) -> str:
+        """The URL of one of ``nodes``: its own port."""
+        return f"ssh://{self.user}@127.0.0.1:{self.ports[node]}"
 
     def close(self) -> None:
         self.proc.terminate()
