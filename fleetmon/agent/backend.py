@@ -251,6 +251,8 @@ def _load() -> None:
 
 _VENDOR_MODULES: tuple[str, ...] = ("fleetmon.agent.amdsmi", "fleetmon.agent.tools")
 """Modules that register further backends when imported (each calls :func:`register` at import)."""
-_AUTO_ORDER: tuple[str, ...] = ("nvml", "amdsmi", "amd-smi", "rocm-smi", "hy-smi", "npu-smi", "hl-smi",
+_AUTO_ORDER: tuple[str, ...] = ("nvml", "hy-smi", "amdsmi", "amd-smi", "rocm-smi", "npu-smi", "hl-smi",
                                 "mthreads-gmi")
-"""The order ``--backend auto`` tries the backends in (a backend not listed comes after these)."""
+"""The order ``--backend auto`` tries the backends in (a backend not listed comes after these). hy-smi comes
+before AMD's: a Hygon node has Hygon's own rocm-smi too, and hy-smi says it is Hygon's (the SSH source's
+``auto`` tries the tools in the same order)."""

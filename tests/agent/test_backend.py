@@ -14,7 +14,7 @@ from fleetmon.agent.nvml import NvmlSession
 def test_the_registry_lists_nvml_and_refuses_an_unknown_name():
     assert backend_names()[:2] == ["auto", "nvml"]
     assert choose_backend("nvml") is BACKENDS["nvml"] and BACKENDS["nvml"].vendor == "nvidia"
-    with pytest.raises(BackendUnavailable, match=r"unknown backend 'cuda'; known: auto, nvml, amdsmi, amd-smi, "):
+    with pytest.raises(BackendUnavailable, match=r"unknown backend 'cuda'; known: auto, nvml, hy-smi, amdsmi, amd-smi, "):
         choose_backend("cuda")
 
 
@@ -44,7 +44,7 @@ def test_agent_list_backends_says_what_each_needs_and_whether_the_node_has_it():
     assert first[:2] == ["nvml", "nvidia"]
     assert "needs the NVIDIA driver (libnvidia-ml.so)" in out.stdout
     listed = [line.split()[0] for line in out.stdout.splitlines() if not line.startswith(" ")]
-    assert listed == ["nvml", "amdsmi", "amd-smi", "rocm-smi", "hy-smi", "npu-smi", "hl-smi", "mthreads-gmi"]
+    assert listed == ["nvml", "hy-smi", "amdsmi", "amd-smi", "rocm-smi", "npu-smi", "hl-smi", "mthreads-gmi"]
     assert "npu-smi is not on PATH" in out.stdout
 
 
@@ -53,5 +53,5 @@ def test_agent_with_an_unknown_backend_exits_with_one_line():
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 2
     assert out.stderr.strip().splitlines() == [
-        "fleetmon agent: unknown backend 'nope'; known: auto, nvml, amdsmi, amd-smi, rocm-smi, hy-smi, npu-smi, "
+        "fleetmon agent: unknown backend 'nope'; known: auto, nvml, hy-smi, amdsmi, amd-smi, rocm-smi, npu-smi, "
         "hl-smi, mthreads-gmi"]

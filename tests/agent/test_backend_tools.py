@@ -212,7 +212,7 @@ def test_a_device_leaving_the_tools_list_is_lost_with_the_gpu_lost_event(tmp_pat
 
 def test_auto_tries_the_backends_in_the_documented_order():
     names = backend_names()
-    assert names == ["auto", "nvml", "amdsmi", "amd-smi", "rocm-smi", "hy-smi", "npu-smi", "hl-smi", "mthreads-gmi"]
+    assert names == ["auto", "nvml", "hy-smi", "amdsmi", "amd-smi", "rocm-smi", "npu-smi", "hl-smi", "mthreads-gmi"]
     assert {BACKENDS[n].vendor for n in names[1:]} == {"nvidia", "amd", "hygon", "huawei", "intel", "mthreads"}
 
 
