@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QDateTime, Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QDateTimeEdit, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout,
@@ -24,7 +24,9 @@ from storage.intake import IntakeRow
 from storage.rows import FleetRow, GpuRow, InventoryChangeRow, PlacementRow
 from ui import format as fmt
 from ui.history_reader import DetailData, HistoryService
-from ui.views.plots import HistoryPlots
+
+if TYPE_CHECKING:  # imported where the plots are first built: pyqtgraph is not needed to open the window
+    from ui.views.plots import HistoryPlots
 
 DEFAULT_RANGE = 0  # 24 h
 
@@ -227,11 +229,14 @@ class GpuDetailView(QWidget):
     def plot(self) -> HistoryPlots:
         """The history plots, built the first time a GPU's history is drawn.
 
-        Building the stack of pyqtgraph plots costs about 0.3 s of CPU; the
-        window opens with the placeholder and pays it on the first selection,
-        not at launch (benchmarks/bench_gui.py's launch figure).
+        Building the stack of pyqtgraph plots costs about 0.3 s of CPU, and
+        importing pyqtgraph about as much again; the window opens with the
+        placeholder and pays both on the first selection, not at launch
+        (benchmarks/bench_gui.py's launch figure).
         """
         if self._plot is None:
+            from ui.views.plots import HistoryPlots
+
             self._plot = HistoryPlots()
             self.stack.addWidget(self._plot)
         return self._plot
