@@ -168,16 +168,21 @@ class GpuDetailView(QWidget):
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long names never widen the window
         self.status = QLabel("")
         self.status.setStyleSheet("color: #546e7a;")
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.range_buttons = QButtonGroup(self)
-        top = QHBoxLayout()
-        top.addWidget(self.title, 1)
-        top.addWidget(self.status)
+        # Two rows: the card's name and nominal spec with the button that acts on the card, then the range
+        # and what was read. On one row the seven buttons left the title about 250 px at the default
+        # 1240×760, which cut "node GPU i — model · nominal …" after the model's first word.
+        title_row = QHBoxLayout()
+        title_row.addWidget(self.title, 1)
         self.intake_button = QPushButton("Intake…")
         self.intake_button.setToolTip("Check this card against its spec and its model's fleet (PASS / CONDITIONAL / "
                                       "REJECT), store the result with the card and offer its certificate")
         self.intake_button.setEnabled(False)
         self.intake_button.clicked.connect(self._request_intake)
-        top.addWidget(self.intake_button)
+        title_row.addWidget(self.intake_button)
+        top = QHBoxLayout()
+        top.addWidget(self.status, 1)
         for i, (label, _) in enumerate(RANGES):
             b = QPushButton(label)
             b.setCheckable(True)
@@ -222,6 +227,8 @@ class GpuDetailView(QWidget):
         self.splitter = split
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
+        layout.setSpacing(2)
+        layout.addLayout(title_row)
         layout.addLayout(top)
         layout.addWidget(split, 1)
 
@@ -311,6 +318,7 @@ class GpuDetailView(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self.status.setText(f"cannot read the history: {message}")
+        self.status.setToolTip(self.status.text())  # a long message is cut at the range buttons
         if self.last is None or self.last.uuid != self.uuid:
             self.plot.clear("cannot read the history")  # never another card's plots under this card's title
 
@@ -320,6 +328,7 @@ class GpuDetailView(QWidget):
         self.last = data
         window = data.window
         self.status.setText(f"{len(window.rows)} points · {window.resolution} resolution · read {data.read_ms:.0f} ms")
+        self.status.setToolTip("")
         self._fill_inventory(data)
         self.stack.setCurrentWidget(self.plot)
         spec = card_spec(self.spec_book, data.gpu, self.row)
