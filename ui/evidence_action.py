@@ -28,7 +28,6 @@ from PySide6.QtCore import QObject, QPoint, QSettings, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QAbstractItemView, QFileDialog, QMenu, QMessageBox, QWidget
 
-from fleetmon.evidence import proposed_name
 from ui.export_action import default_folder
 
 FOLDER_KEY = "evidence/folder"
@@ -40,6 +39,8 @@ ShowError = Callable[[QWidget, str], None]
 def proposed_path(settings: QSettings, serial: str | None, uuid: str, today: dt.date) -> str:
     """The last evidence folder (while it exists, else Documents or home) and a dated name with the serial."""
     folder = str(settings.value(FOLDER_KEY, "") or "")
+    from fleetmon.evidence import proposed_name  # here, not at import: the window opens without the archive code
+
     if not folder or not Path(folder).is_dir():
         folder = default_folder()
     return str(Path(folder) / proposed_name(serial, uuid, today))

@@ -14,13 +14,14 @@ import time
 from html import escape
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
-from fleetmon import assess
-from fleetmon.health import render
 from storage.signoffs import SignoffRow
+
+if TYPE_CHECKING:  # imported by the jobs: the window opens without the health engine (its launch figure)
+    from fleetmon import assess
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,8 @@ def inspect(db_path: str, now: float, group: str | None = None, fleet: Any = Non
     ``fleet``: the app's fleet file (its groups, thresholds and ``[[spec]]`` tables, as the collector's
     health pass uses them), or None.
     """
+    from fleetmon import assess
+    from fleetmon.health import render
     from storage.db import open_database
     from storage.signoffs import signoffs
 
@@ -84,6 +87,7 @@ def inspect(db_path: str, now: float, group: str | None = None, fleet: Any = Non
 def sign_off(db_path: str, name: str, note: str, now: float, result: Any, checked: Iterable[str] = ()
              ) -> SignoffRow:
     """Store the sign-off of the inspection ``result`` (a short-lived read-write connection of its own)."""
+    from fleetmon import assess
     from storage.db import open_database
     from storage.signoffs import save_signoff
 
@@ -98,6 +102,8 @@ def sign_off(db_path: str, name: str, note: str, now: float, result: Any, checke
 def review(db_path: str, now: float, nodes: str | Sequence[str], days: float, fleet: Any = None) -> Review:
     """The pre-run review (:func:`fleetmon.assess.run_preflight`) of ``nodes`` over the last ``days``
     (``fleet``: the app's fleet file, as for :func:`inspect`)."""
+    from fleetmon import assess
+    from fleetmon.health import render
     from storage.db import open_database
 
     db = open_database(db_path, readonly=True)

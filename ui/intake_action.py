@@ -16,16 +16,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QLabel, QMessageBox, QPushButton, QTextBrowser,
                                QVBoxLayout, QWidget)
 
-from fleetmon import intake
 from fleetmon.health.series import DAY_S
 from ui.inspection_worker import Jobs
 from ui.views.save_html import save_html_dialog, write_html
+
+if TYPE_CHECKING:  # imported where used: the window opens without the intake checks and the rules they run
+    from fleetmon import intake
 
 __all__ = ["IntakeAction", "IntakeDialog", "IntakeOutcome", "run_job"]
 
@@ -42,6 +44,7 @@ class IntakeOutcome:
 
 def run_job(db_path: str, now: float, node: str, gpu: str | None = None, window_s: float = DAY_S) -> IntakeOutcome:
     """The intake of ``node``'s new cards (or card ``gpu``) over the last ``window_s``, stored when possible."""
+    from fleetmon import intake
     from fleetmon.errors import StorageError
     from storage.db import open_database
 
@@ -97,6 +100,8 @@ class IntakeDialog(QDialog):
         run = self.outcome.run
         if not self.results:
             return run.note or "No card was checked."
+        from fleetmon import intake
+
         counts = ", ".join(f"{sum(1 for r in self.results if r.verdict == v)} {v}" for v in intake.VERDICTS
                            if any(r.verdict == v for r in self.results))
         stored = ("stored with the card" if self.outcome.stored else
@@ -109,6 +114,8 @@ class IntakeDialog(QDialog):
         return self.results[i] if 0 <= i < len(self.results) else (self.results[0] if self.results else None)
 
     def certificate(self) -> str:
+        from fleetmon import intake
+
         r = self.current
         return intake.certificate_html(r) if r is not None else ""
 

@@ -236,3 +236,20 @@ def test_status_bar_counts_say_what_they_count(shown):
     text = shown.collector_label.text()
     assert "nodes: 0 fail, 0 unreachable" in text and "· 1 critical finding" in text, text
     assert "8 GPUs on 4 nodes" in shown.status_label.text()  # m2 has no GPU known
+
+
+@pytest.mark.parametrize("size", ["default", "minimum"])
+def test_the_gpu_details_title_is_not_cut_by_its_buttons(qtbot, shown, size):
+    """Issue 21: at 1240×760 the detail's "node GPU i — model · nominal …" title was cut after the model's first
+    word by the Intake… and range buttons on its row (the tooltip had the text). It has a row of its own now."""
+    from ui.main_window import DEFAULT_SIZE, MINIMUM_SIZE
+
+    w = shown
+    w.resize(*(DEFAULT_SIZE if size == "default" else MINIMUM_SIZE))
+    with qtbot.waitSignal(w.detail.history_shown, timeout=10000):
+        w.select_gpu(0)
+    _settle(qtbot, w)
+    title = w.detail.title
+    assert "nominal" in title.text() or "not in the spec catalog" in title.text()
+    assert title.width() >= title.sizeHint().width(), (title.width(), title.sizeHint().width(), title.text())
+    assert w.detail.intake_button.isVisible() and w.detail.intake_button.isEnabled()

@@ -16,6 +16,11 @@ such a model read as derated. The nominal share stays in the cell's tooltip.
 The date axis never spans less than a few days (one day of data would
 otherwise get sub-second ticks), points are drawn so a single day is
 visible, and the legend sits above the plot, not over the data.
+
+The two plots are built when the view is first shown (or a plot is first
+asked for): importing pyqtgraph and numpy and building the plots is a third
+of a second the window's launch does not pay for a view the user may never
+open. The table is filled from the start.
 """
 
 from __future__ import annotations
@@ -26,12 +31,10 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QBrush, QColor
+from PySide6.QtGui import QBrush, QColor, QShowEvent
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSplitter, QTableView, QVBoxLayout,
                                QWidget)
 
@@ -42,6 +45,9 @@ from ui.history_reader import DeratingData, HistoryService
 from ui import format as fmt
 from ui.models.base import Index, RowsTableModel
 from ui.widgets.columns import ColumnFitter
+
+if TYPE_CHECKING:  # imported where the plots are built (_Plots.build)
+    import pyqtgraph as pg
 
 DAY = 86400
 RATIOS: tuple[tuple[str, str, str], ...] = (
@@ -199,6 +205,44 @@ class ModelSummaryModel(RowsTableModel[ModelSummary]):
         return super().headerData(section, orientation, role)
 
 
+@dataclass
+class _Plots:
+    """The view's two pyqtgraph plots and their items (built by :meth:`DeratingView._ensure_plots`)."""
+
+    strip: pg.PlotWidget
+    card: pg.PlotWidget
+    curves: dict[str, pg.PlotDataItem]
+    median_curve: pg.PlotDataItem
+    card_reason: pg.TextItem
+
+    @classmethod
+    def build(cls) -> _Plots:
+        import pyqtgraph as pg
+
+        strip = pg.PlotWidget(background="w")
+        strip.setTitle("Clock / boost per card (bar: the model's median)", size="9pt")
+        strip.setToolTip("One dot per card: its median clock under load against the boost clock. "
+                         "Hover a dot to name the card, click it to open it.")
+        strip.showGrid(y=True, alpha=0.2)
+        strip.setMinimumWidth(260)
+        strip.setMenuEnabled(False)
+        card = pg.PlotWidget(background="w", axisItems={"bottom": pg.DateAxisItem()})
+        card.showGrid(x=True, y=True, alpha=0.2)
+        card.setMenuEnabled(False)
+        card.setLimits(minXRange=MIN_SPAN_S)
+        card.setYRange(0.0, 1.2)
+        card.addItem(pg.InfiniteLine(angle=0, pos=1.0, pen=pg.mkPen("#888888", style=Qt.PenStyle.DashLine)))
+        curves: dict[str, pg.PlotDataItem] = {}
+        for key, label, colour in RATIOS:
+            curves[key] = card.plot(pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=6,
+                                    symbolBrush=colour, symbolPen=None, connect="finite", name=label)
+        median_curve = card.plot(pen=pg.mkPen("#6a1b9a", width=2, style=Qt.PenStyle.DotLine), connect="finite")
+        card_reason = pg.TextItem("select a GPU", color="#546e7a", anchor=(0.5, 0.5))
+        card_reason.setParentItem(card.getPlotItem().vb)
+        card.getPlotItem().vb.sigResized.connect(lambda vb: card_reason.setPos(vb.width() / 2, vb.height() / 2))
+        return cls(strip, card, curves, median_curve, card_reason)
+
+
 class DeratingView(QWidget):
     """The fleet summary per model, a dot per card (hover names it, a click emits ``gpu_requested``) and the
     selected card's daily ratios. ``card_lookup`` (uuid → the card's :class:`storage.rows.GpuRow`, the main
@@ -243,13 +287,7 @@ class DeratingView(QWidget):
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setVerticalScrollMode(QTableView.ScrollMode.ScrollPerPixel)
         self.fitter = ColumnFitter(self.table, flexible=(0,), minimum={0: 150})  # the model name elides last
-        self.strip = pg.PlotWidget(background="w")
-        self.strip.setTitle("Clock / boost per card (bar: the model's median)", size="9pt")
-        self.strip.setToolTip("One dot per card: its median clock under load against the boost clock. "
-                              "Hover a dot to name the card, click it to open it.")
-        self.strip.showGrid(y=True, alpha=0.2)
-        self.strip.setMinimumWidth(260)
-        self.strip.setMenuEnabled(False)
+        self._plots: _Plots | None = None  # built when first shown or asked for: see _ensure_plots
         self.strip_reason = QLabel("")
 
         self.legend = QLabel(" ".join(f"<span style='color:{c}'>━━</span> {label} &nbsp;"
@@ -258,34 +296,17 @@ class DeratingView(QWidget):
                                "<span style='color:#888'>┄┄</span> 1.0 = nominal")
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.card_title = QLabel("Click a dot (or a GPU in the fleet view) to see its daily ratios.")
-        self.card = pg.PlotWidget(background="w", axisItems={"bottom": pg.DateAxisItem()})
-        self.card.showGrid(x=True, y=True, alpha=0.2)
-        self.card.setMenuEnabled(False)
-        self.card.setLimits(minXRange=MIN_SPAN_S)
-        self.card.setYRange(0.0, 1.2)
-        self.card.addItem(pg.InfiniteLine(angle=0, pos=1.0, pen=pg.mkPen("#888888", style=Qt.PenStyle.DashLine)))
-        self.curves: dict[str, pg.PlotDataItem] = {}
-        for key, label, colour in RATIOS:
-            self.curves[key] = self.card.plot(pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=6,
-                                              symbolBrush=colour, symbolPen=None, connect="finite", name=label)
-        self.median_curve = self.card.plot(pen=pg.mkPen("#6a1b9a", width=2, style=Qt.PenStyle.DotLine),
-                                           connect="finite")
-        self.card_reason = pg.TextItem("select a GPU", color="#546e7a", anchor=(0.5, 0.5))
-        self.card_reason.setParentItem(self.card.getPlotItem().vb)
-        self.card.getPlotItem().vb.sigResized.connect(
-            lambda vb: self.card_reason.setPos(vb.width() / 2, vb.height() / 2))
         self.legend.setWordWrap(True)
         card_box = QWidget()
         lay = QVBoxLayout(card_box)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.addWidget(self.card_title)
         lay.addWidget(self.legend)
-        lay.addWidget(self.card, 1)
+        self._card_layout = lay  # the card plot goes under the legend (_ensure_plots)
         # The table across the view's width (every column readable at 1240 px), the dots and the card below.
         lower = QSplitter(Qt.Orientation.Horizontal)
-        lower.addWidget(self.strip)
-        lower.addWidget(card_box)
-        lower.setSizes([380, 720])
+        lower.addWidget(card_box)  # the strip plot goes before it (_ensure_plots)
+        self._lower = lower
         split = QSplitter(Qt.Orientation.Vertical)
         split.addWidget(self.table)
         split.addWidget(lower)
@@ -297,6 +318,47 @@ class DeratingView(QWidget):
         layout.addWidget(split, 1)
         self.reason: str | None = "select a GPU"
         self.refresh()
+
+    # -- the plots, built on first use ---------------------------------------------------
+
+    def _ensure_plots(self) -> _Plots:
+        """The plots, built (and drawn from what the view holds) the first time the view shows or one is used."""
+        if self._plots is None:
+            plots = self._plots = _Plots.build()
+            self._lower.insertWidget(0, plots.strip)
+            self._card_layout.addWidget(plots.card, 1)
+            plots.card.show()  # a widget added to a shown one stays hidden until shown (the splitter shows the strip)
+            self._lower.setSizes([380, 720])
+            if self.data is not None:
+                self._draw_strip(self.summary)
+            self._draw_card()
+        return self._plots
+
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt API
+        self._ensure_plots()
+        super().showEvent(event)
+
+    @property
+    def strip(self) -> pg.PlotWidget:
+        """The strip plot: a dot per card."""
+        return self._ensure_plots().strip
+
+    @property
+    def card(self) -> pg.PlotWidget:
+        """The selected card's daily ratios."""
+        return self._ensure_plots().card
+
+    @property
+    def curves(self) -> dict[str, pg.PlotDataItem]:
+        return self._ensure_plots().curves
+
+    @property
+    def median_curve(self) -> pg.PlotDataItem:
+        return self._ensure_plots().median_curve
+
+    @property
+    def card_reason(self) -> pg.TextItem:
+        return self._ensure_plots().card_reason
 
     def refresh(self) -> None:
         until = float(int(self._now()) + DAY)
@@ -319,7 +381,8 @@ class DeratingView(QWidget):
         self._card_node = {d.gpu_uuid: d.node for d in data.days if d.node}  # sorted by day: the latest wins
         self.info.setText(f"{fmt.plural(len(data.days), 'GPU-day')}, {fmt.plural(len(summary), 'model')} · "
                           f"read {data.read_ms:.0f} ms")
-        self._draw_strip(summary)
+        if self._plots is not None:  # else drawn when they are built
+            self._draw_strip(summary)
         self._draw_card()
 
     # -- the dots ---------------------------------------------------------------------------
@@ -363,6 +426,9 @@ class DeratingView(QWidget):
         return None
 
     def _draw_strip(self, summary: Sequence[ModelSummary]) -> None:
+        import numpy as np
+        import pyqtgraph as pg
+
         self.strip.clear()
         self.dots = []
         ticks = []
@@ -391,8 +457,9 @@ class DeratingView(QWidget):
 
     def _say(self, reason: str | None) -> None:
         self.reason = reason
-        self.card_reason.setText(reason or "")
-        self.card_reason.setVisible(reason is not None)
+        if self._plots is not None:  # else set when they are built
+            self._plots.card_reason.setText(reason or "")
+            self._plots.card_reason.setVisible(reason is not None)
 
     @property
     def spec_book(self) -> SpecBook:
@@ -424,6 +491,11 @@ class DeratingView(QWidget):
             self._say("reading…")
             return
         mine = [d for d in self.data.days if d.gpu_uuid == self.row.uuid]
+        self._say(None if mine else "no derating days for this GPU in this window")
+        if self._plots is None:  # drawn when they are built
+            return
+        import numpy as np
+
         x = np.array([float(d.day) for d in mine])
         model = self.data.models.get(self.row.uuid, self.row.model or "")
         usual = next((s.usual for s in self.summary if s.model == model), {})
@@ -437,11 +509,9 @@ class DeratingView(QWidget):
         mx, my = fleet_median_by_day(self.data.days, self.data.models, model, "clock_ratio")
         self.median_curve.setData(np.array(mx, dtype=float), np.array(my, dtype=float), connect="finite")
         if not mine:
-            self._say("no derating days for this GPU in this window")
             until = self.data.until
             self.card.setXRange(until - MIN_SPAN_S, until, padding=0)
             return
-        self._say(None)
         lo, hi = float(x.min()), float(x.max()) + DAY
         if hi - lo < MIN_SPAN_S:
             mid = (lo + hi) / 2
@@ -452,5 +522,7 @@ class DeratingView(QWidget):
         self.card.setYRange(min([0.5] + ys) - 0.05, max([1.1] + ys) + 0.05, padding=0)
 
     def point_counts(self) -> dict[str, int]:
+        import numpy as np
+
         return {k: int(np.isfinite(c.getData()[1]).sum()) if c.getData()[1] is not None else 0
                 for k, c in self.curves.items()}

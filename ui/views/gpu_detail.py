@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QDateTime, Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QDateTimeEdit, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout,
@@ -25,7 +25,9 @@ from storage.intake import IntakeRow
 from storage.rows import FleetRow, GpuRow, InventoryChangeRow, PlacementRow
 from ui import format as fmt
 from ui.history_reader import DetailData, HistoryService
-from ui.views.plots import HistoryPlots
+
+if TYPE_CHECKING:  # imported where the plots are first built: pyqtgraph is not needed to open the window
+    from ui.views.plots import HistoryPlots
 
 DEFAULT_RANGE = 0  # 24 h
 
@@ -173,16 +175,21 @@ class GpuDetailView(QWidget):
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long names never widen the window
         self.status = QLabel("")
         self.status.setStyleSheet("color: #546e7a;")
+        self.status.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.range_buttons = QButtonGroup(self)
-        top = QHBoxLayout()
-        top.addWidget(self.title, 1)
-        top.addWidget(self.status)
+        # Two rows: the card's name and nominal spec with the button that acts on the card, then the range
+        # and what was read. On one row the seven buttons left the title about 250 px at the default
+        # 1240×760, which cut "node GPU i — model · nominal …" after the model's first word.
+        title_row = QHBoxLayout()
+        title_row.addWidget(self.title, 1)
         self.intake_button = QPushButton("Intake…")
         self.intake_button.setToolTip("Check this card against its spec and its model's fleet (PASS / CONDITIONAL / "
                                       "REJECT), store the result with the card and offer its certificate")
         self.intake_button.setEnabled(False)
         self.intake_button.clicked.connect(self._request_intake)
-        top.addWidget(self.intake_button)
+        title_row.addWidget(self.intake_button)
+        top = QHBoxLayout()
+        top.addWidget(self.status, 1)
         for i, (label, _) in enumerate(RANGES):
             b = QPushButton(label)
             b.setCheckable(True)
@@ -227,6 +234,8 @@ class GpuDetailView(QWidget):
         self.splitter = split
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
+        layout.setSpacing(2)
+        layout.addLayout(title_row)
         layout.addLayout(top)
         layout.addWidget(split, 1)
 
@@ -234,11 +243,14 @@ class GpuDetailView(QWidget):
     def plot(self) -> HistoryPlots:
         """The history plots, built the first time a GPU's history is drawn.
 
-        Building the stack of pyqtgraph plots costs about 0.3 s of CPU; the
-        window opens with the placeholder and pays it on the first selection,
-        not at launch (benchmarks/bench_gui.py's launch figure).
+        Building the stack of pyqtgraph plots costs about 0.3 s of CPU, and
+        importing pyqtgraph about as much again; the window opens with the
+        placeholder and pays both on the first selection, not at launch
+        (benchmarks/bench_gui.py's launch figure).
         """
         if self._plot is None:
+            from ui.views.plots import HistoryPlots
+
             self._plot = HistoryPlots()
             self.stack.addWidget(self._plot)
         return self._plot
@@ -313,6 +325,7 @@ class GpuDetailView(QWidget):
 
     def _on_failed(self, message: str) -> None:
         self.status.setText(f"cannot read the history: {message}")
+        self.status.setToolTip(self.status.text())  # a long message is cut at the range buttons
         if self.last is None or self.last.uuid != self.uuid:
             self.plot.clear("cannot read the history")  # never another card's plots under this card's title
 
@@ -322,6 +335,7 @@ class GpuDetailView(QWidget):
         self.last = data
         window = data.window
         self.status.setText(f"{len(window.rows)} points · {window.resolution} resolution · read {data.read_ms:.0f} ms")
+        self.status.setToolTip("")
         self._fill_inventory(data)
         self.stack.setCurrentWidget(self.plot)
         spec = card_spec(self.spec_book, data.gpu, self.row)

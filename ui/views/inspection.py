@@ -22,7 +22,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTreeView, QVBoxLayout, QWidget)
 
 from fleetmon import hostlist
-from fleetmon.health.engine import VERDICTS
+from fleetmon.health.verdict import VERDICTS
 from fleetmon.health.findings import Finding
 from storage.signoffs import SignoffRow
 from ui import format as fmt

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QGuiApplication
@@ -23,12 +23,14 @@ from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QGroupBox, QHB
                                QStyle, QTableView, QVBoxLayout, QWidget)
 
 from fleetmon import hostlist
-from fleetmon.health.engine import NodePreflight
 from fleetmon.health.findings import Finding
 from ui import format as fmt
 from ui.inspection_worker import Jobs, Review, review
 from ui.models.base import RowsTableModel
 from ui.views.save_html import save_html_dialog, write_html
+
+if TYPE_CHECKING:  # the review's job imports the engine: the window opens without it
+    from fleetmon.health.engine import NodePreflight
 
 Index = QModelIndex | QPersistentModelIndex
 
@@ -80,7 +82,7 @@ def exclude_list(result: Any) -> str:
 
 # -- the go / no-go list --------------------------------------------------------------------
 
-class GoNoGoModel(RowsTableModel[NodePreflight]):
+class GoNoGoModel(RowsTableModel["NodePreflight"]):
     """One row per node, no-go first; the reasons (and non-blocking warnings) in words."""
 
     COLUMNS = ("Node", "Verdict", "GPUs", "Reasons", "Slurm")
