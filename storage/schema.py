@@ -36,7 +36,7 @@ from sqlite_utils import Database, Migrations
 from fleetmon.fields import CATALOG, FIRST_SCHEMA_STEP, HW_THROTTLE_REASONS, THROTTLE_NAMES, Field
 from fleetmon.records import Status
 from fleetmon.vocab import GpuState
-from storage import schema_acks, schema_claims, schema_intake, schema_resolutions, schema_signoff
+from storage import schema_acks, schema_claims, schema_intake, schema_notify, schema_resolutions, schema_signoff
 
 MIGRATION_SET = "fleetmon"
 
@@ -665,6 +665,7 @@ _step("m009_signoffs")(schema_signoff.m009_signoffs)
 _step("m010_finding_resolutions")(schema_resolutions.m010_finding_resolutions)
 _step("m011_node_gpu_cap")(schema_claims.m011_node_gpu_cap)
 _step("m012_intakes")(schema_intake.m012_intakes)
+_step("m015_notify_outbox")(schema_notify.m015_notify_outbox)
 
 
 # -- the default layout -----------------------------------------------------------------

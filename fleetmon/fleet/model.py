@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetmon.fleet.notify import NotifySpec
 from fleetmon.specbook import SpecBook, UserSpec, book_of
 
 __all__ = ["DEFAULT_AGENT_PORT", "DEFAULT_DCGM_PORT", "FLEET_DEFAULTS", "GROUP_KEYS", "HISTORY_KEYS", "NODE_KEYS",
@@ -108,6 +109,8 @@ class Fleet:
     windows and the reports read telemetry from (None: the local store, the default)."""
     specs: tuple[UserSpec, ...] = ()
     """The ``[[spec]]`` tables, checked and resolved, in file order (see :mod:`fleetmon.specbook`)."""
+    notify: tuple[NotifySpec, ...] = ()
+    """The ``[[notify]]`` destinations, in file order (see :mod:`fleetmon.fleet.notify`)."""
 
     def spec_book(self) -> SpecBook:
         """The catalog plus this file's ``[[spec]]`` tables: what every consumer resolves a card's spec with."""

@@ -21,12 +21,13 @@ from fleetmon import specbook
 from fleetmon.errors import ConfigError
 from fleetmon.specs import GpuSpec, all_specs
 from fleetmon.fleet.locate import Locator
+from fleetmon.fleet.notify import validate_notify
 from fleetmon.fleet.model import (DEFAULT_AGENT_PORT, DEFAULT_DCGM_PORT, FLEET_DEFAULTS, GROUP_KEYS, HISTORY_KEYS,
                                   NODE_KEYS, Fleet, Group, NodeSpec)
 
 __all__ = ["is_node_name", "load_fleet", "parse_fleet"]
 
-_ROOT_KEYS = ("fleet", "thresholds", "group", "node", "history", "spec")
+_ROOT_KEYS = ("fleet", "thresholds", "group", "node", "history", "spec", "notify")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_.\-]*[A-Za-z0-9])?$")
 _GROUP_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,62}$")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -207,6 +208,7 @@ class _Validator:
         nodes = self._nodes(data.get("node", []), groups, settings["poll_interval_s"])
         history = self._history(data.get("history", {}))
         user_specs = self._specs(data.get("spec", []))
+        destinations = validate_notify(self, data.get("notify", []), groups)
         if self.errors:
             self.errors.sort(key=lambda pair: pair[0])
             raise ConfigError("\n".join(message for _, message in self.errors))
@@ -219,6 +221,7 @@ class _Validator:
             warnings=tuple(message for _, message in self.warnings),
             history_prometheus=history,
             specs=tuple(user_specs),
+            notify=tuple(destinations),
             **settings,
         )
 

@@ -31,6 +31,7 @@ LAYERS: tuple[tuple[str, int], ...] = (
     ("fleetmon.remote", 2),      # history from a Prometheus HTTP API (storage.rows types, no SQL)
     ("fleetmon.demo", 2),
     ("fleetmon.intake", 2),      # intake checks of new cards (health rules' data) and their storage glue
+    ("fleetmon.notify", 2),      # the collector's notifications: outbox through storage, Apprise, the digest
     ("fleetmon.cli", 3),         # entry points: may start anything
     ("fleetmon.__main__", 3),
     ("ui", 3),
