@@ -22,7 +22,7 @@ from sqlite_utils import Database
 from storage.db import query, transaction
 
 __all__ = ["OutboxItem", "OutboxRow", "dead_letters", "due", "enqueue", "gpu_indexes", "next_due", "outbox",
-           "outbox_has", "record_attempt"]
+           "outbox_has", "record_attempt", "retry_now"]
 
 
 @dataclass(frozen=True)
@@ -59,9 +59,10 @@ def _row(r: Mapping[str, Any]) -> OutboxRow:
                      done_at=r["done_at"])
 
 
-def enqueue(db: Database, items: Sequence[OutboxItem], now: float) -> list[str]:
-    """Queue ``items`` (pending, due now); an event already stored for its destination, in any state, is
-    left as it is. Returns the destinations that got a new row (in one transaction)."""
+def enqueue(db: Database, items: Sequence[OutboxItem], now: float, due_at: float | None = None) -> list[str]:
+    """Queue ``items`` (pending, created at ``now``, due at ``due_at``, default ``now``); an event already stored
+    for its destination, in any state, is left as it is. Returns the destinations that got a new row (in one
+    transaction)."""
     woke: list[str] = []
     if not items:
         return woke
@@ -71,7 +72,8 @@ def enqueue(db: Database, items: Sequence[OutboxItem], now: float) -> list[str]:
                 """INSERT OR IGNORE INTO notify_outbox (dest, event_key, created, severity, payload, next_try)
                    VALUES (?, ?, ?, ?, ?, ?)""",
                 (item.dest, item.event_key, now, item.severity,
-                 json.dumps(item.payload, separators=(",", ":"), sort_keys=True, default=str), now))
+                 json.dumps(item.payload, separators=(",", ":"), sort_keys=True, default=str),
+                 now if due_at is None else due_at))
             if cur.rowcount and item.dest not in woke:
                 woke.append(item.dest)
     return woke
@@ -142,3 +144,11 @@ def outbox_has(db: Database, dest: str, event_key: str) -> bool:
     """Whether ``event_key`` is in ``dest``'s outbox, in any state."""
     return bool(query(db, "SELECT 1 AS x FROM notify_outbox WHERE dest = ? AND event_key = ? LIMIT 1",
                       (dest, event_key)))
+
+
+def retry_now(db: Database, dest: str, now: float) -> int:
+    """Make every pending row of ``dest`` due at ``now`` (a new run tries at once what an earlier one left
+    waiting for its next retry); returns how many."""
+    with transaction(db) as conn:
+        return int(conn.execute("UPDATE notify_outbox SET next_try = ? WHERE dest = ? AND state = 'pending' "
+                                "AND next_try > ?", (now, dest, now)).rowcount)

@@ -179,7 +179,7 @@ class Notifier:
         items = [outbox.OutboxItem(name, e.key, e.severity, e.payload())
                  for e in events for name, sender in self.senders.items()
                  if (to is None or name in to) and accepts(sender.spec, e)]
-        woke = outbox.enqueue(db, items, now)
+        woke = outbox.enqueue(db, items, now, due_at=float(self.clock()))  # due by the senders' clock
         for name in woke:
             self.senders[name].wake()
         return sum(1 for _ in items) if woke else 0
@@ -208,6 +208,10 @@ class Notifier:
                 sender.join(max(0.0, deadline - time.monotonic()))
                 ok = ok and not sender.is_alive()
         return ok
+
+    def busy(self) -> bool:
+        """Whether a sender thread still runs (after :meth:`stop`: one hanging in a send)."""
+        return any(s.is_alive() for s in self.senders.values())
 
     # -- the daily digest -------------------------------------------------------------
 
@@ -294,6 +298,7 @@ class _Sender(threading.Thread):
         self.wakeups: queue.Queue[None] = queue.Queue(maxsize=WAKE_QUEUE)
         self.sent_at: deque[float] = deque()
         self.not_before = 0.0
+        self.rate_held = False
         self.settled = threading.Event()
         self.last_error: str | None = None
 
@@ -311,6 +316,13 @@ class _Sender(threading.Thread):
         except Exception as exc:
             log.error("notify %s: cannot open the database %s: %s", self.name, self.owner.db_path, exc)
             return
+        try:
+            from storage import notify as outbox
+
+            # What an earlier run left waiting for a retry is tried at once: the destination may be fixed.
+            outbox.retry_now(db, self.spec.name, float(self.owner.clock()))
+        except Exception as exc:
+            log.error("notify %s: %s", self.spec.name, exc)
         try:
             while not self.owner._stopping.is_set():
                 try:
@@ -361,9 +373,13 @@ class _Sender(threading.Thread):
         left = self.spec.max_per_hour - len(self.sent_at)
         if left <= 0:
             self.not_before = now + 3600.0 - (mono - self.sent_at[0])
+            self.rate_held = True
             return False
-        # One message per event, or one folded message: a storm, or more than the rate limit leaves room for.
-        batches = [rows] if len(rows) > min(FOLD_OVER, left) else [[r] for r in rows]
+        # One message per event, or one folded message: a storm, more than the rate limit leaves room
+        # for, or what waited for a slot.
+        fold = len(rows) > min(FOLD_OVER, left) or (self.rate_held and len(rows) > 1)
+        self.rate_held = False
+        batches = [list(rows)] if fold else [[r] for r in rows]
         for batch in batches:
             self._send(db, batch)
             if self.owner._stopping.is_set():

@@ -1,9 +1,9 @@
 """Sending one message to one destination with Apprise; the URL's secret read from its file.
 
 Apprise (https://github.com/caronc/apprise) speaks the services; it reports a
-failure as a False result and log records, not an exception: the records of
-this thread are caught (:class:`_ThreadLog`) so that a failure comes back as
-one line naming the destination and what went wrong.
+failure as a false result carrying its log, not an exception: the result's
+warnings become one line naming the destination and what went wrong (the URL,
+which holds the secret, left out).
 """
 
 from __future__ import annotations
@@ -91,17 +91,17 @@ class Destination:
         Raises:
             DeliveryError: the service did not take it (one line: what Apprise logged, secrets left out).
         """
-        handler = _ThreadLog()
-        log = logging.getLogger("apprise")
-        log.addHandler(handler)
         try:
-            ok = bool(self._apprise.notify(title=title, body=body, body_format=self._text))
+            result = self._apprise.notify(title=title, body=body, body_format=self._text)
         except Exception as exc:  # Apprise catches its plugins' errors; anything else is one line too
             raise DeliveryError(f"notify {self.name}: {type(exc).__name__}: {_strip(str(exc), self._url)}") from exc
-        finally:
-            log.removeHandler(handler)
-        if not ok:
-            why = "; ".join(dict.fromkeys(m for m in handler.messages if "Notifying" not in m)) or "not delivered"
+        if not result:
+            # The result's log (Apprise 2) says why; its plugins run on a pool thread of Apprise's.
+            logs = getattr(result, "logs", None)
+            entries = list(logs()) if callable(logs) else []
+            lines = [str(getattr(e, "message", e)) for e in entries
+                     if str(getattr(e, "level", "WARNING")) in ("WARNING", "ERROR", "CRITICAL")]
+            why = "; ".join(dict.fromkeys(lines)) or "not delivered"
             raise DeliveryError(f"notify {self.name}: {_strip(why, self._url)}")
 
 

@@ -17,6 +17,7 @@ import shutil
 import ssl
 import subprocess
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -36,6 +37,8 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = 0.0
+    """When it came (time.monotonic())."""
 
     def json(self) -> Any:
         return json.loads(self.body.decode("utf-8"))
@@ -93,7 +96,8 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         host = self.tunnel_host or (self.headers.get("Host") or "")
         with state.cond:
-            state.received.append(Received("POST", host, self.path, dict(self.headers.items()), body))
+            state.received.append(Received("POST", host, self.path, dict(self.headers.items()), body,
+                                           time.monotonic()))
             state.cond.notify_all()
         if state.mode == "hang":
             with state.cond:
