@@ -96,7 +96,7 @@ THAW_EVERY_S = 3600.0
 """How often the frozen heap is thawed and collected."""
 HEALTH_BACKOFF = 10.0
 """The next evaluation waits at least this many times the last one's duration."""
-NOTIFY_FLUSH_S = 30.0
+NOTIFY_FLUSH_S = 10.0
 """``--once`` waits this long at most for the notifications of its pass to be tried."""
 STOP_WAIT_S = 5.0
 """Longest time :meth:`Collector.stop` waits for a running cycle to end after telling it to stop."""
