@@ -37,6 +37,16 @@ def nodes() -> Iterator[list[SimNode]]:
         node.close()
 
 
+@pytest.fixture
+def one() -> Iterator[list[SimNode]]:
+    """One simulated agent with eight GPUs (the tests that need no storm)."""
+    node = make_node("n0", gpus=8)
+    node.serve(0.1)
+    node.backfill(1)
+    yield [node]
+    node.close()
+
+
 def _fleet(nodes: list[SimNode], notify: str) -> object:
     lines = [f'[[node]]\nname = "{n.name}"\nurl = "{n.url}"\ngroup = "a100"\n' for n in nodes]
     return parse_fleet("\n".join(lines) + notify)
@@ -81,10 +91,10 @@ def test_a_storm_of_lost_gpus_is_one_message_and_a_restart_resends_nothing(
 
 
 def test_a_hanging_destination_does_not_slow_collection_nor_lose_a_finding(
-        nodes: list[SimNode], hook: HookServer, tmp_path: Path) -> None:
+        one: list[SimNode], hook: HookServer, tmp_path: Path) -> None:
     hook.mode = "hang"
     # rto: Apprise's read timeout, longer than the test: the send hangs for as long as the server holds it.
-    fleet = _fleet(nodes, f'[[notify]]\nname = "ops"\nurl = "json://127.0.0.1:{hook.port}/x?rto=300"\n'
+    fleet = _fleet(one, f'[[notify]]\nname = "ops"\nurl = "json://127.0.0.1:{hook.port}/x?rto=300"\n'
                           'digest = false\n')
     db = open_database(tmp_path / "fleet.db")
     collector = Collector(fleet, db)
@@ -92,12 +102,12 @@ def test_a_hanging_destination_does_not_slow_collection_nor_lose_a_finding(
     collector.notifier.start()
     try:
         collector.run_cycle(force=True)
-        _lose(nodes, 2)
+        _lose(one, 2)
         collector.run_cycle(force=True)
         collector.maintain(force_health=True)
         assert hook.wait_hanging()  # the sender is stuck in its first send
         for round_ in range(3):
-            _lose(nodes, 1, start=2 + round_)
+            _lose(one, 1, start=2 + round_)
             started = time.monotonic()
             collector.run_cycle(force=True)
             collector.maintain(force_health=True)
@@ -112,8 +122,8 @@ def test_a_hanging_destination_does_not_slow_collection_nor_lose_a_finding(
         db.close()
 
 
-def test_a_node_nobody_polls_is_told_once_as_stale(nodes: list[SimNode], hook: HookServer, tmp_path: Path) -> None:
-    fleet = _fleet(nodes[:1], f'[[notify]]\nname = "ops"\nurl = "json://127.0.0.1:{hook.port}/x"\ndigest = false\n')
+def test_a_node_nobody_polls_is_told_once_as_stale(one: list[SimNode], hook: HookServer, tmp_path: Path) -> None:
+    fleet = _fleet(one, f'[[notify]]\nname = "ops"\nurl = "json://127.0.0.1:{hook.port}/x"\ndigest = false\n')
     db = open_database(tmp_path / "fleet.db")
     collector = Collector(fleet, db)
     collector.collect_once()
@@ -158,7 +168,7 @@ def test_notify_test_sends_a_sample_and_names_a_failing_destination(
 
 
 def test_fleetmon_collect_sends_and_exits_with_a_dead_destination_pending(
-        nodes: list[SimNode], hook: HookServer, tmp_path: Path) -> None:
+        one: list[SimNode], hook: HookServer, tmp_path: Path) -> None:
     """`fleetmon collect` (also how the app runs its collector) notifies; a refusing destination costs it no
     exit status and leaves the event pending for the next run."""
     import socket
@@ -168,13 +178,13 @@ def test_fleetmon_collect_sends_and_exits_with_a_dead_destination_pending(
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         refused = s.getsockname()[1]
-    node = nodes[0]
+    node = one[0]
     fleet = tmp_path / "fleet.toml"
     fleet.write_text(f'[[node]]\nname = "{node.name}"\nurl = "{node.url}"\n'
                      f'[[notify]]\nname = "ops"\nurl = "json://127.0.0.1:{hook.port}/x"\ndigest = false\n'
                      f'[[notify]]\nname = "gone"\nurl = "json://127.0.0.1:{refused}/x"\ndigest = false\n',
                      encoding="utf-8")
-    _lose(nodes[:1], 1)
+    _lose(one, 1)
     db = tmp_path / "fleet.db"
     run = subprocess.run([sys.executable, "-m", "fleetmon", "collect", "--fleet", str(fleet), "--db", str(db),
                           "--once"], capture_output=True, text=True, timeout=120,

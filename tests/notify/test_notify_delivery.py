@@ -205,3 +205,19 @@ def test_the_daily_digest_is_the_inspection_once_a_day(hook: HookServer, db_path
     assert body["title"].startswith("[fleetmon] daily inspection: ")
     assert "fleetmon report" in body["message"] and f"Open: fleetmon report --db {db_path}" in body["message"]
     assert [r.event_key for r in _rows(db_path)] == ["digest:2026-09-21"]
+
+
+def test_more_than_three_events_due_together_are_one_message(hook: HookServer, db_path: str) -> None:
+    notifier = _notifier(db_path, f"json://127.0.0.1:{hook.port}/x")
+    try:
+        _queue(notifier, db_path, store(db_path, [lost("node7", "GPU-1")]))  # one: a message of its own
+        assert notifier.flush(10)
+        _queue(notifier, db_path, store(db_path, [lost("node7", f"GPU-{n}") for n in range(1, 6)]), NOW + 60)
+        assert notifier.flush(10)
+    finally:
+        notifier.stop()
+    first, folded = hook.received
+    assert first.json()["title"] == "[fleetmon] CRITICAL gpu-lost: node7 GPU-1"
+    assert folded.json()["title"] == "[fleetmon] CRITICAL: 4 events on 1 node (4 × gpu-lost)"
+    assert [line.split()[2] for line in folded.json()["message"].splitlines() if line.startswith("- ")] == [
+        "GPU-2", "GPU-3", "GPU-4", "GPU-5"]
