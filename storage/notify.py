@@ -19,10 +19,10 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from storage.db import query, transaction
+from storage.db import db_path, query, transaction
 
-__all__ = ["OutboxItem", "OutboxRow", "dead_letters", "due", "enqueue", "gpu_indexes", "next_due", "outbox",
-           "outbox_has", "record_attempt", "retry_now"]
+__all__ = ["OutboxItem", "OutboxRow", "database_file", "dead_letters", "due", "enqueue", "gpu_indexes", "next_due",
+           "outbox", "outbox_has", "record_attempt", "retry_now"]
 
 
 @dataclass(frozen=True)
@@ -152,3 +152,8 @@ def retry_now(db: Database, dest: str, now: float) -> int:
     with transaction(db) as conn:
         return int(conn.execute("UPDATE notify_outbox SET next_try = ? WHERE dest = ? AND state = 'pending' "
                                 "AND next_try > ?", (now, dest, now)).rowcount)
+
+
+def database_file(db: Database) -> str:
+    """The file behind ``db``, where the notifier's senders open their own connections (":memory:" for none)."""
+    return db_path(db)

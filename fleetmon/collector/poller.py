@@ -201,9 +201,14 @@ class Collector:
         each health pass, delivering on threads of its own."""
         if getattr(fleet, "notify", ()) and db is not None:
             from fleetmon.notify import Notifier
-            from storage.db import db_path
+            from storage.notify import database_file
 
-            self.notifier = Notifier(fleet, db_path(db))
+            path = database_file(db)
+            if path in ("", ":memory:", "?"):
+                log.error("notifications need a database file (the senders open their own connections); "
+                          "this collector's is in memory: none are sent")
+            else:
+                self.notifier = Notifier(fleet, path)
 
     # -- one cycle --------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from fleetmon.vocab import Severity
 from storage.db import open_database
 from storage.findings import save_findings
 from storage.rows import NewFinding
@@ -203,7 +204,7 @@ class SmtpServer:
 
 def lost(node: str, uuid: str, at: float = 1_790_000_000.0) -> NewFinding:
     """A gpu-lost finding as the health engine stores it (its summary in the evidence)."""
-    return NewFinding(key=f"gpu-lost:gpu:{uuid}", kind="gpu-lost", severity="critical", node=node, gpu_uuid=uuid,  # type: ignore[arg-type]
+    return NewFinding(key=f"gpu-lost:gpu:{uuid}", kind="gpu-lost", severity=Severity.CRITICAL, node=node, gpu_uuid=uuid,
                       first_seen=at, last_seen=at,
                       evidence={"summary": f"{node} {uuid}: GPU lost (fell off the bus), Xid 79 at 12:01 UTC",
                                 "xid": 79},
