@@ -221,3 +221,29 @@ def test_more_than_three_events_due_together_are_one_message(hook: HookServer, d
     assert folded.json()["title"] == "[fleetmon] CRITICAL: 4 events on 1 node (4 × gpu-lost)"
     assert [line.split()[2] for line in folded.json()["message"].splitlines() if line.startswith("- ")] == [
         "GPU-2", "GPU-3", "GPU-4", "GPU-5"]
+
+
+def test_a_finding_worsening_to_critical_and_an_unreachable_node_are_told(hook: HookServer, db_path: str) -> None:
+    notifier = _notifier(db_path, f"json://127.0.0.1:{hook.port}/x")  # the default floor: critical
+    base = lost("node7", "GPU-1")
+    ecc = type(base)(**{**base.__dict__, "key": "ecc:gpu:GPU-1", "kind": "ecc-correctable-storm",
+                        "severity": "warning", "evidence": {"summary": "node7 GPU-1: 900 corrected ECC errors"}})
+    down = type(base)(**{**base.__dict__, "key": "node-unreachable:node:node7", "kind": "node-unreachable",
+                         "gpu_uuid": None, "evidence": {"summary": "node7: unreachable for 6 min (timeout)"},
+                         "action": "Check that the node is up"})
+    try:
+        _queue(notifier, db_path, store(db_path, [ecc]))  # a warning: under the floor
+        assert notifier.flush(10) and hook.received == []
+        worse = type(ecc)(**{**ecc.__dict__, "severity": "critical"})
+        _queue(notifier, db_path, store(db_path, [worse], NOW + 60), NOW + 60)
+        _queue(notifier, db_path, store(db_path, [worse, down], NOW + 120), NOW + 120)
+        _queue(notifier, db_path, store(db_path, [worse, down], NOW + 180), NOW + 180)  # nothing new
+        assert notifier.flush(10)
+    finally:
+        notifier.stop()
+    first, second = (p.json() for p in hook.received)
+    assert first["title"] == "[fleetmon] CRITICAL ecc-correctable-storm: node7 GPU-1"
+    assert "ecc-correctable-storm, critical (worsened to critical)" in first["message"]
+    assert second["title"] == "[fleetmon] CRITICAL node-unreachable: node7"
+    assert "Node: node7   GPU: -" in second["message"]
+    assert "Evidence: node7: unreachable for 6 min (timeout)" in second["message"]
