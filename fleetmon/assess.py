@@ -322,7 +322,7 @@ def evaluate_and_store(db: Any, now: float, *, fleet: Any = None, window_s: floa
 
     Returns:
         ``{"findings", "open", "new", "reopened", "resolved", "worsened"
-        (keys), "derating_rows", "load_s", "evaluate_s", "store_s"}``.
+        (keys), "changes" (those findings as stored), "derating_rows", "load_s", "evaluate_s", "store_s"}``.
 
     Raises:
         StorageError: reading or writing failed (nothing of the write is kept).
@@ -346,6 +346,7 @@ def evaluate_and_store(db: Any, now: float, *, fleet: Any = None, window_s: floa
         cache.forget_derating()  # a window longer than today rewrote earlier days the cache holds
     t3 = time.perf_counter()
     out: dict[str, Any] = dict(changed.keys())
+    out["changes"] = changed  # the stored findings themselves (storage.rows.FindingChanges), for the notifier
     out.update(findings=len(findings), open=len(open_), derating_rows=written,
                load_s=t1 - t0, evaluate_s=t2 - t1, store_s=t3 - t2)
     return out

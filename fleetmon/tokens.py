@@ -24,7 +24,7 @@ from pathlib import Path
 
 from fleetmon.errors import KnownError
 
-__all__ = ["MIN_TOKEN_LENGTH", "TokenFileError", "read_token_file"]
+__all__ = ["MIN_TOKEN_LENGTH", "TokenFileError", "read_secret_file", "read_token_file"]
 
 MIN_TOKEN_LENGTH = 16
 
@@ -60,3 +60,31 @@ def read_token_file(path: str | os.PathLike[str]) -> str:
     if any(c.isspace() for c in token):
         raise TokenFileError(f"token file {path} holds whitespace inside the token (one line, one token)")
     return token
+
+
+def read_secret_file(path: str | os.PathLike[str], what: str = "secret file") -> str:
+    """The one-line secret held in ``path`` (a notification URL or its token, :mod:`fleetmon.fleet.notify`),
+    stripped of surrounding blanks: read with the token files' rules on mode and encoding, but any length
+    and blanks inside allowed (a password may hold one); more than one line is refused.
+
+    Raises:
+        TokenFileError: unreadable, readable by group or others, not UTF-8, empty, or several lines.
+    """
+    file = Path(path).expanduser()
+    try:
+        st = file.stat()
+        raw = file.read_bytes()
+    except OSError as exc:
+        raise TokenFileError(f"{what} {path}: cannot read it ({exc.strerror or exc})") from exc
+    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise TokenFileError(f"{what} {path} is readable by group or others (mode {stat.S_IMODE(st.st_mode):04o});"
+                             f" run: chmod 600 {path}")
+    try:
+        secret = raw.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise TokenFileError(f"{what} {path}: cannot read it (not UTF-8 text)") from exc
+    if not secret:
+        raise TokenFileError(f"{what} {path} is empty")
+    if "\n" in secret or "\r" in secret:
+        raise TokenFileError(f"{what} {path} holds more than one line (one line, one secret)")
+    return secret

@@ -1,7 +1,7 @@
 """The `fleetmon` command line: one command, several subcommands.
 
 One module per subcommand (agent, collect, gui, demo, xid, fleet, report,
-preflight, intake, resolve, export, import / import-smi, evidence, slurm), each holding its argument definitions next to its command;
+preflight, intake, resolve, export, import / import-smi, evidence, slurm, notify), each holding its argument definitions next to its command;
 this module builds the parser from them. Heavy imports (Qt, sqlite-utils,
 APScheduler, aiohttp) and the ui package happen inside the command that needs
 them, so `fleetmon agent` runs on a node that has only the standard library
@@ -14,15 +14,15 @@ import argparse
 import sys
 
 from fleetmon import __version__
-from fleetmon.cli import (agent, collect, demo, evidence, export, fleet, gui, import_smi, intake, preflight, report, resolve,
-                          slurm, xid)
+from fleetmon.cli import (agent, collect, demo, evidence, export, fleet, gui, import_smi, intake, notify, preflight, report,
+                          resolve, slurm, xid)
 from fleetmon.errors import KnownError
 
 __all__ = ["build_parser", "main"]
 
 # In the order `fleetmon --help` lists them.
 _COMMANDS = (agent, collect, gui, demo, xid, fleet, report, preflight, intake, resolve, export, import_smi, evidence,
-             slurm)
+             slurm, notify)
 
 
 def build_parser() -> argparse.ArgumentParser:

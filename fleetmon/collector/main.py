@@ -67,6 +67,9 @@ def run_collect(args: argparse.Namespace) -> int:
                   f"{note}")
             for p in bad:
                 print(f"  {p.node}: {p.error}", file=sys.stderr)
+            if collector.notifier is not None:
+                collector.notifier.stop(wait_s=2.0)
+                _leave_if_notify_hangs(collector, lock)
             return 0
         if getattr(args, "control", None) == "stdio":
             serve_control(collector, stop, sys.stdin, sys.stdout)
@@ -85,9 +88,24 @@ def run_collect(args: argparse.Namespace) -> int:
             sys.stdout.flush()
             os._exit(0)
         db.close()
+        _leave_if_notify_hangs(collector, lock)
         return 0
     finally:
         lock.release()
+
+
+def _leave_if_notify_hangs(collector: Collector, lock: WriterLock) -> None:
+    """Exit now when a notification destination hangs in a send after the notifier's stop: its thread (and
+    the Apprise pool thread under it) would hold the interpreter's exit until the service's timeout. What it
+    was sending stays pending in the outbox; the next run sends it."""
+    if collector.notifier is None or not collector.notifier.busy():
+        return
+    print("fleetmon collect: a notification destination did not answer in time; exiting without it",
+          file=sys.stderr, flush=True)
+    lock.release()
+    logging.shutdown()
+    sys.stdout.flush()
+    os._exit(0)
 
 
 def _stop_once(stop: threading.Event, collector: Collector) -> None:

@@ -98,6 +98,8 @@ THAW_EVERY_S = 3600.0
 """How often the frozen heap is thawed and collected."""
 HEALTH_BACKOFF = 10.0
 """The next evaluation waits at least this many times the last one's duration."""
+NOTIFY_FLUSH_S = 10.0
+"""``--once`` waits this long at most for the notifications of its pass to be tried."""
 STOP_WAIT_S = 5.0
 """Longest time :meth:`Collector.stop` waits for a running cycle to end after telling it to stop."""
 
@@ -197,6 +199,19 @@ class Collector:
         self.freeze_from_gpus = FREEZE_FROM_GPUS
         self._frozen_at: float | None = None  # monotonic time of the first freeze since the last thaw
         self.thaws = 0
+        self.notifier: Any = None
+        """The ``[[notify]]`` destinations' :class:`fleetmon.notify.Notifier` (None without any): fed after
+        each health pass, delivering on threads of its own."""
+        if getattr(fleet, "notify", ()) and db is not None:
+            from fleetmon.notify import Notifier
+            from storage.notify import database_file
+
+            path = database_file(db)
+            if path in ("", ":memory:", "?"):
+                log.error("notifications need a database file (the senders open their own connections); "
+                          "this collector's is in memory: none are sent")
+            else:
+                self.notifier = Notifier(fleet, path)
 
     # -- one cycle --------------------------------------------------------------
 
@@ -420,6 +435,8 @@ class Collector:
             log.info("health: %d open findings (%d new, %d resolved) in %.2f s", self.last_health["open"],
                      len(self.last_health["new"]), len(self.last_health["resolved"]), time.monotonic() - t0)
             self._auto_drain(now)
+            if self.notifier is not None:  # only queues: the senders deliver on their own threads
+                self.notifier.after_health(self.db, self.last_health.get("changes"), now)
         except Exception as exc:
             log.error("health evaluation failed (polling goes on): %s", exc,
                       exc_info=not isinstance(exc, KnownError))
@@ -492,6 +509,8 @@ class Collector:
         Returns the first cycle's polls.
         """
         self._defer_health = True
+        if self.notifier is not None:
+            self.notifier.start()
         try:
             polls = self.run_cycle(force=True)
             rounds = 0
@@ -502,6 +521,9 @@ class Collector:
             self._defer_health = False
         if not self._stopping.is_set():  # a stop during the catch-up: no health pass on the way out
             self.maintain(force_health=True)
+            if self.notifier is not None and not self.notifier.flush(NOTIFY_FLUSH_S):
+                log.warning("notifications: not all sent within %g s; the rest stays queued for the next run",
+                            NOTIFY_FLUSH_S)
         return polls
 
     # -- the schedule -----------------------------------------------------------
@@ -545,6 +567,8 @@ class Collector:
         self._scheduler.add_job(self._job, "interval", seconds=self.interval_s, max_instances=1, coalesce=True,
                                 next_run_time=datetime.now(), id="poll", misfire_grace_time=None)
         self._scheduler.start()
+        if self.notifier is not None:
+            self.notifier.start()
 
     def poll_now(self) -> None:
         """Run a cycle as soon as possible (skipped if one is running: its result is as fresh)."""
@@ -576,6 +600,8 @@ class Collector:
             without waiting for it).
         """
         self._stopping.set()
+        if self.notifier is not None:
+            self.notifier.stop(wait_s=min(wait_s, 2.0))
         cycle = self._cycle
         if cycle is not None:
             loop, task = cycle

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fleetmon.fleet.notify import NotifySpec
 from fleetmon.specbook import SpecBook, UserSpec, book_of
 
 __all__ = ["DEFAULT_AGENT_PORT", "DEFAULT_DCGM_PORT", "FLEET_DEFAULTS", "GROUP_KEYS", "HISTORY_KEYS", "NODE_KEYS",
@@ -134,6 +135,8 @@ class Fleet:
     """The ``[[spec]]`` tables, checked and resolved, in file order (see :mod:`fleetmon.specbook`)."""
     slurm: SlurmSettings | None = None
     """``[slurm]`` (None: the file has no such table; Slurm is still asked, with the defaults)."""
+    notify: tuple[NotifySpec, ...] = ()
+    """The ``[[notify]]`` destinations, in file order (see :mod:`fleetmon.fleet.notify`)."""
 
     def spec_book(self) -> SpecBook:
         """The catalog plus this file's ``[[spec]]`` tables: what every consumer resolves a card's spec with."""

@@ -21,12 +21,13 @@ from fleetmon import specbook
 from fleetmon.errors import ConfigError
 from fleetmon.specs import GpuSpec, all_specs
 from fleetmon.fleet.locate import Locator
+from fleetmon.fleet.notify import validate_notify
 from fleetmon.fleet.model import (DEFAULT_AGENT_PORT, DEFAULT_DCGM_PORT, FLEET_DEFAULTS, GROUP_KEYS, HISTORY_KEYS,
                                   NODE_KEYS, SLURM_KEYS, Fleet, Group, NodeSpec, SlurmSettings)
 
 __all__ = ["is_node_name", "load_fleet", "parse_fleet"]
 
-_ROOT_KEYS = ("fleet", "thresholds", "group", "node", "history", "spec", "slurm")
+_ROOT_KEYS = ("fleet", "thresholds", "group", "node", "history", "spec", "slurm", "notify")
 _SLURM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _KIND = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9_.\-]*[A-Za-z0-9])?$")
@@ -210,6 +211,7 @@ class _Validator:
         history = self._history(data.get("history", {}))
         user_specs = self._specs(data.get("spec", []))
         slurm = self._slurm(data["slurm"]) if "slurm" in data else None
+        destinations = validate_notify(self, data.get("notify", []), groups)
         if self.errors:
             self.errors.sort(key=lambda pair: pair[0])
             raise ConfigError("\n".join(message for _, message in self.errors))
@@ -223,6 +225,7 @@ class _Validator:
             history_prometheus=history,
             specs=tuple(user_specs),
             slurm=slurm,
+            notify=tuple(destinations),
             **settings,
         )
 

@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, int], ...] = (
     ("fleetmon.intake", 2),      # intake checks of new cards (health rules' data) and their storage glue
     ("fleetmon.slurm", 1),       # Slurm's commands (sinfo, scontrol) and fleet → Slurm names
     ("fleetmon.slurm.actions", 2),  # drain / resume with a record in the store; the automatic drain
+    ("fleetmon.notify", 2),      # the collector's notifications: outbox through storage, Apprise, the digest
     ("fleetmon.cli", 3),         # entry points: may start anything
     ("fleetmon.__main__", 3),
     ("ui", 3),

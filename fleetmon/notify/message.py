@@ -1,0 +1,169 @@
+"""What the notifier sends: events from what a health pass changed, and the messages made of them.
+
+Pure functions of their input (time passed in), no I/O: the :class:`Event`
+payloads are what :mod:`storage.notify` keeps in the outbox, and
+:func:`compose` turns the due events of one destination into one message (one
+event) or a folded one (a storm: many events, one message listing them).
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from fleetmon.text import printable
+from fleetmon.vocab import Severity
+
+__all__ = ["FOLD_OVER", "Event", "compose", "finding_event", "open_command", "stale_event"]
+
+FOLD_OVER = 3
+"""More events than this, due together for one destination, go as one message that lists them."""
+MAX_LISTED = 60
+"""A folded message lists at most this many events (the count says how many more)."""
+EVIDENCE_CHARS = 300
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing to tell: a finding's lifecycle transition, a node gone stale, a day's digest.
+
+    ``key`` is unique per event (a finding key with its transition and onset): the outbox keeps
+    one row per destination and key, so nothing is sent twice for it.
+    """
+
+    key: str
+    transition: str
+    """"new", "reopened", "worsened", "stale", "digest" or "test"."""
+    kind: str
+    severity: str
+    node: str | None
+    gpu: str | None
+    """The card as people name it ("gpu3", else its UUID); None for a node event."""
+    evidence: str
+    action: str
+    command: str
+    group: str | None = None
+    at: float = 0.0
+    title: str = ""
+    body: str = ""
+    """Only a digest or a test carries its own text."""
+
+    def payload(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_payload(cls, data: Mapping[str, Any]) -> Event:
+        known = set(cls.__dataclass_fields__)
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+    @property
+    def where(self) -> str:
+        return " ".join(p for p in (self.node, self.gpu) if p) or "fleet"
+
+
+def open_command(db: str, node: str | None, kind: str | None = None, gpu_uuid: str | None = None) -> str:
+    """The ``fleetmon`` command that shows a finding (its key, to resolve it) from the collector's database."""
+    parts = ["fleetmon", "resolve", "--db", db, "--list"]
+    if node:
+        parts += ["--node", node]
+    if gpu_uuid:
+        parts += ["--gpu", gpu_uuid]
+    if kind:
+        parts += ["--kind", kind]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _one_line(text: str, limit: int = EVIDENCE_CHARS) -> str:
+    line = " ".join(printable(str(text)).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def finding_event(finding: Any, transition: str, db: str, *, group: str | None = None,
+                  gpu_index: int | None = None) -> Event:
+    """The event of a stored finding (:class:`storage.rows.StoredFinding`) that is new, reopened or worsened."""
+    evidence = dict(finding.evidence or {})
+    summary = str(evidence.get("summary") or f"{finding.node}: {finding.kind}")
+    gpu = None
+    if finding.gpu_uuid:
+        gpu = f"gpu{gpu_index}" if gpu_index is not None else str(finding.gpu_uuid)
+    severity = str(getattr(finding.severity, "value", finding.severity))
+    onset = int(float(finding.first_seen))
+    # One event per finding key and lifecycle transition: a reopening has a new onset; a worsening is
+    # keyed by the severity it reached, so it is told once however long the finding stays so.
+    stamp = f"{severity}" if transition == "worsened" else f"{onset}"
+    return Event(key=f"finding:{finding.key}:{transition}:{stamp}", transition=transition, kind=str(finding.kind),
+                 severity=severity, node=finding.node, gpu=gpu, evidence=_one_line(summary),
+                 action=_one_line(str(finding.action or ""), 400),
+                 command=open_command(db, finding.node, str(finding.kind), finding.gpu_uuid),
+                 group=group, at=float(finding.last_seen))
+
+
+def stale_event(node: str, last_ok: float, now: float, db: str, *, group: str | None = None) -> Event:
+    """The event of a node whose newest good poll is older than the staleness limit (one per stale spell)."""
+    minutes = max(0, int((now - last_ok) // 60))
+    return Event(key=f"stale:{node}:{int(last_ok)}", transition="stale", kind="node-stale", severity="critical",
+                 node=node, gpu=None,
+                 evidence=f"{node}: no good poll for {minutes} min (last at "
+                          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(last_ok))})",
+                 action="Check that the collector still polls this node and that the node and its agent are up",
+                 command=open_command(db, node), group=group, at=now)
+
+
+def _rank(severity: str) -> int:
+    try:
+        return Severity.parse(severity).rank
+    except ValueError:
+        return 0
+
+
+def compose(events: Sequence[Event], *, db: str = "") -> tuple[str, str]:
+    """(title, body) of one message for ``events``: one event in full, or (more than one) a folded list."""
+    if len(events) == 1:
+        e = events[0]
+        if e.transition in ("digest", "test"):
+            return e.title, e.body
+        change = {"new": "new", "reopened": "back", "worsened": "worsened to " + e.severity,
+                  "stale": "stale"}.get(e.transition, e.transition)
+        title = f"[fleetmon] {e.severity.upper()} {e.kind}: {e.where}"
+        body = "\n".join([
+            f"{e.where}: {e.kind}, {e.severity} ({change})",
+            f"Node: {e.node or '-'}   GPU: {e.gpu or '-'}",
+            f"Evidence: {e.evidence}",
+            f"Action: {e.action}",
+            f"Open: {e.command}",
+        ])
+        return title, body
+    worst = max(events, key=lambda e: _rank(e.severity)).severity
+    kinds = Counter(e.kind for e in events)
+    nodes = sorted({e.node for e in events if e.node})
+    kind_text = ", ".join(f"{n} × {k}" for k, n in kinds.most_common())
+    title = f"[fleetmon] {worst.upper()}: {len(events)} events on {len(nodes)} node{'s' if len(nodes) != 1 else ''} " \
+            f"({kind_text})"
+    lines = [f"{len(events)} events ({kind_text}), worst {worst}:"]
+    for e in sorted(events, key=lambda e: (-_rank(e.severity), e.kind, e.node or "", e.gpu or ""))[:MAX_LISTED]:
+        if e.transition in ("digest", "test"):
+            lines.append(f"- {e.title}")
+            continue
+        lines.append(f"- {e.where}  {e.kind}  {e.severity}  {e.evidence}")
+    if len(events) > MAX_LISTED:
+        lines.append(f"… and {len(events) - MAX_LISTED} more")
+    actions = list(dict.fromkeys(e.action for e in events if e.action))[:3]
+    for action in actions:
+        lines.append(f"Action: {action}")
+    if db:
+        lines.append(f"Open: fleetmon report --db {shlex.quote(db)}")
+    return title, "\n".join(lines)
+
+
+def transitions_of(changes: Any) -> Iterable[tuple[Any, str]]:
+    """(stored finding, transition) for what a health pass changed (:class:`storage.rows.FindingChanges`):
+    new (reopened ones told as reopened) and worsened findings."""
+    reopened = {f.key for f in getattr(changes, "reopened", ())}
+    for f in getattr(changes, "new", ()):
+        yield f, "reopened" if f.key in reopened else "new"
+    for f in getattr(changes, "worsened", ()):
+        yield f, "worsened"
