@@ -21,7 +21,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from storage.rows import DeratingDay, EventRow, GpuRow, HistoryWindow, InventoryChangeRow, PlacementRow
+from storage.rows import DeratingDay, EventRow, GpuRow, HistoryWindow, InventoryChangeRow, NodeRow, PlacementRow
 
 
 _PROMETHEUS: list[str | None] = [None]
@@ -72,6 +72,8 @@ class DetailData:
     """(hour start, minutes) whose power reading failed, for windows served from rollups."""
     intakes: tuple[Any, ...] = ()
     """The card's intakes (:class:`storage.intake.IntakeRow`), newest first: part of its history."""
+    node: NodeRow | None = None
+    """The card's node as last recorded: its vendor's versions (driver, runtime, firmware) and tool."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,9 @@ class HistoryReader(QObject):
             from storage.intake import intakes
 
             card_intakes = intakes(db, uuid, limit=20)
+            from storage.queries import nodes
+
+            node = next((n for n in nodes(db) if gpu is not None and n.name == gpu.node), None)
             events = gpu_events(db, gpu, since, until) if gpu is not None else []
             power_failed = failed_power_hours(db, uuid, since, until) if window.resolution != "minute" else []
         except Exception as exc:  # shown by the view; the next request retries
@@ -160,7 +165,7 @@ class HistoryReader(QObject):
         self.detail_loaded.emit(DetailData(
             uuid=uuid, since=since, until=until, window=window, gpu=gpu, changes=tuple(changes),
             placements=tuple(places), events=tuple(events), read_ms=(time.perf_counter() - t0) * 1000,
-            power_failed=tuple(power_failed), intakes=tuple(card_intakes)))
+            power_failed=tuple(power_failed), intakes=tuple(card_intakes), node=node))
 
     @Slot(int, float, float)
     def load_derating(self, generation: int, since: float, until: float) -> None:

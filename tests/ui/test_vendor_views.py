@@ -1,0 +1,197 @@
+"""A mixed fleet in the app (issue 23): the Vendor column and ``vendor:`` filter of the fleet view and All GPUs,
+the GPU detail pane saying what another vendor's tool does not report, the versions matrix per vendor.
+
+The database holds NVIDIA nodes fed as the other GUI tests feed them and real captures of other vendors' tools
+(../shared/fixtures/F_other_vendors) stored through ``fleetmon import``'s own code path; the parts that need the
+captures skip when ../shared is absent.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from helpers import Feeder, uuid_of
+from storage.db import open_database
+
+pytestmark = pytest.mark.gui
+NOW = int(time.time()) // 60 * 60
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "F_other_vendors"
+CAPTURES = {
+    "mi100": "amd/telegraf_mi100_rocm602.json",  # rocm-smi JSON, 4× MI100
+    "npu-a3": "huawei_ascend/issue_vllm-ascend-5588_npu-smi-25.3.rc1_a3_excerpt.txt",  # npu-smi, an A3's two chips
+    "dcu": "hygon/issue_gpustack-2032_hy-smi-json_k100-ai_first-2-cards_DERIVED.json",  # hy-smi JSON, 2× K100
+}
+
+
+def _build(folder: Path, *, captures: bool) -> Path:
+    path = folder / "mixed.db"
+    db = open_database(path)
+    Feeder(db, nodes=("n1", "n2"), gpus=2).feed(NOW - 3600, NOW)
+    if captures:
+        from fleetmon.cli.import_smi import prepare, store
+
+        for node, rel in CAPTURES.items():
+            copy = folder / Path(rel).name  # the capture time is the file's: a copy stamped 5 minutes ago
+            shutil.copyfile(FIXTURES / rel, copy)
+            os.utime(copy, (NOW - 300, NOW - 300))
+            store(db, prepare(copy, node, now=NOW))
+    db.close()
+    return path
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    if not FIXTURES.is_dir():
+        pytest.skip("../shared/fixtures/F_other_vendors is not present")
+    return _build(tmp_path, captures=True)
+
+
+def _snapshot(path: Path):
+    from ui.fleet_reader import read_snapshot
+
+    db = open_database(path, readonly=True)
+    try:
+        return read_snapshot(db, now=NOW + 30)
+    finally:
+        db.close()
+
+
+def test_the_filter_matches_the_vendor_without_captures(tmp_path):
+    """``vendor:`` on rows stored before issue 23 (no vendor): NVIDIA's."""
+    from ui.models.fleet_table import COLUMNS, FleetTableModel
+
+    snap = _snapshot(_build(tmp_path, captures=False))
+    model = FleetTableModel()
+    model.set_rows(list(snap.rows), verdicts=snap.verdicts)
+    assert {model.data(model.index(r, COLUMNS.index("Vendor"))) for r in range(model.rowCount())} == {"NVIDIA"}
+    model.set_filter("vendor:nvidia")
+    assert model.rowCount() == 4
+    model.set_filter("vendor:amd")
+    assert model.rowCount() == 0 and model.total() == 4
+
+
+def test_fleet_tree_vendor_column_and_filter(qtbot, mixed):
+    from ui.models.fleet_tree import COL_VENDOR
+    from ui.views.fleet import FleetView
+
+    view = FleetView()
+    qtbot.addWidget(view)
+    view.resize(1240, 600)
+    view.set_snapshot(_snapshot(mixed))
+    model = view.model
+    shown = {it.name: model.data(model.index_of_node(it.name).siblingAtColumn(COL_VENDOR))
+             for it in _nodes(model.roots())}
+    assert shown == {"n1": "NVIDIA", "n2": "NVIDIA", "mi100": "AMD", "npu-a3": "Huawei Ascend", "dcu": "Hygon"}
+    gpu = model.index_of_gpu(_uuids(mixed, "npu-a3")[0])
+    assert model.data(gpu.siblingAtColumn(COL_VENDOR)) == "Huawei Ascend"
+    view.filter.setText("vendor:amd")
+    assert [it.name for it in _nodes(model.roots())] == ["mi100"]
+    assert len(_nodes(model.roots())[0].children) == 4
+    view.filter.setText("vendor:ascend")  # the readable name matches too
+    assert [it.name for it in _nodes(model.roots())] == ["npu-a3"]
+    view.filter.setText("vendor:nvidia model:A100")
+    assert sorted(it.name for it in _nodes(model.roots())) == ["n1", "n2"]
+
+
+def test_all_gpus_vendor_column_and_filter(qtbot, mixed, tmp_path):
+    from PySide6.QtCore import QSettings
+
+    from ui.main_window import MainWindow
+    from ui.models.fleet_table import COLUMNS
+
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    w = MainWindow(str(mixed), refresh_s=3600, settings=settings)
+    qtbot.addWidget(w)
+    with qtbot.waitSignals([w.snapshot_shown, w.rows_shown], timeout=20000):
+        w.request_load()
+    w.show_view("All GPUs")
+    model = w.model
+    vendor = COLUMNS.index("Vendor")
+    assert model.rowCount() == 4 + 4 + 2 + 2
+    by_node = {}
+    for r in range(model.rowCount()):
+        by_node.setdefault(model.data(model.index(r, 0)), set()).add(model.data(model.index(r, vendor)))
+    assert by_node == {"n1": {"NVIDIA"}, "n2": {"NVIDIA"}, "mi100": {"AMD"}, "npu-a3": {"Huawei Ascend"},
+                       "dcu": {"Hygon"}}
+    w.table_filter.setText("vendor:amd")
+    assert model.rowCount() == 4 and {model.data(model.index(r, 0)) for r in range(4)} == {"mi100"}
+    w.table_filter.setText("vendor:hygon")
+    assert [model.row(r).node for r in range(model.rowCount())] == ["dcu", "dcu"]
+    w.table_filter.clear()
+    assert model.rowCount() == 12
+    w.close()
+
+
+def test_an_ascend_chips_detail_says_what_npu_smi_does_not_report(qtbot, mixed):
+    from ui.views.gpu_detail import GpuDetailView
+
+    snap = _snapshot(mixed)
+    uuid = _uuids(mixed, "npu-a3")[0]
+    row = next(r for r in snap.rows if r.uuid == uuid)
+    view = GpuDetailView(str(mixed), now=lambda: NOW)
+    qtbot.addWidget(view)
+    view.resize(1240, 600)
+    try:
+        _check_detail(qtbot, view, row, snap)
+    finally:
+        view.shutdown()
+
+
+def _check_detail(qtbot, view, row, snap) -> None:
+    with qtbot.waitSignal(view.history_shown, timeout=20000):
+        view.show_gpu(row)
+    cells = {view.inventory.item(r, 0).text(): view.inventory.item(r, 1).text()
+             for r in range(view.inventory.rowCount())}
+    assert cells["Vendor"] == "Huawei Ascend · read through npu-smi"
+    assert cells["Driver"] == "25.3.rc1" and "CANN" in cells
+    assert cells["VBIOS"] == "not reported by npu-smi"
+    reasons = view.plot.reasons
+    assert reasons["temp_c"] is None  # npu-smi gives the temperature: drawn
+    assert reasons["pcie"] == "not reported by npu-smi"  # no PCIe link in npu-smi's table: said, not empty
+    assert reasons["throttle"] == "throttle reasons and Xid events: not reported by npu-smi"
+    # An NVIDIA card keeps NVML's wording.
+    nv = next(r for r in snap.rows if r.uuid == uuid_of("n1", 0))
+    with qtbot.waitSignal(view.history_shown, timeout=20000):
+        view.show_gpu(nv)
+    cells = {view.inventory.item(r, 0).text(): view.inventory.item(r, 1).text()
+             for r in range(view.inventory.rowCount())}
+    assert cells["Vendor"] == "NVIDIA" and "not reported" not in " ".join(view.plot.reasons[k] or ""
+                                                                          for k in view.plot.reasons)
+
+
+def test_versions_matrix_per_vendor(mixed):
+    from ui.models.versions import COLUMNS, VersionsModel
+
+    model = VersionsModel()
+    model.set_snapshot(_snapshot(mixed))
+    rows = [[model.data(model.index(r, c)) for c in range(len(COLUMNS))] for r in range(model.rowCount())]
+    vendor, driver = COLUMNS.index("Vendor"), COLUMNS.index("Driver")
+    assert [r[vendor] for r in rows] == ["NVIDIA", "AMD", "Hygon", "Huawei Ascend"]  # grouped, NVIDIA first
+    by_vendor = {r[vendor]: r for r in rows}
+    assert by_vendor["NVIDIA"][driver].startswith("★ 550.54.15")
+    assert by_vendor["AMD"][driver] == "★ 6.3.6 (1)" and by_vendor["Huawei Ascend"][driver] == "★ 25.3.rc1 (1)"
+    # A vendor's driver is judged against its own vendor's: the AMD node is no outlier against NVIDIA's.
+    assert all(model.data(model.index(r, driver), Qt.ItemDataRole.BackgroundRole) is None
+               for r in range(model.rowCount()))
+    assert by_vendor["AMD"][COLUMNS.index("VBIOS")] == "★ 113-D3431401-101 (4)"
+
+
+def _nodes(roots):
+    out = []
+    for it in roots:
+        out += _nodes(it.children) if it.kind == "group" else [it]
+    return out
+
+
+def _uuids(path: Path, node: str) -> list[str]:
+    db = open_database(path, readonly=True)
+    try:
+        return [r["uuid"] for r in db.query("select uuid from gpus where node = ? order by idx", [node])]
+    finally:
+        db.close()
