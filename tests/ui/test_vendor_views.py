@@ -195,3 +195,14 @@ def _uuids(path: Path, node: str) -> list[str]:
         return [r["uuid"] for r in db.query("select uuid from gpus where node = ? order by idx", [node])]
     finally:
         db.close()
+
+
+def test_the_prerun_views_verdict_line_counts_per_vendor():
+    from fleetmon.health.engine import NodePreflight, PreflightResult
+    from ui.views.prerun import _vendors_text
+
+    r = PreflightResult(now=NOW, since=NOW - 86400, days=1, exclude="mi1", findings=(),
+                        nodes=(NodePreflight("n1", True, gpus=8), NodePreflight("mi1", False, gpus=8),
+                               NodePreflight("mi2", True, gpus=8)),
+                        vendors={"n1": "nvidia", "mi1": "amd", "mi2": "amd"})
+    assert _vendors_text(r) == "NVIDIA 1 GO, 0 NO-GO; AMD 1 GO, 1 NO-GO"
