@@ -20,6 +20,7 @@ from PySide6.QtGui import QBrush, QColor
 from fleetmon import hostlist
 from fleetmon.fields import DEFAULT_VENDOR
 from fleetmon.vendors import runtime_name, vendor_key, vendor_name, vendor_order
+from storage.rows import NodeRow
 from ui.snapshot import FleetSnapshot
 from ui.models.base import Index, RowsTableModel
 
@@ -73,7 +74,7 @@ def _baseline(counts: Counter[str], expected: str | None) -> str | None:
     return top[0][0]
 
 
-def _runtime(node: Any, vendor: str) -> str | None:
+def _runtime(node: NodeRow | None, vendor: str) -> str | None:
     """The node's runtime as the matrix shows it: NVIDIA's CUDA driver version bare (as before issue 23),
     another vendor's named ("ROCm 6.0.2")."""
     if node is None:
