@@ -525,6 +525,10 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         for key, w in self._state_widgets().items():
             state = s.value(f"window/{key}")
+            if isinstance(w, QHeaderView) and str(s.value(f"window/{key}_columns", "")) != str(w.count()):
+                # A header saved with other columns (before the Vendor column, issue 23) would give each
+                # width to the wrong column: the default widths instead.
+                continue
             if isinstance(state, QByteArray):
                 w.restoreState(state)
         view = s.value("window/view")
@@ -540,6 +544,8 @@ class MainWindow(QMainWindow):
         s.setValue("window/geometry", self.saveGeometry())
         for key, w in self._state_widgets().items():
             s.setValue(f"window/{key}", w.saveState())
+            if isinstance(w, QHeaderView):
+                s.setValue(f"window/{key}_columns", w.count())
         if self.detail.isHidden() and self._splitter_state is not None:  # the pane's size, not its absence
             s.setValue("window/splitter", self._splitter_state)
         s.setValue("window/view", self.current_view())

@@ -206,3 +206,35 @@ def test_the_prerun_views_verdict_line_counts_per_vendor():
                                NodePreflight("mi2", True, gpus=8)),
                         vendors={"n1": "nvidia", "mi1": "amd", "mi2": "amd"})
     assert _vendors_text(r) == "NVIDIA 1 GO, 0 NO-GO; AMD 1 GO, 1 NO-GO"
+
+
+def test_a_header_layout_saved_before_the_vendor_column_is_not_applied_to_the_new_columns(qtbot, tmp_path):
+    """A fleet header saved with the nine columns of before gave each width to its right-hand neighbour
+    (Status took Health's stretched width); it is left out, and a layout saved now is restored."""
+    from PySide6.QtCore import QSettings
+    from PySide6.QtWidgets import QHeaderView
+
+    from ui.main_window import MainWindow
+    from ui.models.fleet_tree import COL_STATUS
+
+    path = _build(tmp_path, captures=False)
+    old = QHeaderView(Qt.Orientation.Horizontal)
+    from PySide6.QtGui import QStandardItemModel
+
+    model = QStandardItemModel(0, 9)
+    old.setModel(model)
+    old.resizeSection(7, 900)  # the old Status column, which the new layout's Status (index 8) must not take…
+    old.resizeSection(8, 55)
+    settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
+    settings.setValue("window/fleet_header", old.saveState())
+    w = MainWindow(str(path), refresh_s=3600, settings=settings)
+    qtbot.addWidget(w)
+    header = w.fleet_view.tree.header()
+    assert header.count() == 10 and header.sectionSize(COL_STATUS) < 300
+    header.resizeSection(COL_STATUS, 123)
+    w.save_settings()
+    w.close()
+    again = MainWindow(str(path), refresh_s=3600, settings=settings)
+    qtbot.addWidget(again)
+    assert again.fleet_view.tree.header().sectionSize(COL_STATUS) == 123
+    again.close()
