@@ -223,8 +223,7 @@ def test_a_header_layout_saved_before_the_vendor_column_is_not_applied_to_the_ne
 
     model = QStandardItemModel(0, 9)
     old.setModel(model)
-    old.resizeSection(7, 900)  # the old Status column, which the new layout's Status (index 8) must not take…
-    old.resizeSection(8, 55)
+    old.resizeSection(8, 900)  # the old Health column (stretched): Qt restores by index, onto the new Status
     settings = QSettings(str(tmp_path / "s.ini"), QSettings.Format.IniFormat)
     settings.setValue("window/fleet_header", old.saveState())
     w = MainWindow(str(path), refresh_s=3600, settings=settings)
