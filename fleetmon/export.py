@@ -29,7 +29,7 @@ readable scale (:data:`PRINT_SCALE`), the header row and the Node, Group and
 Slot columns on every page, the columns that do not fit on following pages,
 and a page header with the fleet and the export's date. The app's
 *Print inventory…* (``ui.print_inventory``) prints :data:`PRINT_SECTIONS`:
-the columns an inspector reads across the page, the rest in a second section.
+the columns an inspector reads across the page, the rest in a second section, the vendor and its versions in a third.
 
 The file written takes the mode the user's umask gives a new file (as
 ``open()`` or a shell redirection would), never the 0600 of a temporary file.
@@ -159,8 +159,10 @@ PRINT_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
                 "open_findings", "findings", "last_seen_ts", "intake_text")),
     ("Identity, firmware and limits", (
         "node", "gpu_index", "uuid", "board_part_number", "vbios", "driver_version", "cuda_driver_version",
-        "vendor_name", "runtime_text", "firmware_version", "memory_total_mib", "power_default_w", "power_enforced_w", "power_min_w", "power_max_w", "pcie_max_gen",
+        "memory_total_mib", "power_default_w", "power_enforced_w", "power_min_w", "power_max_w", "pcie_max_gen",
         "pcie_max_width", "first_seen_ts")),
+    ("Vendor and versions", ("node", "gpu_index", "model", "vendor_name", "driver_version", "runtime_text",
+                             "firmware_version")),  # issue 23: a section of its own (the others are full)
 )
 """The printed inventory's sections, each a page-wide table of :data:`INVENTORY_SHEET` keys: first what an
 inspector reads (where a card sits, what it is, its verdict and findings), then the rest, each row named
