@@ -103,7 +103,7 @@ class MainWindow(QMainWindow):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        for i, w in enumerate((120, 40, 250, 80, 100, 70, 110, 60, 90, 110)):
+        for i, w in enumerate((120, 40, 250, 110, 100, 70, 110, 60, 90, 110)):
             header.resizeSection(i, w)
         # Health takes the spare width (its text is the longest), not the short Intake column after it.
         header.setSectionResizeMode(COL_HEALTH, QHeaderView.ResizeMode.Stretch)

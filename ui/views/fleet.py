@@ -17,7 +17,7 @@ from ui.models.fleet_tree import COL_HEALTH, COLUMNS, FleetTreeModel
 
 __all__ = ["COLUMN_WIDTHS", "FleetView", "summary_text"]
 
-COLUMN_WIDTHS = {"Name": 150, "Model": 215, "Vendor": 80, "Driver": 90, "Temp": 75, "Power / limit": 115, "Util": 50,
+COLUMN_WIDTHS = {"Name": 150, "Model": 215, "Vendor": 110, "Driver": 90, "Temp": 75, "Power / limit": 115, "Util": 50,
                  "Last seen": 75, "Status": 85}
 """Fixed starting widths (never ResizeToContents over the model: it measures every cell on each refresh)."""
 COL_MODEL = COLUMNS.index("Model")

@@ -105,7 +105,7 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = C
     firmware = inv.get("firmware_version") or (node.firmware_version if node else None)
     lines = [
         ("Model", model or fmt.DASH),
-        ("Vendor", vendor_name(vendor) + (f" · read through {tool}" if tool else "")),
+        ("Vendor", vendor_name(vendor) + (f" · {tool}" if tool else "")),
         ("Where", where),
     ]
     if inv.get("card_id") not in (None, ""):  # an Ascend NPU's chips: the card they sit on
@@ -122,7 +122,8 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = C
         ("Driver", (row.driver_version if row else None) or (node.driver_version if node else None) or fmt.DASH),
     ]
     if runtime or vendor != DEFAULT_VENDOR:
-        lines.append((runtime_name(vendor), str(runtime) if runtime else fmt.DASH))
+        lines.append((runtime_name(vendor), str(runtime) if runtime else (f"not reported by {tool}" if tool
+                                                                          else fmt.DASH)))
     lines += [
         ("PCIe max", pcie_max),
         ("Power min / default / max", limits),
