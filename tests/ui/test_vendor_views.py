@@ -24,6 +24,7 @@ NOW = int(time.time()) // 60 * 60
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "F_other_vendors"
 CAPTURES = {
     "mi100": "amd/telegraf_mi100_rocm602.json",  # rocm-smi JSON, 4× MI100
+    "mi300": "amd/dell-ai_amd_smi_static_json_root.json",  # amd-smi static JSON, 8× MI300X, another driver
     "npu-a3": "huawei_ascend/issue_vllm-ascend-5588_npu-smi-25.3.rc1_a3_excerpt.txt",  # npu-smi, an A3's two chips
     "dcu": "hygon/issue_gpustack-2032_hy-smi-json_k100-ai_first-2-cards_DERIVED.json",  # hy-smi JSON, 2× K100
 }
@@ -87,12 +88,13 @@ def test_fleet_tree_vendor_column_and_filter(qtbot, mixed):
     model = view.model
     shown = {it.name: model.data(model.index_of_node(it.name).siblingAtColumn(COL_VENDOR))
              for it in _nodes(model.roots())}
-    assert shown == {"n1": "NVIDIA", "n2": "NVIDIA", "mi100": "AMD", "npu-a3": "Huawei Ascend", "dcu": "Hygon"}
+    assert shown == {"n1": "NVIDIA", "n2": "NVIDIA", "mi100": "AMD", "mi300": "AMD", "npu-a3": "Huawei Ascend",
+                     "dcu": "Hygon"}
     gpu = model.index_of_gpu(_uuids(mixed, "npu-a3")[0])
     assert model.data(gpu.siblingAtColumn(COL_VENDOR)) == "Huawei Ascend"
     view.filter.setText("vendor:amd")
-    assert [it.name for it in _nodes(model.roots())] == ["mi100"]
-    assert len(_nodes(model.roots())[0].children) == 4
+    assert sorted(it.name for it in _nodes(model.roots())) == ["mi100", "mi300"]
+    assert sorted(len(n.children) for n in _nodes(model.roots())) == [4, 8]
     view.filter.setText("vendor:ascend")  # the readable name matches too
     assert [it.name for it in _nodes(model.roots())] == ["npu-a3"]
     view.filter.setText("vendor:nvidia model:A100")
@@ -113,18 +115,20 @@ def test_all_gpus_vendor_column_and_filter(qtbot, mixed, tmp_path):
     w.show_view("All GPUs")
     model = w.model
     vendor = COLUMNS.index("Vendor")
-    assert model.rowCount() == 4 + 4 + 2 + 2
+    assert model.rowCount() == 4 + 4 + 8 + 2 + 2
     by_node = {}
     for r in range(model.rowCount()):
         by_node.setdefault(model.data(model.index(r, 0)), set()).add(model.data(model.index(r, vendor)))
-    assert by_node == {"n1": {"NVIDIA"}, "n2": {"NVIDIA"}, "mi100": {"AMD"}, "npu-a3": {"Huawei Ascend"},
-                       "dcu": {"Hygon"}}
+    assert by_node == {"n1": {"NVIDIA"}, "n2": {"NVIDIA"}, "mi100": {"AMD"}, "mi300": {"AMD"},
+                       "npu-a3": {"Huawei Ascend"}, "dcu": {"Hygon"}}
     w.table_filter.setText("vendor:amd")
-    assert model.rowCount() == 4 and {model.data(model.index(r, 0)) for r in range(4)} == {"mi100"}
+    assert model.rowCount() == 12 and {model.data(model.index(r, 0)) for r in range(12)} == {"mi100", "mi300"}
+    w.table_filter.setText("vendor:amd model:MI100")
+    assert model.rowCount() == 4
     w.table_filter.setText("vendor:hygon")
     assert [model.row(r).node for r in range(model.rowCount())] == ["dcu", "dcu"]
     w.table_filter.clear()
-    assert model.rowCount() == 12
+    assert model.rowCount() == 20
     w.close()
 
 
@@ -172,14 +176,17 @@ def test_versions_matrix_per_vendor(mixed):
     model.set_snapshot(_snapshot(mixed))
     rows = [[model.data(model.index(r, c)) for c in range(len(COLUMNS))] for r in range(model.rowCount())]
     vendor, driver = COLUMNS.index("Vendor"), COLUMNS.index("Driver")
-    assert [r[vendor] for r in rows] == ["NVIDIA", "AMD", "Hygon", "Huawei Ascend"]  # grouped, NVIDIA first
-    by_vendor = {r[vendor]: r for r in rows}
-    assert by_vendor["NVIDIA"][driver].startswith("★ 550.54.15")
-    assert by_vendor["AMD"][driver] == "★ 6.3.6 (1)" and by_vendor["Huawei Ascend"][driver] == "★ 25.3.rc1 (1)"
-    # A vendor's driver is judged against its own vendor's: the AMD node is no outlier against NVIDIA's.
+    assert [r[vendor] for r in rows] == ["NVIDIA", "AMD", "AMD", "Hygon", "Huawei Ascend"]  # NVIDIA first
+    by_model = {r[COLUMNS.index("Model")]: r for r in rows}
+    assert by_model["NVIDIA A100-SXM4-80GB"][driver].startswith("★ 550.54.15")
+    assert by_model["Arcturus GL-XL [Instinct MI100]"][driver] == "★ 6.3.6 (1)"
+    assert by_model["AMD Instinct MI300X"][driver] == "★ 6.16.13 (1)"
+    assert by_model["Ascend 910"][driver] == "★ 25.3.rc1 (1)"
+    # A vendor's driver is judged against its own vendor's (the AMD nodes are no outliers against NVIDIA's)
+    # and, ungrouped, per model as the driver-mismatch rule compares (the MI300X node's against no MI100's).
     assert all(model.data(model.index(r, driver), Qt.ItemDataRole.BackgroundRole) is None
                for r in range(model.rowCount()))
-    assert by_vendor["AMD"][COLUMNS.index("VBIOS")] == "★ 113-D3431401-101 (4)"
+    assert by_model["Arcturus GL-XL [Instinct MI100]"][COLUMNS.index("VBIOS")] == "★ 113-D3431401-101 (4)"
 
 
 def _nodes(roots):

@@ -89,8 +89,9 @@ def version_rows(snap: FleetSnapshot) -> list[VersionRow]:
     with baselines.
 
     Driver and runtime baselines are per vendor and group (a node's driver serves all its cards; an AMD
-    node's driver is never an outlier against NVIDIA's), the VBIOS and firmware baselines per group and
-    model (as the vbios-mismatch rule compares).
+    node's driver is never an outlier against NVIDIA's; ungrouped nodes per model, as the driver-mismatch
+    rule compares them), the VBIOS and firmware baselines per group and model (as the vbios-mismatch rule
+    compares).
     """
     def node_vendor(name: str | None) -> str:
         n = snap.nodes.get(name or "")
@@ -105,13 +106,21 @@ def version_rows(snap: FleetSnapshot) -> list[VersionRow]:
             expected[(vendor, snap.group_of(f.node), what)] = str(ev["expected"])
         if f.kind == "vbios-mismatch" and ev.get("expected"):
             expected[(vendor, snap.group_of(f.node), f"vbios:{ev.get('model')}")] = str(ev["expected"])
+    # Ungrouped nodes are compared per model, as the driver-mismatch rule (and the export) does: an MI300X
+    # node's driver is no outlier against an MI100 node's.
+    node_models: dict[str, set[str]] = {}
+    for r in snap.rows:
+        if r.state != "gone":
+            node_models.setdefault(r.node, set()).add(r.model or "?")
     group_counts: dict[tuple[str, str, str], Counter[str]] = {}
     for n in snap.nodes.values():
         g = n.group or ""
         vendor = vendor_key(n.vendor)
+        scopes = [g] if g else [f"\0{m}" for m in node_models.get(n.name, ())]
         for what, v in (("driver", n.driver_version), ("cuda", _runtime(n, vendor))):
             if v:
-                group_counts.setdefault((vendor, g, what), Counter())[v] += 1
+                for scope in scopes:
+                    group_counts.setdefault((vendor, scope, what), Counter())[v] += 1
     keyed: dict[tuple[str, str, str], list[Any]] = {}
     for r in snap.rows:
         if r.state == "gone":
@@ -129,7 +138,8 @@ def version_rows(snap: FleetSnapshot) -> list[VersionRow]:
                 v = (node.driver_version if node else None) if what == "driver" else _runtime(node, vendor)
                 if v:
                     by.setdefault(v, []).append(name)
-            cells[what] = VersionCell(by, _baseline(group_counts.get((vendor, group, what), Counter()),
+            scope = group if group else f"\0{model}"
+            cells[what] = VersionCell(by, _baseline(group_counts.get((vendor, scope, what), Counter()),
                                                     expected.get((vendor, group, what))))
         for what in ("vbios", "firmware"):
             vb: dict[str, dict[str, None]] = {}  # version → its nodes, in first-seen order (a dict: O(1) membership)
