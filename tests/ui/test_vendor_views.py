@@ -244,3 +244,23 @@ def test_a_header_layout_saved_before_the_vendor_column_is_not_applied_to_the_ne
     qtbot.addWidget(again)
     assert again.fleet_view.tree.header().sectionSize(COL_STATUS) == 123
     again.close()
+
+
+def test_the_identity_lines_show_card_firmware_and_runtime_where_present():
+    from storage.rows import GpuRow, NodeRow
+    from ui.views.gpu_detail import inventory_lines
+
+    chip = GpuRow(uuid="NPU-1", node="a3", index=1, model="Ascend 910", vendor="huawei",
+                  inventory={"card_id": "0", "firmware_version": "7.7.0.1.231"}, inventory_status={"vbios": "unsupported"})
+    node = NodeRow(name="a3", vendor="huawei", driver_version="25.3.rc1", runtime_version="8.1.RC1",
+                   agent_version="npu-smi (fleetmon 0.1.0)")
+    lines = dict(inventory_lines(chip, None, node=node))
+    assert lines["Vendor"] == "Huawei Ascend · npu-smi" and lines["Card"] == "card 0"
+    assert lines["Firmware"] == "7.7.0.1.231" and lines["CANN"] == "8.1.RC1" and lines["Driver"] == "25.3.rc1"
+    assert lines["VBIOS"] == "not reported by npu-smi"
+    amd = GpuRow(uuid="GPU-a", node="m", index=0, model="AMD Instinct MI300X", vendor="amd")
+    lines = dict(inventory_lines(amd, None, node=NodeRow(name="m", vendor="amd", runtime_version="6.1.2",
+                                                         agent_version="amd-smi-json (fleetmon 0.1.0)")))
+    assert lines["Vendor"] == "AMD · amd-smi" and lines["ROCm"] == "6.1.2" and "Card" not in lines
+    nv = dict(inventory_lines(GpuRow(uuid="GPU-n", node="n", index=0, model="NVIDIA A100"), None))
+    assert nv["Vendor"] == "NVIDIA" and "Firmware" not in nv and "CUDA" not in nv  # NVIDIA's sheet as before
