@@ -30,6 +30,7 @@ import logging
 import operator
 import re
 import time
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
@@ -433,6 +434,57 @@ def _with_acks(db: Any, result: engine.ReportResult, now: float) -> engine.Repor
     return replace(result, summary={**result.summary, "acknowledged": marks})
 
 
+def vendor_summary(db: Any, history: Any, group: str | None = None) -> dict[str, Any]:
+    """The report's per-vendor keys (issue 23), added to its summary (never renaming one):
+
+    ``gpus_by_vendor`` (vendor → cards present), ``nodes_by_vendor`` (vendor → nodes),
+    ``drivers_by_vendor`` and ``runtimes_by_vendor`` (vendor → version → nodes; the runtime is CUDA's,
+    ROCm's, CANN's, …), for the nodes of the report's scope. A node or card stored before issue 23 (or
+    known only to a Prometheus) is NVIDIA's.
+    """
+    from fleetmon.fields import DEFAULT_VENDOR
+    from fleetmon.vocab import GpuState
+    from storage.queries import gpu_vendors, nodes as node_rows
+
+    stored = {n.name: n for n in node_rows(db)}
+    cards = gpu_vendors(db)
+    names = {n.name for n in history.nodes if group is None or n.group == group}
+
+    def node_vendor(name: str) -> str:
+        n = stored.get(name)
+        return (n.vendor if n is not None else None) or DEFAULT_VENDOR
+
+    gpus: Counter[str] = Counter()
+    for g in history.gpus:
+        if g.node in names and g.state != GpuState.MISSING:
+            gpus[cards.get(g.uuid) or node_vendor(g.node)] += 1
+    node_count: Counter[str] = Counter()
+    drivers: dict[str, Counter[str]] = {}
+    runtimes: dict[str, Counter[str]] = {}
+    for name in names:
+        vendor = node_vendor(name)
+        node_count[vendor] += 1
+        n = stored.get(name)
+        driver = (n.driver_version if n is not None else None) or "unknown"
+        drivers.setdefault(vendor, Counter())[driver] += 1
+        runtime = (n.runtime_version or (n.cuda_driver_version if vendor == DEFAULT_VENDOR else None)) \
+            if n is not None else None
+        if runtime:
+            runtimes.setdefault(vendor, Counter())[runtime] += 1
+
+    def ordered(c: Mapping[str, Any]) -> dict[str, Any]:
+        from fleetmon.vendors import vendor_order
+
+        return {k: c[k] for k in sorted(c, key=vendor_order)}
+
+    def by_count(c: Counter[str]) -> dict[str, int]:
+        return dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+
+    return {"gpus_by_vendor": ordered(gpus), "nodes_by_vendor": ordered(node_count),
+            "drivers_by_vendor": ordered({v: by_count(c) for v, c in drivers.items()}),
+            "runtimes_by_vendor": ordered({v: by_count(c) for v, c in runtimes.items()})}
+
+
 def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: Any = None, *,
                save: bool = True, baseline: str = "report") -> ReportRun:
     """The daily inspection over [now - since_s, now], compared with the previous report.
@@ -474,6 +526,7 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
     result = engine.report(history, previous_open, group=group, findings=findings,
                            has_previous=previous is not None)
     result = _with_acks(db, result, now)
+    result = replace(result, summary={**result.summary, **vendor_summary(db, history, group)})
     from fleetmon.slurm.actions import slurm_summary
 
     slurm = slurm_summary(db, fleet, now - since_s, result.verdicts, now=now)
@@ -557,8 +610,18 @@ def run_preflight(db: Any, now: float, nodes_expr: str | Sequence[str], days: fl
         t1 = time.perf_counter()
         merged = ledger.judge(db, history, engine.evaluate(history))
     result = engine.preflight(history, names, days=days, findings=merged)
+    result = replace(result, vendors=_node_vendors(db, names))
     t2 = time.perf_counter()
     return PreflightRun(result, t1 - t0, t2 - t1)
+
+
+def _node_vendors(db: Any, names: Iterable[str]) -> dict[str, str]:
+    """node → vendor for the pre-run review (a node not stored, or stored before issue 23: NVIDIA's)."""
+    from fleetmon.fields import DEFAULT_VENDOR
+    from storage.queries import nodes as node_rows
+
+    stored = {n.name: n.vendor for n in node_rows(db)}
+    return {name: stored.get(name) or DEFAULT_VENDOR for name in names}
 
 
 def replay_ledger(db: Any, since: float, now: float, *, step_s: float = 6 * HOUR_S, fleet: Any = None,

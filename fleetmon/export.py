@@ -29,7 +29,7 @@ readable scale (:data:`PRINT_SCALE`), the header row and the Node, Group and
 Slot columns on every page, the columns that do not fit on following pages,
 and a page header with the fleet and the export's date. The app's
 *Print inventory…* (``ui.print_inventory``) prints :data:`PRINT_SECTIONS`:
-the columns an inspector reads across the page, the rest in a second section.
+the columns an inspector reads across the page, the rest in a second section, the vendor and its versions in a third.
 
 The file written takes the mode the user's umask gives a new file (as
 ``open()`` or a shell redirection would), never the 0600 of a temporary file.
@@ -73,15 +73,20 @@ from fleetmon.health.thresholds import Thresholds
 from fleetmon.vocab import severity_rank
 from fleetmon.errors import KnownError
 from fleetmon.text import printable
+from fleetmon.fields import DEFAULT_VENDOR
+from fleetmon.vendors import runtime_name, vendor_key, vendor_name, vendor_order
 
 COLUMNS: tuple[str, ...] = (
     "node", "group", "gpu_index", "model", "uuid", "serial", "board_part_number", "vbios", "pci_bus_id",
     "memory_total_mib", "power_default_w", "power_enforced_w", "driver_version", "cuda_driver_version",
     "state", "first_seen", "last_seen", "open_findings", "worst_finding", "verdict", "intake", "intake_at",
+    "vendor", "runtime_version", "firmware_version",
 )
 """The CSV and JSON columns, in order: the first sheet's, then those added since (``verdict``; ``intake``
-and ``intake_at``, the card's newest intake verdict and its time), appended so that a script reading
-columns by position or by name keeps working."""
+and ``intake_at``, the card's newest intake verdict and its time; ``vendor`` (nvidia, amd, hygon, huawei,
+intel, mthreads), ``runtime_version`` (the node's CUDA, ROCm, CANN, … version) and ``firmware_version``
+(the card's, else its node's)), appended so that a script reading columns by position or by name keeps
+working."""
 
 HEALTH_OF_VERDICT: dict[str, str] = {"fail": "critical", "warn": "warning", "pass": "ok"}
 """The inventory's ``health`` word of a verdict; the silent verdicts (unreachable, stale, unknown) stand as
@@ -127,6 +132,9 @@ INVENTORY_SHEET: tuple[Column, ...] = (
     Column("last_seen_ts", "Last seen (UTC)", 18, "date"), Column("health", "Health", 9),
     Column("open_findings", "Open findings", 9, "int"), Column("findings", "Findings", 70, "wrap"),
     Column("verdict", "Verdict", 11), Column("intake_text", "Intake", 16),
+    # issue 23, appended (a sheet read by column keeps its columns): the vendor and its versions.
+    Column("vendor_name", "Vendor", 13), Column("runtime_text", "Runtime", 14),
+    Column("firmware_version", "Firmware", 14),
 )
 FINDINGS_SHEET: tuple[Column, ...] = (
     Column("severity", "Severity", 9), Column("kind", "Kind", 22), Column("node", "Node", 14),
@@ -139,6 +147,7 @@ VERSIONS_SHEET: tuple[Column, ...] = (
     Column("group", "Group", 13), Column("model", "Model", 24), Column("component", "Component", 12),
     Column("version", "Version", 16), Column("baseline", "Baseline", 9), Column("nodes", "Nodes", 7, "int"),
     Column("gpus", "GPUs", 7, "int"), Column("node_list", "Nodes running it", 40, "wrap"),
+    Column("vendor_name", "Vendor", 13),  # issue 23, appended; the rows are grouped by vendor (NVIDIA first)
 )
 
 
@@ -152,6 +161,8 @@ PRINT_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "node", "gpu_index", "uuid", "board_part_number", "vbios", "driver_version", "cuda_driver_version",
         "memory_total_mib", "power_default_w", "power_enforced_w", "power_min_w", "power_max_w", "pcie_max_gen",
         "pcie_max_width", "first_seen_ts")),
+    ("Vendor and versions", ("node", "gpu_index", "model", "vendor_name", "driver_version", "runtime_text",
+                             "firmware_version")),  # issue 23: a section of its own (the others are full)
 )
 """The printed inventory's sections, each a page-wide table of :data:`INVENTORY_SHEET` keys: first what an
 inspector reads (where a card sits, what it is, its verdict and findings), then the rest, each row named
@@ -284,6 +295,9 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
         verdict = V.combine([(str(f.severity), f.kind) for f in mine + theirs], own)
         listed = sorted(mine, key=lambda f: -_rank(f.severity)) + sorted(theirs, key=lambda f: -_rank(f.severity))
         inv = g.inventory
+        vendor = vendor_key(g.vendor or (n.vendor if n else None))
+        runtime = (n.runtime_version if n else None) or (
+            (n.cuda_driver_version if n else None) if vendor == DEFAULT_VENDOR else None)
         row = {
             "node": g.node or "", "group": (n.group if n else None) or "", "gpu_index": g.index,
             "model": g.model or "", "uuid": g.uuid, "serial": g.serial or "",
@@ -306,6 +320,11 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
             "intake_at": _iso(intakes[g.uuid].ts) if g.uuid in intakes else "",
             "intake_text": f"{intakes[g.uuid].verdict} {_iso(intakes[g.uuid].ts)[:10]}" if g.uuid in intakes else "",
             "findings": "; ".join(f"{f.severity}: {f.kind}" + ("" if f.gpu_uuid else " (node)") for f in listed),
+            # issue 23: the card's vendor and the vendor's versions (appended to COLUMNS).
+            "vendor": vendor, "vendor_name": vendor_name(vendor),
+            "runtime_version": runtime or "",
+            "runtime_text": f"{runtime_name(vendor)} {runtime}" if runtime else "",
+            "firmware_version": str(inv.get("firmware_version") or (n.firmware_version if n else None) or ""),
         }
         cards[g.uuid] = row
         sheet.gpus.append(row)
@@ -350,32 +369,38 @@ def _baseline(counts: Counter[str]) -> str | None:
 
 
 def version_matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Driver / CUDA driver / VBIOS by group and model: one row per version in use, with node and GPU counts.
+    """Driver / runtime / VBIOS / firmware by vendor, group and model: one row per version in use, with node
+    and GPU counts.
 
-    Cards that are gone are left out. The baseline is the majority: of the
-    group's nodes for the drivers (a node's driver serves all its cards), of
-    the group's cards of that model for the VBIOS, as the mismatch rules compare
-    (ungrouped nodes: of the ungrouped nodes of that model).
+    NVIDIA's rows are those of before issue 23 (Driver, CUDA driver, VBIOS); another vendor's runtime is
+    named for it (ROCm, CANN, …, :data:`fleetmon.vendors.RUNTIME_NAMES`), and a firmware version (the card's,
+    else its node's) gets a Firmware row. Each row carries ``vendor`` (the stored value) and
+    ``vendor_name``; rows are grouped by vendor (NVIDIA first), then group and model. Cards that are gone
+    are left out. The baseline is the majority, within one vendor: of the group's nodes for the drivers
+    and runtimes (a node's driver serves all its cards), of the group's cards of that model for the VBIOS
+    and firmware, as the mismatch rules compare (ungrouped nodes: of the ungrouped nodes of that model).
     """
     present = [r for r in rows if r.get("state") != "gone"]
-    group_nodes: dict[tuple[str, str], dict[str, str]] = {}
+    group_nodes: dict[tuple[str, str, str], dict[str, str]] = {}
     for r in present:
-        for comp, key in (("driver", "driver_version"), ("cuda", "cuda_driver_version")):
+        vendor = vendor_key(r.get("vendor"))
+        for comp, key in (("driver", "driver_version"), ("runtime", _runtime_key(vendor))):
             if r.get(key):
                 # Ungrouped nodes are compared per model, as the driver-mismatch rule does.
                 scope = r["group"] if r["group"] else f"\0{r['model']}"
-                group_nodes.setdefault((scope, comp), {})[r["node"]] = r[key]
-    keyed: dict[tuple[str, str], list[Mapping[str, Any]]] = {}
+                group_nodes.setdefault((vendor, scope, comp), {})[r["node"]] = r[key]
+    keyed: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
     for r in present:
-        keyed.setdefault((r["group"], r["model"]), []).append(r)
+        keyed.setdefault((vendor_key(r.get("vendor")), r["group"], r["model"]), []).append(r)
     out: list[dict[str, Any]] = []
-    for (grp, model), cards in sorted(keyed.items()):
-        for comp, key, label in (("driver", "driver_version", "Driver"), ("cuda", "cuda_driver_version", "CUDA driver"),
-                                 ("vbios", "vbios", "VBIOS")):
-            if comp == "vbios":
-                base = _baseline(Counter(c["vbios"] for c in cards if c.get("vbios")))
+    for (vendor, grp, model), cards in sorted(keyed.items(), key=lambda kv: (vendor_order(kv[0][0]), kv[0][1:])):
+        for comp, key, label in (("driver", "driver_version", "Driver"),
+                                 ("runtime", _runtime_key(vendor), _runtime_label(vendor)),
+                                 ("vbios", "vbios", "VBIOS"), ("firmware", "firmware_version", "Firmware")):
+            if comp in ("vbios", "firmware"):
+                base = _baseline(Counter(c[key] for c in cards if c.get(key)))
             else:
-                base = _baseline(Counter(group_nodes.get((grp if grp else f"\0{model}", comp), {}).values()))
+                base = _baseline(Counter(group_nodes.get((vendor, grp if grp else f"\0{model}", comp), {}).values()))
             by: dict[str, list[Mapping[str, Any]]] = {}
             for c in cards:
                 if c.get(key):
@@ -384,8 +409,18 @@ def version_matrix(rows: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 names = {c["node"] for c in having}
                 out.append({"group": grp, "model": model, "component": label, "version": version,
                             "baseline": "baseline" if version == base else ("outlier" if base else ""),
-                            "nodes": len(names), "gpus": len(having), "node_list": _hostlist(names)})
+                            "nodes": len(names), "gpus": len(having), "node_list": _hostlist(names),
+                            "vendor": vendor, "vendor_name": vendor_name(vendor)})
     return out
+
+
+def _runtime_key(vendor: str) -> str:
+    """The row key of a vendor's runtime: NVIDIA's stays the CUDA driver version (the sheet's first column)."""
+    return "cuda_driver_version" if vendor == DEFAULT_VENDOR else "runtime_version"
+
+
+def _runtime_label(vendor: str) -> str:
+    return "CUDA driver" if vendor == DEFAULT_VENDOR else runtime_name(vendor)
 
 
 def render(rows: list[dict[str, Any]], fmt: str) -> str:

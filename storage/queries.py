@@ -76,6 +76,11 @@ def nodes(db: Database) -> list[NodeRow]:
     return [_node(r) for r in query(db, "SELECT * FROM nodes ORDER BY name")]
 
 
+def gpu_vendors(db: Database) -> dict[str, str | None]:
+    """Every GPU's stored vendor by UUID (None: stored before issue 23), without decoding inventories."""
+    return {r["uuid"]: r["vendor"] for r in query(db, "SELECT uuid, vendor FROM gpus")}
+
+
 _GPU_COLUMNS = ("uuid", "node", "idx", "pci_bus_id", "name", "serial", "vbios", "memory_total_mib",
                 "power_default_w", "power_enforced_w", "state", "first_seen", "inventory", "vendor")
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QThread, Signal, Slot
 
-from storage.rows import DeratingDay, EventRow, GpuRow, HistoryWindow, InventoryChangeRow, PlacementRow
+from storage.rows import DeratingDay, EventRow, GpuRow, HistoryWindow, InventoryChangeRow, NodeRow, PlacementRow
 
 
 _PROMETHEUS: list[str | None] = [None]
@@ -74,6 +74,8 @@ class DetailData:
     """The card's intakes (:class:`storage.intake.IntakeRow`), newest first: part of its history."""
     slurm: tuple[Any, ...] = ()
     """Slurm drains and resumes of the card's node (:class:`storage.slurm_actions.SlurmActionRow`), newest first."""
+    node: NodeRow | None = None
+    """The card's node as last recorded: its vendor's versions (driver, runtime, firmware) and tool."""
 
 
 @dataclass(frozen=True)
@@ -148,10 +150,12 @@ class HistoryReader(QObject):
             from storage.intake import intakes
 
             card_intakes = intakes(db, uuid, limit=20)
+            from storage.queries import nodes
             from storage.slurm_actions import slurm_actions
 
-            node = getattr(gpu, "node", None)
-            node_slurm = slurm_actions(db, node, limit=20) if node else []
+            node = next((n for n in nodes(db) if gpu is not None and n.name == gpu.node), None)
+            node_name = getattr(gpu, "node", None)
+            node_slurm = slurm_actions(db, node_name, limit=20) if node_name else []
             events = gpu_events(db, gpu, since, until) if gpu is not None else []
             power_failed = failed_power_hours(db, uuid, since, until) if window.resolution != "minute" else []
         except Exception as exc:  # shown by the view; the next request retries
@@ -166,7 +170,7 @@ class HistoryReader(QObject):
         self.detail_loaded.emit(DetailData(
             uuid=uuid, since=since, until=until, window=window, gpu=gpu, changes=tuple(changes),
             placements=tuple(places), events=tuple(events), read_ms=(time.perf_counter() - t0) * 1000,
-            power_failed=tuple(power_failed), intakes=tuple(card_intakes), slurm=tuple(node_slurm)))
+            power_failed=tuple(power_failed), intakes=tuple(card_intakes), slurm=tuple(node_slurm), node=node))
 
     @Slot(int, float, float)
     def load_derating(self, generation: int, since: float, until: float) -> None:

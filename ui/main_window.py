@@ -14,8 +14,8 @@ from typing import Any
 
 from PySide6.QtCore import QByteArray, QItemSelection, QSettings, Qt, QThread, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
-from PySide6.QtWidgets import (QHeaderView, QLabel, QListWidget, QMainWindow, QSizePolicy, QSplitter,
-                               QStackedWidget, QTableView, QWidget)
+from PySide6.QtWidgets import (QHeaderView, QLabel, QLineEdit, QListWidget, QMainWindow, QSizePolicy, QSplitter,
+                               QStackedWidget, QTableView, QVBoxLayout, QWidget)
 
 from fleetmon.health.verdict import VERDICTS
 from fleetmon.vocab import Severity
@@ -103,7 +103,7 @@ class MainWindow(QMainWindow):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         header.setSortIndicator(-1, Qt.SortOrder.AscendingOrder)
-        for i, w in enumerate((120, 40, 250, 100, 70, 110, 60, 90, 110)):
+        for i, w in enumerate((120, 40, 250, 110, 100, 70, 110, 60, 90, 110)):
             header.resizeSection(i, w)
         # Health takes the spare width (its text is the longest), not the short Intake column after it.
         header.setSectionResizeMode(COL_HEALTH, QHeaderView.ResizeMode.Stretch)
@@ -125,7 +125,19 @@ class MainWindow(QMainWindow):
         self.add_view("Fleet", self.fleet_view, detail=True)
         self.add_view("Findings", self.findings_view, detail=True)
         self.add_view("Versions", self.versions_view)
-        self.add_view("All GPUs", self.table, detail=True)
+        # All GPUs: the flat table under a filter box of the fleet view's syntax (vendor:amd, model:A100, …).
+        self.table_filter = QLineEdit(self)
+        self.table_filter.setPlaceholderText("Filter: node, gpu[01-16] hostlist, model:A100, vendor:amd, driver:535, "
+                                             "status:critical…")
+        self.table_filter.setClearButtonEnabled(True)
+        self.table_filter.textChanged.connect(self.model.set_filter)
+        self.model.group_of = lambda node: self.snapshot.group_of(node)
+        self.all_gpus = QWidget(self)
+        all_layout = QVBoxLayout(self.all_gpus)
+        all_layout.setContentsMargins(4, 4, 4, 0)
+        all_layout.addWidget(self.table_filter)
+        all_layout.addWidget(self.table, 1)
+        self.add_view("All GPUs", self.all_gpus, detail=True)
         self.add_view("Derating", self.derating)
         self.inspection_view = inspection.InspectionView(db_path, self)
         self.prerun_view = prerun.PrerunView(db_path, self, fleet=self.fleet_view)
@@ -515,6 +527,10 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         for key, w in self._state_widgets().items():
             state = s.value(f"window/{key}")
+            if isinstance(w, QHeaderView) and str(s.value(f"window/{key}_columns", "")) != str(w.count()):
+                # A header saved with other columns (before the Vendor column, issue 23) would give each
+                # width to the wrong column: the default widths instead.
+                continue
             if isinstance(state, QByteArray):
                 w.restoreState(state)
         view = s.value("window/view")
@@ -530,6 +546,8 @@ class MainWindow(QMainWindow):
         s.setValue("window/geometry", self.saveGeometry())
         for key, w in self._state_widgets().items():
             s.setValue(f"window/{key}", w.saveState())
+            if isinstance(w, QHeaderView):
+                s.setValue(f"window/{key}_columns", w.count())
         if self.detail.isHidden() and self._splitter_state is not None:  # the pane's size, not its absence
             s.setValue("window/splitter", self._splitter_state)
         s.setValue("window/view", self.current_view())

@@ -17,14 +17,29 @@ by.
 ``promtool check metrics`` accepts the page; its only lint findings are those
 dcgm-exporter's own names cause: the camelCase ``modelName`` label and DCGM
 counters named without a ``_total`` suffix.
+
+Devices of every vendor (issue 23): the ``DCGM_FI_*`` families are NVIDIA's
+devices' alone (an AMD GPU or an Ascend NPU gets no series pretending to be
+DCGM's). Every device, NVIDIA's included, gets the vendor-neutral families of
+:data:`NEUTRAL_METRICS` (``fleetmon_gpu_temperature_celsius``,
+``fleetmon_gpu_power_watts``, ``fleetmon_gpu_ecc_errors_total{type=…}``, …) in
+base units (Celsius, watts, joules, bytes, hertz, ratios 0-1) with a ``vendor``
+label and snake_case labels ``gpu``, ``uuid``, ``pci_bus_id``, ``model``,
+``hostname``, so that one query covers a mixed fleet. The other ``fleetmon_*``
+families cover every device too; a non-NVIDIA device's labels there are the
+neutral ones. ``fleetmon_agent_info`` carries the node's ``vendor``,
+``runtime`` (CUDA, ROCm, CANN, …), ``runtime_version`` and ``firmware_version``.
+docs/prometheus.md lists the names.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from fleetmon import specs
-from fleetmon.fields import CATALOG, THROTTLE_REASONS, Field
+from fleetmon.fields import CATALOG, DEFAULT_VENDOR, THROTTLE_REASONS, Field
+from fleetmon.vendors import RUNTIME_NAMES
 from fleetmon.records import GpuInventory, GpuSample, NodeInfo, Status
 from fleetmon.vocab import GpuState
 from fleetmon.xid.catalog import XID_CATALOG
@@ -74,6 +89,72 @@ NOMINAL_METRICS: dict[str, tuple[str, str]] = {
     "pcie_bps": ("fleetmon_gpu_nominal_pcie_bandwidth_bytes_per_second",
                  "Bandwidth per direction of the nominal PCIe link of the GPU's model."),
 }
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Neutral:
+    """A vendor-neutral family of one catalog field: ``fleetmon_gpu_*`` for every device, in base units.
+
+    ``scale`` turns the field's unit into the family's (MiB → bytes, % → ratio, mJ → J, MHz → Hz);
+    ``labels`` are added to the device's (``type="corrected"`` of ``fleetmon_gpu_ecc_errors_total``).
+    """
+
+    field: str
+    metric: str
+    type: str
+    help: str
+    scale: float = 1.0
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+NEUTRAL_METRICS: tuple[Neutral, ...] = (
+    Neutral("temp_c", "fleetmon_gpu_temperature_celsius", "gauge", "Device (edge or die) temperature."),
+    Neutral("mem_temp_c", "fleetmon_gpu_memory_temperature_celsius", "gauge", "Memory (HBM) temperature."),
+    Neutral("power_w", "fleetmon_gpu_power_watts", "gauge", "Power draw."),
+    Neutral("power_limit_w", "fleetmon_gpu_power_limit_watts", "gauge", "Enforced power limit (cap)."),
+    Neutral("energy_mj", "fleetmon_gpu_energy_joules_total", "counter", "Energy consumed since the driver loaded.",
+            1e-3),
+    Neutral("util_gpu_pct", "fleetmon_gpu_utilization_ratio", "gauge",
+            "Fraction of time the device was busy (0-1).", 0.01),
+    Neutral("util_mem_pct", "fleetmon_gpu_memory_utilization_ratio", "gauge",
+            "Fraction of time device memory was read or written (0-1).", 0.01),
+    Neutral("mem_used_mib", "fleetmon_gpu_memory_used_bytes", "gauge", "Device memory in use.", MIB),
+    Neutral("mem_free_mib", "fleetmon_gpu_memory_free_bytes", "gauge", "Device memory free.", MIB),
+    Neutral("fan_pct", "fleetmon_gpu_fan_speed_ratio", "gauge", "Fan speed as a fraction of its maximum (0-1).", 0.01),
+    Neutral("sm_clock_mhz", "fleetmon_gpu_clock_hertz", "gauge", "Current clock.", 1e6, (("clock", "compute"),)),
+    Neutral("mem_clock_mhz", "fleetmon_gpu_clock_hertz", "gauge", "Current clock.", 1e6, (("clock", "memory"),)),
+    Neutral("ecc_corr_vol", "fleetmon_gpu_ecc_errors_total", "counter",
+            "ECC errors: type corrected or uncorrected, scope volatile (since the driver loaded) or aggregate "
+            "(lifetime).", 1.0, (("type", "corrected"), ("scope", "volatile"))),
+    Neutral("ecc_unc_vol", "fleetmon_gpu_ecc_errors_total", "counter", "", 1.0,
+            (("type", "uncorrected"), ("scope", "volatile"))),
+    Neutral("ecc_corr_agg", "fleetmon_gpu_ecc_errors_total", "counter", "", 1.0,
+            (("type", "corrected"), ("scope", "aggregate"))),
+    Neutral("ecc_unc_agg", "fleetmon_gpu_ecc_errors_total", "counter", "", 1.0,
+            (("type", "uncorrected"), ("scope", "aggregate"))),
+    Neutral("retired_sbe", "fleetmon_gpu_retired_pages_total", "counter",
+            "Memory pages retired, by the kind of error that retired them.", 1.0, (("type", "corrected"),)),
+    Neutral("retired_dbe", "fleetmon_gpu_retired_pages_total", "counter", "", 1.0, (("type", "uncorrected"),)),
+    Neutral("remap_corr", "fleetmon_gpu_remapped_rows_total", "counter",
+            "Memory rows remapped (spared, replaced), by the kind of error.", 1.0, (("type", "corrected"),)),
+    Neutral("remap_unc", "fleetmon_gpu_remapped_rows_total", "counter", "", 1.0, (("type", "uncorrected"),)),
+    Neutral("pcie_replay", "fleetmon_gpu_pcie_replays_total", "counter", "PCIe replays (retransmissions)."),
+    Neutral("pcie_gen", "fleetmon_gpu_pcie_link_generation", "gauge", "Current PCIe link generation."),
+    Neutral("pcie_width", "fleetmon_gpu_pcie_link_width", "gauge", "Current PCIe link width (lanes)."),
+)
+"""The vendor-neutral ``fleetmon_gpu_*`` families: every device of every vendor, with a ``vendor`` label. Rows
+of one metric are one family (one HELP, the first row's); a field the device does not report has no series."""
+
+NEUTRAL_INVENTORY: tuple[Neutral, ...] = (
+    Neutral("memory_total_mib", "fleetmon_gpu_memory_total_bytes", "gauge", "Device memory total.", MIB),
+    Neutral("temp_slowdown_c", "fleetmon_gpu_temperature_limit_celsius", "gauge",
+            "Temperature limits: slowdown (throttling starts) and shutdown.", 1.0, (("limit", "slowdown"),)),
+    Neutral("temp_shutdown_c", "fleetmon_gpu_temperature_limit_celsius", "gauge", "", 1.0,
+            (("limit", "shutdown"),)),
+)
+"""Neutral families of the static inventory."""
 
 _INFO_LABELS = ("serial", "board_part_number", "vbios", "inforom_image", "pci_device_id", "pci_subsystem_id",
                 "architecture", "compute_capability")
@@ -136,35 +217,52 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
     metrics = SAMPLE_METRICS if fields is None or fields is CATALOG else sample_metrics(fields)
     inv_by_index = {g.index: g for g in inventory}
     driver = node.values.get("driver_version") or ""
+    node_vendor = str(node.values.get("vendor") or DEFAULT_VENDOR)
     page = _Page()
+
+    def vendor_of(index: int) -> str:
+        inv = inv_by_index.get(index)
+        return str((inv.values.get("vendor") if inv else None) or node_vendor)
 
     def base(index: int, uuid: str) -> list[tuple[str, Any]]:
         inv = inv_by_index.get(index)
-        return [("gpu", index), ("UUID", uuid),
-                ("pci_bus_id", dcgm_bus_id((inv.values.get("pci_bus_id") if inv else "") or "")),
+        bus = (inv.values.get("pci_bus_id") if inv else "") or ""
+        vendor = vendor_of(index)
+        if vendor != DEFAULT_VENDOR:  # no DCGM-style labels on another vendor's device
+            return neutral(index, uuid)[:3] + [("device", f"{vendor}{index}")] + neutral(index, uuid)[3:]
+        return [("gpu", index), ("UUID", uuid), ("pci_bus_id", dcgm_bus_id(bus)),
                 ("device", f"nvidia{index}"), ("modelName", inv.name if inv else ""),
                 ("hostname", node.hostname), ("DCGM_FI_DRIVER_VERSION", driver)]
+
+    def neutral(index: int, uuid: str) -> list[tuple[str, Any]]:
+        inv = inv_by_index.get(index)
+        return [("gpu", index), ("uuid", uuid), ("pci_bus_id", (inv.values.get("pci_bus_id") if inv else "") or ""),
+                ("model", inv.name if inv else ""), ("hostname", node.hostname), ("vendor", vendor_of(index))]
 
     gpu_labels = {s.index: base(s.index, s.uuid) for s in samples}
     for g in inventory:
         gpu_labels.setdefault(g.index, base(g.index, g.uuid))
     lbl = {i: _labels(pairs) for i, pairs in gpu_labels.items()}
+    nvidia = {i for i in gpu_labels if vendor_of(i) == DEFAULT_VENDOR}
+    dcgm_samples = [s for s in samples if s.index in nvidia]  # DCGM_FI_* families: NVIDIA's devices alone
+    dcgm_inventory = [g for g in inventory if g.index in nvidia]
 
     factors = _FACTORS if fields is None or fields is CATALOG else {
         f.name: f.prom.factor for f in fields if f.prom is not None and f.prom.factor != 1}
     for fname, (metric, mtype, help_text) in metrics.items():
         factor = factors.get(fname)
         page.family(metric, mtype, help_text, [(lbl[s.index], s.values.get(fname) if factor is None
-                                                else _times(s.values.get(fname), factor)) for s in samples])
+                                                else _times(s.values.get(fname), factor))
+                                               for s in (dcgm_samples if metric.startswith("DCGM_") else samples)])
 
     for fname, (metric, mtype, help_text, factor) in DERIVED_METRICS.items():
         if fname in metrics:
             page.family(metric, mtype, help_text,
-                        [(lbl[s.index], _times(s.values.get(fname), factor)) for s in samples])
+                        [(lbl[s.index], _times(s.values.get(fname), factor)) for s in dcgm_samples])
 
     xids = last_xid or {}
     rows = []
-    for s in samples:
+    for s in dcgm_samples:
         code = int(xids.get(s.uuid, 0))
         known = XID_CATALOG.get(code)
         rows.append((_labels(gpu_labels[s.index] + [("err_code", code), ("err_msg", known.meaning if known else "")]),
@@ -182,7 +280,8 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
                 "Whether a clocks-event (throttle) reason is active (1) or not (0).", rows)
 
     for fname, (metric, help_text) in INVENTORY_METRICS.items():
-        page.family(metric, "gauge", help_text, [(lbl[g.index], g.values.get(fname)) for g in inventory])
+        page.family(metric, "gauge", help_text, [(lbl[g.index], g.values.get(fname))
+                                                 for g in (dcgm_inventory if metric.startswith("DCGM_") else inventory)])
 
     nominal = {g.index: _nominal(g) for g in inventory}
     for key, (metric, help_text) in NOMINAL_METRICS.items():
@@ -218,12 +317,21 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
                 "Whether NVML reads of the GPU do not return in time (1) or do (0).",
                 [(lbl[i], 1 if h.get("hung_since") is not None else 0) for i, h in health.items() if i in lbl])
 
+    neutral_labels = {i: neutral(i, uuid) for i, uuid in
+                      {**{g.index: g.uuid for g in inventory}, **{s.index: s.uuid for s in samples}}.items()}
+    _neutral_families(page, NEUTRAL_METRICS, [(s.index, s.values) for s in samples], neutral_labels, metrics)
+    _neutral_families(page, NEUTRAL_INVENTORY, [(g.index, g.values) for g in inventory], neutral_labels, None)
+
     host = [("hostname", node.hostname)]
     info = _labels(host + [("driver_version", driver),
                            ("cuda_driver_version", node.values.get("cuda_driver_version") or ""),
                            ("nvml_version", node.values.get("nvml_version") or ""),
-                           ("agent_version", node.agent_version), ("xid_source", node.xid_source)])
-    page.family("fleetmon_agent_info", "gauge", "Agent, driver and Xid source of this node; the value is 1.",
+                           ("agent_version", node.agent_version), ("xid_source", node.xid_source),
+                           ("vendor", node_vendor), ("runtime", RUNTIME_NAMES.get(node_vendor, "")),
+                           ("runtime_version", node.values.get("runtime_version") or ""),
+                           ("firmware_version", node.values.get("firmware_version") or "")])
+    page.family("fleetmon_agent_info", "gauge",
+                "Agent, vendor, driver, runtime and Xid source of this node; the value is 1.",
                 [(info, 1)])
     page.family("fleetmon_node_gpus", "gauge", "GPUs NVML enumerates on this node.",
                 [(_labels(host), node.values.get("gpu_count"))])
@@ -233,6 +341,27 @@ def render_metrics(node: NodeInfo, inventory: list[GpuInventory], samples: list[
                            ("buffer_bytes", "Bytes the local record buffer occupies.")):
         page.family(f"fleetmon_agent_{key}", "gauge", help_text, [(_labels(host), agent.get(key))])
     return page.text()
+
+
+def _neutral_families(page: _Page, table: tuple[Neutral, ...], values: list[tuple[int, Any]],
+                      labels: dict[int, list[tuple[str, Any]]], exported: dict[str, Any] | None) -> None:
+    """The ``fleetmon_gpu_*`` families of ``table`` over every device's values; rows of one metric together."""
+    families: dict[str, tuple[str, str, list[tuple[str, Any]]]] = {}
+    for n in table:
+        if exported is not None and n.field not in exported:
+            continue  # a field left out of the page (a custom catalog) is left out here too
+        _, _, rows = families.setdefault(n.metric, (n.type, n.help, []))
+        for index, vals in values:
+            v = _number(vals.get(n.field))
+            if v is not None and index in labels:
+                rows.append((_labels(labels[index] + list(n.labels)), _scaled(v, n.scale)))
+    for metric, (mtype, help_text, rows) in families.items():
+        page.family(metric, mtype, help_text, rows)
+
+
+def _scaled(value: float, scale: float) -> float | int:
+    out = value * scale
+    return int(out) if float(out).is_integer() and abs(out) < 2 ** 53 else round(out, 6)
 
 
 def dcgm_bus_id(bus_id: str) -> str:

@@ -478,6 +478,8 @@ class PreflightResult:
     nodes: tuple[NodePreflight, ...]
     exclude: str
     findings: tuple[Finding, ...]
+    vendors: Mapping[str, str] = field(default_factory=dict)
+    """node → its devices' vendor (issue 23; fleetmon.assess fills it from the store; absent: NVIDIA's)."""
 
     @property
     def go(self) -> list[str]:

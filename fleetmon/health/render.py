@@ -289,6 +289,26 @@ def _slurm_lines(s: Mapping[str, Any], verdicts: Mapping[str, str]) -> list[str]
     return out
 
 
+def _mixed(summary: Mapping[str, Any]) -> bool:
+    """Whether the report speaks of vendors: any device not NVIDIA's (an NVIDIA-only report reads as before)."""
+    return any(v != "nvidia" for v in (summary.get("nodes_by_vendor") or {}))
+
+
+def _vendors_line(s: Mapping[str, Any]) -> str:
+    """"NVIDIA 8 GPUs on 2 nodes (driver 550.54.15 ×2, CUDA 12.4 ×2); AMD 4 GPUs on 1 node (driver 6.3.6 ×1)"."""
+    from fleetmon.vendors import runtime_name, vendor_name
+
+    parts = []
+    for vendor, nodes in (s.get("nodes_by_vendor") or {}).items():
+        gpus = (s.get("gpus_by_vendor") or {}).get(vendor, 0)
+        versions = [f"driver {v} ×{n}" for v, n in ((s.get("drivers_by_vendor") or {}).get(vendor) or {}).items()]
+        versions += [f"{runtime_name(vendor)} {v} ×{n}"
+                     for v, n in ((s.get("runtimes_by_vendor") or {}).get(vendor) or {}).items()]
+        parts.append(f"{vendor_name(vendor)} {_plural(gpus, 'GPU')} on {_plural(nodes, 'node')}"
+                     + (f" ({', '.join(versions)})" if versions else ""))
+    return "; ".join(parts) or "none"
+
+
 def report_text(result: ReportResult) -> str:
     """The report as plain text for a terminal or a mail."""
     s = result.summary
@@ -305,6 +325,7 @@ def report_text(result: ReportResult) -> str:
         "Fleet",
         f"  GPUs by model: {_models_line(s.get('gpus_by_model', {}))}",
         f"  Drivers:       {_drivers_line(s.get('driver_versions', {}))}",
+        *([f"  By vendor:     {_vendors_line(s)}"] if _mixed(s) else []),
         f"  Unreachable:   {_hosts(down) if down else 'none'}",
         f"  Never reached: {_hosts(sorted(never, key=hostlist.sort_key)) if never else 'none'}",
         f"  Stale:         {_stale_line(s.get('stale') or {})}",
@@ -382,12 +403,25 @@ def _lines(out: Sequence[str]) -> str:
 # Preflight
 
 
-def _node_preflight_dict(n: NodePreflight) -> dict[str, Any]:
+def _node_preflight_dict(n: NodePreflight, vendor: str = "nvidia") -> dict[str, Any]:
     return {
         "name": n.name, "verdict": n.verdict, "go": n.go, "reasons": list(n.reasons),
         "warnings": list(n.warnings), "ecc": dict(n.ecc), "power": dict(n.power),
-        "gpus": n.gpus, "expected_gpus": n.expected,
+        "gpus": n.gpus, "expected_gpus": n.expected, "vendor": vendor,
     }
+
+
+def preflight_by_vendor(result: PreflightResult) -> dict[str, dict[str, Any]]:
+    """vendor → ``nodes``, ``go``, ``no_go`` (node names) and ``gpus``: the review per vendor (issue 23)."""
+    from fleetmon.vendors import vendor_order
+
+    out: dict[str, dict[str, Any]] = {}
+    for n in result.nodes:
+        v = out.setdefault(result.vendors.get(n.name, "nvidia"), {"nodes": 0, "go": [], "no_go": [], "gpus": 0})
+        v["nodes"] += 1
+        v["go" if n.go else "no_go"].append(n.name)
+        v["gpus"] += n.gpus
+    return {k: out[k] for k in sorted(out, key=vendor_order)}
 
 
 def preflight_dict(result: PreflightResult) -> dict[str, Any]:
@@ -404,8 +438,9 @@ def preflight_dict(result: PreflightResult) -> dict[str, Any]:
         "go": result.go,
         "no_go": result.no_go,
         "exclude": result.exclude,
-        "nodes": [_node_preflight_dict(n) for n in result.nodes],
+        "nodes": [_node_preflight_dict(n, result.vendors.get(n.name, "nvidia")) for n in result.nodes],
         "findings": [_finding_dict(f) for f in result.findings],
+        "by_vendor": preflight_by_vendor(result),
     }
     out: dict[str, Any] = _jsonable(doc)
     return out
@@ -439,6 +474,15 @@ def _power_line(power: Mapping[str, Any]) -> str:
             f"unreadable {power.get('unreadable_minutes', 0)} min, capped GPUs {power.get('capped_gpus', 0)}")
 
 
+def _preflight_vendors_line(result: PreflightResult) -> str:
+    """"By vendor: NVIDIA 2 GO, 0 NO-GO (16 GPUs); AMD 1 GO, 1 NO-GO (8 GPUs)"."""
+    from fleetmon.vendors import vendor_name
+
+    return "By vendor: " + "; ".join(
+        f"{vendor_name(v)} {len(d['go'])} GO, {len(d['no_go'])} NO-GO ({_plural(d['gpus'], 'GPU')})"
+        for v, d in preflight_by_vendor(result).items())
+
+
 def preflight_text(result: PreflightResult) -> str:
     """The preflight as plain text."""
     out = [
@@ -446,10 +490,16 @@ def preflight_text(result: PreflightResult) -> str:
         f"({_short(result.since)} .. {_short(result.now)} UTC)",
         f"GO {len(result.go)}   NO-GO {len(result.no_go)}",
         f"Exclude: {result.exclude or '(none)'}",
+        *([_preflight_vendors_line(result)] if any(v != "nvidia" for v in result.vendors.values()) else []),
         "",
     ]
+    mixed = any(v != "nvidia" for v in result.vendors.values())
     for n in sorted(result.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name))):
         gpus = f"{n.gpus} GPUs" + (f" of {n.expected}" if n.expected is not None else "")
+        if mixed:  # a mixed pool says whose devices each node holds
+            from fleetmon.vendors import vendor_name
+
+            gpus += f", {vendor_name(result.vendors.get(n.name))}"
         out.append(f"{n.verdict.upper():<6} {n.name}  ({gpus})")
         out += [f"    - {r}" for r in n.reasons]
         out += [f"    ~ {w}" for w in n.warnings]
@@ -544,6 +594,7 @@ def report_html(result: ReportResult) -> str:
         "<h2>Fleet</h2><table>",
         f"<tr><th>GPUs by model</th><td>{_e(_models_line(s.get('gpus_by_model', {})))}</td></tr>",
         f"<tr><th>Driver versions</th><td>{_e(_drivers_line(s.get('driver_versions', {})))}</td></tr>",
+        *([f"<tr><th>By vendor</th><td>{_e(_vendors_line(s))}</td></tr>"] if _mixed(s) else []),
         f"<tr><th>Unreachable</th><td>{_e(_hosts(down) if down else 'none')}</td></tr>",
         f"<tr><th>Never reached</th><td>{_e(_hosts(sorted(never, key=hostlist.sort_key)) if never else 'none')}"
         "</td></tr>",
@@ -613,6 +664,8 @@ def preflight_html(result: PreflightResult) -> str:
         f"({_e(_short(result.since))} .. {_e(_short(result.now))} UTC) · GO {len(result.go)} · "
         f"NO-GO {len(result.no_go)} · exit status {exit_status(result)}</p>",
         f"<p>Exclude: <code>{_e(result.exclude or '(none)')}</code></p>",
+        *([f"<p>{_e(_preflight_vendors_line(result))}</p>"] if any(v != "nvidia" for v in result.vendors.values())
+          else []),
         "<table><tr><th>Node</th><th>Verdict</th><th>Reasons</th><th>ECC</th><th>Power</th></tr>",
     ]
     for n in sorted(result.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name))):

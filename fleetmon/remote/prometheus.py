@@ -7,7 +7,13 @@ VictoriaMetrics: the same API) can be inspected from any workstation.
 
 The metrics are the ones the agents' ``/metrics`` serves (dcgm-exporter's
 names, :data:`fleetmon.fields.CATALOG` ``Field.prom``); a series belongs to a
-GPU by its ``UUID`` label. Each window is read at the step
+GPU by its ``UUID`` label. Devices of other vendors (issue 23) have no
+``DCGM_FI_*`` series: each query also reads the vendor-neutral family of the
+field (:data:`fleetmon.agent.prom.NEUTRAL_METRICS`, ``fleetmon_gpu_*`` with a
+``uuid`` and a ``vendor`` label, in base units, converted back to the
+catalog's) with PromQL ``or``, so a GPU's DCGM series win where it has them
+and the neutral ones serve the others (and an NVIDIA GPU whose DCGM series
+are absent: a scrape config that keeps only ``fleetmon_*``). Each window is read at the step
 :func:`step_for` chooses (as :func:`storage.history_window.resolution_for`
 picks the store's table: a minute up to 36 h, an hour up to 120 days, a day
 beyond), and mapped back to the keys the plots and the rules use:
@@ -49,7 +55,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fleetmon.fields import FIELDS
+from fleetmon.agent.prom import NEUTRAL_METRICS, Neutral
+from fleetmon.fields import DEFAULT_VENDOR, FIELDS
 from fleetmon.fleet.validate import is_node_name
 from fleetmon.remote.answer import (MAX_SERIES, MAX_VALUES, Budget, Drops, Grid, PrometheusError, Series, error_text,
                                     parse_answer)
@@ -87,6 +94,15 @@ COUNT_METRIC = "DCGM_FI_DEV_POWER_USAGE"
 IDENTITY_LABELS = ("UUID", "gpu", "modelName", "Hostname", "hostname", "instance", "pci_bus_id", "node",
                    "fleetmon_node", "DCGM_FI_DRIVER_VERSION")
 """Labels a GPU's identity is read from (``Hostname`` until dcgm-exporter 3.3, ``hostname`` after)."""
+NEUTRAL_IDENTITY_LABELS = ("UUID", "gpu", "model", "hostname", "instance", "pci_bus_id", "node", "fleetmon_node",
+                           "vendor")
+"""Labels a GPU's identity is read from on the vendor-neutral ``fleetmon_gpu_*`` families (their ``uuid``
+renamed ``UUID``)."""
+NEUTRAL_OF: dict[str, Neutral] = {n.field: n for n in NEUTRAL_METRICS}
+"""Catalog field → its vendor-neutral family."""
+NEUTRAL_COUNT = ("fleetmon_gpu_power_watts", "fleetmon_gpu_temperature_celsius")
+"""The neutral metrics whose scrapes per step give ``n`` (power, else temperature: an NPU without a power
+reading still answers)."""
 
 MAX_INDEX = 1023
 """Largest GPU index taken from a ``gpu`` label (as the collector's ``limits.MAX_INDEX``)."""
@@ -304,31 +320,53 @@ class _Key:
     integer: bool = False
 
 
+def _neutral(metric: str, agg: str, over: str, extra: Sequence[tuple[str, str]] = (), scale: float = 1.0) -> str:
+    """``agg by (UUID)`` of a vendor-neutral family, its ``uuid`` label renamed ``UUID``, in the catalog's unit.
+
+    ``{usel}`` stands for the GPU's matcher (``,uuid="…"``, or nothing for the whole fleet). ``vendor!=""``
+    keeps the series a non-NVIDIA device's ``fleetmon_gpu_lost`` has from NVIDIA's (which carry ``UUID``).
+    """
+    matchers = 'vendor!=""' + "".join(f",{k}={_quote(v)}" for k, v in extra) + "{usel}"
+    inner = f'label_replace({over}({metric}{{{matchers}}}[{{w}}]), "UUID", "$1", "uuid", "(.+)")'
+    out = f"{agg} by (UUID) ({inner})"
+    return out if scale == 1.0 else f"({out}) / {scale!r}"
+
+
 def _keys_for(fields: Iterable[str], step: int) -> list[_Key]:
-    """The queries behind ``fields`` (field names; ``n`` and ``lost`` for the counts)."""
+    """The queries behind ``fields`` (field names; ``n`` and ``lost`` for the counts): each field's DCGM
+    metric ``or`` its vendor-neutral family (``{sel}``: the DCGM selector, ``{usel}``: the neutral one)."""
     out: list[_Key] = []
     for name in fields:
         if name == "n":
-            out.append(_Key("n", f"sum by (UUID) (count_over_time({COUNT_METRIC}{{sel}}[{{w}}]))", integer=True))
+            out.append(_Key("n", " or ".join([f"sum by (UUID) (count_over_time({COUNT_METRIC}{{sel}}[{{w}}]))"] + [
+                _neutral(m, "sum", "count_over_time") for m in NEUTRAL_COUNT]), integer=True))
             continue
         if name == "lost":
-            out.append(_Key("lost", f"max by (UUID) (avg_over_time({LOST_METRIC}{{sel}}[{{w}}]))",
-                            scale=step / 60, integer=True))
+            out.append(_Key("lost", f"max by (UUID) (avg_over_time({LOST_METRIC}{{sel}}[{{w}}])) or "
+                            + _neutral(LOST_METRIC, "max", "avg_over_time"), scale=step / 60, integer=True))
             continue
         f = FIELDS.get(name)
         metric = metric_of(name)
         if f is None or metric is None:
             continue  # not in Prometheus (thr_* counts, status): missing
+        n = NEUTRAL_OF.get(name)
         if f.kind == "gauge":
             for suffix, agg in GAUGE_STATS:
-                out.append(_Key(f"{name}_{suffix}", f"{agg} by (UUID) ({agg}_over_time({metric}{{sel}}[{{w}}]))"))
+                expr = f"{agg} by (UUID) ({agg}_over_time({metric}{{sel}}[{{w}}]))"
+                if n is not None:
+                    expr += " or " + _neutral(n.metric, agg, f"{agg}_over_time", n.labels, n.scale)
+                out.append(_Key(f"{name}_{suffix}", expr))
         else:
-            out.append(_Key(name, f"max by (UUID) (last_over_time({metric}{{sel}}[{{w}}]))", integer=True))
+            expr = f"max by (UUID) (last_over_time({metric}{{sel}}[{{w}}]))"
+            if n is not None:
+                expr += " or " + _neutral(n.metric, "max", "last_over_time", n.labels, n.scale)
+            out.append(_Key(name, expr, integer=True))
     return out
 
 
 def _run(client: PromClient, keys: Sequence[_Key], selector: str, grid: Grid,
-         want: Callable[[dict[str, str]], bool] | None = None) -> dict[str, dict[str, dict[int, Any]]]:
+         want: Callable[[dict[str, str]], bool] | None = None, uuid: str | None = None
+         ) -> dict[str, dict[str, dict[int, Any]]]:
     """uuid → key → {grid index: value} for every key (queries in parallel, a few at a time).
 
     All the queries share one deadline (:data:`WINDOW_TIMEOUT_S`) and one points budget
@@ -352,7 +390,8 @@ def _run(client: PromClient, keys: Sequence[_Key], selector: str, grid: Grid,
                     if failures or not pending:
                         return
                     k = pending.pop(0)
-                expr = k.expr.replace("{sel}", selector).replace("{w}", f"{step}s")
+                expr = k.expr.replace("{sel}", selector).replace("{w}", f"{step}s").replace(
+                    "{usel}", "" if uuid is None else ",uuid=" + _quote(uuid))
                 try:
                     found = client.query_range(expr, grid.start, grid.end, step, want=want, budget=budget,
                                                deadline=deadline)
@@ -427,7 +466,7 @@ def detail_window(client: PromClient, uuid: str, since: float, until: float,
     res, step = step_for(until - since)
     grid = Grid(*_span(since, until, step), step)
     found = _run(client, _keys_for(fields, step), "{UUID=" + _quote(uuid) + "}", grid,
-                 want=lambda labels: labels.get("UUID") == uuid).get(uuid, {})
+                 want=lambda labels: labels.get("UUID") == uuid, uuid=uuid).get(uuid, {})
     rows = []
     for i in sorted({i for col in found.values() for i in col}):
         row: dict[str, Any] = {"ts": int(grid.start) + i * step - step}
@@ -453,6 +492,8 @@ class GpuSeries:
     pci_bus_id: str | None
     driver_version: str | None
     last_seen: float
+    vendor: str = DEFAULT_VENDOR
+    """The ``vendor`` label of its neutral series (a GPU with DCGM series: NVIDIA's)."""
 
 
 def node_name(labels: Mapping[str, str], by_address: Mapping[str, str]) -> tuple[str, str | None]:
@@ -502,10 +543,15 @@ def fleet_gpus(client: PromClient, since: float, now: float, by_address: Mapping
     """
     window = max(60, int(now - since))
     keep = ", ".join(IDENTITY_LABELS)
-    expr = " or ".join(f"group by ({keep}) (last_over_time({m}[{window}s]))"
-                       for m in (metric_of("temp_c"), COUNT_METRIC))
+    neutral = ", ".join(NEUTRAL_IDENTITY_LABELS)
+    expr = " or ".join([f"group by ({keep}) (last_over_time({m}[{window}s]))"
+                        for m in (metric_of("temp_c"), COUNT_METRIC)]
+                       + [f'group by ({neutral}) (label_replace(last_over_time({m}{{vendor!=""}}[{window}s]), '
+                          f'"UUID", "$1", "uuid", "(.+)"))' for m in NEUTRAL_COUNT])
     seen: dict[str, dict[str, str]] = {}
-    for labels, _ in client.query(expr, now, deadline=deadline):
+    # A GPU with DCGM series is named by them (they carry the driver); the neutral ones (with a vendor
+    # label) name the others.
+    for labels, _ in sorted(client.query(expr, now, deadline=deadline), key=lambda lv: "vendor" in lv[0]):
         uuid = labels.get("UUID")
         if uuid and uuid not in seen:
             seen[uuid] = labels
@@ -516,8 +562,10 @@ def fleet_gpus(client: PromClient, since: float, now: float, by_address: Mapping
         if passed_over is not None:
             refused.setdefault(passed_over, node)
         out.append(GpuSeries(uuid=uuid, node=node, index=_index(labels.get("gpu", "")),
-                             model=labels.get("modelName") or None, pci_bus_id=labels.get("pci_bus_id") or None,
-                             driver_version=labels.get("DCGM_FI_DRIVER_VERSION") or None, last_seen=now))
+                             model=labels.get("modelName") or labels.get("model") or None,
+                             pci_bus_id=labels.get("pci_bus_id") or None,
+                             driver_version=labels.get("DCGM_FI_DRIVER_VERSION") or None, last_seen=now,
+                             vendor=printable(labels.get("vendor") or DEFAULT_VENDOR, 40)))
     if refused:
         bad, named = next(iter(refused.items()))
         log.warning("%s: %d node label(s) no fleet file accepts as a node name, e.g. %s (named %s instead)",
@@ -528,7 +576,7 @@ def fleet_gpus(client: PromClient, since: float, now: float, by_address: Mapping
 def gpu_rows(found: Iterable[GpuSeries]) -> list[GpuRow]:
     """The GPUs as the store's rows (identity only: no inventory in Prometheus beyond the labels)."""
     return [GpuRow(uuid=g.uuid, node=g.node, index=g.index, pci_bus_id=g.pci_bus_id, model=g.model, state="ok",
-                   last_seen=g.last_seen) for g in found]
+                   last_seen=g.last_seen, vendor=g.vendor) for g in found]
 
 
 def node_rows(found: Iterable[GpuSeries]) -> list[NodeRow]:
@@ -538,7 +586,7 @@ def node_rows(found: Iterable[GpuSeries]) -> list[NodeRow]:
         seen = nodes.get(g.node)
         if seen is None or (seen.last_ok or 0) < g.last_seen:
             nodes[g.node] = NodeRow(name=g.node, driver_version=g.driver_version, status="ok", last_ok=g.last_seen,
-                                    last_attempt=g.last_seen, gpu_count=None)
+                                    last_attempt=g.last_seen, gpu_count=None, vendor=g.vendor)
     return list(nodes.values())
 
 
@@ -561,7 +609,7 @@ def fleet_telemetry(client: PromClient, since: float, now: float, step: int, uui
     grid = Grid(*_span(since, now + 1, step), step)
     wanted = set(uuids) if uuids is not None else None
     want = None if wanted is None else (lambda labels: labels.get("UUID") in wanted)
-    found = _run(client, _keys_for(fields, step), "", grid, want=want)
+    found = _run(client, _keys_for(fields, step), "", grid, want=want)  # {usel}: "" (every GPU)
     out: dict[str, dict[str, list[Any]]] = {}
     for uuid, cols in found.items():
         index = sorted({i for col in cols.values() for i in col})
@@ -609,6 +657,6 @@ def recorded(client: PromClient, now: float, since: float, *, minutes_s: float, 
         for uuid, cols in table.items():
             if cols["ts"]:
                 last[uuid] = min(now, float(cols["ts"][-1] + step))
-    found = [GpuSeries(g.uuid, g.node, g.index, g.model, g.pci_bus_id, g.driver_version, last.get(g.uuid, since))
-             for g in found]
+    found = [GpuSeries(g.uuid, g.node, g.index, g.model, g.pci_bus_id, g.driver_version, last.get(g.uuid, since),
+                       g.vendor) for g in found]
     return Recorded(gpus=tuple(gpu_rows(found)), nodes=tuple(node_rows(found)), minutes=minutes, hourly=hourly)

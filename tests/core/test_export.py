@@ -80,7 +80,8 @@ def test_health_and_verdict_of_silent_cards_in_every_format(tmp_path):
         assert export_database(path, out, now=now) == 8
         if fmt == "csv":
             rows = list(csv.DictReader(io.StringIO(out.read_text())))
-            assert list(rows[0]) == list(COLUMNS) and list(COLUMNS)[19:] == ["verdict", "intake", "intake_at"]
+            assert list(rows[0]) == list(COLUMNS) and list(COLUMNS)[19:22] == ["verdict", "intake", "intake_at"] \
+                    and list(COLUMNS)[22:] == ["vendor", "runtime_version", "firmware_version"]
             got = [(r["node"], r["verdict"]) for r in rows]
         elif fmt == "json":
             rows = json.loads(out.read_text())["gpus"]

@@ -77,9 +77,9 @@ def test_workbook_cell_by_cell(tmp_path):
                             "Driver", "CUDA driver", "Memory (MiB)", "Power default (W)", "Power limit (W)",
                             "Power min (W)", "Power max (W)", "PCIe max gen", "PCIe max width", "State",
                             "First seen (UTC)", "Last seen (UTC)", "Health", "Open findings", "Findings", "Verdict",
-                            "Intake"]
+                            "Intake", "Vendor", "Runtime", "Firmware"]
     assert inv["A1"].font.b and inv.freeze_panes == "C2"
-    assert inv.auto_filter.ref == "A1:Z6"
+    assert inv.auto_filter.ref == "A1:AC6"
     assert inv.max_row == 6 and [inv.cell(r, 1).value for r in range(2, 7)] == ["m1", "n1", "n1", "n2", "n2"]
     row = _row(inv, "UUID", uuid_of("n1", 1))
     values = {k: c.value for k, c in row.items()}
@@ -113,15 +113,17 @@ def test_workbook_cell_by_cell(tmp_path):
     assert "expected=550.54.15" in _row(fnd, "Kind", "driver-mismatch")["Evidence"].value
 
     ver = wb["Versions"]
-    assert _header(ver) == ["Group", "Model", "Component", "Version", "Baseline", "Nodes", "GPUs", "Nodes running it"]
-    rows = [tuple(c.value for c in r) for r in ver.iter_rows(min_row=2)]
+    assert _header(ver) == ["Group", "Model", "Component", "Version", "Baseline", "Nodes", "GPUs", "Nodes running it",
+                            "Vendor"]
+    rows = [tuple(c.value for c in r)[:8] for r in ver.iter_rows(min_row=2)]
+    assert {r[8].value for r in ver.iter_rows(min_row=2)} == {"NVIDIA"}
     model = "NVIDIA A100-SXM4-80GB"
     # Group a: one node on each driver, so no majority; VBIOS 2 cards against 2.
     assert ("a", model, "Driver", "535.161.08", None, 1, 2, "n2") in rows
     assert ("a", model, "Driver", "550.54.15", None, 1, 2, "n1") in rows
     assert ("a", model, "CUDA driver", "12.4", "baseline", 2, 4, "n[1-2]") in rows
     assert ("b", model, "VBIOS", "92.00.45.00.01", "baseline", 1, 1, "m1") in rows
-    assert ver.auto_filter.ref == f"A1:H{len(rows) + 1}"
+    assert ver.auto_filter.ref == f"A1:I{len(rows) + 1}"
 
 
 def test_formula_injection_xlsx_and_csv(tmp_path):

@@ -113,7 +113,7 @@ def test_preflight_exclude_is_a_hostlist(scenario) -> None:
     doc = json.loads(render.preflight_json(result))
     assert doc["schema"] == 1 and doc["kind"] == "preflight" and doc["exclude"] == "gpu[03,05,07-08,99]"
     assert set(doc["nodes"][0]) == {"name", "verdict", "go", "reasons", "warnings", "ecc", "power", "gpus",
-                                    "expected_gpus"}
+                                    "expected_gpus", "vendor"}  # vendor: issue 23, added
     assert set(doc["nodes"][0]["power"]) == {"mean_w", "max_w", "power_brake_minutes", "unreadable_minutes",
                                              "capped_gpus", "limit_w", "default_w"}
 

@@ -125,9 +125,11 @@ def test_main_window_lists_the_collected_gpus(collected, qtbot):
     cells = [[model.data(model.index(r, c)) for c in range(len(COLUMNS))] for r in range(model.rowCount())]
     assert {row[0] for row in cells} == {"node-a", "node-b"}
     assert sum(1 for row in cells if row[2] == "NVIDIA GeForce RTX 3090") == 4
-    assert all(row[4].endswith("°C") for row in cells)
-    assert all(row[5].endswith(" W") and "—" not in row[5] for row in cells)
-    assert all(row[8] == "ok" for row in cells)
+    temp, power, status = (COLUMNS.index(c) for c in ("Temp", "Power / limit", "Status"))
+    assert all(row[COLUMNS.index("Vendor")] == "NVIDIA" for row in cells)
+    assert all(row[temp].endswith("°C") for row in cells)
+    assert all(row[power].endswith(" W") and "—" not in row[power] for row in cells)
+    assert all(row[status] == "ok" for row in cells)
     window.close()
 
 

@@ -326,12 +326,12 @@ def test_empty_snapshot_is_fine(qtbot):
 
 
 def test_flat_fleet_table_sorts_in_the_model(qtmodeltester):
-    from ui.models.fleet_table import FleetTableModel
+    from ui.models.fleet_table import COLUMNS, FleetTableModel
 
     model = FleetTableModel()
     model.set_rows([row("a", 0, values={"temp_c": 50}), row("b", 0, values={"temp_c": 80}),
                     row("c", 0, values={})], now=1000.0)
-    model.sort(4, Qt.SortOrder.DescendingOrder)
+    model.sort(COLUMNS.index("Temp"), Qt.SortOrder.DescendingOrder)
     assert [model.row(r).node for r in range(3)] == ["b", "a", "c"]
     qtmodeltester.check(model)
 
@@ -361,7 +361,7 @@ def test_fleet_view_gives_a_wide_window_to_the_model_column_unless_the_user_size
 
     view = FleetView()
     qtbot.addWidget(view)
-    view.resize(1100, 400)
+    view.resize(1200, 400)  # every column at its default width, none to spare (1100 before the Vendor column)
     view.show()
     view.set_snapshot(snap)
     header = view.tree.header()

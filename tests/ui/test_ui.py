@@ -63,12 +63,13 @@ def test_fleet_table_model(qtmodeltester):
     cell = lambda r, c: model.data(model.index(r, c))  # noqa: E731
     assert model.columnCount() == len(COLUMNS) and model.rowCount() == 3
     assert [cell(0, c) for c in range(len(COLUMNS))] == [
-        "a", "0", "NVIDIA A100-SXM4-80GB", "535.161.08", "55 °C", "301 / 400 W", "88%", "5 s ago", "ok", "pass", "—"]
-    assert cell(1, 8) == "lost" and cell(1, 4) == "—"
-    assert cell(2, 8) == "unreachable: cannot connect: refused"
+        "a", "0", "NVIDIA A100-SXM4-80GB", "NVIDIA", "535.161.08", "55 °C", "301 / 400 W", "88%", "5 s ago", "ok", "pass", "—"]
+    status, temp = COLUMNS.index("Status"), COLUMNS.index("Temp")
+    assert cell(1, status) == "lost" and cell(1, temp) == "—"
+    assert cell(2, status) == "unreachable: cannot connect: refused"
     # Same rows again: data changes in place, rows are not reset.
     model.set_rows([_row("a", 0, values={"temp_c": 70}), _row("a", 1), _row("b", 0)], now=1000.0)
-    assert cell(0, 4) == "70 °C"
+    assert cell(0, temp) == "70 °C"
 
 
 def test_health_cell():

@@ -21,14 +21,17 @@ from typing import Any
 from fleetmon import hostlist
 from fleetmon.fields import CATALOG, Field
 from fleetmon.health.verdict import VERDICTS, verdict_rank, worst_verdict
+from fleetmon.vendors import vendor_key, vendor_name, vendor_order
 from storage.rows import FleetRow
 from ui import format as fmt
 from ui.verdicts import Verdicts, severity_word
 
 FIELD_COLUMNS: tuple[Field, ...] = tuple(f for f in CATALOG if f.ui is not None)
-COLUMNS: tuple[str, ...] = (("Name", "Model", "Driver") + tuple(f.ui.header for f in FIELD_COLUMNS if f.ui is not None)
+COLUMNS: tuple[str, ...] = (("Name", "Model", "Vendor", "Driver")
+                            + tuple(f.ui.header for f in FIELD_COLUMNS if f.ui is not None)
                             + ("Last seen", "Status", "Health"))
-_F0 = 3
+COL_MODEL, COL_VENDOR, COL_DRIVER = 1, 2, 3
+_F0 = 4
 _LAST = _F0 + len(FIELD_COLUMNS)
 COL_STATUS, COL_HEALTH = _LAST + 1, _LAST + 2
 
@@ -168,7 +171,7 @@ class _Builder:
             if name in with_gpus:
                 continue
             pseudo = FleetRow(node=name, uuid="", node_status=node_row.status, driver_version=node_row.driver_version,
-                              findings=tuple((str(f.severity), f.kind) for f in snap.findings
+                              vendor=node_row.vendor, findings=tuple((str(f.severity), f.kind) for f in snap.findings
                                              if f.node == name and not f.gpu_uuid))
             if keep(pseudo):
                 verdict = v.node(name)
@@ -205,47 +208,9 @@ class _Builder:
     # -- filter ---------------------------------------------------------------------
 
     def matcher(self, text: str) -> Callable[[FleetRow], bool]:
-        """A predicate over GPU rows for the filter text: every word must match.
-
-        A word is a Slurm hostlist (``gpu[01-04]``: those nodes), ``key:value``
-        (node, group, model, driver, status, severity, verdict or kind) or plain text
-        matched against node, group, model, driver, status and findings. ``status:``
-        and ``severity:`` match the GPU's verdict (``status:stale``, ``severity:fail``)
-        and its old severity words (``status:critical``: fail or unreachable,
-        ``severity:warning``: warn or stale) too.
-        """
-        words = text.split()
-        if not words:
-            return lambda r: True
-        tests: list[Callable[[FleetRow], bool]] = []
-        for w in words:
-            low = w.lower()
-            if "[" in w:
-                try:
-                    names = set(hostlist.expand(w))
-                except ValueError:
-                    names = set()
-                tests.append(_in_nodes(names))
-                continue
-            key, _, value = low.partition(":") if ":" in low else ("", "", low)
-            tests.append(self._contains(key, value))
-        return lambda r: all(t(r) for t in tests)
-
-    def _contains(self, key: str, value: str) -> Callable[[FleetRow], bool]:
-        return lambda r: value in self._haystack(r, key)
-
-    def _haystack(self, r: FleetRow, key: str) -> str:
-        st = row_status(self.v, r)
-        verdict = row_verdict(self.v, r)
-        judged = f"{verdict} {severity_word(verdict) or verdict}"
-        parts = {
-            "node": r.node, "group": str(self.snap.group_of(r.node)), "model": r.model or "",
-            "driver": r.driver_version or "", "status": f"{st} {judged}",
-            "severity": judged, "verdict": verdict, "kind": " ".join(k for _, k in r.findings),
-        }
-        if key in parts:
-            return parts[key].lower()
-        return " ".join(parts.values()).lower()
+        """A predicate over GPU rows for the filter text (:func:`row_matcher` with this snapshot's verdicts)."""
+        snap = self.snap
+        return row_matcher(text, self.v, snap.group_of if snap is not None else (lambda n: ""))
 
     # -- sorting --------------------------------------------------------------------
 
@@ -275,6 +240,59 @@ class _Builder:
             self.sort_items(it.children, col, desc)
 
 
+FILTER_KEYS: tuple[str, ...] = ("node", "group", "model", "vendor", "driver", "status", "severity", "verdict", "kind")
+"""The ``key:value`` words of the filter (fleet view and All GPUs)."""
+
+
+def row_matcher(text: str, v: Verdicts, group_of: Callable[[str], Any]) -> Callable[[FleetRow], bool]:
+    """A predicate over GPU rows for the filter text: every word must match (the fleet view and All GPUs).
+
+    A word is a Slurm hostlist (``gpu[01-04]``: those nodes), ``key:value``
+    (node, group, model, vendor, driver, status, severity, verdict or kind) or plain text
+    matched against node, group, model, vendor, driver, status and findings. ``status:``
+    and ``severity:`` match the GPU's verdict (``status:stale``, ``severity:fail``)
+    and its old severity words (``status:critical``: fail or unreachable,
+    ``severity:warning``: warn or stale) too. ``vendor:`` matches the stored value and
+    the readable name (``vendor:amd``, ``vendor:ascend``, ``vendor:huawei``); a row
+    stored without a vendor (before issue 23) is NVIDIA's.
+    """
+    words = text.split()
+    if not words:
+        return lambda r: True
+    tests: list[Callable[[FleetRow], bool]] = []
+    for w in words:
+        low = w.lower()
+        if "[" in w:
+            try:
+                names = set(hostlist.expand(w))
+            except ValueError:
+                names = set()
+            tests.append(_in_nodes(names))
+            continue
+        key, _, value = low.partition(":") if ":" in low else ("", "", low)
+        tests.append(_contains(v, group_of, key, value))
+    return lambda r: all(t(r) for t in tests)
+
+
+def _contains(v: Verdicts, group_of: Callable[[str], Any], key: str, value: str) -> Callable[[FleetRow], bool]:
+    return lambda r: value in _haystack(v, group_of, r, key)
+
+
+def _haystack(v: Verdicts, group_of: Callable[[str], Any], r: FleetRow, key: str) -> str:
+    st = row_status(v, r)
+    verdict = row_verdict(v, r)
+    judged = f"{verdict} {severity_word(verdict) or verdict}"
+    parts = {
+        "node": r.node, "group": str(group_of(r.node) or ""), "model": r.model or "",
+        "vendor": f"{vendor_key(r.vendor)} {vendor_name(r.vendor)}",
+        "driver": r.driver_version or "", "status": f"{st} {judged}",
+        "severity": judged, "verdict": verdict, "kind": " ".join(k for _, k in r.findings),
+    }
+    if key in parts:
+        return parts[key].lower()
+    return " ".join(parts.values()).lower()
+
+
 def _gpu_order(it: Item) -> tuple[int, str]:
     """A GPU item's place under its node: its index (one without an index last, by UUID)."""
     r = it.gpu
@@ -289,9 +307,11 @@ def sort_items(items: list[Item], col: int, desc: bool) -> None:
 
 
 def _sort_value(r: FleetRow, col: int) -> Any:
-    if col == 1:
+    if col == COL_MODEL:
         return r.model or ""
-    if col == 2:
+    if col == COL_VENDOR:
+        return vendor_order(r.vendor)
+    if col == COL_DRIVER:
         return hostlist.natural_key(r.driver_version or "")
     if _F0 <= col < _LAST:
         v = r.values.get(FIELD_COLUMNS[col - _F0].name)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,16 +12,19 @@ from PySide6.QtGui import QBrush, QColor
 
 from fleetmon.fields import CATALOG, Field
 from fleetmon.health.verdict import VERDICTS, verdict_rank
+from fleetmon.vendors import vendor_name, vendor_order
 from storage.rows import FleetRow
 from ui import format as fmt
 from ui.models.base import Index, RowsTableModel
+from ui.models.fleet_build import row_matcher
 from ui.verdicts import Verdicts, judge
 
 FIELD_COLUMNS: tuple[Field, ...] = tuple(f for f in CATALOG if f.ui is not None)
 """The telemetry columns, declared in the field catalog (``Field.ui``), between Driver and Last seen."""
-_FIRST = 4  # Node, GPU, Model, Driver
+_FIRST = 5  # Node, GPU, Model, Vendor, Driver
 _LAST = _FIRST + len(FIELD_COLUMNS)
-COLUMNS = (("Node", "GPU", "Model", "Driver") + tuple(f.ui.header for f in FIELD_COLUMNS if f.ui is not None)
+COL_VENDOR, COL_DRIVER = 3, 4
+COLUMNS = (("Node", "GPU", "Model", "Vendor", "Driver") + tuple(f.ui.header for f in FIELD_COLUMNS if f.ui is not None)
            + ("Last seen", "Status", "Health", "Intake"))
 COL_HEALTH = COLUMNS.index("Health")
 COL_INTAKE = COLUMNS.index("Intake")
@@ -42,6 +45,27 @@ class FleetTableModel(RowsTableModel[FleetRow]):
         self._now = time.time()
         self._v = Verdicts(self._now)
         self._intakes: Mapping[str, Any] = {}
+        self._all: list[FleetRow] = []  # every row given; ``_rows`` are those the filter keeps
+        self._filter = ""
+        self._sort: tuple[int, Qt.SortOrder] | None = None
+        self.group_of: Callable[[str], Any] = lambda node: ""
+        """A node's group, for ``group:`` words of the filter (the main window: its snapshot's)."""
+
+    def set_filter(self, text: str) -> None:
+        """Keep only the rows matching ``text``: the fleet view's filter syntax (``vendor:amd``, ``model:A100``,
+        ``gpu[01-04]``, …, :func:`ui.models.fleet_build.row_matcher`)."""
+        self._filter = text.strip()
+        self._show(self._all)
+        if self._sort is not None:
+            self.sort(*self._sort)
+
+    @property
+    def filter_text(self) -> str:
+        return self._filter
+
+    def total(self) -> int:
+        """Rows given, the filter's hidden ones included."""
+        return len(self._all)
 
     def set_intakes(self, intakes: Mapping[str, Any]) -> None:
         """Each card's newest intake (:class:`storage.intake.IntakeRow` by UUID), shown in the Intake column."""
@@ -68,6 +92,13 @@ class FleetTableModel(RowsTableModel[FleetRow]):
         else:
             self._now = time.time() if now is None else now
             self._v = judge(SimpleNamespace(rows=rows, nodes={}, findings=(), read_at=self._now))
+        self._all = rows
+        self._show(rows)
+
+    def _show(self, rows: list[FleetRow]) -> None:
+        if self._filter:
+            keep = row_matcher(self._filter, self._v, self.group_of)
+            rows = [r for r in rows if keep(r)]
         same_shape = [(r.node, r.uuid) for r in rows] == [(r.node, r.uuid) for r in self._rows]
         if same_shape and rows:
             self._rows = rows
@@ -79,6 +110,7 @@ class FleetTableModel(RowsTableModel[FleetRow]):
 
     def sort(self, column: int, order: Qt.SortOrder = Qt.SortOrder.AscendingOrder) -> None:
         """Sort inside the model (no proxy); missing values sort first ascending, ties by node and index."""
+        self._sort = (column, order)
         def key(r: FleetRow) -> tuple[Any, ...]:
             if column == 0:
                 return (r.node,)
@@ -86,7 +118,9 @@ class FleetTableModel(RowsTableModel[FleetRow]):
                 return (r.index if r.index is not None else -1,)
             if column == 2:
                 return (r.model or "",)
-            if column == 3:
+            if column == COL_VENDOR:
+                return vendor_order(r.vendor)
+            if column == COL_DRIVER:
                 return (r.driver_version or "",)
             if _FIRST <= column < _LAST:
                 v = r.values.get(FIELD_COLUMNS[column - _FIRST].name)
@@ -131,7 +165,9 @@ class FleetTableModel(RowsTableModel[FleetRow]):
                 return str(r.index) if r.index is not None else fmt.DASH
             if col == 2:
                 return r.model or fmt.DASH
-            if col == 3:
+            if col == COL_VENDOR:
+                return vendor_name(r.vendor)
+            if col == COL_DRIVER:
                 return r.driver_version or fmt.DASH
             if _FIRST <= col < _LAST:
                 return fmt.field(FIELD_COLUMNS[col - _FIRST], v, r.power_enforced_w)

@@ -18,15 +18,16 @@ from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelInde
 from PySide6.QtGui import QBrush, QColor
 
 from fleetmon.sources import node_source
+from fleetmon.vendors import runtime_name, vendor_name, vendor_order
 from fleetmon.vocab import Severity
 from storage.rows import FleetRow
 from ui import format as fmt
-from ui.models.fleet_build import (LEAF, _F0, _LAST, COL_HEALTH, COL_STATUS, COLUMNS, FIELD_COLUMNS, Item, Tree,
-                                   TreeParams, build_from_roots, build_tree, gpu_severity, gpu_status, known_uid,
-                                   sort_items)
+from ui.models.fleet_build import (LEAF, _F0, _LAST, COL_DRIVER, COL_HEALTH, COL_MODEL, COL_STATUS, COL_VENDOR,
+                                   COLUMNS, FIELD_COLUMNS, Item, Tree, TreeParams, build_from_roots, build_tree,
+                                   gpu_severity, gpu_status, known_uid, sort_items)
 from ui.snapshot import FleetSnapshot
 
-__all__ = ["COLUMNS", "COL_HEALTH", "COL_STATUS", "FIELD_COLUMNS", "FleetTreeModel", "Item", "TINT", "gpu_severity"]
+__all__ = ["COLUMNS", "COL_HEALTH", "COL_STATUS", "COL_VENDOR", "FIELD_COLUMNS", "FleetTreeModel", "Item", "TINT", "gpu_severity"]
 
 Index = QModelIndex | QPersistentModelIndex
 TINT: dict[str, QColor] = {Severity.CRITICAL: QColor(198, 40, 40, 70), Severity.WARNING: QColor(239, 108, 0, 60)}
@@ -73,9 +74,11 @@ class CellValues:
             r = it.gpu
             if col == 0:
                 return f"GPU {r.index}" if r.index is not None else r.uuid[:12]
-            if col == 1:
+            if col == COL_MODEL:
                 return r.model or fmt.DASH
-            if col == 2:
+            if col == COL_VENDOR:
+                return vendor_name(r.vendor)
+            if col == COL_DRIVER:
                 return r.driver_version or fmt.DASH
             if _F0 <= col < _LAST:
                 return fmt.field(FIELD_COLUMNS[col - _F0], r.values, r.power_enforced_w)
@@ -89,7 +92,12 @@ class CellValues:
         # node and group rows: aggregates over their GPUs
         if col == 0:
             return it.name
-        if col == 1:
+        if col == COL_VENDOR:  # a mixed group lists its vendors (NVIDIA first)
+            vendors = sorted({r.vendor or "" for r in rows}, key=vendor_order)
+            if not rows and it.kind == "node" and it.name in self._snap.nodes:
+                vendors = [self._snap.nodes[it.name].vendor or ""]
+            return ", ".join(dict.fromkeys(vendor_name(x) for x in vendors)) if vendors else fmt.DASH
+        if col == COL_MODEL:
             models: dict[str, int] = {}
             for r in rows:
                 models[r.model or "?"] = models.get(r.model or "?", 0) + 1
@@ -97,7 +105,7 @@ class CellValues:
             if it.kind == "group":
                 return f"{fmt.plural(len(it.children), 'node')} · {gpus}"
             return gpus
-        if col == 2:
+        if col == COL_DRIVER:
             drivers = sorted({r.driver_version for r in rows if r.driver_version})
             return ", ".join(drivers) if drivers else fmt.DASH
         if _F0 <= col < _LAST:
@@ -363,8 +371,10 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
             if n is None:
                 return it.name
             return "\n".join(x for x in (
-                f"{n.name} ({n.group or 'no group'}) · {n.url or ''}", f"driver {n.driver_version or '—'}, "
-                f"CUDA {n.cuda_driver_version or '—'}", f"last poll {fmt.age(n.last_attempt, self._now)}",
+                f"{n.name} ({n.group or 'no group'}) · {n.url or ''}", f"{vendor_name(n.vendor)} · driver "
+                f"{n.driver_version or '—'}, {runtime_name(n.vendor)} "
+                f"{n.runtime_version or (n.cuda_driver_version if runtime_name(n.vendor) == 'CUDA' else None) or '—'}"
+                + (f", firmware {n.firmware_version}" if n.firmware_version else ""), f"last poll {fmt.age(n.last_attempt, self._now)}",
                 node_source(n.url).note,  # what a dcgm-exporter, ssh or imported node cannot tell ("" for agents)
                 f"last error: {n.last_error}" if n.last_error and n.status == "unreachable" else "") if x)
         return f"group {it.name}: {fmt.plural(len(it.children), 'node')}, {fmt.plural(len(it.gpus), 'GPU')}"

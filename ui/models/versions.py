@@ -1,6 +1,8 @@
-"""VersionsModel: the driver-mismatch matrix, driver / CUDA driver / VBIOS by group and model.
+"""VersionsModel: the driver-mismatch matrix, driver / runtime / VBIOS / firmware by vendor, group and model.
 
-One row per (group, GPU model); each version column lists the versions in use
+One row per (vendor, group, GPU model), NVIDIA's first, then each vendor's (issue 23); the runtime
+column is NVIDIA's CUDA driver and another vendor's runtime named for it ("ROCm 6.0.2", "CANN 8.0");
+each version column lists the versions in use
 with their counts, the group's baseline first and marked (the expected version
 a driver-mismatch finding names, else the majority), outliers highlighted.
 :meth:`VersionsModel.nodes_behind` gives the nodes behind each cell.
@@ -16,11 +18,15 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QBrush, QColor
 
 from fleetmon import hostlist
+from fleetmon.fields import DEFAULT_VENDOR
+from fleetmon.vendors import runtime_name, vendor_key, vendor_name, vendor_order
+from storage.rows import NodeRow
 from ui.snapshot import FleetSnapshot
 from ui.models.base import Index, RowsTableModel
 
-COLUMNS = ("Group", "Model", "Nodes", "GPUs", "Driver", "CUDA driver", "VBIOS")
-VERSION_COLUMNS = {4: "driver", 5: "cuda", 6: "vbios"}
+COLUMNS = ("Group", "Model", "Vendor", "Nodes", "GPUs", "Driver", "CUDA driver / runtime", "VBIOS", "Firmware")
+VERSION_COLUMNS = {5: "driver", 6: "cuda", 7: "vbios", 8: "firmware"}
+"""Version column → cell key (``cuda``: NVIDIA's CUDA driver, another vendor's runtime)."""
 OUTLIER = QColor(239, 108, 0, 70)
 
 
@@ -55,6 +61,8 @@ class VersionRow:
     nodes: tuple[str, ...]
     gpus: int
     cells: dict[str, VersionCell]
+    vendor: str = DEFAULT_VENDOR
+    """The stored vendor value of the row's cards (:data:`fleetmon.fields.VENDORS`)."""
 
 
 def _baseline(counts: Counter[str], expected: str | None) -> str | None:
@@ -66,53 +74,90 @@ def _baseline(counts: Counter[str], expected: str | None) -> str | None:
     return top[0][0]
 
 
-def version_rows(snap: FleetSnapshot) -> list[VersionRow]:
-    """The matrix: per (group, model) the nodes per driver, CUDA driver and VBIOS, with baselines.
+def _runtime(node: NodeRow | None, vendor: str) -> str | None:
+    """The node's runtime as the matrix shows it: NVIDIA's CUDA driver version bare (as before issue 23),
+    another vendor's named ("ROCm 6.0.2")."""
+    if node is None:
+        return None
+    if vendor == DEFAULT_VENDOR:
+        return node.cuda_driver_version or node.runtime_version
+    return f"{runtime_name(vendor)} {node.runtime_version}" if node.runtime_version else None
 
-    Driver baselines are per group (a node's driver serves all its cards), the
-    VBIOS baseline per group and model (as the vbios-mismatch rule compares).
+
+def version_rows(snap: FleetSnapshot) -> list[VersionRow]:
+    """The matrix: per (vendor, group, model) the nodes per driver, runtime (CUDA driver), VBIOS and firmware,
+    with baselines.
+
+    Driver and runtime baselines are per vendor and group (a node's driver serves all its cards; an AMD
+    node's driver is never an outlier against NVIDIA's; ungrouped nodes per model, as the driver-mismatch
+    rule compares them), the VBIOS and firmware baselines per group and model (as the vbios-mismatch rule
+    compares).
     """
-    expected: dict[tuple[str, str], str] = {}
+    def node_vendor(name: str | None) -> str:
+        n = snap.nodes.get(name or "")
+        return vendor_key(n.vendor if n is not None else None)
+
+    expected: dict[tuple[str, str, str], str] = {}
     for f in snap.findings:
         ev = f.evidence or {}
+        vendor = vendor_key(ev.get("vendor")) if ev.get("vendor") else node_vendor(f.node)
         if f.kind == "driver-mismatch" and ev.get("expected"):
-            expected[(snap.group_of(f.node), "cuda" if ev.get("field") == "cuda" else "driver")] = str(ev["expected"])
+            what = "cuda" if ev.get("field") in ("cuda", "runtime") else "driver"
+            expected[(vendor, snap.group_of(f.node), what)] = str(ev["expected"])
         if f.kind == "vbios-mismatch" and ev.get("expected"):
-            expected[(snap.group_of(f.node), f"vbios:{ev.get('model')}")] = str(ev["expected"])
-    group_counts: dict[tuple[str, str], Counter[str]] = {}
+            expected[(vendor, snap.group_of(f.node), f"vbios:{ev.get('model')}")] = str(ev["expected"])
+    # Ungrouped nodes are compared per model, as the driver-mismatch rule (and the export) does: an MI300X
+    # node's driver is no outlier against an MI100 node's.
+    node_models: dict[str, set[str]] = {}
+    for r in snap.rows:
+        if r.state != "gone":
+            node_models.setdefault(r.node, set()).add(r.model or "?")
+    group_counts: dict[tuple[str, str, str], Counter[str]] = {}
     for n in snap.nodes.values():
         g = n.group or ""
-        for what, v in (("driver", n.driver_version), ("cuda", n.cuda_driver_version)):
+        vendor = vendor_key(n.vendor)
+        scopes = [g] if g else [f"\0{m}" for m in node_models.get(n.name, ())]
+        for what, v in (("driver", n.driver_version), ("cuda", _runtime(n, vendor))):
             if v:
-                group_counts.setdefault((g, what), Counter())[v] += 1
-    keyed: dict[tuple[str, str], list[Any]] = {}
+                for scope in scopes:
+                    group_counts.setdefault((vendor, scope, what), Counter())[v] += 1
+    keyed: dict[tuple[str, str, str], list[Any]] = {}
     for r in snap.rows:
         if r.state == "gone":
             continue
-        keyed.setdefault((snap.group_of(r.node), r.model or "?"), []).append(r)
+        keyed.setdefault((vendor_key(r.vendor or node_vendor(r.node)), snap.group_of(r.node), r.model or "?"),
+                         []).append(r)
     out = []
-    for (group, model), rows in sorted(keyed.items()):
+    for (vendor, group, model), rows in sorted(keyed.items(), key=lambda kv: (vendor_order(kv[0][0]), kv[0][1:])):
         nodes = sorted({r.node for r in rows}, key=hostlist.sort_key)
         cells: dict[str, VersionCell] = {}
         for what in ("driver", "cuda"):
             by: dict[str, list[str]] = {}
             for name in nodes:
                 node = snap.nodes.get(name)
-                v = (node.driver_version if what == "driver" else node.cuda_driver_version) if node else None
+                v = (node.driver_version if node else None) if what == "driver" else _runtime(node, vendor)
                 if v:
                     by.setdefault(v, []).append(name)
-            cells[what] = VersionCell(by, _baseline(group_counts.get((group, what), Counter()),
-                                                    expected.get((group, what))))
-        vb: dict[str, dict[str, None]] = {}  # version → its nodes, in first-seen order (a dict: O(1) membership)
-        counts: Counter[str] = Counter()
-        for r in rows:
-            card = snap.gpus.get(r.uuid)
-            if card is not None and card.vbios:
-                vb.setdefault(card.vbios, {})[r.node] = None
-                counts[card.vbios] += 1
-        cells["vbios"] = VersionCell({v: list(ns) for v, ns in vb.items()},
-                                     _baseline(counts, expected.get((group, f"vbios:{model}"))), dict(counts))
-        out.append(VersionRow(group, model, tuple(nodes), len(rows), cells))
+            scope = group if group else f"\0{model}"
+            cells[what] = VersionCell(by, _baseline(group_counts.get((vendor, scope, what), Counter()),
+                                                    expected.get((vendor, group, what))))
+        for what in ("vbios", "firmware"):
+            vb: dict[str, dict[str, None]] = {}  # version → its nodes, in first-seen order (a dict: O(1) membership)
+            counts: Counter[str] = Counter()
+            for r in rows:
+                card = snap.gpus.get(r.uuid)
+                if what == "vbios":
+                    v = card.vbios if card is not None else None
+                else:  # the card's firmware, else its node's (a node reporting one for all its devices)
+                    node = snap.nodes.get(r.node)
+                    v = (card.inventory.get("firmware_version") if card is not None else None) or (
+                        node.firmware_version if node is not None else None)
+                if v:
+                    vb.setdefault(str(v), {})[r.node] = None
+                    counts[str(v)] += 1
+            cells[what] = VersionCell({v: list(ns) for v, ns in vb.items()},
+                                      _baseline(counts, expected.get((vendor, group, f"{what}:{model}"))), dict(counts))
+        out.append(VersionRow(group, model, tuple(nodes), len(rows), cells, vendor))
     return out
 
 
@@ -125,7 +170,7 @@ class VersionsModel(RowsTableModel[VersionRow]):
         rows = snap.derived.get("versions")  # built on the reader thread (ui.fleet_reader.prepare)
         if rows is None:
             rows = version_rows(snap)
-        if [(r.group, r.model) for r in rows] == [(r.group, r.model) for r in self._rows] and rows:
+        if [(r.vendor, r.group, r.model) for r in rows] == [(r.vendor, r.group, r.model) for r in self._rows] and rows:
             self._rows = rows
             self.dataChanged.emit(self.index(0, 0), self.index(len(rows) - 1, len(COLUMNS) - 1))
             return
@@ -153,7 +198,7 @@ class VersionsModel(RowsTableModel[VersionRow]):
         if role == Qt.ItemDataRole.DisplayRole:
             if c is not None:
                 return c.text()
-            return [r.group or "(no group)", r.model, str(len(r.nodes)), str(r.gpus)][col]
+            return [r.group or "(no group)", r.model, vendor_name(r.vendor), str(len(r.nodes)), str(r.gpus)][col]
         if role == Qt.ItemDataRole.BackgroundRole and c is not None and c.outliers and c.nodes:
             return QBrush(OUTLIER)
         if role == Qt.ItemDataRole.ToolTipRole:

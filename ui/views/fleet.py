@@ -17,7 +17,7 @@ from ui.models.fleet_tree import COL_HEALTH, COLUMNS, FleetTreeModel
 
 __all__ = ["COLUMN_WIDTHS", "FleetView", "summary_text"]
 
-COLUMN_WIDTHS = {"Name": 150, "Model": 215, "Driver": 90, "Temp": 75, "Power / limit": 115, "Util": 50,
+COLUMN_WIDTHS = {"Name": 150, "Model": 215, "Vendor": 110, "Driver": 90, "Temp": 75, "Power / limit": 115, "Util": 50,
                  "Last seen": 75, "Status": 85}
 """Fixed starting widths (never ResizeToContents over the model: it measures every cell on each refresh)."""
 COL_MODEL = COLUMNS.index("Model")
@@ -25,7 +25,7 @@ HEALTH_WIDTH = 260
 """Room kept for the last column (Health) before a wide window widens the Model column."""
 NARROW_HEALTH = 150
 """In a narrow window the Model column gives way (elided, down to MODEL_MIN) until Health has this much."""
-MODEL_MIN = 120
+MODEL_MIN = 110
 
 
 class FleetView(QWidget):
@@ -40,7 +40,7 @@ class FleetView(QWidget):
         super().__init__(parent)
         self.model = FleetTreeModel(self)
         self.filter = QLineEdit(self)
-        self.filter.setPlaceholderText("Filter: node, gpu[01-16] hostlist, model:A100, driver:535, status:critical…")
+        self.filter.setPlaceholderText("Filter: node, gpu[01-16] hostlist, model:A100, vendor:amd, driver:535, status:critical…")
         self.filter.setClearButtonEnabled(True)
         self.filter.textChanged.connect(self._on_filter)
         self.grouped = QCheckBox("Group by group", self)

@@ -17,12 +17,14 @@ from PySide6.QtWidgets import (QButtonGroup, QDateTimeEdit, QDialog, QDialogButt
                                QHeaderView, QLabel, QPushButton, QSizePolicy, QSplitter, QStackedWidget, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
 
+from fleetmon.fields import DEFAULT_VENDOR
 from fleetmon.specbook import CATALOG_BOOK, SpecBook, origin_label
 from fleetmon.specs import GpuSpec
 from fleetmon.text import printable
+from fleetmon.vendors import reader_tool, runtime_name, vendor_key, vendor_name
 from storage.history_window import RANGES
 from storage.intake import IntakeRow
-from storage.rows import FleetRow, GpuRow, InventoryChangeRow, PlacementRow
+from storage.rows import FleetRow, GpuRow, InventoryChangeRow, NodeRow, PlacementRow
 from ui import format as fmt
 from ui.history_reader import DetailData, HistoryService
 
@@ -55,16 +57,44 @@ def nominal_text(spec: GpuSpec | None) -> str:
             f"{memory} · PCIe {pcie}")
 
 
-def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = CATALOG_BOOK
-                    ) -> list[tuple[str, str]]:
-    """The inventory sheet of a card as (label, text) pairs, nominal spec (and where it came from) included."""
+def card_vendor(gpu: GpuRow | None, row: FleetRow | None, node: NodeRow | None = None) -> str:
+    """The card's stored vendor value (its own, else its row's or node's; NVIDIA's when none says)."""
+    return vendor_key((gpu.vendor if gpu else None) or (row.vendor if row else None) or (node.vendor if node else None))
+
+
+def source_tool(gpu: GpuRow | None, row: FleetRow | None, node: NodeRow | None = None) -> str | None:
+    """The tool another vendor's card is read through ("npu-smi", "amd-smi"): what the pane names when a reading
+    is missing ("not reported by npu-smi"); None for an NVIDIA card (NVML: "not supported on this GPU")."""
+    vendor = card_vendor(gpu, row, node)
+    if vendor == DEFAULT_VENDOR:
+        return None
+    tool = reader_tool(vendor, node.agent_version if node else None)
+    for suffix in ("-json", "-csv", "-text", "-table", "-xml", "-q"):  # an import's format name: its tool
+        tool = tool.removesuffix(suffix)
+    return tool
+
+
+def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = CATALOG_BOOK,
+                    node: NodeRow | None = None) -> list[tuple[str, str]]:
+    """The inventory sheet of a card as (label, text) pairs, nominal spec (and where it came from) included.
+
+    The vendor, the card an Ascend chip sits on, the firmware and the vendor's versions (driver, its runtime:
+    CUDA, ROCm, CANN, …) are shown where known; another vendor's card says which of its fields its tool does
+    not report ("not reported by npu-smi") instead of a bare dash.
+    """
     inv = dict(gpu.inventory) if gpu is not None else {}
     model = (gpu.model if gpu else None) or (row.model if row else None) or ""
     spec = card_spec(book, gpu, row)
+    vendor = card_vendor(gpu, row, node)
+    tool = source_tool(gpu, row, node)
+    missing = dict(gpu.inventory_status) if gpu is not None else {}
 
     def v(key: str, unit: str = "") -> str:
         val = inv.get(key)
-        return fmt.DASH if val is None or val == "" else f"{val}{(' ' + unit) if unit else ''}"
+        if val is None or val == "":
+            return f"not reported by {tool}" if tool and gpu is not None and missing.get(key) == "unsupported" \
+                else fmt.DASH
+        return f"{val}{(' ' + unit) if unit else ''}"
 
     pcie_max = fmt.DASH if inv.get("pcie_max_gen") is None else f"Gen{inv.get('pcie_max_gen')} ×{inv.get('pcie_max_width')}"
     limits = " / ".join(fmt.number(inv.get(k), "W") for k in ("power_min_w", "power_default_w", "power_max_w"))
@@ -73,14 +103,31 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = C
     where = fmt.DASH
     if gpu is not None and gpu.node is not None:
         where = f"{gpu.node} · index {gpu.index} · {gpu.pci_bus_id or fmt.DASH}"
-    return [
+    runtime = (node.runtime_version if node else None) or (
+        (node.cuda_driver_version if node else None) if vendor == DEFAULT_VENDOR else None)
+    firmware = inv.get("firmware_version") or (node.firmware_version if node else None)
+    lines = [
         ("Model", model or fmt.DASH),
+        ("Vendor", vendor_name(vendor) + (f" · {tool}" if tool else "")),
         ("Where", where),
+    ]
+    if inv.get("card_id") not in (None, ""):  # an Ascend NPU's chips: the card they sit on
+        lines.append(("Card", f"card {inv['card_id']}"))
+    lines += [
         ("Serial", (gpu.serial if gpu else None) or v("serial")),
         ("UUID", gpu.uuid if gpu else (row.uuid if row else fmt.DASH)),
         ("VBIOS", (gpu.vbios if gpu else None) or v("vbios")),
+    ]
+    if firmware or vendor != DEFAULT_VENDOR:
+        lines.append(("Firmware", str(firmware) if firmware else v("firmware_version")))
+    lines += [
         ("Board part number", v("board_part_number")),
-        ("Driver", (row.driver_version if row else None) or fmt.DASH),
+        ("Driver", (row.driver_version if row else None) or (node.driver_version if node else None) or fmt.DASH),
+    ]
+    if runtime or vendor != DEFAULT_VENDOR:
+        lines.append((runtime_name(vendor), str(runtime) if runtime else (f"not reported by {tool}" if tool
+                                                                          else fmt.DASH)))
+    lines += [
         ("PCIe max", pcie_max),
         ("Power min / default / max", limits),
         ("Power enforced", fmt.number(enforced, "W")),
@@ -91,6 +138,7 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = C
         ("First seen", _when(gpu.first_seen if gpu else None)),
         ("State", (gpu.state if gpu else None) or fmt.DASH),
     ]
+    return lines
 
 
 def _place(p: Any) -> str:
@@ -355,11 +403,12 @@ class GpuDetailView(QWidget):
         except (TypeError, ValueError):
             link_max = None  # not reported: no downtraining is judged
         self.plot.set_history(window, data.since, data.until, data.events, self.row.status,
-                              power_failed=data.power_failed, link_max=link_max)
+                              power_failed=data.power_failed, link_max=link_max,
+                              source=source_tool(data.gpu, self.row, data.node))
         self.history_shown.emit(data.uuid, len(window.rows))
 
     def _fill_inventory(self, data: DetailData | None) -> None:
-        lines = inventory_lines(data.gpu if data else None, self.row, self.spec_book)
+        lines = inventory_lines(data.gpu if data else None, self.row, self.spec_book, data.node if data else None)
         self.inventory.setRowCount(len(lines))
         for r, (label, text) in enumerate(lines):
             a = QTableWidgetItem(label)

@@ -221,12 +221,16 @@ def unsupported_fields(window: HistoryWindow, latest_status: Mapping[str, str]) 
     return out
 
 
-def panel_reason(panel: Panel, has_data: bool, unsupported: set[str]) -> str | None:
-    """Why a panel shows nothing (None when it has data)."""
+def panel_reason(panel: Panel, has_data: bool, unsupported: set[str], source: str | None = None) -> str | None:
+    """Why a panel shows nothing (None when it has data).
+
+    ``source``: the tool another vendor's device is read through ("npu-smi"): a reading it does not give is
+    "not reported by npu-smi"; an NVIDIA GPU's is "not supported on this GPU" (NVML's answer).
+    """
     if has_data:
         return None
     if panel.fields and all(f in unsupported for f in panel.fields):
-        return "not supported on this GPU"
+        return f"not reported by {source}" if source else "not supported on this GPU"
     return "no data in this window"
 
 
@@ -793,8 +797,11 @@ class HistoryPlots(QWidget):
     def set_history(self, window: HistoryWindow, since: float, until: float,
                     events: Sequence[EventRow] = (), latest_status: Mapping[str, str] | None = None,
                     *, power_failed: Sequence[tuple[float, int]] = (),
-                    link_max: tuple[int, int] | None = None) -> None:
-        """Draw a window; the x range is [since, until] whatever the data cover (zoom is reset)."""
+                    link_max: tuple[int, int] | None = None, source: str | None = None) -> None:
+        """Draw a window; the x range is [since, until] whatever the data cover (zoom is reset).
+
+        ``source``: the tool another vendor's device is read through, named where it reports nothing
+        (:func:`panel_reason`)."""
         self._crosshair.reset(HINT)
         drawn = prepare(window, since, until, events, power_failed, link_max)
         self.drawn = drawn
@@ -820,7 +827,7 @@ class HistoryPlots(QWidget):
                                drawn.step_s)
             for kind, item in self.spans[panel.key].items():
                 item.set_spans(drawn.episodes.get(kind, []))
-            self._say(panel.key, panel_reason(panel, has_data, unsupported))
+            self._say(panel.key, panel_reason(panel, has_data, unsupported, source))
         self._x = ts
         # The bottom panel: a row for each reason and episode that occurred, then Xid.
         xids = [e for e in events if e.kind == "xid"]
@@ -840,6 +847,9 @@ class HistoryPlots(QWidget):
         self._mark_events(xids)
         if not len(ts):
             self._say("throttle", "no data in this window")
+        elif not reasons and not kinds and not xids and source and "throttle_mask" in unsupported:
+            # Another vendor's tool gives no throttle reasons and no Xid: not "none happened".
+            self._say("throttle", f"throttle reasons and Xid events: not reported by {source}")
         elif not reasons and not kinds and not xids:
             self._say("throttle", "no throttling, no episode and no Xid in this window")
         else:

@@ -82,6 +82,15 @@ def exclude_list(result: Any) -> str:
 
 # -- the go / no-go list --------------------------------------------------------------------
 
+def _vendors_text(r: Any) -> str:
+    """"NVIDIA 2 GO, 0 NO-GO; AMD 1 GO, 1 NO-GO": a mixed pool's review per vendor (as preflight's text)."""
+    from fleetmon.health.render import preflight_by_vendor
+    from fleetmon.vendors import vendor_name
+
+    return "; ".join(f"{vendor_name(v)} {len(d['go'])} GO, {len(d['no_go'])} NO-GO"
+                     for v, d in preflight_by_vendor(r).items())
+
+
 class GoNoGoModel(RowsTableModel["NodePreflight"]):
     """One row per node, no-go first; the reasons (and non-blocking warnings) in words."""
 
@@ -436,7 +445,8 @@ class PrerunView(QWidget):
         nogo = len(r.no_go)
         self.verdict.setText(
             f"<b style='color:{GO_COLORS['no-go' if nogo else 'go']}'>GO {len(r.go)} · NO-GO {nogo}</b> "
-            f"· {r.days:g} days to {time.strftime('%Y-%m-%d %H:%M', time.gmtime(r.now))} UTC")
+            f"· {r.days:g} days to {time.strftime('%Y-%m-%d %H:%M', time.gmtime(r.now))} UTC"
+            + (f" · {_escape(_vendors_text(r))}" if any(v != "nvidia" for v in r.vendors.values()) else ""))
         self._set_cards(r.nodes, r.findings)
         self.go_model.set_stale(False)
         self.go_table.setEnabled(True)

@@ -1,4 +1,5 @@
-"""The versions view: driver / CUDA driver / VBIOS by group and model, with the nodes behind each cell."""
+"""The versions view: driver / CUDA driver or runtime / VBIOS / firmware by vendor, group and model, with the
+nodes behind each cell."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from ui.fleet_reader import FleetSnapshot
 from ui.models.versions import COLUMNS, VersionsModel
 from ui.widgets.columns import ColumnFitter
 
-WIDTHS = (110, 260, 60, 60, 260, 160, 260)
+WIDTHS = (110, 260, 90, 60, 60, 260, 160, 260, 160)
 MAX_WIDTH = 420
 
 
@@ -53,7 +54,7 @@ class VersionsView(QWidget):
         self.splitter.setSizes([3 * 150, 150])  # the matrix first; a saved layout (QSettings) replaces this
         # Columns as wide as their text up to MAX_WIDTH; in a narrow window the widest give way (elided).
         self.fitter = ColumnFitter(self.table, flexible=(), caps={c: MAX_WIDTH for c in range(len(COLUMNS))})
-        self._shape: tuple[tuple[str, str], ...] = ()
+        self._shape: tuple[tuple[str, str, str], ...] = ()
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 0)
         layout.addWidget(self.caption)
@@ -70,7 +71,7 @@ class VersionsView(QWidget):
 
     def set_snapshot(self, snap: FleetSnapshot) -> None:
         self.model.set_snapshot(snap)
-        shape = tuple((r.group, r.model) for r in (self.model.row(i) for i in range(self.model.rowCount())))
+        shape = tuple((r.vendor, r.group, r.model) for r in (self.model.row(i) for i in range(self.model.rowCount())))
         if shape != self._shape:
             self._shape = shape
             self.fit_columns()
