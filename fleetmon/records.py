@@ -211,6 +211,9 @@ class NodePoll:
         gap: True when the agent had pruned records the collector never got.
         buffer_id: the agent buffer's identity; a new one means the agent's
             sequence numbers restarted and stored cursors no longer apply.
+        signals: per GPU UUID, the device's fault signals as a source without an
+            event buffer read them this time (:func:`fleetmon.sources.signals.device_signals`;
+            a capture's). Storage writes an event when they change and keeps the current ones.
     """
 
     node: str
@@ -230,3 +233,4 @@ class NodePoll:
     skew_s: float | None = None
     gap: bool = False
     buffer_id: str | None = None
+    signals: dict[str, dict[str, Any]] = field(default_factory=dict)

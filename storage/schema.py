@@ -37,6 +37,7 @@ from fleetmon.fields import CATALOG, FIRST_SCHEMA_STEP, HW_THROTTLE_REASONS, THR
 from fleetmon.records import Status
 from fleetmon.vocab import GpuState
 from storage import schema_acks, schema_claims, schema_intake, schema_resolutions, schema_signoff, schema_vendor
+from storage import schema_signals
 
 MIGRATION_SET = "fleetmon"
 
@@ -666,6 +667,7 @@ _step("m010_finding_resolutions")(schema_resolutions.m010_finding_resolutions)
 _step("m011_node_gpu_cap")(schema_claims.m011_node_gpu_cap)
 _step("m012_intakes")(schema_intake.m012_intakes)
 _step("m013_vendor")(schema_vendor.m013_vendor)
+_step("m016_gpu_signals")(schema_signals.m016_gpu_signals)
 
 
 # -- the default layout -----------------------------------------------------------------

@@ -234,6 +234,8 @@ class NodeHistory:
             when not given).
         last_ok: time of the last good poll; last_attempt: of the last poll.
         first_seen: when the node was first polled successfully, if known.
+        vendor: its devices' vendor (None: not recorded; an older store's nodes are NVIDIA's).
+        runtime_version, firmware_version: the vendor-neutral versions (CUDA, ROCm, CANN, ...).
     """
 
     name: str
@@ -248,6 +250,9 @@ class NodeHistory:
     last_attempt: float | None = None
     last_error: str | None = None
     first_seen: float | None = None
+    vendor: str | None = None
+    runtime_version: str | None = None
+    firmware_version: str | None = None
 
     @classmethod
     def from_row(
@@ -277,7 +282,20 @@ class NodeHistory:
             last_attempt=last_attempt,
             last_error=row.get("last_error"),
             first_seen=row.get("first_seen"),
+            vendor=row.get("vendor"),
+            runtime_version=None if row.get("runtime_version") is None else str(row.get("runtime_version")),
+            firmware_version=None if row.get("firmware_version") is None else str(row.get("firmware_version")),
         )
+
+
+def _signal_state(raw: Any) -> Mapping[str, Any]:
+    """Stored signals (a dict or its JSON text) as a mapping; {} when none or unreadable."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, Mapping) else {}
 
 
 @dataclass(frozen=True)
@@ -300,6 +318,9 @@ class GpuHistory:
         minutes: per-minute rows (recent, e.g. the last 24 h).
         hourly: hourly rows (older than the minutes; optional).
         placements: where the card sat, oldest first (each from its ``ts``).
+        signals: the card's current fault signals as storage keeps them
+            (``{"values": {signal: value}, "since": {signal: ts}}``:
+            :mod:`fleetmon.sources.signals`); {} for a card that reports none.
     """
 
     uuid: str
@@ -315,6 +336,7 @@ class GpuHistory:
     minutes: Series = EMPTY
     hourly: Series = EMPTY
     placements: tuple[Placement, ...] = ()
+    signals: Mapping[str, Any] = field(default_factory=dict)
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -360,7 +382,19 @@ class GpuHistory:
             minutes=mins,
             hourly=hrs,
             placements=places,
+            signals=_signal_state(row.get("signals")),
         )
+
+    def signal(self, key: str) -> Any:
+        """The card's current fault signal ``key`` (:mod:`fleetmon.sources.signals`), None when it has none."""
+        values = self.signals.get("values")
+        return values.get(key) if isinstance(values, Mapping) else None
+
+    def signal_since(self, key: str) -> float | None:
+        """When the signal ``key`` last changed (None when unknown)."""
+        since = self.signals.get("since")
+        ts = since.get(key) if isinstance(since, Mapping) else None
+        return float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None
 
     @property
     def card_id(self) -> str:
