@@ -19,7 +19,8 @@ parser's docstring lists. :func:`device_signals` turns such a mapping into the f
 ``ecc_deferred``
     AMD's total deferred errors (detected, poisoned, not yet consumed).
 ``bad_pages_exceeded``
-    AMD's ``bad_page_threshold_exceeded``: the driver retired more pages than its threshold.
+    AMD's ``bad_page_threshold_exceeded``: the driver retired more pages than its threshold
+    (with ``bad_page_threshold``, the threshold, where the tool gives it: evidence, no event).
 
 A reading the tool did not give is absent, never zero. A value of the wrong type is
 dropped (the parsers already refuse most; the agent's backends are read the same way).
@@ -122,6 +123,9 @@ def device_signals(extra: Mapping[str, Any] | None) -> dict[str, Any]:
     exceeded = extra.get("bad_page_threshold_exceeded")
     if isinstance(exceeded, bool):
         out["bad_pages_exceeded"] = exceeded
+        threshold = _count(extra.get("bad_page_threshold"))
+        if threshold is not None:  # evidence for the rule; no event of its own
+            out["bad_page_threshold"] = threshold
     return out
 
 

@@ -176,7 +176,7 @@ def check_bad_pages(history: FleetHistory, thresholds: Thresholds | None = None)
         since = _since(gpu, "bad_pages_exceeded", history)
         out.append(gpu_finding(
             history, gpu, "bad-pages-exceeded", "critical", since, history.now,
-            {"threshold": gpu.inv("bad_page_threshold"), "since": since, "vendor": _vendor(gpu)},
+            {"threshold": gpu.signal("bad_page_threshold"), "since": since, "vendor": _vendor(gpu)},
             "Replace the card: the driver retired more pages than its bad-page threshold "
             "(amdgpu's bad_page_threshold); keep the RAS counts for the RMA",
             f"{gpu_label(gpu)}: bad-page threshold exceeded", condition_resolve_s(t), open_now=True,

@@ -157,10 +157,13 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
             if basis == "none" or version == expected or (expected is None and len(counts) < 2):
                 continue
             severity = "warning" if expected is not None else "info"
-            kind_word = f"{vendor} {model} nodes" if model else f"{vendor} nodes"
-            group_word = (f"group {node.group} ({kind_word})" if node.group and len(
-                group_vendors.get(node.group, ())) > 1 else f"group {node.group}") if node.group else (
-                f"ungrouped {model} nodes" if model else f"ungrouped {vendor} nodes")
+            if node.group:
+                several = len(group_vendors.get(node.group, ())) > 1
+                group_word = f"group {node.group}" + (f" ({vendor} nodes)" if several else "")
+                if attr == "firmware_version" and model:
+                    group_word += f", {model}"
+            else:
+                group_word = f"ungrouped {model} nodes" if model else f"ungrouped {vendor} nodes"
             evidence: dict[str, object] = {
                 "field": label, "version": version, "expected": expected, "basis": basis,
                 "group": node.group or None, "peers": "group" if node.group else "model", "model": model or None,
