@@ -22,6 +22,10 @@ parser's docstring lists. :func:`device_signals` turns such a mapping into the f
     AMD's ``bad_page_threshold_exceeded``: the driver retired more pages than its threshold
     (with ``bad_page_threshold``, the threshold, where the tool gives it: evidence, no event).
 
+Beside them, facts the rules need as evidence and that make no event: ``bad_page_threshold``
+(AMD) and ``temp_sensor`` (``junction`` or ``edge``: which sensor ``temp_c`` is on AMD and Hygon
+GPUs; the temperature rule's defaults for a card without limits depend on it).
+
 A reading the tool did not give is absent, never zero. A value of the wrong type is
 dropped (the parsers already refuse most; the agent's backends are read the same way).
 
@@ -120,6 +124,9 @@ def device_signals(extra: Mapping[str, Any] | None) -> dict[str, Any]:
     deferred = _count(extra.get("ecc_deferred"))
     if deferred is not None:
         out["ecc_deferred"] = deferred
+    sensor = extra.get("temp_sensor")
+    if sensor in ("junction", "edge"):  # which sensor temp_c is (AMD, Hygon): the temperature rule's defaults
+        out["temp_sensor"] = sensor
     exceeded = extra.get("bad_page_threshold_exceeded")
     if isinstance(exceeded, bool):
         out["bad_pages_exceeded"] = exceeded

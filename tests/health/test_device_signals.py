@@ -120,17 +120,25 @@ def test_signals_from_the_fixtures(shared_fixtures: Path) -> None:
     assert [device_signals(x) for x in inference.extra] == [{"health": {"state": "ok", "text": "OK", "codes": []}}] * 4
     static = formats.parse((shared_fixtures / AMD_STATIC).read_bytes())
     assert [device_signals(x) for x in static.extra] == [{"bad_pages_exceeded": False, "bad_page_threshold": 128}] * 8
-    # The files whose tools say nothing of the kind give no signal (absent, never a healthy default).
+    # AMD and Hygon name the sensor temp_c is (no fault signal); the others' tools say nothing of the kind
+    # and give no signal (absent, never a healthy default).
+    junction = {"temp_sensor": "junction"}
+    for name, want in (("telegraf_mi100_rocm602.json", [junction] * 4),
+                       ("virtualclient_metrics_8xMI300X.txt", [junction] * 8),
+                       ("gpustack_amd-gpu-6.2.4-rocm-smi.json", [junction]),
+                       ("issue_wandb-5449_rocm-smi-concise_8xMI250X-GCD_excerpt.txt", [{"temp_sensor": "edge"}] * 8)):
+        c = formats.parse((shared_fixtures / V / "amd" / name).read_bytes())
+        assert [device_signals(x) for x in c.extra] == want, name
+    hygon = formats.parse((shared_fixtures / V / "hygon" / "issue_gpustack-2032_hy-smi-json_k100-ai_first-2-cards_DERIVED.json")
+                          .read_bytes())
+    assert [device_signals(x) for x in hygon.extra] == [junction] * 2
     none = 0
-    for folder in ("hygon", "intel", "moore_threads"):
+    for folder in ("intel", "moore_threads"):
         for path in sorted((shared_fixtures / V / folder).iterdir()):
             c = formats.parse(path.read_bytes())
             assert c.gpus and all(device_signals(x) == {} for x in c.extra), path.name
             none += 1
-    for name in ("telegraf_mi100_rocm602.json", "virtualclient_metrics_8xMI300X.txt", "gpustack_amd-gpu-6.2.4-rocm-smi.json"):
-        c = formats.parse((shared_fixtures / V / "amd" / name).read_bytes())
-        assert c.gpus and all(device_signals(x) == {} for x in c.extra), name
-    assert none == 9
+    assert none == 5
 
 
 def test_signals_from_npu_smi_health_and_amd_smi_ecc_blocks(shared_fixtures: Path) -> None:
@@ -146,7 +154,7 @@ def test_signals_from_npu_smi_health_and_amd_smi_ecc_blocks(shared_fixtures: Pat
     assert device_signals(amd.extra[0]) == {
         "ecc_blocks": {"GFX": {"correctable": 0, "uncorrectable": 0, "deferred": 0},
                        "UMC": {"correctable": 12, "uncorrectable": 1, "deferred": 4}},
-        "ecc_deferred": 4}
+        "ecc_deferred": 4, "temp_sensor": "junction"}
 
 
 def test_signal_events_are_written_on_change_only() -> None:
@@ -319,6 +327,7 @@ MIXED = {
     "ascend-910": f"{TRAIN}.txt",
     "gaudi-3": f"{V}/intel/all-smi_hl-smi_2xHL-325L_excerpt.csv",
     "mtt-s5000": f"{V}/moore_threads/issue_vllm-omni-2337_mthreads-gmi-2.3.2_mtt-s5000_excerpt.txt",
+    "mi300x-metrics": f"{V}/amd/virtualclient_metrics_8xMI300X.txt",  # amd-smi metric text: no model name
 }
 
 
@@ -336,6 +345,9 @@ def test_a_mixed_fleet_gets_only_its_own_findings(shared_fixtures: Path, tmp_pat
     assert sorted(f.gpu_index for f in found if f.kind == "device-health") == [3, 7]
     for node in ("amd-mi100", "amd-mi300x", "hygon-k100", "gaudi-3", "mtt-s5000"):
         assert node not in by_node, (node, by_node.get(node))
+    [unnamed] = [f for f in found if f.node == "mi300x-metrics"]
+    assert (unnamed.kind, unnamed.severity, unnamed.summary) == (
+        "derating", "info", "mi300x-metrics: 8x card(s) whose source names no model (derating unknown)")
     # Each named model resolves through the spec catalog (derating and intake have its figures).
     store_ = open_database(str(db))
     try:
@@ -343,6 +355,7 @@ def test_a_mixed_fleet_gets_only_its_own_findings(shared_fixtures: Path, tmp_pat
     finally:
         store_.close()
     models = {g.node: (g.name, specs.lookup(g.name, g.inv("memory_total_mib"))) for g in history.gpus}
+    assert models["mi300x-metrics"] == ("unknown", None)
     assert {n: s.vendor for n, (_m, s) in models.items() if s is not None} == {
         "nv-a100": "nvidia", "amd-mi100": "amd", "amd-mi300x": "amd", "hygon-k100": "hygon",
         "ascend-910": "huawei", "gaudi-3": "intel", "mtt-s5000": "mthreads"}
@@ -392,3 +405,45 @@ def test_declared_versions_and_firmware_per_vendor_and_model() -> None:
     asc = found["asc-3"].evidence
     assert (asc["field"], asc["version"], asc["expected"], asc["basis"], asc["vendor"]) == (
         "firmware", "7.1.0.5.220", "7.1.0.7.220", "majority", "huawei")
+
+
+def test_temperatures_against_each_vendors_limits(shared_fixtures: Path, tmp_path: Path) -> None:
+    """A junction sensor without limits (rocm-smi) is judged by the junction defaults; tool limits win."""
+    db = tmp_path / "fleet.db"
+    doc = json.loads((shared_fixtures / V / "amd" / "telegraf_mi100_rocm602.json").read_text(encoding="utf-8"))
+    polls = []
+    for k, temp in enumerate((90.0, 91.0, 92.0, 93.0, 97.0, 98.0, 99.0, 98.0)):
+        for card in [v for key, v in doc.items() if key.startswith("card")]:
+            card["Temperature (Sensor junction) (C)"] = f"{temp:.1f}"
+        polls.append(_poll(json.dumps(doc), "mi100", T0 + 60 * k))
+    _ingest(db, *polls[:4])
+    # 90-93 °C on the junction: under 95 (an edge or NVIDIA sensor would warn from 85).
+    assert [f for f in _judge(db, T0 + 240) if f.kind == "temperature-high"] == []
+    _ingest(db, *polls[4:])
+    found = [f for f in _judge(db, T0 + 480) if f.kind == "temperature-high"]
+    assert len(found) == 4 and {f.node for f in found} == {"mi100"}
+    f = found[0]
+    assert (f.severity, f.evidence["limit_c"], f.evidence["critical_c"], f.evidence["sensor"],
+            f.evidence["max_temp_c"]) == ("warning", 95.0, 105.0, "junction", 99.0)
+    # amd-smi static gives the hotspot limits (100 / 110 °C): they are the card's, less the margin.
+    static = formats.parse((shared_fixtures / AMD_STATIC).read_bytes())
+    assert {(g.values["temp_slowdown_c"], g.values["temp_shutdown_c"]) for g in static.gpus} == {(100.0, 110.0)}
+
+
+def test_a_vanished_npu_chip_is_missing(shared_fixtures: Path, tmp_path: Path) -> None:
+    """gpu-missing works for an Ascend chip's node-scoped id (npu-smi has no UUID)."""
+    db = tmp_path / "fleet.db"
+    text = _read(shared_fixtures, f"{TRAIN}.txt")
+    lines = text.splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("| 6 "))
+    without = "".join(lines[:at] + lines[at + 3:])  # NPU 6's two rows and its rule
+    _ingest(db, _poll(text, "atlas", T0))
+    gone = formats.parse(without)
+    assert len(gone.gpus) == 7
+    _ingest(db, *[_poll(without, "atlas", T0 + 60 * k) for k in range(1, 9)])
+    [f] = [f for f in _judge(db, T0 + 540) if f.kind == "gpu-missing"]
+    assert (f.severity, f.node, f.gpu_uuid) == ("critical", "atlas", "NPU-0000:42:00.0-6-0/atlas")
+    # Besides: the removal as an inventory change, the chips' Warning, and "Ascend xxx" (the table's redacted
+    # name; npu-smi info -m names it) unknown to the spec catalog. Nothing NVIDIA-only.
+    assert {f.kind for f in _judge(db, T0 + 540) if f.is_open} == {
+        "gpu-missing", "inventory-change", "device-health", "derating"}
