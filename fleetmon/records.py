@@ -178,7 +178,9 @@ class Event(_Wire):
     """Something that happened on a node at one instant.
 
     kinds: "xid", "gpu_lost", "gpu_back", "gpu_appeared", "agent_start",
-    "energy_reset" (driver reload or GPU reset), "xid_source" (log unreadable).
+    "energy_reset" (driver reload or GPU reset), "xid_source" (log unreadable); a device's
+    vendor signals (:mod:`fleetmon.sources.signals`): "device_signals", "device_health",
+    "ecc_block", "ecc_deferred", "bad_pages".
     """
 
     seq: int

@@ -36,7 +36,7 @@ from sqlite_utils import Database
 
 from fleetmon.fields import DEFAULT_VENDOR
 from fleetmon.records import GpuInventory, NodePoll
-from fleetmon.sources.signals import EVENT_KINDS as SIGNAL_EVENT_KINDS, fold, merge, signal_events
+from fleetmon.sources.signals import BASELINE_KIND, EVENT_KINDS as SIGNAL_EVENT_KINDS, fold, merge, signal_events
 from fleetmon.vocab import GpuState
 from storage.boundary import RefusedPoll, check_poll
 from storage.db import transaction
@@ -459,7 +459,7 @@ def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
     return len(poll.minutes)
 
 
-_SIGNAL_EVENT_KINDS = frozenset(SIGNAL_EVENT_KINDS.values())
+_SIGNAL_EVENT_KINDS = frozenset(SIGNAL_EVENT_KINDS.values()) | {BASELINE_KIND}
 MAX_SIGNALS_CHARS = 16_384
 """A device's signals larger than this as JSON are not stored (a tool gone wrong, not a device)."""
 _SIGNALS_SQL = "INSERT OR REPLACE INTO gpu_signals (gpu_id, ts, signals) VALUES (?, ?, ?)"

@@ -22,7 +22,7 @@ from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.nvml import SAMPLE_FIELDS, NvmlSession
 from fleetmon.fields import CATALOG, Field
 from fleetmon.records import Event, GpuSample, Status
-from fleetmon.sources.signals import device_signals, signal_events
+from fleetmon.sources.signals import EVENT_KINDS, baseline_event, device_signals, signal_events
 from fleetmon.vocab import GpuState
 
 log = logging.getLogger("fleetmon.sampler")
@@ -254,8 +254,9 @@ class Sampler:
         """Events for the device's fault signals that changed since the last round (``Backend.extra``).
 
         The backend's vendor readings become the vendor-neutral signals of
-        :mod:`fleetmon.sources.signals`; a change (and, at first sight, a value that is
-        not the healthy one) is one event, so a state that lasts is not written every round.
+        :mod:`fleetmon.sources.signals`; the first reading is one ``device_signals`` event with
+        them all (the store's baseline), then a change is one event, so a state that lasts
+        is not written every round.
         """
         read = getattr(self.session, "extra", None)
         if read is None:
@@ -268,7 +269,13 @@ class Sampler:
         if not found:
             return
         before = self._signals.get(uuid)
-        for kind, message, data in signal_events(before, found):
+        events = signal_events(before, found)
+        if before is None:
+            events.insert(0, baseline_event(found))
+        if before is not None and any(k not in before or before[k] != v for k, v in found.items()
+                                      if k not in EVENT_KINDS):
+            events.append(baseline_event({**before, **found}))  # a fact without events of its own changed
+        for kind, message, data in events:
             self._event(now, kind, uuid, pci, f"GPU {index}: {message}", data=data)
         self._signals[uuid] = {**(before or {}), **found}
 

@@ -35,7 +35,9 @@ when a signal changes (and, at first sight, only when it is not the healthy valu
 a Warning that lasts a week is one ``device_health`` event, and the later ``OK`` is
 another. :func:`fold` applies such events to the stored current signals, so the agent
 path (events in its buffer) and the capture path (signals in each poll) keep the same
-current state, which the rules judge.
+current state, which the rules judge. The agent also writes one ``device_signals`` event
+per device when it first reads its signals (:func:`baseline_event`): the healthy values and
+the facts without events reach the store that way.
 
 Stdlib only: the agent imports it.
 """
@@ -48,7 +50,9 @@ from typing import Any
 __all__ = [
     "EVENT_KINDS",
     "HEALTH_STATES",
+    "BASELINE_KIND",
     "SIGNAL_KEYS",
+    "baseline_event",
     "device_signals",
     "fold",
     "health_state",
@@ -68,6 +72,9 @@ SIGNAL_KEYS: tuple[str, ...] = ("health", "ecc_blocks", "ecc_deferred", "bad_pag
 EVENT_KINDS: dict[str, str] = {"health": "device_health", "ecc_blocks": "ecc_block",
                                "ecc_deferred": "ecc_deferred", "bad_pages_exceeded": "bad_pages"}
 """Signal → the kind of the event written when it changes."""
+
+BASELINE_KIND = "device_signals"
+"""The agent's event with all of a device's signals at its first sight (see :func:`baseline_event`)."""
 
 _SIGNAL_OF = {kind: key for key, kind in EVENT_KINDS.items()}
 _MAX_CODES = 32
@@ -204,11 +211,37 @@ def signal_events(before: Mapping[str, Any] | None, after: Mapping[str, Any]) ->
     return out
 
 
+def baseline_event(signals: Mapping[str, Any]) -> tuple[str, str, dict[str, Any]]:
+    """The event an agent writes with all of a device's signals when it first reads them.
+
+    Events on change say nothing of a healthy device or of the facts without events
+    (``temp_sensor``, ``bad_page_threshold``); a capture's poll carries them all, an agent's
+    buffer only its events. One such event per device and agent start gives the store the
+    same current signals on both paths (:func:`fold` takes it whole).
+    """
+    words = []
+    health = signals.get("health")
+    if isinstance(health, Mapping):
+        words.append(f"health {health.get('text') or health.get('state')}")
+    if "temp_sensor" in signals:
+        words.append(f"temperature from the {signals['temp_sensor']} sensor")
+    if "ecc_blocks" in signals:
+        words.append(f"ECC per block ({len(signals['ecc_blocks'])} blocks)")
+    for key in ("ecc_deferred", "bad_pages_exceeded"):
+        if key in signals:
+            words.append(f"{key} {signals[key]}")
+    return BASELINE_KIND, "vendor signals: " + ", ".join(words or sorted(signals)), {
+        "signal": "*", "value": dict(signals)}
+
+
 def fold(current: Mapping[str, Any] | None, kind: str, data: Mapping[str, Any], ts: float) -> dict[str, Any] | None:
     """The stored current signals after one signal event (None: not a signal event, nothing to change).
 
     ``current``/result: ``{"values": {signal: value}, "since": {signal: ts of its last change}, "ts": ts}``.
     """
+    if kind == BASELINE_KIND:
+        value = data.get("signal") == "*" and data.get("value")
+        return merge(current, value, ts) if isinstance(value, Mapping) else None
     key = _SIGNAL_OF.get(kind)
     if key is None or not isinstance(data, Mapping) or data.get("signal") != key or "value" not in data:
         return None

@@ -36,7 +36,7 @@ from fleetmon.records import Event, NodePoll
 from fleetmon.sim.nvml import SimulatedNvml
 from fleetmon.sources import formats
 from fleetmon.sources.capture import capture_poll
-from fleetmon.sources.signals import device_signals, fold, signal_events
+from fleetmon.sources.signals import baseline_event, device_signals, fold, signal_events
 from storage.db import open_database
 from storage.ingest import ingest_polls
 
@@ -169,6 +169,14 @@ def test_signal_events_are_written_on_change_only() -> None:
     state = fold(None, kind, data, 100.0)
     assert state == {"values": warn, "since": {"health": 100.0}, "ts": 100.0}
     assert fold(state, "xid", data, 200.0) is None
+    # The agent's baseline (all signals at first sight) folds whole; a later change keeps the other's since.
+    kind0, message0, data0 = baseline_event({**ok, "temp_sensor": "junction"})
+    assert (kind0, message0) == ("device_signals", "vendor signals: health OK, temperature from the junction sensor")
+    state = fold(None, kind0, data0, 50.0)
+    assert state == {"values": {**ok, "temp_sensor": "junction"}, "since": {"health": 50.0, "temp_sensor": 50.0},
+                     "ts": 50.0}
+    assert fold(state, kind, data, 60.0) == {"values": {**warn, "temp_sensor": "junction"},
+                                             "since": {"health": 60.0, "temp_sensor": 50.0}, "ts": 60.0}
     # Correctable counts tick on without events; an uncorrectable or deferred one that moves is one.
     a = {"ecc_blocks": {"UMC": {"correctable": 1, "uncorrectable": 0, "deferred": 0}}}
     b = {"ecc_blocks": {"UMC": {"correctable": 9, "uncorrectable": 0, "deferred": 0}}}
@@ -304,15 +312,28 @@ def test_the_sampler_writes_signal_events_on_change_and_the_store_keeps_them(tmp
     assert [(e.uuid, e.message, e.ts) for e in health] == [
         (uuid, "GPU 2: health Warning, error code 80E01801: HBM ECC", T0 + 5),
         (uuid, "GPU 2: health OK (was Warning)", T0 + 35)]
+    # One baseline per device at its first reading (the store learns the healthy ones too), nothing more.
+    baseline = [e for e in events if e.kind == "device_signals"]
+    assert [(e.uuid, e.ts) for e in baseline] == [
+        (g.uuid, T0 + 5) for g in inventory]
+    assert baseline[0].message == "GPU 0: vendor signals: health OK"
+    assert len(events) == len(inventory) + 2
 
-    # Through the store: the first event opens the finding, the second resolves it.
+    # Through the store: the first events open the finding, the later one resolves it.
     db = tmp_path / "fleet.db"
     base = NodePoll(node="npu-1", url="http://npu-1", ts=T0 + 10, ok=True, gpus=inventory, latest=samples)
-    _ingest(db, replace(base, events=health[:1]))
+    _ingest(db, replace(base, events=[e for e in events if e.ts <= T0 + 5]))
+    store_ = open_database(str(db))
+    try:
+        history = load_history(store_, T0 + 20, T0 - 3600)
+    finally:
+        store_.close()
+    assert [g.signal("health")["state"] for g in sorted(history.gpus, key=lambda g: g.index or 0)] == [
+        "ok", "ok", "warning", "ok", "ok", "ok", "ok", "ok"]
     [f] = [f for f in _judge(db, T0 + 20) if f.kind == "device-health"]
     assert (f.gpu_uuid, f.severity, f.evidence["codes"], f.evidence["info"], f.first_seen) == (
         uuid, "warning", ["80E01801"], "HBM ECC", T0 + 5)
-    _ingest(db, replace(base, ts=T0 + 40, events=health[1:]))
+    _ingest(db, replace(base, ts=T0 + 40, events=[e for e in events if e.ts > T0 + 5]))
     [f] = [f for f in _judge(db, T0 + 50) if f.kind == "device-health"]
     assert f.state == "resolved"
 
