@@ -494,7 +494,12 @@ def _signals(batch: _Batch, poll: NodePoll) -> None:
     for uuid, new in poll.signals.items():
         if uuid not in index_of or not isinstance(new, Mapping) or not new:
             continue
-        if len(_dumps(new)) > MAX_SIGNALS_CHARS:
+        try:
+            size = len(_dumps(new))
+        except (TypeError, ValueError):  # not JSON: no signals of a parser (device_signals makes plain JSON)
+            log.warning("node %s: signals of %s are not JSON; skipped", node, uuid)
+            continue
+        if size > MAX_SIGNALS_CHARS:
             log.warning("node %s: signals of %s are too large to store; skipped", node, uuid)
             continue
         gid = batch.gpu_id(uuid, node, poll.ts, index_of[uuid])

@@ -151,7 +151,8 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
              "state, text, codes, info, since, vendor"),
     KindInfo("ecc-block", "gpu", "critical",
              "Uncorrectable ECC errors in one RAS block of an AMD (or Hygon) GPU (UMC, SDMA, GFX, ...), "
-             "named; the counts are the driver's since it loaded.",
+             "or in its cache (block CACHE: AMD's cache ECC, Intel xpu-smi's cache errors), named; the "
+             "counts are the driver's since it loaded.",
              "block, uncorrectable, correctable, deferred, blocks (every block with errors), since"),
     KindInfo("ecc-deferred", "gpu", "warning",
              "Deferred ECC errors on an AMD (or Hygon) GPU: detected and poisoned, not yet consumed "

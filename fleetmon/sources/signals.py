@@ -15,7 +15,8 @@ parser's docstring lists. :func:`device_signals` turns such a mapping into the f
 ``ecc_blocks``
     ``{block: {"correctable", "uncorrectable", "deferred"}}``: AMD's RAS counts per IP block
     (UMC, SDMA, GFX, MMHUB, XGMI_WAFL, …; amd-smi ``metric --ecc-blocks``), kept by the
-    driver since it loaded.
+    driver since it loaded; cache ECC counts kept apart (AMD ``ecc_cache_*``, Intel xpu-smi's
+    cache error columns) are the block ``CACHE``.
 ``ecc_deferred``
     AMD's total deferred errors (detected, poisoned, not yet consumed).
 ``bad_pages_exceeded``
@@ -84,6 +85,9 @@ _ECC_COUNTS = ("correctable", "uncorrectable", "deferred")
 
 
 def _count(v: Any) -> int | None:
+    """A count: a non-negative whole number (a float that is one, as xpu-smi's columns read, counts too)."""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         return None
     return int(v)
@@ -117,8 +121,8 @@ def device_signals(extra: Mapping[str, Any] | None) -> dict[str, Any]:
             health["info"] = info
         out["health"] = health
     blocks = extra.get("ecc_blocks")
+    per: dict[str, dict[str, int]] = {}
     if isinstance(blocks, Mapping):
-        per: dict[str, dict[str, int]] = {}
         for name, counts in list(blocks.items())[:_MAX_BLOCKS]:
             block = _clean(name, 40)
             if block is None or not isinstance(counts, Mapping):
@@ -126,8 +130,16 @@ def device_signals(extra: Mapping[str, Any] | None) -> dict[str, Any]:
             got = {k: n for k in _ECC_COUNTS if (n := _count(counts.get(k))) is not None}
             if got:
                 per[block.upper()] = got
-        if per:
-            out["ecc_blocks"] = dict(sorted(per.items()))
+    # Cache ECC counts kept apart from the blocks: AMD's ecc_cache_* (amd-smi metric's ecc), Intel's
+    # xpu-smi "Cache Errors Correctable / Uncorrectable" columns. They are the CACHE block.
+    if "CACHE" not in per:
+        cache = {k: n for k, names in (("correctable", ("ecc_cache_corr", "cache_errors_corr")),
+                                       ("uncorrectable", ("ecc_cache_unc", "cache_errors_unc")))
+                 for name in names if (n := _count(extra.get(name))) is not None}
+        if cache:
+            per["CACHE"] = cache
+    if per:
+        out["ecc_blocks"] = dict(sorted(per.items()))
     deferred = _count(extra.get("ecc_deferred"))
     if deferred is not None:
         out["ecc_deferred"] = deferred

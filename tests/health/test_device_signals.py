@@ -155,6 +155,12 @@ def test_signals_from_npu_smi_health_and_amd_smi_ecc_blocks(shared_fixtures: Pat
         "ecc_blocks": {"GFX": {"correctable": 0, "uncorrectable": 0, "deferred": 0},
                        "UMC": {"correctable": 12, "uncorrectable": 1, "deferred": 4}},
         "ecc_deferred": 4, "temp_sensor": "junction"}
+    # xpu-smi dump's cache error columns (metric titles as Intel's XPU Manager documents them; no capture of
+    # them is in the fixtures) are the CACHE block.
+    dump = ("Timestamp, DeviceId, GPU Power (W), Cache Errors Correctable, Cache Errors Uncorrectable\n"
+            "08:08:16.817,    0, 281.13, 3, 0\n08:08:17.817,    0, 282.00, 5, 1\n")
+    xpu = formats.parse(dump)
+    assert device_signals(xpu.extra[0]) == {"ecc_blocks": {"CACHE": {"correctable": 5, "uncorrectable": 1}}}
 
 
 def test_signal_events_are_written_on_change_only() -> None:

@@ -36,6 +36,10 @@ _STATE_WORDS = {"warning": "a minor alarm", "alarm": "a major alarm", "critical"
 """What npu-smi's states mean (Huawei's npu-smi reference: Warning, Alarm, Critical)."""
 
 
+_RESET = {"amd": "amd-smi reset -G -g <gpu>", "hygon": "hy-smi --gpureset -d <dcu>", "intel": "xpu-smi reset -d <id>"}
+"""How each vendor's tool resets a device (amd-smi, hy-smi and xpu-smi references), for the advice."""
+
+
 def _since(gpu: GpuHistory, key: str, history: FleetHistory) -> float:
     since = gpu.signal_since(key)
     return since if since is not None else history.since
@@ -135,8 +139,8 @@ def check_ecc_blocks(history: FleetHistory, thresholds: Thresholds | None = None
                 {"block": block, "uncorrectable": _n(counts, "uncorrectable"),
                  "correctable": counts.get("correctable"), "deferred": counts.get("deferred"),
                  "blocks": with_errors, "since": since, "vendor": _vendor(gpu)},
-                f"Drain the card and reset it (amd-smi reset -G -g <gpu>); an uncorrectable error in {block} "
-                "that comes back means replacing the card: keep the counts for the RMA",
+                f"Drain the card and reset it ({_RESET.get(_vendor(gpu) or '', 'with the vendor tool')}); an "
+                f"uncorrectable error in {block} that comes back means replacing the card: keep the counts for the RMA",
                 f"{gpu_label(gpu)}: {_n(counts, 'uncorrectable')} uncorrectable ECC error(s) in block {block}",
                 event_resolve_s(t), discriminator=block, open_now=True,
             ))
