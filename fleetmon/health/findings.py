@@ -60,8 +60,9 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
              "field (driver/cuda), version, expected, basis (expected/majority), group, peers "
              "(group/model), model, cuda_version, min_driver"),
     KindInfo("vbios-mismatch", "gpu", "warning (info without a majority)",
-             "A card's VBIOS differs from the majority of cards of the same model in its group.",
-             "vbios, expected, model, group, peers"),
+             "A card's VBIOS differs from the majority of cards of the same model in its group; "
+             "likewise a card's firmware (an Ascend NPU's, discriminator firmware).",
+             "vbios (or field firmware, firmware), expected, model, group, peers"),
     KindInfo("ecc-uncorrectable", "gpu", "critical",
              "New uncorrectable (double-bit) ECC errors, or volatile ones not yet cleared by a reset.",
              "new, volatile, aggregate, first_increase_ts"),

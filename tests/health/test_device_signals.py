@@ -474,3 +474,20 @@ def test_a_vanished_npu_chip_is_missing(shared_fixtures: Path, tmp_path: Path) -
     # name; npu-smi info -m names it) unknown to the spec catalog. Nothing NVIDIA-only.
     assert {f.kind for f in _judge(db, T0 + 540) if f.is_open} == {
         "gpu-missing", "inventory-change", "device-health", "derating"}
+
+
+def test_card_firmware_against_its_models_majority(shared_fixtures: Path, tmp_path: Path) -> None:
+    """npu-smi -t board's Firmware Version is the chip's firmware_version; a chip off its model's majority is told."""
+    db = tmp_path / "fleet.db"
+    boards = "".join(f"npu-smi info -t board -i {n}\n        NPU ID                         : {n}\n"
+                     f"        Firmware Version               : {fw}\n\n"
+                     for n, fw in ((0, "7.1.0.7.220"), (1, "7.1.0.7.220"), (2, "7.1.0.7.220"), (3, "7.1.0.5.220")))
+    text = _read(shared_fixtures, f"{TRAIN}.txt") + _read(shared_fixtures, f"{TRAIN}_mapping.txt") + boards
+    c = formats.parse(text)
+    assert [g.values.get("firmware_version") for g in c.gpus] == ["7.1.0.7.220"] * 3 + ["7.1.0.5.220"] + [None] * 4
+    _ingest(db, _poll(text, "atlas", T0))
+    [f] = [f for f in _judge(db, T0 + 60) if f.kind == "vbios-mismatch"]
+    assert (f.gpu_index, f.severity, f.key.endswith("|firmware"), f.summary) == (
+        3, "warning", True, "atlas gpu3: firmware 7.1.0.5.220, peers run 7.1.0.7.220")
+    assert (f.evidence["field"], f.evidence["expected"], f.evidence["peers"], f.evidence["model"]) == (
+        "firmware", "7.1.0.7.220", {"7.1.0.5.220": 1, "7.1.0.7.220": 3}, "Ascend 910A")

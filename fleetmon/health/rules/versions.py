@@ -203,32 +203,39 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
 
 
 def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
-    """A card's VBIOS differs from the majority of its model in its group (warning)."""
+    """A card's VBIOS (or firmware) differs from the majority of its model in its group (warning).
+
+    The model is the card's name, so cards of two vendors are never peers. Besides the VBIOS,
+    the card's ``firmware_version`` (an Ascend NPU's firmware, ``npu-smi info -t board``) is
+    compared the same way (``discriminator`` ``firmware``: a second finding of the card).
+    """
     t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
-    groups: dict[tuple[str, str], list[GpuHistory]] = defaultdict(list)
-    for gpu in history.gpus:
-        if gpu.state == GpuState.MISSING or not gpu.inv("vbios"):
-            continue
-        node = history.node(gpu.node)
-        groups[((node.group if node else None) or "", gpu.name)].append(gpu)
-    for (group, model), cards in sorted(groups.items()):
-        expected, counts = _majority([str(g.inv("vbios")) for g in cards])
-        if len(counts) < 2:
-            continue
-        for gpu in cards:
-            vbios = str(gpu.inv("vbios"))
-            if vbios == expected:
+    for key, word, discriminator in (("vbios", "VBIOS", ""), ("firmware_version", "firmware", "firmware")):
+        groups: dict[tuple[str, str], list[GpuHistory]] = defaultdict(list)
+        for gpu in history.gpus:
+            if gpu.state == GpuState.MISSING or not gpu.inv(key):
                 continue
-            severity = "warning" if expected else "info"
-            out.append(gpu_finding(
-                history, gpu, "vbios-mismatch", severity, history.since, history.now,
-                {"vbios": vbios, "expected": expected, "group": group or None,
-                 "peers": dict(sorted(counts.items()))},
-                f"Flash the VBIOS used by the other {model} cards ({expected}) or record why "
-                "this card differs" if expected else
-                f"Cards of {model} in group {group or '(none)'} run different VBIOS versions: "
-                "pick one", f"{gpu_label(gpu)}: VBIOS {vbios}, peers run {expected or 'a mix'}",
-                condition_resolve_s(t), open_now=True,
-            ))
+            node = history.node(gpu.node)
+            groups[((node.group if node else None) or "", gpu.name)].append(gpu)
+        for (group, model), cards in sorted(groups.items()):
+            expected, counts = _majority([str(g.inv(key)) for g in cards])
+            if len(counts) < 2:
+                continue
+            for gpu in cards:
+                version = str(gpu.inv(key))
+                if version == expected:
+                    continue
+                severity = "warning" if expected else "info"
+                evidence: dict[str, Any] = {"vbios": version} if key == "vbios" else {"field": "firmware",
+                                                                                      "firmware": version}
+                evidence.update({"expected": expected, "group": group or None, "peers": dict(sorted(counts.items()))})
+                out.append(gpu_finding(
+                    history, gpu, "vbios-mismatch", severity, history.since, history.now, evidence,
+                    f"Flash the {word} used by the other {model} cards ({expected}) or record why "
+                    "this card differs" if expected else
+                    f"Cards of {model} in group {group or '(none)'} run different {word} versions: "
+                    "pick one", f"{gpu_label(gpu)}: {word} {version}, peers run {expected or 'a mix'}",
+                    condition_resolve_s(t), discriminator=discriminator, open_now=True,
+                ))
     return out
