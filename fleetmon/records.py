@@ -179,7 +179,7 @@ class Event(_Wire):
 
     kinds: "xid", "gpu_lost", "gpu_back", "gpu_appeared", "agent_start",
     "energy_reset" (driver reload or GPU reset), "xid_source" (log unreadable); a device's
-    vendor signals (:mod:`fleetmon.sources.signals`): "device_signals", "device_health",
+    vendor signals (:mod:`fleetmon.signals`): "device_signals", "device_health",
     "ecc_block", "ecc_deferred", "bad_pages".
     """
 
@@ -214,7 +214,7 @@ class NodePoll:
         buffer_id: the agent buffer's identity; a new one means the agent's
             sequence numbers restarted and stored cursors no longer apply.
         signals: per GPU UUID, the device's fault signals as a source without an
-            event buffer read them this time (:func:`fleetmon.sources.signals.device_signals`;
+            event buffer read them this time (:func:`fleetmon.signals.device_signals`;
             a capture's). Storage writes an event when they change and keeps the current ones.
     """
 

@@ -36,7 +36,7 @@ from sqlite_utils import Database
 
 from fleetmon.fields import DEFAULT_VENDOR
 from fleetmon.records import GpuInventory, NodePoll
-from fleetmon.sources.signals import BASELINE_KIND, EVENT_KINDS as SIGNAL_EVENT_KINDS, fold, merge, signal_events
+from fleetmon.signals import BASELINE_KIND, EVENT_KINDS as SIGNAL_EVENT_KINDS, fold, merge, signal_events
 from fleetmon.vocab import GpuState
 from storage.boundary import RefusedPoll, check_poll
 from storage.db import transaction
@@ -483,7 +483,7 @@ def _signals(batch: _Batch, poll: NodePoll) -> None:
     stored ones, a change is written as events (``device_health``, ``ecc_block``, ...; no
     sequence number: the source has no buffer) and the stored signals updated. An agent's
     poll carries the events its sampler wrote on change: they update the stored signals
-    the same way (:func:`fleetmon.sources.signals.fold`), so both paths keep one current state.
+    the same way (:func:`fleetmon.signals.fold`), so both paths keep one current state.
     Only cards this poll stored are touched (not refused or quarantined ones).
     """
     conn = batch.conn

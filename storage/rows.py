@@ -85,7 +85,7 @@ class GpuRow:
     vendor: str | None = None
     """The card's vendor (issue 23); None for a card known from samples alone."""
     signals: Mapping[str, Any] = field(default_factory=dict)
-    """The card's current fault signals (``{"values", "since", "ts"}``: :mod:`fleetmon.sources.signals`)."""
+    """The card's current fault signals (``{"values", "since", "ts"}``: :mod:`fleetmon.signals`)."""
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Schema step m016 (issue 23): each device's current fault signals (:mod:`fleetmon.sources.signals`).
+"""Schema step m016 (issue 23): each device's current fault signals (:mod:`fleetmon.signals`).
 
 A vendor's tool says more about a device than the field catalog holds: an Ascend
 NPU's health state and error codes, an AMD GPU's ECC counts per block, its deferred
@@ -8,7 +8,7 @@ latest signals show the condition, however old the event that began it, and
 resolves only when a later signal says it is gone (never because data stopped).
 
 ``gpu_signals``: one row per card (``gpu_id`` = ``gpus.id``), ``ts`` of the last change,
-``signals`` the JSON of :func:`fleetmon.sources.signals.merge` / ``fold``
+``signals`` the JSON of :func:`fleetmon.signals.merge` / ``fold``
 (``{"values": {signal: value}, "since": {signal: ts}, "ts": ts}``). A narrow table of
 its own, as ``gpu_latest`` is: the wide ``gpus`` row is not rewritten for it.
 

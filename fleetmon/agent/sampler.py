@@ -22,7 +22,7 @@ from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.nvml import SAMPLE_FIELDS, NvmlSession
 from fleetmon.fields import CATALOG, Field
 from fleetmon.records import Event, GpuSample, Status
-from fleetmon.sources.signals import EVENT_KINDS, baseline_event, device_signals, signal_events
+from fleetmon.signals import EVENT_KINDS, baseline_event, device_signals, signal_events
 from fleetmon.vocab import GpuState
 
 log = logging.getLogger("fleetmon.sampler")
@@ -254,7 +254,7 @@ class Sampler:
         """Events for the device's fault signals that changed since the last round (``Backend.extra``).
 
         The backend's vendor readings become the vendor-neutral signals of
-        :mod:`fleetmon.sources.signals`; the first reading is one ``device_signals`` event with
+        :mod:`fleetmon.signals`; the first reading is one ``device_signals`` event with
         them all (the store's baseline), then a change is one event, so a state that lasts
         is not written every round.
         """

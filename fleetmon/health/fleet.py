@@ -320,7 +320,7 @@ class GpuHistory:
         placements: where the card sat, oldest first (each from its ``ts``).
         signals: the card's current fault signals as storage keeps them
             (``{"values": {signal: value}, "since": {signal: ts}}``:
-            :mod:`fleetmon.sources.signals`); {} for a card that reports none.
+            :mod:`fleetmon.signals`); {} for a card that reports none.
     """
 
     uuid: str
@@ -386,7 +386,7 @@ class GpuHistory:
         )
 
     def signal(self, key: str) -> Any:
-        """The card's current fault signal ``key`` (:mod:`fleetmon.sources.signals`), None when it has none."""
+        """The card's current fault signal ``key`` (:mod:`fleetmon.signals`), None when it has none."""
         values = self.signals.get("values")
         return values.get(key) if isinstance(values, Mapping) else None
 

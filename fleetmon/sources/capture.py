@@ -20,7 +20,7 @@ from fleetmon.fields import CATALOG, INVENTORY_FIELDS, NODE_FIELDS, THROTTLE_REA
 from fleetmon.records import (
     GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll, Status, minute_key, throttle_key, vendor_defaults,
 )
-from fleetmon.sources.signals import device_signals
+from fleetmon.signals import device_signals
 from fleetmon.vocab import GpuState
 
 __all__ = ["Capture", "Readings", "capture_poll", "minute_of", "number", "reading", "SAMPLE_FIELDS"]
@@ -244,7 +244,7 @@ def capture_poll(capture: Capture, node: str, url: str, ts: float, *, group: str
     ``ts`` is the poll time (for a file: its capture time). ``minutes``: also store each
     sample as a one-sample minute, so the reading shows in history and in the rules' windows.
     No cursors and no buffer id: a source without a buffer has nothing to resume.
-    Each device's fault signals (:mod:`fleetmon.sources.signals`, from ``capture.extra``) go
+    Each device's fault signals (:mod:`fleetmon.signals`, from ``capture.extra``) go
     into ``signals``: storage writes an event when they change from the stored ones.
     """
     capture = _node_scoped(capture, node)

@@ -1,7 +1,7 @@
 """Issue 23 item 2: other vendors' fault signals into the rule families, and versions judged per vendor.
 
 A device's vendor readings (a parser's ``Capture.extra``, an agent backend's ``extra``) become
-vendor-neutral signals (:mod:`fleetmon.sources.signals`); a change is one event, on the capture
+vendor-neutral signals (:mod:`fleetmon.signals`); a change is one event, on the capture
 path (``fleetmon import``, the SSH source: storage compares with the stored signals) and on the
 agent path (the sampler compares with its last round); the rules judge each card's current
 signals through the real store (SQLite file, ingest, ledger). The fixtures are real tool outputs
@@ -36,7 +36,7 @@ from fleetmon.records import Event, NodePoll
 from fleetmon.sim.nvml import SimulatedNvml
 from fleetmon.sources import formats
 from fleetmon.sources.capture import capture_poll
-from fleetmon.sources.signals import baseline_event, device_signals, fold, signal_events
+from fleetmon.signals import baseline_event, device_signals, fold, signal_events
 from storage.db import open_database
 from storage.ingest import ingest_polls
 
@@ -339,6 +339,9 @@ def test_the_sampler_writes_signal_events_on_change_and_the_store_keeps_them(tmp
     [f] = [f for f in _judge(db, T0 + 20) if f.kind == "device-health"]
     assert (f.gpu_uuid, f.severity, f.evidence["codes"], f.evidence["info"], f.first_seen) == (
         uuid, "warning", ["80E01801"], "HBM ECC", T0 + 5)
+    # 80E01801 is "restart the job" in Huawei's fault-code table; an unknown code would be shown as printed.
+    assert f.evidence["handling"] == {"80E01801": "RestartBusiness"}
+    assert f.action.endswith("Huawei's handling: 80E01801: restart the job on the chip")
     _ingest(db, replace(base, ts=T0 + 40, events=[e for e in events if e.ts > T0 + 5]))
     [f] = [f for f in _judge(db, T0 + 50) if f.kind == "device-health"]
     assert f.state == "resolved"

@@ -1,6 +1,6 @@
 """Device signal rules: what a vendor's own tool says about a device beyond the catalog's fields.
 
-They judge each card's *current* fault signals (:mod:`fleetmon.sources.signals`, kept by
+They judge each card's *current* fault signals (:mod:`fleetmon.signals`, kept by
 storage from the events written on change, ``GpuHistory.signals``), not the window's
 events alone: a Warning that began a month ago is still open while the latest signal
 says Warning, and resolves only when a later signal says OK (a card whose signals stop
@@ -26,7 +26,8 @@ from fleetmon.health.fleet import FleetHistory, GpuHistory
 from fleetmon.health.rules.helpers import condition_resolve_s, effective_thresholds, event_resolve_s, gpu_finding, gpu_label
 from fleetmon.health.thresholds import Thresholds
 
-__all__ = ["check_bad_pages", "check_device_health", "check_ecc_blocks", "check_ecc_deferred"]
+__all__ = ["ASCEND_CODES", "ASCEND_HANDLING", "check_bad_pages", "check_device_health", "check_ecc_blocks",
+           "check_ecc_deferred", "code_handling"]
 
 _SEVERITY = {"warning": "warning", "alarm": "critical", "critical": "critical"}
 """A device health state → the finding's severity (any other state but ``ok``: info)."""
@@ -38,6 +39,38 @@ _STATE_WORDS = {"warning": "a minor alarm", "alarm": "a major alarm", "critical"
 
 _RESET = {"amd": "amd-smi reset -G -g <gpu>", "hygon": "hy-smi --gpureset -d <dcu>", "intel": "xpu-smi reset -d <id>"}
 """How each vendor's tool resets a device (amd-smi, hy-smi and xpu-smi references), for the advice."""
+
+
+ASCEND_HANDLING: dict[str, str] = {
+    "NotHandleFault": "no action: the fault can be ignored",
+    "RestartRequest": "re-run the request (inference) or the step (training)",
+    "RestartBusiness": "restart the job on the chip",
+    "FreeRestartNPU": "reset the chip, then restart the job",
+    "RestartNPU": "reset the chip, then restart the job",
+    "SeparateNPU": "isolate the chip: take it out of scheduling",
+    "SubHealthFault": "the chip is sub-healthy: schedule a check",
+}
+"""Huawei's fault-handling levels of Ascend error codes, in words (Huawei Cloud's "NPU error code"
+troubleshooting page; the levels its Ascend device plugin acts on)."""
+
+ASCEND_CODES: dict[str, str] = {
+    "80E01809": "NotHandleFault", "80E01805": "NotHandleFault", "80E21007": "NotHandleFault",
+    "80E01801": "RestartBusiness",
+    "80E18008": "RestartNPU", "80E18005": "RestartNPU", "80E18000": "RestartNPU",
+    "80E18402": "SeparateNPU", "80E3A201": "SeparateNPU",
+}
+"""A few Ascend error codes and Huawei's handling level for each (the Ascend device plugin's fault-code
+table, Ascend/mind-cluster ``faultCode.json``); any other code is shown as printed, without a meaning."""
+
+
+def code_handling(codes: list[str]) -> dict[str, str]:
+    """The handling level of each code fleetmon knows (``0x`` and case ignored)."""
+    out = {}
+    for code in codes:
+        key = code.upper().removeprefix("0X")
+        if key in ASCEND_CODES:
+            out[code] = ASCEND_CODES[key]
+    return out
 
 
 def _since(gpu: GpuHistory, key: str, history: FleetHistory) -> float:
@@ -69,6 +102,9 @@ def check_device_health(history: FleetHistory, thresholds: Thresholds | None = N
                                     "meaning": _STATE_WORDS.get(state), "vendor": _vendor(gpu)}
         if h.get("info"):
             evidence["info"] = str(h["info"])
+        handling = code_handling(codes)
+        if handling:
+            evidence["handling"] = handling
         code_words = (f", error code{'s' if len(codes) > 1 else ''} {', '.join(codes)}" if codes else "")
         if severity == "critical":
             action = ("Move work off this device and check it with the vendor's tool (npu-smi info -t health "
@@ -78,6 +114,9 @@ def check_device_health(history: FleetHistory, thresholds: Thresholds | None = N
                       "-c <chip>) and look its error codes up in the vendor's fault list")
         else:
             action = "The device's tool could not tell its health: check the tool and the driver"
+        if handling:
+            action += "; Huawei's handling: " + "; ".join(
+                f"{code}: {ASCEND_HANDLING.get(level, level)}" for code, level in handling.items())
         out.append(gpu_finding(
             history, gpu, "device-health", severity, since, history.now, evidence, action,
             f"{gpu_label(gpu)}: health {text}{code_words}", condition_resolve_s(t), open_now=True,

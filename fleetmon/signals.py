@@ -40,7 +40,7 @@ current state, which the rules judge. The agent also writes one ``device_signals
 per device when it first reads its signals (:func:`baseline_event`): the healthy values and
 the facts without events reach the store that way.
 
-Stdlib only: the agent imports it.
+Stdlib only, Python 3.8 syntax: the agent (and its single-file build) imports it.
 """
 
 from __future__ import annotations
