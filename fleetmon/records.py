@@ -180,7 +180,7 @@ class Event(_Wire):
     kinds: "xid", "gpu_lost", "gpu_back", "gpu_appeared", "agent_start",
     "energy_reset" (driver reload or GPU reset), "xid_source" (log unreadable); a device's
     vendor signals (:mod:`fleetmon.signals`): "device_signals", "device_health",
-    "ecc_block", "ecc_deferred", "bad_pages".
+    "ecc_block", "ecc_deferred", "bad_pages", "version_compat".
     """
 
     seq: int

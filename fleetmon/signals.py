@@ -19,6 +19,9 @@ parser's docstring lists. :func:`device_signals` turns such a mapping into the f
     cache error columns) are the block ``CACHE``.
 ``ecc_deferred``
     AMD's total deferred errors (detected, poisoned, not yet consumed).
+``compatibility``
+    ``OK`` or ``NOK``: Huawei Ascend's ``npu-smi info -t board`` Compatibility (whether the
+    installed driver and the card's firmware match).
 ``bad_pages_exceeded``
     AMD's ``bad_page_threshold_exceeded``: the driver retired more pages than its threshold
     (with ``bad_page_threshold``, the threshold, where the tool gives it: evidence, no event).
@@ -67,11 +70,12 @@ HEALTH_STATES: tuple[str, ...] = ("ok", "warning", "alarm", "critical", "unknown
 _HEALTH_WORDS = {"ok": "ok", "normal": "ok", "healthy": "ok", "warning": "warning", "warn": "warning",
                  "alarm": "alarm", "major": "alarm", "critical": "critical", "error": "critical"}
 
-SIGNAL_KEYS: tuple[str, ...] = ("health", "ecc_blocks", "ecc_deferred", "bad_pages_exceeded")
+SIGNAL_KEYS: tuple[str, ...] = ("health", "ecc_blocks", "ecc_deferred", "bad_pages_exceeded", "compatibility")
 """The signals :func:`device_signals` can return."""
 
 EVENT_KINDS: dict[str, str] = {"health": "device_health", "ecc_blocks": "ecc_block",
-                               "ecc_deferred": "ecc_deferred", "bad_pages_exceeded": "bad_pages"}
+                               "ecc_deferred": "ecc_deferred", "bad_pages_exceeded": "bad_pages",
+                               "compatibility": "version_compat"}
 """Signal → the kind of the event written when it changes."""
 
 BASELINE_KIND = "device_signals"
@@ -143,6 +147,9 @@ def device_signals(extra: Mapping[str, Any] | None) -> dict[str, Any]:
     deferred = _count(extra.get("ecc_deferred"))
     if deferred is not None:
         out["ecc_deferred"] = deferred
+    compat = _clean(extra.get("compatibility"), 8)
+    if compat is not None and compat.upper() in ("OK", "NOK"):  # npu-smi -t board: driver and firmware match
+        out["compatibility"] = compat.upper()
     sensor = extra.get("temp_sensor")
     if sensor in ("junction", "edge"):  # which sensor temp_c is (AMD, Hygon): the temperature rule's defaults
         out["temp_sensor"] = sensor
@@ -164,6 +171,8 @@ def _healthy(key: str, value: Any) -> bool:
             c.get("uncorrectable") or c.get("deferred") for c in value.values() if isinstance(c, Mapping))
     if key == "ecc_deferred":
         return bool(value == 0)
+    if key == "compatibility":
+        return bool(value == "OK")
     return value is False
 
 
@@ -217,6 +226,9 @@ def signal_events(before: Mapping[str, Any] | None, after: Mapping[str, Any]) ->
                             {**base, "block": block, "counts": dict(counts), "was": dict(was)}))
         elif key == "ecc_deferred":
             out.append((kind, f"{new} deferred ECC error(s)" + ("" if old is None else f" (was {old})"), base))
+        elif key == "compatibility":
+            out.append((kind, "driver and firmware do not match (npu-smi Compatibility NOK)" if new == "NOK"
+                        else "driver and firmware match again (Compatibility OK)", base))
         else:
             out.append((kind, "bad-page threshold exceeded: the driver retired more pages than its threshold"
                         if new else "bad-page threshold no longer exceeded", base))

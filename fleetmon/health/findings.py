@@ -61,7 +61,9 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
              "(group/model), model, cuda_version, min_driver"),
     KindInfo("vbios-mismatch", "gpu", "warning (info without a majority)",
              "A card's VBIOS differs from the majority of cards of the same model in its group; "
-             "likewise a card's firmware (an Ascend NPU's, discriminator firmware).",
+             "likewise a card's firmware (an Ascend NPU's, discriminator firmware), and a card whose "
+             "own tool says its driver and firmware do not match (npu-smi Compatibility NOK, "
+             "discriminator compatibility).",
              "vbios (or field firmware, firmware), expected, model, group, peers"),
     KindInfo("ecc-uncorrectable", "gpu", "critical",
              "New uncorrectable (double-bit) ECC errors, or volatile ones not yet cleared by a reset.",

@@ -483,14 +483,22 @@ def test_card_firmware_against_its_models_majority(shared_fixtures: Path, tmp_pa
     """npu-smi -t board's Firmware Version is the chip's firmware_version; a chip off its model's majority is told."""
     db = tmp_path / "fleet.db"
     boards = "".join(f"npu-smi info -t board -i {n}\n        NPU ID                         : {n}\n"
-                     f"        Firmware Version               : {fw}\n\n"
-                     for n, fw in ((0, "7.1.0.7.220"), (1, "7.1.0.7.220"), (2, "7.1.0.7.220"), (3, "7.1.0.5.220")))
+                     f"        Firmware Version               : {fw}\n        Compatibility                  : {ok}\n\n"
+                     for n, fw, ok in ((0, "7.1.0.7.220", "OK"), (1, "7.1.0.7.220", "OK"), (2, "7.1.0.7.220", "OK"),
+                                       (3, "7.1.0.5.220", "NOK")))
     text = _read(shared_fixtures, f"{TRAIN}.txt") + _read(shared_fixtures, f"{TRAIN}_mapping.txt") + boards
     c = formats.parse(text)
     assert [g.values.get("firmware_version") for g in c.gpus] == ["7.1.0.7.220"] * 3 + ["7.1.0.5.220"] + [None] * 4
     _ingest(db, _poll(text, "atlas", T0))
-    [f] = [f for f in _judge(db, T0 + 60) if f.kind == "vbios-mismatch"]
-    assert (f.gpu_index, f.severity, f.key.endswith("|firmware"), f.summary) == (
-        3, "warning", True, "atlas gpu3: firmware 7.1.0.5.220, peers run 7.1.0.7.220")
+    assert [(e["message"]) for e in _events(db, "version_compat")] == [
+        "driver and firmware do not match (npu-smi Compatibility NOK)"]
+    found = {f.key.rsplit("|", 1)[1]: f for f in _judge(db, T0 + 60) if f.kind == "vbios-mismatch"}
+    assert sorted(found) == ["compatibility", "firmware"]
+    f = found["compatibility"]
+    assert (f.gpu_index, f.severity, f.summary, f.evidence["driver"], f.evidence["firmware"]) == (
+        3, "warning", "atlas gpu3: driver and firmware do not match (npu-smi Compatibility NOK)", "24.1.RC2",
+        "7.1.0.5.220")
+    f = found["firmware"]
+    assert (f.gpu_index, f.severity, f.summary) == (3, "warning", "atlas gpu3: firmware 7.1.0.5.220, peers run 7.1.0.7.220")
     assert (f.evidence["field"], f.evidence["expected"], f.evidence["peers"], f.evidence["model"]) == (
         "firmware", "7.1.0.7.220", {"7.1.0.5.220": 1, "7.1.0.7.220": 3}, "Ascend 910A")

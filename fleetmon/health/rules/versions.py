@@ -207,7 +207,9 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
 
     The model is the card's name, so cards of two vendors are never peers. Besides the VBIOS,
     the card's ``firmware_version`` (an Ascend NPU's firmware, ``npu-smi info -t board``) is
-    compared the same way (``discriminator`` ``firmware``: a second finding of the card).
+    compared the same way (``discriminator`` ``firmware``: a second finding of the card), and a
+    card whose own tool says its driver and firmware do not match (npu-smi ``-t board``'s
+    Compatibility NOK, the ``compatibility`` signal) is one too (``discriminator`` ``compatibility``).
     """
     t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
@@ -238,4 +240,17 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
                     "pick one", f"{gpu_label(gpu)}: {word} {version}, peers run {expected or 'a mix'}",
                     condition_resolve_s(t), discriminator=discriminator, open_now=True,
                 ))
+    for gpu in history.gpus:  # the tool's own verdict on the driver and the card's firmware (npu-smi)
+        if gpu.signal("compatibility") != "NOK":
+            continue
+        node = history.node(gpu.node)
+        since = gpu.signal_since("compatibility") or history.since
+        out.append(gpu_finding(
+            history, gpu, "vbios-mismatch", "warning", since, history.now,
+            {"field": "compatibility", "compatibility": "NOK", "firmware": gpu.inv("firmware_version"),
+             "driver": node.driver_version if node else None, "since": since},
+            "Install the firmware that goes with the node's driver (Huawei's version mapping), or the driver "
+            "that goes with the firmware", f"{gpu_label(gpu)}: driver and firmware do not match "
+            "(npu-smi Compatibility NOK)", condition_resolve_s(t), discriminator="compatibility", open_now=True,
+        ))
     return out
