@@ -502,3 +502,16 @@ def test_card_firmware_against_its_models_majority(shared_fixtures: Path, tmp_pa
     assert (f.gpu_index, f.severity, f.summary) == (3, "warning", "atlas gpu3: firmware 7.1.0.5.220, peers run 7.1.0.7.220")
     assert (f.evidence["field"], f.evidence["expected"], f.evidence["peers"], f.evidence["model"]) == (
         "firmware", "7.1.0.7.220", {"7.1.0.5.220": 1, "7.1.0.7.220": 3}, "Ascend 910A")
+
+
+def test_a_lost_npu_chip_is_gpu_lost(shared_fixtures: Path, tmp_path: Path) -> None:
+    """gpu-lost works on other vendors' ids: an agent backend's gpu_lost event for an Ascend chip."""
+    db = tmp_path / "fleet.db"
+    poll = _poll(_read(shared_fixtures, f"{TRAIN}.txt"), "atlas", T0)
+    chip = poll.gpus[5]
+    lost = Event(seq=1, ts=T0 + 30, kind="gpu_lost", uuid=chip.uuid, pci_bus_id=chip.values.get("pci_bus_id"),
+                 message="GPU 5 (Ascend xxx) left enumeration")
+    _ingest(db, poll, replace(poll, ts=T0 + 60, events=[lost]))
+    [f] = [f for f in _judge(db, T0 + 120) if f.kind == "gpu-lost"]
+    assert (f.severity, f.node, f.gpu_uuid, f.gpu_index) == ("critical", "atlas", chip.uuid, 5)
+    assert chip.uuid == "NPU-0000:82:00.0-5-0/atlas"

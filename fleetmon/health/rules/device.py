@@ -92,7 +92,8 @@ def check_device_health(history: FleetHistory, thresholds: Thresholds | None = N
         if not isinstance(h, Mapping):
             continue
         state = str(h.get("state") or "unknown")
-        codes = [str(c) for c in h.get("codes") or []]
+        raw_codes = h.get("codes")
+        codes = [str(c) for c in raw_codes] if isinstance(raw_codes, list) else []
         if state == "ok":
             continue
         severity = _SEVERITY.get(state, "info")
