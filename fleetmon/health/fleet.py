@@ -147,6 +147,8 @@ class GroupExpect:
     expected_cuda_driver: str | None = None
     expected_gpus: int | None = None
     expected_model: str | None = None
+    expected_runtime: str | None = None
+    expected_firmware: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -730,5 +732,7 @@ def _groups(groups: Any) -> dict[str, GroupExpect]:
             expected_cuda_driver=get("expected_cuda_driver"),
             expected_gpus=get("expected_gpus"),
             expected_model=get("expected_model"),
+            expected_runtime=get("expected_runtime"),
+            expected_firmware=get("expected_firmware"),
         )
     return out

@@ -515,3 +515,32 @@ def test_a_lost_npu_chip_is_gpu_lost(shared_fixtures: Path, tmp_path: Path) -> N
     [f] = [f for f in _judge(db, T0 + 120) if f.kind == "gpu-lost"]
     assert (f.severity, f.node, f.gpu_uuid, f.gpu_index) == ("critical", "atlas", chip.uuid, 5)
     assert chip.uuid == "NPU-0000:82:00.0-5-0/atlas"
+
+
+def test_the_fleet_file_declares_a_runtime_and_firmware(tmp_path: Path) -> None:
+    """[[group]] expected_runtime / expected_firmware: parsed, written back, and judged for a one-vendor group."""
+    from fleetmon.errors import ConfigError
+    from fleetmon.fleet import load_fleet
+    from fleetmon.fleet.write import render_fleet_toml
+
+    path = tmp_path / "fleet.toml"
+    path.write_text('[[group]]\nname = "npu"\nexpected_driver = "24.1.RC2"\nexpected_runtime = "8.0.RC3"\n'
+                    'expected_firmware = "7.1.0.7.220"\n\n[[node]]\nname = "asc-1"\nurl = "http://asc-1:9414"\n'
+                    'group = "npu"\n', encoding="utf-8")
+    fleet = load_fleet(path)
+    group = fleet.groups["npu"]
+    assert (group.expected_runtime, group.expected_firmware) == ("8.0.RC3", "7.1.0.7.220")
+    text = render_fleet_toml([{"name": "asc-1", "url": "http://asc-1:9414", "group": "npu"}], groups=fleet.groups)
+    assert 'expected_runtime = "8.0.RC3"\nexpected_firmware = "7.1.0.7.220"' in text
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[group]]\nname = "npu"\nexpected_runtime = 8.0\n', encoding="utf-8")
+    with pytest.raises(ConfigError, match="expected_runtime"):
+        load_fleet(bad)
+
+    nodes = [_versions("asc-1", "huawei", "24.1.RC2", "8.0.RC2", "7.1.0.7.220", group="npu"),
+             _versions("asc-2", "huawei", "24.1.RC2", "8.0.RC3", "7.1.0.5.220", group="npu")]
+    history = FleetHistory.from_rows(T0, T0 - 3600, nodes=nodes, groups=fleet.groups)
+    found = {f.node: f.evidence for f in check_driver_versions(history)}
+    assert {n: (e["field"], e["version"], e["expected"], e["basis"]) for n, e in found.items()} == {
+        "asc-1": ("runtime", "8.0.RC2", "8.0.RC3", "expected"),
+        "asc-2": ("firmware", "7.1.0.5.220", "7.1.0.7.220", "expected")}

@@ -71,10 +71,11 @@ def _circle(node: NodeHistory, vendor: str, model: str, attr: str) -> Circle:
 def _declared(expect: GroupExpect | None, attr: str, vendor: str, vendors_in_group: set[str]) -> str | None:
     """The group's declared version for ``attr`` on a node of ``vendor``.
 
-    ``expected_driver`` / ``expected_cuda_driver`` (the fleet file's keys, from before other
-    vendors) hold for every node of a one-vendor group; in a group of several vendors, for
-    its NVIDIA nodes only (the keys' first meaning): the others are judged by their
-    vendor's majority in the group.
+    The ``[[group]]`` keys ``expected_driver``, ``expected_cuda_driver`` (NVIDIA's runtime),
+    ``expected_runtime`` (any vendor's runtime; on NVIDIA nodes when ``expected_cuda_driver``
+    is not set) and ``expected_firmware`` hold for every node of a one-vendor group; in a
+    group of several vendors, for its NVIDIA nodes only (the first keys' meaning): the others
+    are judged by their vendor's majority in the group.
     """
     if expect is None:
         return None
@@ -82,8 +83,12 @@ def _declared(expect: GroupExpect | None, attr: str, vendor: str, vendors_in_gro
         return None
     if attr == "driver_version":
         return expect.expected_driver
-    if attr == "runtime_version" and vendor == DEFAULT_VENDOR:
-        return expect.expected_cuda_driver
+    if attr == "runtime_version":
+        if vendor == DEFAULT_VENDOR and expect.expected_cuda_driver:
+            return expect.expected_cuda_driver
+        return expect.expected_runtime
+    if attr == "firmware_version":
+        return expect.expected_firmware
     return None
 
 
