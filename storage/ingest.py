@@ -504,6 +504,8 @@ def _signals(batch: _Batch, poll: NodePoll) -> None:
             continue
         gid = batch.gpu_id(uuid, node, poll.ts, index_of[uuid])
         current = _stored_signals(conn, gid)
+        if current is not None and float(current.get("ts") or 0) > poll.ts:
+            continue  # an older capture imported late: its signals are history, not the current state
         before = current.get("values") if current else None
         for kind, message, data in signal_events(before, new):
             conn.execute(_EVENT_SQL, (node, None, poll.ts, kind, uuid, pci_of.get(uuid), None, message,
@@ -511,6 +513,8 @@ def _signals(batch: _Batch, poll: NodePoll) -> None:
         merged = merge(current, new, poll.ts)
         if current is None or merged["values"] != before:
             conn.execute(_SIGNALS_SQL, (gid, poll.ts, _dumps(merged)))
+        else:
+            conn.execute("UPDATE gpu_signals SET signals = ? WHERE gpu_id = ?", (_dumps(merged), gid))
     for e in poll.events:
         if e.kind not in _SIGNAL_EVENT_KINDS or not e.uuid or e.uuid not in batch.gpus:
             continue

@@ -255,6 +255,8 @@ def test_amd_ecc_per_block_deferred_and_bad_pages(shared_fixtures: Path, tmp_pat
     _ingest(db, _poll(json.dumps(cleared), "mi300", T0 + 600))
     assert [e["message"] for e in _events(db, "ecc_block", "ecc_deferred")][2:] == [
         "ECC block UMC: 12 correctable, 2 uncorrectable, 0 deferred", "0 deferred ECC error(s) (was 4)"]
+    _ingest(db, _poll(metric, "mi300", T0 + 300))  # an older capture imported late: history, not the state
+    assert len(_events(db, "ecc_block", "ecc_deferred")) == 4
     found = {f.kind: f for f in _judge(db, T0 + 700)}
     assert found["ecc-deferred"].state == "resolved"
     assert (found["ecc-block"].state, found["ecc-block"].evidence["uncorrectable"]) == ("open", 2)
