@@ -48,6 +48,7 @@ Stdlib only, Python 3.8 syntax: the agent (and its single-file build) imports it
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -57,11 +58,14 @@ __all__ = [
     "BASELINE_KIND",
     "SIGNAL_KEYS",
     "baseline_event",
+    "changed_at",
+    "current",
     "device_signals",
     "fold",
     "health_state",
     "merge",
     "signal_events",
+    "stored",
 ]
 
 HEALTH_STATES: tuple[str, ...] = ("ok", "warning", "alarm", "critical", "unknown")
@@ -286,3 +290,26 @@ def merge(current: Mapping[str, Any] | None, signals: Mapping[str, Any], ts: flo
             since[key] = ts
         values[key] = value
     return {"values": values, "since": since, "ts": ts}
+
+
+def stored(raw: Any) -> Mapping[str, Any]:
+    """Stored current signals (a mapping or its JSON text) as a mapping; {} when none or unreadable."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {}
+    return raw if isinstance(raw, Mapping) else {}
+
+
+def current(state: Mapping[str, Any], key: str) -> Any:
+    """The signal ``key`` of stored current signals, None when there is none."""
+    values = state.get("values")
+    return values.get(key) if isinstance(values, Mapping) else None
+
+
+def changed_at(state: Mapping[str, Any], key: str) -> float | None:
+    """When the signal ``key`` of stored current signals last changed (None when unknown)."""
+    since = state.get("since")
+    ts = since.get(key) if isinstance(since, Mapping) else None
+    return float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None

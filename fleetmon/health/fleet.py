@@ -16,8 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetmon import signals as device_signals
 from fleetmon.specbook import CATALOG_BOOK, GpuSpec, SpecBook
 from fleetmon.vocab import GpuState
+from fleetmon.health.outages import Outage, Poll, as_poll, outages_from_polls
 from fleetmon.health.series import EMPTY, HOUR_S, MINUTE_S, Series
 from fleetmon.health.thresholds import Thresholds
 
@@ -38,52 +40,6 @@ __all__ = [
 
 # ---------------------------------------------------------------------------
 # Records
-
-
-@dataclass(frozen=True, slots=True)
-class Poll:
-    """One poll of a node's agent: ``ts`` (Unix s), ``ok``, ``error`` (one line)."""
-
-    ts: float
-    ok: bool
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Outage:
-    """A stretch of failed polls: from the first failed poll to the first good one.
-
-    ``end`` is None while the outage lasts. ``failed`` is the number of failed
-    polls in it.
-    """
-
-    start: float
-    end: float | None
-    error: str | None = None
-    failed: int = 1
-
-    def duration_s(self, now: float) -> float:
-        return (self.end if self.end is not None else now) - self.start
-
-
-def outages_from_polls(polls: Iterable[Poll | Mapping[str, Any] | Sequence[Any]]) -> tuple[Outage, ...]:
-    """Turn a node's polls (any order) into its outages, oldest first."""
-    items = sorted((_poll(p) for p in polls), key=lambda p: p.ts)
-    out: list[Outage] = []
-    start: float | None = None
-    error: str | None = None
-    failed = 0
-    for p in items:
-        if not p.ok:
-            if start is None:
-                start, error, failed = p.ts, p.error, 0
-            failed += 1
-        elif start is not None:
-            out.append(Outage(start, p.ts, error, failed))
-            start = None
-    if start is not None:
-        out.append(Outage(start, None, error, failed))
-    return tuple(out)
 
 
 def outages_from_events(events: Iterable[EventRecord | Mapping[str, Any]]) -> tuple[Outage, ...]:
@@ -113,15 +69,6 @@ def outages_from_events(events: Iterable[EventRecord | Mapping[str, Any]]) -> tu
     if start is not None:
         out.append(Outage(start, None, error, 1))
     return tuple(out)
-
-
-def _poll(p: Poll | Mapping[str, Any] | Sequence[Any]) -> Poll:
-    if isinstance(p, Poll):
-        return p
-    if isinstance(p, Mapping):
-        return Poll(float(p["ts"]), bool(p.get("ok")), p.get("error"))
-    ts, ok, *rest = p
-    return Poll(float(ts), bool(ok), rest[0] if rest else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,7 +208,7 @@ class NodeHistory:
         cls, row: Mapping[str, Any], polls: Iterable[Any] = (), outages: Iterable[Outage] | None = None
     ) -> NodeHistory:
         """Build from a ``nodes`` table row (``grp`` or ``group``) and its polls."""
-        poll_list = tuple(sorted((_poll(p) for p in polls), key=lambda p: p.ts))
+        poll_list = tuple(sorted((as_poll(p) for p in polls), key=lambda p: p.ts))
         found = tuple(outages) if outages is not None else outages_from_polls(poll_list)
         last_ok = row.get("last_ok")
         if last_ok is None and poll_list:
@@ -288,16 +235,6 @@ class NodeHistory:
             runtime_version=None if row.get("runtime_version") is None else str(row.get("runtime_version")),
             firmware_version=None if row.get("firmware_version") is None else str(row.get("firmware_version")),
         )
-
-
-def _signal_state(raw: Any) -> Mapping[str, Any]:
-    """Stored signals (a dict or its JSON text) as a mapping; {} when none or unreadable."""
-    if isinstance(raw, str):
-        try:
-            raw = json.loads(raw)
-        except ValueError:
-            return {}
-    return raw if isinstance(raw, Mapping) else {}
 
 
 @dataclass(frozen=True)
@@ -384,19 +321,16 @@ class GpuHistory:
             minutes=mins,
             hourly=hrs,
             placements=places,
-            signals=_signal_state(row.get("signals")),
+            signals=device_signals.stored(row.get("signals")),
         )
 
     def signal(self, key: str) -> Any:
         """The card's current fault signal ``key`` (:mod:`fleetmon.signals`), None when it has none."""
-        values = self.signals.get("values")
-        return values.get(key) if isinstance(values, Mapping) else None
+        return device_signals.current(self.signals, key)
 
     def signal_since(self, key: str) -> float | None:
         """When the signal ``key`` last changed (None when unknown)."""
-        since = self.signals.get("since")
-        ts = since.get(key) if isinstance(since, Mapping) else None
-        return float(ts) if isinstance(ts, (int, float)) and not isinstance(ts, bool) else None
+        return device_signals.changed_at(self.signals, key)
 
     @property
     def card_id(self) -> str:
