@@ -388,6 +388,11 @@ def test_a_mixed_fleet_gets_only_its_own_findings(shared_fixtures: Path, tmp_pat
         store_.close()
     models = {g.node: (g.name, specs.lookup(g.name, g.inv("memory_total_mib"))) for g in history.gpus}
     assert models["mi300x-metrics"] == ("unknown", None)
+    # Derating judges them against their spec: MI100's 290 W limit of a 300 W TDP, its memory of 32 GB.
+    from fleetmon.health.rules.derating import daily_ratios
+    mi100 = [r for r in daily_ratios(history) if r["uuid"] in {g.uuid for g in history.gpus if g.node == "amd-mi100"}]
+    assert mi100 and {(r["known_model"], r["spec_origin"], r["power_limit_ratio"], r["memory_ratio"]) for r in mi100} == {
+        (True, "catalog", 0.9667, 0.9995)}
     assert {n: s.vendor for n, (_m, s) in models.items() if s is not None} == {
         "nv-a100": "nvidia", "amd-mi100": "amd", "amd-mi300x": "amd", "hygon-k100": "hygon",
         "ascend-910": "huawei", "gaudi-3": "intel", "mtt-s5000": "mthreads"}
