@@ -178,7 +178,9 @@ class Event(_Wire):
     """Something that happened on a node at one instant.
 
     kinds: "xid", "gpu_lost", "gpu_back", "gpu_appeared", "agent_start",
-    "energy_reset" (driver reload or GPU reset), "xid_source" (log unreadable).
+    "energy_reset" (driver reload or GPU reset), "xid_source" (log unreadable); a device's
+    vendor signals (:mod:`fleetmon.signals`): "device_signals", "device_health",
+    "ecc_block", "ecc_deferred", "bad_pages", "version_compat".
     """
 
     seq: int
@@ -211,6 +213,9 @@ class NodePoll:
         gap: True when the agent had pruned records the collector never got.
         buffer_id: the agent buffer's identity; a new one means the agent's
             sequence numbers restarted and stored cursors no longer apply.
+        signals: per GPU UUID, the device's fault signals as a source without an
+            event buffer read them this time (:func:`fleetmon.signals.device_signals`;
+            a capture's). Storage writes an event when they change and keeps the current ones.
     """
 
     node: str
@@ -230,3 +235,4 @@ class NodePoll:
     skew_s: float | None = None
     gap: bool = False
     buffer_id: str | None = None
+    signals: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -36,6 +36,7 @@ from sqlite_utils import Database
 
 from fleetmon.fields import DEFAULT_VENDOR
 from fleetmon.records import GpuInventory, NodePoll
+from fleetmon.signals import BASELINE_KIND, EVENT_KINDS as SIGNAL_EVENT_KINDS, fold, merge, signal_events
 from fleetmon.vocab import GpuState
 from storage.boundary import RefusedPoll, check_poll
 from storage.db import transaction
@@ -453,7 +454,77 @@ def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
         conn.executemany(_EVENT_SQL, [
             (node, e.seq, e.ts, e.kind, e.uuid, e.pci_bus_id, e.code, e.message, _dumps(e.data) if e.data else None)
             for e in poll.events])
+    if poll.signals or any(e.kind in _SIGNAL_EVENT_KINDS for e in poll.events):
+        _signals(batch, poll)
     return len(poll.minutes)
+
+
+_SIGNAL_EVENT_KINDS = frozenset(SIGNAL_EVENT_KINDS.values()) | {BASELINE_KIND}
+MAX_SIGNALS_CHARS = 16_384
+"""A device's signals larger than this as JSON are not stored (a tool gone wrong, not a device)."""
+_SIGNALS_SQL = "INSERT OR REPLACE INTO gpu_signals (gpu_id, ts, signals) VALUES (?, ?, ?)"
+
+
+def _stored_signals(conn: sqlite3.Connection, gid: int) -> dict[str, Any] | None:
+    row = conn.execute("SELECT signals FROM gpu_signals WHERE gpu_id = ?", (gid,)).fetchone()
+    if row is None or not row[0]:
+        return None
+    try:
+        found = json.loads(row[0])
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+def _signals(batch: _Batch, poll: NodePoll) -> None:
+    """Device fault signals: events on change and the current signals (``gpu_signals``, m016).
+
+    A capture's poll carries each device's signals (``poll.signals``): compared with the
+    stored ones, a change is written as events (``device_health``, ``ecc_block``, ...; no
+    sequence number: the source has no buffer) and the stored signals updated. An agent's
+    poll carries the events its sampler wrote on change: they update the stored signals
+    the same way (:func:`fleetmon.signals.fold`), so both paths keep one current state.
+    Only cards this poll stored are touched (not refused or quarantined ones).
+    """
+    conn = batch.conn
+    node = poll.node
+    index_of: dict[str, int | None] = {s.uuid: s.index for s in poll.latest}
+    index_of.update({g.uuid: g.index for g in poll.gpus})
+    pci_of = {g.uuid: g.values.get("pci_bus_id") for g in poll.gpus}
+    for uuid, new in poll.signals.items():
+        if uuid not in index_of or not isinstance(new, Mapping) or not new:
+            continue
+        try:
+            size = len(_dumps(new))
+        except (TypeError, ValueError):  # not JSON: no signals of a parser (device_signals makes plain JSON)
+            log.warning("node %s: signals of %s are not JSON; skipped", node, uuid)
+            continue
+        if size > MAX_SIGNALS_CHARS:
+            log.warning("node %s: signals of %s are too large to store; skipped", node, uuid)
+            continue
+        gid = batch.gpu_id(uuid, node, poll.ts, index_of[uuid])
+        current = _stored_signals(conn, gid)
+        if current is not None and float(current.get("ts") or 0) > poll.ts:
+            continue  # an older capture imported late: its signals are history, not the current state
+        before = current.get("values") if current else None
+        for kind, message, data in signal_events(before, new):
+            conn.execute(_EVENT_SQL, (node, None, poll.ts, kind, uuid, pci_of.get(uuid), None, message,
+                                      _dumps(data)))
+        merged = merge(current, new, poll.ts)
+        if current is None or merged["values"] != before:
+            conn.execute(_SIGNALS_SQL, (gid, poll.ts, _dumps(merged)))
+        else:
+            conn.execute("UPDATE gpu_signals SET signals = ? WHERE gpu_id = ?", (_dumps(merged), gid))
+    for e in poll.events:
+        if e.kind not in _SIGNAL_EVENT_KINDS or not e.uuid or e.uuid not in batch.gpus:
+            continue
+        gid = batch.gpus[e.uuid].id
+        current = _stored_signals(conn, gid)
+        if current is not None and float(current.get("ts") or 0) > e.ts:
+            continue  # an older event sent again: the stored state is newer
+        folded = fold(current, e.kind, e.data, e.ts)
+        if folded is not None and len(_dumps(folded)) <= MAX_SIGNALS_CHARS:
+            conn.execute(_SIGNALS_SQL, (gid, e.ts, _dumps(folded)))
 
 
 CLAIM_WINDOW_S = 300.0

@@ -96,8 +96,10 @@ def gpus(db: Database, memo: dict[str, dict[str, Any]] | None = None) -> list[Gp
     """
     cols = ", ".join(f"g.{c}" for c in _GPU_COLUMNS)
     out = []
-    for r in query(db, f"""SELECT {cols}, max(coalesce(g.last_seen, 0), coalesce(l.seen, 0)) AS last_seen
-                           FROM gpus g LEFT JOIN gpu_latest l ON l.gpu_id = g.id ORDER BY g.node, g.idx, g.uuid"""):
+    for r in query(db, f"""SELECT {cols}, max(coalesce(g.last_seen, 0), coalesce(l.seen, 0)) AS last_seen,
+                                  s.signals AS signals
+                           FROM gpus g LEFT JOIN gpu_latest l ON l.gpu_id = g.id
+                           LEFT JOIN gpu_signals s ON s.gpu_id = g.id ORDER BY g.node, g.idx, g.uuid"""):
         text = r["inventory"] or "{}"
         if memo is None:
             inv = json.loads(text)
@@ -112,8 +114,20 @@ def gpus(db: Database, memo: dict[str, dict[str, Any]] | None = None) -> list[Gp
             serial=r["serial"], vbios=r["vbios"], memory_total_mib=r["memory_total_mib"],
             power_default_w=r["power_default_w"], power_enforced_w=r["power_enforced_w"], state=r["state"],
             first_seen=r["first_seen"], last_seen=r["last_seen"] or None,
-            inventory=inv.get("values", {}), inventory_status=inv.get("status", {}), vendor=r["vendor"]))
+            inventory=inv.get("values", {}), inventory_status=inv.get("status", {}), vendor=r["vendor"],
+            signals=_signals(r["signals"])))
     return out
+
+
+def _signals(text: str | None) -> dict[str, Any]:
+    """A card's stored current signals (``gpu_signals``, m016), {} when none or unreadable."""
+    if not text:
+        return {}
+    try:
+        found = json.loads(text)
+    except ValueError:
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def placements(db: Database, uuid: str | None = None) -> list[PlacementRow]:

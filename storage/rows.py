@@ -84,6 +84,8 @@ class GpuRow:
     inventory_status: Mapping[str, str] = field(default_factory=dict)
     vendor: str | None = None
     """The card's vendor (issue 23); None for a card known from samples alone."""
+    signals: Mapping[str, Any] = field(default_factory=dict)
+    """The card's current fault signals (``{"values", "since", "ts"}``: :mod:`fleetmon.signals`)."""
 
 
 @dataclass(frozen=True)

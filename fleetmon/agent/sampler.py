@@ -22,6 +22,7 @@ from fleetmon.agent.buffer import Buffer
 from fleetmon.agent.nvml import SAMPLE_FIELDS, NvmlSession
 from fleetmon.fields import CATALOG, Field
 from fleetmon.records import Event, GpuSample, Status
+from fleetmon.signals import EVENT_KINDS, baseline_event, device_signals, signal_events
 from fleetmon.vocab import GpuState
 
 log = logging.getLogger("fleetmon.sampler")
@@ -113,6 +114,7 @@ class Sampler:
         self._last_refresh = clock()
         self._saved_inventory_version = -1
         self._uuid_of: dict[int, str] = {}
+        self._signals: dict[str, dict[str, Any]] = {}  # uuid -> the device's last fault signals
         adopt = getattr(session, "adopt_known_inventory", None)
         load = getattr(buffer, "load_inventory", None)
         if adopt is not None and load is not None:
@@ -238,6 +240,7 @@ class Sampler:
         elif not lost and index in self._lost:
             self._lost.discard(index)
             self._event(now, "gpu_back", inv.uuid, pci, f"GPU {index} answers again")
+        self._note_signals(index, inv.uuid, pci, now)
         energy = values.get("energy_mj")
         if energy is not None:
             prev = self._last_energy.get(index)
@@ -247,6 +250,35 @@ class Sampler:
             self._last_energy[index] = energy
         return GpuSample(ts=now, uuid=inv.uuid, index=index, values=values, status=status,
                          state=GpuState.LOST if lost else GpuState.OK)
+
+    def _note_signals(self, index: int, uuid: str, pci: str | None, now: float) -> None:
+        """Events for the device's fault signals that changed since the last round (``Backend.extra``).
+
+        The backend's vendor readings become the vendor-neutral signals of
+        :mod:`fleetmon.signals`; the first reading is one ``device_signals`` event with
+        them all (the store's baseline), then a change is one event, so a state that lasts
+        is not written every round.
+        """
+        read = getattr(self.session, "extra", None)
+        if read is None:
+            return
+        try:
+            found = device_signals(read(index))
+        except Exception:  # a backend's extra readings are a bonus; never stop sampling for them
+            log.exception("GPU %d: reading its vendor signals failed", index)
+            return
+        if not found:
+            return
+        before = self._signals.get(uuid)
+        events = signal_events(before, found)
+        if before is None:
+            events.insert(0, baseline_event(found))
+        if before is not None and any(k not in before or before[k] != v for k, v in found.items()
+                                      if k not in EVENT_KINDS):
+            events.append(baseline_event({**before, **found}))  # a fact without events of its own changed
+        for kind, message, data in events:
+            self._event(now, kind, uuid, pci, f"GPU {index}: {message}", data=data)
+        self._signals[uuid] = {**(before or {}), **found}
 
     @staticmethod
     def _note_failing(health: GpuHealth, status: dict[str, str], now: float) -> None:

@@ -33,6 +33,8 @@ GROUP_KEYS: tuple[str, ...] = (
     "name",
     "expected_driver",
     "expected_cuda_driver",
+    "expected_runtime",
+    "expected_firmware",
     "expected_gpus",
     "expected_model",
 )
@@ -76,6 +78,10 @@ class Group:
     expected_gpus: int | None = None
     expected_model: str | None = None
     implicit: bool = False
+    expected_runtime: str | None = None
+    """The runtime the group's nodes should run (ROCm, CANN, SynapseAI, MUSA; CUDA: ``expected_cuda_driver``)."""
+    expected_firmware: str | None = None
+    """The firmware version the group's nodes should report (a node-wide one, as npu-smi or amd-smi give it)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -423,18 +423,23 @@ class _Validator:
                 line, key = where("name")
                 self.error(line, key, f"duplicate group {name!r} (first defined at line {first_line[name]})")
                 continue
-            driver = cuda = model = None
+            driver = cuda = model = runtime = firmware = None
             gpus = None
             if "expected_driver" in item:
                 driver = self._version(item["expected_driver"], *where("expected_driver"))
             if "expected_cuda_driver" in item:
                 cuda = self._version(item["expected_cuda_driver"], *where("expected_cuda_driver"))
+            if "expected_runtime" in item:
+                runtime = self._version(item["expected_runtime"], *where("expected_runtime"))
+            if "expected_firmware" in item:
+                firmware = self._version(item["expected_firmware"], *where("expected_firmware"))
             if "expected_gpus" in item:
                 gpus = self._integer(item["expected_gpus"], *where("expected_gpus"), low=0, high=1024)
             if "expected_model" in item:
                 model = self._string(item["expected_model"], *where("expected_model"))
             first_line[name] = where("name")[0]
-            groups[name] = Group(name, driver, cuda, gpus, model)
+            groups[name] = Group(name, driver, cuda, gpus, model, expected_runtime=runtime,
+                                 expected_firmware=firmware)
         return groups
 
     # -- [[node]] ----------------------------------------------------------

@@ -60,8 +60,11 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
              "field (driver/cuda), version, expected, basis (expected/majority), group, peers "
              "(group/model), model, cuda_version, min_driver"),
     KindInfo("vbios-mismatch", "gpu", "warning (info without a majority)",
-             "A card's VBIOS differs from the majority of cards of the same model in its group.",
-             "vbios, expected, model, group, peers"),
+             "A card's VBIOS differs from the majority of cards of the same model in its group; "
+             "likewise a card's firmware (an Ascend NPU's, discriminator firmware), and a card whose "
+             "own tool says its driver and firmware do not match (npu-smi Compatibility NOK, "
+             "discriminator compatibility).",
+             "vbios (or field firmware, firmware), expected, model, group, peers"),
     KindInfo("ecc-uncorrectable", "gpu", "critical",
              "New uncorrectable (double-bit) ECC errors, or volatile ones not yet cleared by a reset.",
              "new, volatile, aggregate, first_increase_ts"),
@@ -144,11 +147,30 @@ KINDS: dict[str, KindInfo] = {k.name: k for k in (
              "may have within 24 h (128), as a scrape that invents UUIDs would be. Its known cards are still "
              "stored; the count of refused UUIDs is kept in nodes.refused_uuids.",
              "refused, cap, span_h, notice"),
+    KindInfo("device-health", "gpu", "warning / critical (info for an unknown state)",
+             "The device's own tool reports it unhealthy (Huawei Ascend npu-smi: Warning → warning, "
+             "Alarm or Critical → critical, UNKNOWN → info), with its error codes (unknown codes shown "
+             "as printed). Open while the latest signal says so; resolves when a later one says OK.",
+             "state, text, codes, info, since, vendor"),
+    KindInfo("ecc-block", "gpu", "critical",
+             "Uncorrectable ECC errors in one RAS block of an AMD (or Hygon) GPU (UMC, SDMA, GFX, ...), "
+             "or in its cache (block CACHE: AMD's cache ECC, Intel xpu-smi's cache errors), named; the "
+             "counts are the driver's since it loaded.",
+             "block, uncorrectable, correctable, deferred, blocks (every block with errors), since"),
+    KindInfo("ecc-deferred", "gpu", "warning",
+             "Deferred ECC errors on an AMD (or Hygon) GPU: detected and poisoned, not yet consumed "
+             "(a reset clears them; a growing count is failing memory).",
+             "deferred, blocks (blocks with deferred errors), since"),
+    KindInfo("bad-pages-exceeded", "gpu", "critical",
+             "The AMD driver retired more memory pages than its bad-page threshold "
+             "(amd-smi's bad_page_threshold_exceeded): the card should be replaced.",
+             "threshold, since"),
 )}
 
 
 KIND_PRIORITY: tuple[str, ...] = (
-    "node-unreachable", "uuid-conflict", "gpu-lost", "gpu-missing", "ecc-uncorrectable", "row-remap", "retired-pages",
+    "node-unreachable", "uuid-conflict", "gpu-lost", "gpu-missing", "ecc-uncorrectable", "ecc-block",
+    "bad-pages-exceeded", "device-health", "row-remap", "retired-pages", "ecc-deferred",
     "arrival-history", "xid", "power-brake", "power-instability", "temperature-high", "fan-stopped", "thermal-throttle",
     "pcie-link-degraded", "pcie-replay", "ecc-correctable-storm", "node-flapping", "power-unreadable",
     "power-capped", "derating", "driver-mismatch", "vbios-mismatch", "gpus-refused", "inventory-change",

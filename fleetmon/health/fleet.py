@@ -16,8 +16,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from fleetmon import signals as device_signals
 from fleetmon.specbook import CATALOG_BOOK, GpuSpec, SpecBook
 from fleetmon.vocab import GpuState
+from fleetmon.health.outages import Outage, Poll, as_poll, outages_from_polls
 from fleetmon.health.series import EMPTY, HOUR_S, MINUTE_S, Series
 from fleetmon.health.thresholds import Thresholds
 
@@ -38,52 +40,6 @@ __all__ = [
 
 # ---------------------------------------------------------------------------
 # Records
-
-
-@dataclass(frozen=True, slots=True)
-class Poll:
-    """One poll of a node's agent: ``ts`` (Unix s), ``ok``, ``error`` (one line)."""
-
-    ts: float
-    ok: bool
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Outage:
-    """A stretch of failed polls: from the first failed poll to the first good one.
-
-    ``end`` is None while the outage lasts. ``failed`` is the number of failed
-    polls in it.
-    """
-
-    start: float
-    end: float | None
-    error: str | None = None
-    failed: int = 1
-
-    def duration_s(self, now: float) -> float:
-        return (self.end if self.end is not None else now) - self.start
-
-
-def outages_from_polls(polls: Iterable[Poll | Mapping[str, Any] | Sequence[Any]]) -> tuple[Outage, ...]:
-    """Turn a node's polls (any order) into its outages, oldest first."""
-    items = sorted((_poll(p) for p in polls), key=lambda p: p.ts)
-    out: list[Outage] = []
-    start: float | None = None
-    error: str | None = None
-    failed = 0
-    for p in items:
-        if not p.ok:
-            if start is None:
-                start, error, failed = p.ts, p.error, 0
-            failed += 1
-        elif start is not None:
-            out.append(Outage(start, p.ts, error, failed))
-            start = None
-    if start is not None:
-        out.append(Outage(start, None, error, failed))
-    return tuple(out)
 
 
 def outages_from_events(events: Iterable[EventRecord | Mapping[str, Any]]) -> tuple[Outage, ...]:
@@ -115,15 +71,6 @@ def outages_from_events(events: Iterable[EventRecord | Mapping[str, Any]]) -> tu
     return tuple(out)
 
 
-def _poll(p: Poll | Mapping[str, Any] | Sequence[Any]) -> Poll:
-    if isinstance(p, Poll):
-        return p
-    if isinstance(p, Mapping):
-        return Poll(float(p["ts"]), bool(p.get("ok")), p.get("error"))
-    ts, ok, *rest = p
-    return Poll(float(ts), bool(ok), rest[0] if rest else None)
-
-
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where a card sat from ``ts`` on: node and PCI bus id (the slot)."""
@@ -147,6 +94,8 @@ class GroupExpect:
     expected_cuda_driver: str | None = None
     expected_gpus: int | None = None
     expected_model: str | None = None
+    expected_runtime: str | None = None
+    expected_firmware: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +183,8 @@ class NodeHistory:
             when not given).
         last_ok: time of the last good poll; last_attempt: of the last poll.
         first_seen: when the node was first polled successfully, if known.
+        vendor: its devices' vendor (None: not recorded; an older store's nodes are NVIDIA's).
+        runtime_version, firmware_version: the vendor-neutral versions (CUDA, ROCm, CANN, ...).
     """
 
     name: str
@@ -248,13 +199,16 @@ class NodeHistory:
     last_attempt: float | None = None
     last_error: str | None = None
     first_seen: float | None = None
+    vendor: str | None = None
+    runtime_version: str | None = None
+    firmware_version: str | None = None
 
     @classmethod
     def from_row(
         cls, row: Mapping[str, Any], polls: Iterable[Any] = (), outages: Iterable[Outage] | None = None
     ) -> NodeHistory:
         """Build from a ``nodes`` table row (``grp`` or ``group``) and its polls."""
-        poll_list = tuple(sorted((_poll(p) for p in polls), key=lambda p: p.ts))
+        poll_list = tuple(sorted((as_poll(p) for p in polls), key=lambda p: p.ts))
         found = tuple(outages) if outages is not None else outages_from_polls(poll_list)
         last_ok = row.get("last_ok")
         if last_ok is None and poll_list:
@@ -277,6 +231,9 @@ class NodeHistory:
             last_attempt=last_attempt,
             last_error=row.get("last_error"),
             first_seen=row.get("first_seen"),
+            vendor=row.get("vendor"),
+            runtime_version=None if row.get("runtime_version") is None else str(row.get("runtime_version")),
+            firmware_version=None if row.get("firmware_version") is None else str(row.get("firmware_version")),
         )
 
 
@@ -300,6 +257,9 @@ class GpuHistory:
         minutes: per-minute rows (recent, e.g. the last 24 h).
         hourly: hourly rows (older than the minutes; optional).
         placements: where the card sat, oldest first (each from its ``ts``).
+        signals: the card's current fault signals as storage keeps them
+            (``{"values": {signal: value}, "since": {signal: ts}}``:
+            :mod:`fleetmon.signals`); {} for a card that reports none.
     """
 
     uuid: str
@@ -315,6 +275,7 @@ class GpuHistory:
     minutes: Series = EMPTY
     hourly: Series = EMPTY
     placements: tuple[Placement, ...] = ()
+    signals: Mapping[str, Any] = field(default_factory=dict)
     _cache: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
@@ -360,7 +321,16 @@ class GpuHistory:
             minutes=mins,
             hourly=hrs,
             placements=places,
+            signals=device_signals.stored(row.get("signals")),
         )
+
+    def signal(self, key: str) -> Any:
+        """The card's current fault signal ``key`` (:mod:`fleetmon.signals`), None when it has none."""
+        return device_signals.current(self.signals, key)
+
+    def signal_since(self, key: str) -> float | None:
+        """When the signal ``key`` last changed (None when unknown)."""
+        return device_signals.changed_at(self.signals, key)
 
     @property
     def card_id(self) -> str:
@@ -696,5 +666,7 @@ def _groups(groups: Any) -> dict[str, GroupExpect]:
             expected_cuda_driver=get("expected_cuda_driver"),
             expected_gpus=get("expected_gpus"),
             expected_model=get("expected_model"),
+            expected_runtime=get("expected_runtime"),
+            expected_firmware=get("expected_firmware"),
         )
     return out

@@ -132,6 +132,14 @@ LIFECYCLE: dict[str, KindLife] = {k.kind: k for k in (
              how="open with its recurrence until `quiet_hours` without an outage, with the node answering"),
     KindLife("derating", "recurring", load=True,
              how="open until `quiet_hours` of busy data at the expected clocks"),
+    KindLife("device-health", "state",
+             how="while the device's latest health signal is not OK; resolves when a later one says OK "
+                 "(never because the signals stopped)"),
+    KindLife("ecc-block", "event", how="open until an operator resolves it (an uncorrectable error in the block)"),
+    KindLife("ecc-deferred", "state",
+             how="while the latest signals show deferred errors; resolves when a later reading shows none"),
+    KindLife("bad-pages-exceeded", "state",
+             how="while the latest signals show the threshold exceeded; resolves when a later reading does not"),
     KindLife("inventory-change", "notice", how="information: shown for `event_resolve_hours`"),
 )}
 

@@ -206,6 +206,16 @@ class Thresholds:
         95.0, "°C", 30.0, 130.0,
         "Critical temperature for GPUs whose shutdown temperature is unknown (else shutdown "
         "minus the margin).", "fleetmon")
+    temperature_junction_warning_c: float = _t(
+        95.0, "°C", 30.0, 130.0,
+        "Warning temperature for GPUs whose temperature is their junction (hotspot) sensor and that report "
+        "no slowdown temperature (AMD, Hygon: rocm-smi, hy-smi).",
+        "amd-smi static of 8x MI300X (../shared fixtures): hotspot slowdown 100 °C, less the 5 °C margin")
+    temperature_junction_critical_c: float = _t(
+        105.0, "°C", 30.0, 130.0,
+        "Critical temperature for GPUs whose temperature is their junction (hotspot) sensor and that report "
+        "no shutdown temperature.",
+        "amd-smi static of 8x MI300X (../shared fixtures): hotspot shutdown 110 °C, less the 5 °C margin")
     temperature_minutes: int = _t(
         3, "min", 1, 1440, "Minutes above the temperature limit within 10 minutes.", "fleetmon")
     fan_stopped_temp_c: float = _t(

@@ -20,6 +20,7 @@ from fleetmon.fields import CATALOG, INVENTORY_FIELDS, NODE_FIELDS, THROTTLE_REA
 from fleetmon.records import (
     GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll, Status, minute_key, throttle_key, vendor_defaults,
 )
+from fleetmon.signals import device_signals
 from fleetmon.vocab import GpuState
 
 __all__ = ["Capture", "Readings", "capture_poll", "minute_of", "number", "reading", "SAMPLE_FIELDS"]
@@ -243,6 +244,8 @@ def capture_poll(capture: Capture, node: str, url: str, ts: float, *, group: str
     ``ts`` is the poll time (for a file: its capture time). ``minutes``: also store each
     sample as a one-sample minute, so the reading shows in history and in the rules' windows.
     No cursors and no buffer id: a source without a buffer has nothing to resume.
+    Each device's fault signals (:mod:`fleetmon.signals`, from ``capture.extra``) go
+    into ``signals``: storage writes an event when they change from the stored ones.
     """
     capture = _node_scoped(capture, node)
     info = capture.info
@@ -254,9 +257,14 @@ def capture_poll(capture: Capture, node: str, url: str, ts: float, *, group: str
         info = replace(info, values={**info.values, "vendor": capture.vendor},
                        status={k: v for k, v in info.status.items() if k != "vendor"})
     info, gpus = vendor_defaults(info, list(capture.gpus))
+    signals = {}
+    for i, g in enumerate(capture.gpus):
+        found = device_signals(capture.extra[i]) if i < len(capture.extra) else {}
+        if found:
+            signals[g.uuid] = found
     return NodePoll(node=node, url=url, group=group, ts=ts, ok=True, info=info, gpus=gpus,
                     latest=list(capture.samples),
-                    minutes=[minute_of(s) for s in capture.samples] if minutes else [])
+                    minutes=[minute_of(s) for s in capture.samples] if minutes else [], signals=signals)
 
 
 def _node_scoped(capture: Capture, node: str) -> Capture:

@@ -555,6 +555,7 @@ def _apply(facts: list[tuple[str, str]], c: _Chipset, card: bool) -> None:
         elif k == "Firmware Version":
             if v.strip().lower() not in _PLACEHOLDERS:
                 c.extra["firmware_version"] = v.strip()
+                c.inv.read("firmware_version", v.strip(), str)  # the inventory field: the version matrix, its rule
         elif k in ("Product Name", "Model", "Chip Version", "Compatibility"):
             if v.strip().lower() not in _PLACEHOLDERS:
                 c.extra[k.lower().replace(" ", "_")] = v.strip()

@@ -850,9 +850,9 @@ def test_evaluate_is_deterministic_and_sorted() -> None:
 
 def test_every_rule_is_listed_and_every_kind_documented() -> None:
     names = {r.__name__ for r in rules.RULES}
-    assert len(names) == len(rules.RULES) == 25
+    assert len(names) == len(rules.RULES) == 29
     assert all(name.startswith("check_") for name in names)
-    for kind in ("driver-mismatch", "vbios-mismatch", "ecc-uncorrectable", "ecc-correctable-storm",
+    for kind in ("device-health", "ecc-block", "ecc-deferred", "bad-pages-exceeded", "driver-mismatch", "vbios-mismatch", "ecc-uncorrectable", "ecc-correctable-storm",
                  "retired-pages", "row-remap", "xid", "gpu-lost", "gpu-missing", "pcie-link-degraded",
                  "pcie-replay", "power-brake", "power-instability", "power-capped", "thermal-throttle",
                  "derating", "node-unreachable", "node-flapping", "inventory-change", "arrival-history", "gpus-refused"):

@@ -10,7 +10,8 @@ little.
 
 Families (one module each, like glances' one plugin per metric family):
 :mod:`~fleetmon.health.rules.versions` (driver, VBIOS),
-:mod:`~fleetmon.health.rules.ecc`, :mod:`~fleetmon.health.rules.memory`
+:mod:`~fleetmon.health.rules.ecc`, :mod:`~fleetmon.health.rules.device` (a vendor tool's own
+health states, ECC per block, deferred errors, bad pages), :mod:`~fleetmon.health.rules.memory`
 (retired pages, remapped rows), :mod:`~fleetmon.health.rules.arrival` (a card's
 memory history at first sight), :mod:`~fleetmon.health.rules.xid`,
 :mod:`~fleetmon.health.rules.bus` (lost and missing cards),
@@ -45,6 +46,7 @@ from fleetmon.health.fleet import FleetHistory
 from fleetmon.health.rules.arrival import check_arrival_history
 from fleetmon.health.rules.bus import check_gpu_lost, check_gpu_missing
 from fleetmon.health.rules.derating import check_derating
+from fleetmon.health.rules.device import check_bad_pages, check_device_health, check_ecc_blocks, check_ecc_deferred
 from fleetmon.health.rules.ecc import check_ecc_correctable, check_ecc_uncorrectable
 from fleetmon.health.rules.helpers import Episode, episodes
 from fleetmon.health.rules.inventory import check_inventory_changes
@@ -68,9 +70,13 @@ __all__ = [
     "Episode",
     "Rule",
     "check_arrival_history",
+    "check_bad_pages",
     "check_derating",
+    "check_device_health",
     "check_driver_versions",
+    "check_ecc_blocks",
     "check_ecc_correctable",
+    "check_ecc_deferred",
     "check_ecc_uncorrectable",
     "check_fan_stopped",
     "check_gpu_lost",
@@ -97,6 +103,7 @@ Rule = Callable[[FleetHistory, Thresholds], list[Finding]]
 
 RULES: tuple[Rule, ...] = (
     check_driver_versions, check_vbios, check_ecc_uncorrectable, check_ecc_correctable,
+    check_device_health, check_ecc_blocks, check_ecc_deferred, check_bad_pages,
     check_retired_pages, check_row_remap, check_arrival_history, check_xid, check_gpu_lost,
     check_gpu_missing,
     check_pcie_link, check_pcie_replay, check_power_brake, check_power_instability,

@@ -288,10 +288,18 @@ def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) 
         if gpu.name and history.spec_of(gpu) is None:
             unknown[(gpu.node, gpu.name)] += 1
     for (node, model), count in sorted(unknown.items()):
+        if model == "unknown":
+            # The source names no model ("unknown" is every source's placeholder: xpu-smi's dump, amd-smi
+            # metric alone, a rocm-smi table, an NVML name that failed): there is no model to state a spec for.
+            action = ("The source does not name the model: poll or import one that does (amd-smi static, "
+                      "xpu-smi discovery, rocm-smi --showproductname) to judge derating")
+            summary = f"{node}: {count}x card(s) whose source names no model (derating unknown)"
+        else:
+            action = unknown_model_action(model)
+            summary = f"{node}: {count}x {model} not in the spec catalog (derating unknown)"
         out.append(node_finding(
             history, node, "derating", "info", history.since, history.now,
-            {"metric": "unknown-model", "model": model, "gpus": count},
-            unknown_model_action(model), f"{node}: {count}x {model} not in the spec catalog (derating unknown)",
+            {"metric": "unknown-model", "model": model, "gpus": count}, action, summary,
             condition_resolve_s(t), discriminator=f"unknown-model:{model}", open_now=True,
         ))
 

@@ -62,9 +62,10 @@ def check_temperature(history: FleetHistory, thresholds: Thresholds | None = Non
     """The GPU runs near its slowdown (warning) or shutdown (critical) temperature (°C).
 
     The limit is ``temp_slowdown_c - temperature_margin_c`` where the card
-    reports its slowdown temperature, else ``temperature_warning_c``; critical
-    from ``temp_shutdown_c - temperature_margin_c`` (else
-    ``temperature_critical_c``). Needs ``temperature_minutes`` minutes within
+    reports its slowdown temperature, else ``temperature_warning_c`` (for a
+    junction sensor, ``temperature_junction_warning_c``); critical from
+    ``temp_shutdown_c - temperature_margin_c`` (else ``temperature_critical_c``,
+    ``temperature_junction_critical_c``). Needs ``temperature_minutes`` minutes within
     10 (hourly rows count by their mean).
     """
     t = effective_thresholds(history, thresholds)
@@ -72,8 +73,14 @@ def check_temperature(history: FleetHistory, thresholds: Thresholds | None = Non
     for gpu in history.gpus:
         slowdown = slowdown_c(gpu)
         shutdown = gpu.inv("temp_shutdown_c")
-        limit = slowdown - t.temperature_margin_c if slowdown else t.temperature_warning_c
-        critical = float(shutdown) - t.temperature_margin_c if shutdown else t.temperature_critical_c
+        # AMD's and Hygon's temp_c is the junction (hotspot) sensor where the tool has it (the parser's
+        # temp_sensor signal): it runs hotter than an edge or NVIDIA's GPU sensor, so its defaults are its own.
+        sensor = gpu.signal("temp_sensor")
+        junction = sensor == "junction"
+        limit = slowdown - t.temperature_margin_c if slowdown else (
+            t.temperature_junction_warning_c if junction else t.temperature_warning_c)
+        critical = float(shutdown) - t.temperature_margin_c if shutdown else (
+            t.temperature_junction_critical_c if junction else t.temperature_critical_c)
         tl = gpu.timeline()
         tmax = tl.col("temp_c_max")
         peak = known_max(tmax)
@@ -95,7 +102,7 @@ def check_temperature(history: FleetHistory, thresholds: Thresholds | None = Non
         out.append(gpu_finding(
             history, gpu, "temperature-high", severity, eps[0].start, eps[-1],
             {"max_temp_c": worst, "limit_c": limit, "critical_c": critical, "slowdown_c": slowdown,
-             "minutes": minutes},
+             "minutes": minutes, **({"sensor": sensor} if isinstance(sensor, str) else {})},
             "Improve cooling: check fans, airflow, blanking panels and inlet temperature",
             f"{gpu_label(gpu)}: {worst:.0f} °C (limit {limit:.0f} °C)", condition_resolve_s(t),
             magnitude=float(worst),

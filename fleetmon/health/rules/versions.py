@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from typing import Any
+
 from fleetmon import specs
+from fleetmon.fields import DEFAULT_VENDOR
 from fleetmon.vocab import GpuState
 from fleetmon.health.findings import Finding
-from fleetmon.health.fleet import FleetHistory, GpuHistory, NodeHistory
+from fleetmon.health.fleet import FleetHistory, GpuHistory, GroupExpect, NodeHistory
 from fleetmon.health.rules.helpers import (
     condition_resolve_s,
     effective_thresholds,
@@ -39,17 +42,54 @@ def _node_model(history: FleetHistory, node: NodeHistory) -> str:
     return sorted(models.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
 
 
-def _peers(history: FleetHistory, node: NodeHistory, model_of: dict[str, str]) -> tuple[list[NodeHistory], str]:
-    """The nodes ``node`` is judged with, and how they were chosen ("group" or "model").
+def _vendor(node: NodeHistory) -> str:
+    """The node's vendor (a node stored before vendors were recorded is NVIDIA's)."""
+    return node.vendor or DEFAULT_VENDOR
 
-    A grouped node is judged with its group (a group is one driver set by
-    design); an ungrouped one with the ungrouped nodes whose cards are the
-    same model (a mixed pool runs one driver set per kind of card).
+
+_RUNTIME_WORD = {"nvidia": "CUDA driver", "amd": "ROCm", "hygon": "DTK/ROCm", "huawei": "CANN",
+                 "intel": "SynapseAI", "mthreads": "MUSA"}
+"""What a vendor's runtime version is called in a finding."""
+
+Circle = tuple[Any, ...]
+"""The nodes one version is judged among: ``(group, vendor[, model])`` or ``("", vendor, model)``."""
+
+
+def _circle(node: NodeHistory, vendor: str, model: str, attr: str) -> Circle:
+    """Who ``node``'s ``attr`` is compared with.
+
+    Driver and runtime: a grouped node with its group's nodes of the same vendor (a group is
+    one driver set per vendor by design); an ungrouped one with the ungrouped nodes of the
+    same vendor and GPU model (a mixed pool runs one driver set per kind of card). Firmware
+    is per model as well inside a group (each model has its own firmware line).
     """
     if node.group:
-        return [n for n in history.nodes if n.group == node.group], "group"
-    model = model_of[node.name]
-    return [n for n in history.nodes if not n.group and model_of[n.name] == model], "model"
+        return (node.group, vendor, model) if attr == "firmware_version" else (node.group, vendor)
+    return ("", vendor, model)
+
+
+def _declared(expect: GroupExpect | None, attr: str, vendor: str, vendors_in_group: set[str]) -> str | None:
+    """The group's declared version for ``attr`` on a node of ``vendor``.
+
+    The ``[[group]]`` keys ``expected_driver``, ``expected_cuda_driver`` (NVIDIA's runtime),
+    ``expected_runtime`` (any vendor's runtime; on NVIDIA nodes when ``expected_cuda_driver``
+    is not set) and ``expected_firmware`` hold for every node of a one-vendor group; in a
+    group of several vendors, for its NVIDIA nodes only (the first keys' meaning): the others
+    are judged by their vendor's majority in the group.
+    """
+    if expect is None:
+        return None
+    if len(vendors_in_group) > 1 and vendor != DEFAULT_VENDOR:
+        return None
+    if attr == "driver_version":
+        return expect.expected_driver
+    if attr == "runtime_version":
+        if vendor == DEFAULT_VENDOR and expect.expected_cuda_driver:
+            return expect.expected_cuda_driver
+        return expect.expected_runtime
+    if attr == "firmware_version":
+        return expect.expected_firmware
+    return None
 
 
 def _baseline(peers: Sequence[NodeHistory], attr: str, declared: str | None) -> tuple[str | None, str, Counter[str]]:
@@ -65,17 +105,19 @@ def _baseline(peers: Sequence[NodeHistory], attr: str, declared: str | None) -> 
 
 
 def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
-    """A node whose driver (or CUDA driver) differs from its peers: one finding per node (warning).
+    """A node whose driver, runtime or firmware differs from its peers': one finding per node (warning).
 
-    Peers: the node's group, compared with its ``expected_driver`` /
-    ``expected_cuda_driver``, or with the group's majority when none is set;
-    an ungrouped node is compared with the ungrouped nodes of the same GPU
-    model (never with the fleet at large: a mixed pool runs one driver per
-    kind of card). A tie gives info findings. A different driver implies a
-    different CUDA driver, so the CUDA version is only judged on its own when
-    the driver matches. The advice never names a driver older than the
-    oldest that supports the node's cards (:meth:`fleetmon.specbook.SpecBook.min_driver`: a ``[[spec]]``
-    naming the architecture of a model the catalog lacks counts).
+    Peers (:func:`_circle`): the node's group, of the node's vendor, compared with the group's
+    ``expected_driver`` / ``expected_cuda_driver`` (:func:`_declared`), or with the majority
+    when none is set; an ungrouped node is compared with the ungrouped nodes of the same
+    vendor and GPU model (never with the fleet at large: a mixed pool runs one driver per
+    kind of card, and an AMD node is no driver mismatch against NVIDIA nodes). A tie gives
+    info findings. The versions are judged in order (driver, then the runtime: CUDA driver,
+    ROCm, CANN, ...; then the node's firmware, per model), and only the first that differs
+    makes the finding: a different driver implies the runtime it ships. The advice never
+    names a driver older than the oldest that supports the node's cards
+    (:meth:`fleetmon.specbook.SpecBook.min_driver`: a ``[[spec]]`` naming the architecture
+    of a model the catalog lacks counts).
     """
     t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
@@ -84,38 +126,57 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
         if c.kind == "driver_changed":
             changed[c.node] = c.ts
     model_of = {n.name: _node_model(history, n) for n in history.nodes}
+    vendor_of = {n.name: _vendor(n) for n in history.nodes}
+    group_vendors: dict[str, set[str]] = defaultdict(set)
+    for n in history.nodes:
+        if n.group:
+            group_vendors[n.group].add(vendor_of[n.name])
     # Nodes judged together share their peers and baselines: each is computed once per
-    # group (or model), not once per node (a 1,000-node fleet would count a million versions).
-    peers_of: dict[tuple[bool, str], tuple[list[NodeHistory], str]] = {}
-    baselines: dict[tuple[bool, str, str], tuple[str | None, str, Counter[str]]] = {}
+    # circle, not once per node (a 1,000-node fleet would count a million versions).
+    members: dict[Circle, list[NodeHistory]] = defaultdict(list)
+    for n in history.nodes:
+        for attr in ("driver_version", "firmware_version"):
+            members[_circle(n, vendor_of[n.name], model_of[n.name], attr)].append(n)
+    baselines: dict[tuple[Circle, str], tuple[str | None, str, Counter[str]]] = {}
     for node in sorted(history.nodes, key=lambda n: n.name):
-        circle = (True, node.group) if node.group else (False, model_of[node.name])
-        if circle not in peers_of:
-            peers_of[circle] = _peers(history, node, model_of)
-        peers, chosen_by = peers_of[circle]
+        vendor, model = vendor_of[node.name], model_of[node.name]
         expect = history.groups.get(node.group or "")
-        model = model_of[node.name]
-        group_word = f"group {node.group}" if node.group else (
-            f"ungrouped {model} nodes" if model else "ungrouped nodes")
-        for attr, label, expected_attr in (("driver_version", "driver", "expected_driver"),
-                                           ("cuda_driver_version", "cuda", "expected_cuda_driver")):
+        nvidia = vendor == DEFAULT_VENDOR
+        checks = [("driver_version", "driver", "driver")]
+        if nvidia:
+            checks.append(("cuda_driver_version", "cuda", "CUDA driver"))
+        else:
+            checks.append(("runtime_version", "runtime", _RUNTIME_WORD.get(vendor, "runtime")))
+        checks.append(("firmware_version", "firmware", "firmware"))
+        for attr, label, word in checks:
             version = getattr(node, attr)
             if not version:
                 continue
             version = str(version)
-            if (*circle, attr) not in baselines:
-                baselines[(*circle, attr)] = _baseline(peers, attr, getattr(expect, expected_attr) if expect else None)
-            expected, basis, counts = baselines[(*circle, attr)]
+            circle = _circle(node, vendor, model, "firmware_version" if attr == "firmware_version" else attr)
+            declared = _declared(expect, "runtime_version" if attr == "cuda_driver_version" else attr, vendor,
+                                 group_vendors.get(node.group or "", set()))
+            if (circle, attr) not in baselines:
+                baselines[(circle, attr)] = _baseline(members[circle], attr, declared)
+            expected, basis, counts = baselines[(circle, attr)]
             if basis == "none" or version == expected or (expected is None and len(counts) < 2):
                 continue
             severity = "warning" if expected is not None else "info"
-            word = "CUDA driver" if label == "cuda" else "driver"
+            if node.group:
+                several = len(group_vendors.get(node.group, ())) > 1
+                group_word = f"group {node.group}" + (f" ({vendor} nodes)" if several else "")
+                if attr == "firmware_version" and model:
+                    group_word += f", {model}"
+            else:
+                group_word = f"ungrouped {model} nodes" if model else f"ungrouped {vendor} nodes"
             evidence: dict[str, object] = {
                 "field": label, "version": version, "expected": expected, "basis": basis,
-                "group": node.group or None, "peers": chosen_by, "model": model or None,
-                "versions": dict(sorted(counts.items()))}
-            if label == "driver" and node.cuda_driver_version:
+                "group": node.group or None, "peers": "group" if node.group else "model", "model": model or None,
+                "vendor": vendor, "versions": dict(sorted(counts.items()))}
+            if label == "driver" and node.cuda_driver_version and nvidia:
                 evidence["cuda_version"] = str(node.cuda_driver_version)
+            if label == "driver" and node.runtime_version and not nvidia:
+                evidence["runtime_version"] = str(node.runtime_version)
             floor = history.book().min_driver(model) if (model and label == "driver") else None
             if floor is not None:
                 evidence["min_driver"] = floor.version
@@ -127,9 +188,11 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
                           f"{floor.version}, or put this node in its own group")
             elif expected is not None:
                 action = f"Install the {word} of {group_word} ({expected})"
-            else:
+            elif label == "driver" and nvidia:
                 action = (f"Pick one {word} version for {group_word} and set it as expected_driver of "
                           "their group in the fleet file")
+            else:
+                action = f"Pick one {word} version for {group_word}"
             if expected is None:
                 summary = f"{node.name}: {word} {version}, no majority among {group_word}"
             else:
@@ -140,37 +203,59 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
                 changed.get(node.name, history.since), history.now, evidence, action,
                 summary, condition_resolve_s(t), discriminator=label, open_now=True,
             ))
-            break  # one finding per node: a different driver implies the CUDA version it ships
+            break  # one finding per node: a different driver implies the runtime it ships
     return out
 
 
 def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
-    """A card's VBIOS differs from the majority of its model in its group (warning)."""
+    """A card's VBIOS (or firmware) differs from the majority of its model in its group (warning).
+
+    The model is the card's name, so cards of two vendors are never peers. Besides the VBIOS,
+    the card's ``firmware_version`` (an Ascend NPU's firmware, ``npu-smi info -t board``) is
+    compared the same way (``discriminator`` ``firmware``: a second finding of the card), and a
+    card whose own tool says its driver and firmware do not match (npu-smi ``-t board``'s
+    Compatibility NOK, the ``compatibility`` signal) is one too (``discriminator`` ``compatibility``).
+    """
     t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
-    groups: dict[tuple[str, str], list[GpuHistory]] = defaultdict(list)
-    for gpu in history.gpus:
-        if gpu.state == GpuState.MISSING or not gpu.inv("vbios"):
+    for key, word, discriminator in (("vbios", "VBIOS", ""), ("firmware_version", "firmware", "firmware")):
+        groups: dict[tuple[str, str], list[GpuHistory]] = defaultdict(list)
+        for gpu in history.gpus:
+            if gpu.state == GpuState.MISSING or not gpu.inv(key):
+                continue
+            node = history.node(gpu.node)
+            groups[((node.group if node else None) or "", gpu.name)].append(gpu)
+        for (group, model), cards in sorted(groups.items()):
+            expected, counts = _majority([str(g.inv(key)) for g in cards])
+            if len(counts) < 2:
+                continue
+            for gpu in cards:
+                version = str(gpu.inv(key))
+                if version == expected:
+                    continue
+                severity = "warning" if expected else "info"
+                evidence: dict[str, Any] = {"vbios": version} if key == "vbios" else {"field": "firmware",
+                                                                                      "firmware": version}
+                evidence.update({"expected": expected, "group": group or None, "peers": dict(sorted(counts.items()))})
+                out.append(gpu_finding(
+                    history, gpu, "vbios-mismatch", severity, history.since, history.now, evidence,
+                    f"Flash the {word} used by the other {model} cards ({expected}) or record why "
+                    "this card differs" if expected else
+                    f"Cards of {model} in group {group or '(none)'} run different {word} versions: "
+                    "pick one", f"{gpu_label(gpu)}: {word} {version}, peers run {expected or 'a mix'}",
+                    condition_resolve_s(t), discriminator=discriminator, open_now=True,
+                ))
+    for gpu in history.gpus:  # the tool's own verdict on the driver and the card's firmware (npu-smi)
+        if gpu.signal("compatibility") != "NOK":
             continue
         node = history.node(gpu.node)
-        groups[((node.group if node else None) or "", gpu.name)].append(gpu)
-    for (group, model), cards in sorted(groups.items()):
-        expected, counts = _majority([str(g.inv("vbios")) for g in cards])
-        if len(counts) < 2:
-            continue
-        for gpu in cards:
-            vbios = str(gpu.inv("vbios"))
-            if vbios == expected:
-                continue
-            severity = "warning" if expected else "info"
-            out.append(gpu_finding(
-                history, gpu, "vbios-mismatch", severity, history.since, history.now,
-                {"vbios": vbios, "expected": expected, "group": group or None,
-                 "peers": dict(sorted(counts.items()))},
-                f"Flash the VBIOS used by the other {model} cards ({expected}) or record why "
-                "this card differs" if expected else
-                f"Cards of {model} in group {group or '(none)'} run different VBIOS versions: "
-                "pick one", f"{gpu_label(gpu)}: VBIOS {vbios}, peers run {expected or 'a mix'}",
-                condition_resolve_s(t), open_now=True,
-            ))
+        since = gpu.signal_since("compatibility") or history.since
+        out.append(gpu_finding(
+            history, gpu, "vbios-mismatch", "warning", since, history.now,
+            {"field": "compatibility", "compatibility": "NOK", "firmware": gpu.inv("firmware_version"),
+             "driver": node.driver_version if node else None, "since": since},
+            "Install the firmware that goes with the node's driver (Huawei's version mapping), or the driver "
+            "that goes with the firmware", f"{gpu_label(gpu)}: driver and firmware do not match "
+            "(npu-smi Compatibility NOK)", condition_resolve_s(t), discriminator="compatibility", open_now=True,
+        ))
     return out
