@@ -40,21 +40,7 @@ def read_token_file(path: str | os.PathLike[str]) -> str:
         TokenFileError: unreadable, readable by group or others, empty, shorter
             than :data:`MIN_TOKEN_LENGTH`, or with whitespace inside.
     """
-    file = Path(path).expanduser()
-    try:
-        st = file.stat()
-        raw = file.read_bytes()
-    except OSError as exc:
-        raise TokenFileError(f"token file {path}: cannot read it ({exc.strerror or exc})") from exc
-    if st.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-        raise TokenFileError(f"token file {path} is readable by group or others (mode {stat.S_IMODE(st.st_mode):04o});"
-                             f" run: chmod 600 {path}")
-    try:
-        token = raw.decode("utf-8").strip()
-    except UnicodeDecodeError as exc:
-        raise TokenFileError(f"token file {path}: cannot read it (not UTF-8 text)") from exc
-    if not token:
-        raise TokenFileError(f"token file {path} is empty")
+    token = _read_private(path, "token file")
     if len(token) < MIN_TOKEN_LENGTH:
         raise TokenFileError(f"token file {path} holds a token shorter than {MIN_TOKEN_LENGTH} characters")
     if any(c.isspace() for c in token):
@@ -70,6 +56,15 @@ def read_secret_file(path: str | os.PathLike[str], what: str = "secret file") ->
     Raises:
         TokenFileError: unreadable, readable by group or others, not UTF-8, empty, or several lines.
     """
+    secret = _read_private(path, what)
+    if "\n" in secret or "\r" in secret:
+        raise TokenFileError(f"{what} {path} holds more than one line (one line, one secret)")
+    return secret
+
+
+def _read_private(path: str | os.PathLike[str], what: str) -> str:
+    """The text of a file only its owner may read (``~`` expanded), stripped of surrounding blanks: the
+    rules token and secret files share (readable, mode 0600 or stricter, UTF-8, not empty)."""
     file = Path(path).expanduser()
     try:
         st = file.stat()
@@ -80,11 +75,9 @@ def read_secret_file(path: str | os.PathLike[str], what: str = "secret file") ->
         raise TokenFileError(f"{what} {path} is readable by group or others (mode {stat.S_IMODE(st.st_mode):04o});"
                              f" run: chmod 600 {path}")
     try:
-        secret = raw.decode("utf-8").strip()
+        text = raw.decode("utf-8").strip()
     except UnicodeDecodeError as exc:
         raise TokenFileError(f"{what} {path}: cannot read it (not UTF-8 text)") from exc
-    if not secret:
+    if not text:
         raise TokenFileError(f"{what} {path} is empty")
-    if "\n" in secret or "\r" in secret:
-        raise TokenFileError(f"{what} {path} holds more than one line (one line, one secret)")
-    return secret
+    return text
