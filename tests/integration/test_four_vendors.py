@@ -7,8 +7,8 @@ One fleet file lists:
   through :func:`fleetmon.demo.start_agents`): NVIDIA ``healthy`` (2x A100), and the built-in ``amd-mi100``,
   ``hygon-k100`` and ``ascend-910b`` stories cut to two devices with their faults from the start (an uncorrectable
   ECC error in the MI100's UMC block, a DCU running at 98 °C, an Ascend NPU in Warning with an error code), so
-  they show within the test: ``--backfill-minutes 6`` has each agent sample the last 6 minutes first (a sample a minute), and the
-  collector backfills them through the real path;
+  they show within the test: ``--backfill-minutes 6`` has each agent sample the last 6 minutes first (a sample a
+  minute), and the collector backfills them through the real path;
 * agentless SSH nodes of each vendor on the real sshd (tests/helpers/vendor_ssh.py: fake tools printing real
   captures from ../shared/fixtures/F_other_vendors; the Ascend node's chip 2 in Warning with code 80E01809);
 
