@@ -23,8 +23,9 @@ the simulation start; ``duration_s`` (optional) ends it):
 * ``ecc_uncorrectable`` (``block`` = "UMC", ``count`` = 1): uncorrectable ECC errors in one RAS block;
   the block's count and the device total rise by ``count`` at the onset (``deferred``: deferred errors too).
 * ``health`` (``state`` = "Warning", ``codes`` = ["80E18401"]): an Ascend chip's health and error codes.
-* ``hot`` (``rate_c_per_min`` = 2): the temperature rises from the onset toward the profile's slowdown limit
-  (stops 1 °C under it).
+* ``hot`` (``rate_c_per_min`` = 2, ``peak_c``): the temperature rises from the onset toward ``peak_c`` (default
+  1 °C under the profile's slowdown limit). A tool that reports no slowdown limit (hy-smi) is judged against
+  fleetmon's own junction default (95 °C), so a Hygon DCU's story names a ``peak_c`` above it.
 * ``vanish``: the device leaves the tool's / library's list.
 * ``hang`` (``seconds`` = 3600): every tool call (every binding call) sleeps that long.
 * ``garbage``: the tool prints text that is no output of its kind.
@@ -127,7 +128,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                            "backend": "rocm-smi", "model": "mi100", "count": 4},
     "hygon-k100": {"description": "4x Hygon K100_AI DCU through hy-smi --json; DCU 2 runs hot from 5 min",
                    "backend": "hy-smi", "model": "k100", "count": 4,
-                   "faults": [_fault("hot", 2, 300.0, rate_c_per_min=3.0)]},
+                   # peak 98 °C: over the 95 °C junction default a DCU is judged by (hy-smi reports no limit)
+                   "faults": [_fault("hot", 2, 300.0, rate_c_per_min=3.0, peak_c=98.0)]},
     "ascend-910b": {"description": "8x Ascend 910B4 through npu-smi; NPU 3's health turns Warning with an error "
                                    "code at 15 min",
                     "backend": "npu-smi", "model": "910b4", "count": 8,
@@ -249,8 +251,9 @@ def device_state(entry: dict[str, Any], index: int, t_s: float, node: str | None
     hot = active(entry, "hot", t_s, index)
     if hot is not None:
         rise = float(hot.get("rate_c_per_min", 2.0)) * (t_s - float(hot.get("onset_s", 0.0))) / 60.0
-        junction = min(p.slowdown_c - 1.0, junction + rise)
-        edge = min(p.slowdown_c - 6.0, edge + rise)
+        peak = float(hot.get("peak_c", p.slowdown_c - 1.0))
+        junction = min(peak, junction + rise)
+        edge = min(peak - 5.0, edge + rise)
     blocks: dict[str, dict[str, int]] = {"UMC": {"correctable": 0, "uncorrectable": 0, "deferred": 0},
                                          "GFX": {"correctable": 0, "uncorrectable": 0, "deferred": 0},
                                          "SDMA": {"correctable": 0, "uncorrectable": 0, "deferred": 0}}

@@ -9,6 +9,7 @@ from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory
 from fleetmon.health.rules.helpers import (
     condition_resolve_s,
+    diagnostics,
     effective_thresholds,
     episodes,
     event_resolve_s,
@@ -79,7 +80,7 @@ def check_ecc_uncorrectable(history: FleetHistory, thresholds: Thresholds | None
                    if new else f"{gpu_label(gpu)}: {vol_last} uncorrectable ECC error(s) since the last reset")
         out.append(gpu_finding(
             history, gpu, "ecc-uncorrectable", severity, first, last, evidence,
-            "Drain the node and reset the GPU; run `dcgmi diag -r 3`; if errors recur, RMA the card",
+            f"Drain the node and reset the GPU; run {diagnostics(gpu)}; if errors recur, RMA the card",
             summary, event_resolve_s(t), magnitude=float(max(new, vol_last or 0)),
             open_now=True if standing else None,
         ))
@@ -118,7 +119,7 @@ def check_ecc_correctable(history: FleetHistory, thresholds: Thresholds | None =
             }
             out.append(gpu_finding(
                 history, gpu, "ecc-correctable-storm", "warning", eps[0].start, eps[-1], evidence,
-                "Early warning of memory degradation: watch the trend, schedule `dcgmi diag -r 3`; "
+                f"Early warning of memory degradation: watch the trend, schedule {diagnostics(gpu)}; "
                 "check for pending retirements or remaps",
                 f"{gpu_label(gpu)}: corrected ECC errors at up to {peak:.0f}/min",
                 condition_resolve_s(t), discriminator="rate", magnitude=peak,

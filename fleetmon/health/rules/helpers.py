@@ -22,6 +22,7 @@ __all__ = [
     "Episode",
     "busy_seconds",
     "condition_resolve_s",
+    "diagnostics",
     "effective_thresholds",
     "episodes",
     "event_resolve_s",
@@ -227,6 +228,18 @@ def node_finding(
         summary=summary, key=finding_key(kind, node, None, discriminator), state=state,
         magnitude=magnitude,
     )
+
+
+_DIAGNOSTICS = {"nvidia": "`dcgmi diag -r 3`", "amd": "AMD's ROCm Validation Suite (`rvs`)",
+                "huawei": "Huawei's `ascend-dmi` diagnostics", "intel": "Habana's `hl_qual`"}
+"""Each vendor's device diagnostics, for the advice of the ECC rules (DCGM, ROCm Validation Suite, Ascend DMI,
+Habana's hl_qual); any other vendor: its vendor's diagnostics, unnamed."""
+
+
+def diagnostics(gpu: GpuHistory) -> str:
+    """The diagnostics to run on ``gpu`` in an action's words (a card stored without a vendor is NVIDIA's)."""
+    vendor = str(gpu.inv("vendor") or "nvidia")
+    return _DIAGNOSTICS.get(vendor, "the vendor's device diagnostics")
 
 
 def gpu_label(gpu: GpuHistory) -> str:
