@@ -122,6 +122,12 @@ class Sampler:
 
     # -- one round ----------------------------------------------------------------
 
+    @property
+    def _library(self) -> str:
+        """What the backend reads, in messages: "NVML", or the other backend's name (amdsmi, npu-smi, …)."""
+        name = str(getattr(self.session, "name", "nvml"))
+        return "NVML" if name == "nvml" else name
+
     def sample_once(self) -> list[GpuSample]:
         """Read every GPU once (bounded in time) and feed the minute buffer."""
         started = time.monotonic()
@@ -163,7 +169,7 @@ class Sampler:
             inv = self.session.inventory(index)
             self._lost.add(index)
             self._event(now, "gpu_lost", inv.uuid, inv.values.get("pci_bus_id"),
-                        f"GPU {index} ({inv.name}) left enumeration: NVML no longer lists it")
+                        f"GPU {index} ({inv.name}) left enumeration: {self._library} no longer lists it")
         for index in changes.get("appeared", []):
             inv = self.session.inventory(index)
             self._event(now, "gpu_appeared", inv.uuid, inv.values.get("pci_bus_id"),
@@ -171,7 +177,7 @@ class Sampler:
         for index in changes.get("returned", []):
             inv = self.session.inventory(index)
             self._event(now, "gpu_back", inv.uuid, inv.values.get("pci_bus_id"),
-                        f"GPU {index} is listed by NVML again")
+                        f"GPU {index} is listed by {self._library} again")
 
     def _save_inventory(self) -> None:
         version = getattr(self.session, "inventory_version", None)
@@ -198,10 +204,10 @@ class Sampler:
                 time.monotonic() - busy_since < self.read_timeout_s)  # e.g. a first inventory read
             if health.hung_since is None and not slow_start:
                 health.hung_since = now
-                log.warning("GPU %d (%s): NVML read hung for more than %.1f s", index, inv.uuid,
+                log.warning("GPU %d (%s): %s read hung for more than %.1f s", index, inv.uuid, self._library,
                             self.read_timeout_s)
                 self._event(now, "gpu_hung", inv.uuid, pci,
-                            f"NVML reads of GPU {index} have not returned for {self.read_timeout_s:.1f} s")
+                            f"{self._library} reads of GPU {index} have not returned for {self.read_timeout_s:.1f} s")
             lost = inv.state == GpuState.LOST
             st = _LOST if lost else _FAILED
             values: dict[str, Any] = {name: None for name in self.sample_fields}
@@ -223,7 +229,7 @@ class Sampler:
         lost = lost or inv.state == GpuState.LOST
         if health.hung_since is not None:
             health.hung_since = None
-            self._event(now, "gpu_unhung", inv.uuid, pci, f"NVML reads of GPU {index} answer again")
+            self._event(now, "gpu_unhung", inv.uuid, pci, f"{self._library} reads of GPU {index} answer again")
         health.uuid = inv.uuid
         health.state = GpuState.LOST if lost else GpuState.OK
         health.last_read_ms = round(ms, 3)
