@@ -84,7 +84,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("demo", help="run the app on a built-in simulated fleet",
                        description="Start simulated agents on 127.0.0.1, a collector and the GUI on a fresh "
                                    "database in a temporary folder (or --db FILE, kept) with a month of generated history of a "
-                                   "24-node fleet; closing the window stops everything.")
+                                   "24-node fleet, with an AMD, an Ascend and a Hygon box beside it; closing the window stops "
+                                   "everything.")
     p.add_argument("--nodes", type=int, default=24,
                    help="number of simulated NVIDIA nodes (default 24); an AMD, an Ascend and a Hygon box join them")
     p.add_argument("--no-vendors", action="store_true",
