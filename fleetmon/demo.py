@@ -46,8 +46,8 @@ DEMO_VENDOR_NODES: tuple[tuple[str, str, str], ...] = (
 )
 """(node name, scenario, group): the other vendors' boxes that join the NVIDIA nodes (``fleetmon.sim.vendors``):
 an MI100 whose GPU 1 gets an uncorrectable ECC error in its memory block (UMC), an Ascend 910B whose NPU 3's
-health turns Warning with an error code, a Hygon K100 DCU running hot. They have live history only (the
-generated month is NVIDIA's)."""
+health turns Warning with an error code, a Hygon K100 DCU running hot. The generated month is NVIDIA's: these
+boxes have their backfill (``--backfill``, also with ``--history-days``) and live history only."""
 
 VENDOR_TOOL_BACKFILL_MINUTES = 15
 """At most this much backfill for a vendor box read through a command-line tool's twin (npu-smi, hy-smi): each
@@ -193,9 +193,10 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
     (at most 5 s), the fleet file polls every ``interval_s``. ``db_path``
     (kept afterwards) replaces the temporary folder's database. With
     ``vendors``, the boxes of :data:`DEMO_VENDOR_NODES` (AMD, Ascend, Hygon)
-    join the ``nodes`` NVIDIA nodes, in groups of their own, with live
-    history only (a backfill of at most :data:`VENDOR_TOOL_BACKFILL_MINUTES`
-    for those read through a tool's twin).
+    join the ``nodes`` NVIDIA nodes, in groups of their own, without
+    generated history: they backfill ``backfill_minutes`` also with
+    ``history`` (at most :data:`VENDOR_TOOL_BACKFILL_MINUTES` for those read
+    through a tool's twin).
 
     Raises:
         KnownError: ``nodes`` is not 1..64, or an agent did not start (then
@@ -206,6 +207,7 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
     folder = Path(tempfile.mkdtemp(prefix="fleetmon-demo-"))
     groups: dict[str, str] = {}
     epoch: float | None = None
+    vendor_backfill = backfill_minutes  # the vendor boxes have no generated history: they backfill in both modes
     if history:
         from fleetmon.sim.demo_history import DEFAULT_SEED, demo_fleet
 
@@ -223,14 +225,16 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
         for name, scenario, group in DEMO_VENDOR_NODES:
             specs.append((name, scenario))
             groups[name] = group
-            if backfill_minutes and resolve(scenario)["backend"] != "amdsmi":  # a subprocess per sample
-                node_args[name] = ["--backfill-minutes", str(min(backfill_minutes, VENDOR_TOOL_BACKFILL_MINUTES))]
+            minutes = vendor_backfill if resolve(scenario)["backend"] == "amdsmi" else \
+                min(vendor_backfill, VENDOR_TOOL_BACKFILL_MINUTES)  # a tool twin is a subprocess per sample
+            if minutes:
+                node_args[name] = ["--backfill-minutes", str(minutes), "--backfill-step", "30"]
     try:
         print(f"fleetmon demo: starting {len(specs)} simulated agents in {folder}", file=sys.stderr, flush=True)
         extra = ["--backfill-minutes", str(backfill_minutes), "--backfill-step", "30"] if backfill_minutes else []
         # a backfill of many agents shares the cores: give them time (2 h on 24 agents took > 30 s on two cores)
         agents = start_agents(folder, specs, interval_s=min(interval_s, 5.0), extra_args=extra, node_args=node_args,
-                              timeout_s=120.0 if backfill_minutes else 30.0)
+                              timeout_s=120.0 if backfill_minutes or node_args else 30.0)
     except BaseException:
         _remove_folder(folder, keep)
         raise
