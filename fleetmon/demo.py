@@ -39,6 +39,21 @@ DEMO_NODES: tuple[tuple[str, str], ...] = (
     ("a100-pcie-03", "a100pcie*2;driver=535.161.08"),
 )
 
+DEMO_VENDOR_NODES: tuple[tuple[str, str, str], ...] = (
+    ("mi100-srv-01", "demo-amd-mi100", "amd-mi100"),
+    ("ascend-srv-01", "demo-ascend-910b", "ascend-910b"),
+    ("dcu-k100-01", "demo-hygon-k100", "hygon-k100"),
+)
+"""(node name, scenario, group): the other vendors' boxes that join the NVIDIA nodes (``fleetmon.sim.vendors``):
+an MI100 whose GPU 1 gets an uncorrectable ECC error in its memory block (UMC), an Ascend 910B whose NPU 3's
+health turns Warning with an error code, a Hygon K100 DCU running hot. The generated month is NVIDIA's: these
+boxes have their backfill (``--backfill``, also with ``--history-days``) and live history only."""
+
+VENDOR_TOOL_BACKFILL_MINUTES = 15
+"""At most this much backfill for a vendor box read through a command-line tool's twin (npu-smi, hy-smi): each
+simulated sample runs the twin as a subprocess (about 0.2 s each on two busy cores: 2 h at 30 s steps took
+~50-60 s), so a longer backfill would hold up the demo's start."""
+
 
 @dataclass
 class AgentProcess:
@@ -59,8 +74,11 @@ def _pdeathsig() -> None:
 
 
 def start_agents(folder: Path, nodes: list[tuple[str, str]], *, interval_s: float = 2.0,
-                 timeout_s: float = 30.0, extra_args: list[str] | None = None) -> list[AgentProcess]:
+                 timeout_s: float = 30.0, extra_args: list[str] | None = None,
+                 node_args: dict[str, list[str]] | None = None) -> list[AgentProcess]:
     """Start one simulated agent subprocess per (name, scenario); wait until all listen.
+
+    ``extra_args`` go to every agent, ``node_args[name]`` after them to that node's (the last of a flag wins).
 
     Raises:
         KnownError: an agent exited or did not start listening in time (the
@@ -77,7 +95,8 @@ def start_agents(folder: Path, nodes: list[tuple[str, str]], *, interval_s: floa
         log_file = folder / f"{name}.log"
         cmd = [sys.executable, "-m", "fleetmon", "agent", "--simulate", scenario, "--port", "0",
                "--port-file", str(port_file), "--buffer", str(folder / f"{name}.agent.db"),
-               "--node-name", name, "--interval", str(interval_s), *(extra_args or [])]
+               "--node-name", name, "--interval", str(interval_s), *(extra_args or []),
+               *(node_args or {}).get(name, [])]
         with open(log_file, "wb") as log:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
                                     preexec_fn=_pdeathsig if sys.platform.startswith("linux") else None)
@@ -162,7 +181,8 @@ class Demo:
 
 
 def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep: bool = False,
-               history: bool = False, seed: int | None = None, db_path: Path | None = None) -> Demo:
+               history: bool = False, seed: int | None = None, db_path: Path | None = None,
+               vendors: bool = True) -> Demo:
     """Start ``nodes`` simulated agents in a fresh temporary folder and write their fleet file.
 
     With ``history``, the nodes are the demo fleet of
@@ -171,7 +191,12 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
     simulated. Otherwise each agent first simulates its last
     ``backfill_minutes`` (0 = none). The agents sample every ``interval_s``
     (at most 5 s), the fleet file polls every ``interval_s``. ``db_path``
-    (kept afterwards) replaces the temporary folder's database.
+    (kept afterwards) replaces the temporary folder's database. With
+    ``vendors``, the boxes of :data:`DEMO_VENDOR_NODES` (AMD, Ascend, Hygon)
+    join the ``nodes`` NVIDIA nodes, in groups of their own, without
+    generated history: they backfill ``backfill_minutes`` also with
+    ``history`` (at most :data:`VENDOR_TOOL_BACKFILL_MINUTES` for those read
+    through a tool's twin).
 
     Raises:
         KnownError: ``nodes`` is not 1..64, or an agent did not start (then
@@ -182,6 +207,7 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
     folder = Path(tempfile.mkdtemp(prefix="fleetmon-demo-"))
     groups: dict[str, str] = {}
     epoch: float | None = None
+    vendor_backfill = backfill_minutes  # the vendor boxes have no generated history: they backfill in both modes
     if history:
         from fleetmon.sim.demo_history import DEFAULT_SEED, demo_fleet
 
@@ -192,10 +218,23 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
         backfill_minutes = 0
     else:
         specs = demo_nodes(nodes)
+    node_args: dict[str, list[str]] = {}
+    if vendors:
+        from fleetmon.sim.vendors import resolve
+
+        for name, scenario, group in DEMO_VENDOR_NODES:
+            specs.append((name, scenario))
+            groups[name] = group
+            minutes = vendor_backfill if resolve(scenario)["backend"] == "amdsmi" else \
+                min(vendor_backfill, VENDOR_TOOL_BACKFILL_MINUTES)  # a tool twin is a subprocess per sample
+            if minutes:
+                node_args[name] = ["--backfill-minutes", str(minutes), "--backfill-step", "30"]
     try:
         print(f"fleetmon demo: starting {len(specs)} simulated agents in {folder}", file=sys.stderr, flush=True)
         extra = ["--backfill-minutes", str(backfill_minutes), "--backfill-step", "30"] if backfill_minutes else []
-        agents = start_agents(folder, specs, interval_s=min(interval_s, 5.0), extra_args=extra)
+        # a backfill of many agents shares the cores: give them time (2 h on 24 agents took > 30 s on two cores)
+        agents = start_agents(folder, specs, interval_s=min(interval_s, 5.0), extra_args=extra, node_args=node_args,
+                              timeout_s=120.0 if backfill_minutes or node_args else 30.0)
     except BaseException:
         _remove_folder(folder, keep)
         raise

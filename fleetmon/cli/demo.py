@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     history = args.history_days > 0
     db_path = Path(args.db).expanduser().resolve() if args.db else None
     with start_demo(args.nodes, interval_s=args.interval, backfill_minutes=args.backfill, keep=args.keep,
-                    history=history, seed=args.seed, db_path=db_path) as demo:
+                    history=history, seed=args.seed, db_path=db_path,
+                    vendors=not args.no_vendors) as demo:
         if history and (args.no_gui or db_path is not None and db_path.exists()):
             # headless (or nothing to generate): the terminal shows the progress
             print(_history(demo.db_path, args, text_progress(), demo.epoch), file=sys.stderr, flush=True)
@@ -83,8 +84,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p = sub.add_parser("demo", help="run the app on a built-in simulated fleet",
                        description="Start simulated agents on 127.0.0.1, a collector and the GUI on a fresh "
                                    "database in a temporary folder (or --db FILE, kept) with a month of generated history of a "
-                                   "24-node fleet; closing the window stops everything.")
-    p.add_argument("--nodes", type=int, default=24, help="number of simulated nodes (default 24)")
+                                   "24-node fleet, with an AMD, an Ascend and a Hygon box beside it; closing the window stops "
+                                   "everything.")
+    p.add_argument("--nodes", type=int, default=24,
+                   help="number of simulated NVIDIA nodes (default 24); an AMD, an Ascend and a Hygon box join them")
+    p.add_argument("--no-vendors", action="store_true",
+                   help="leave out the AMD, Ascend and Hygon boxes (NVIDIA nodes only)")
     p.add_argument("--history-days", type=float, default=30, metavar="N",
                    help="days of generated history of the demo fleet before live polling starts "
                         "(default 30; 0 = none, the agents' --backfill instead)")

@@ -23,9 +23,10 @@ the simulation start; ``duration_s`` (optional) ends it):
 * ``ecc_uncorrectable`` (``block`` = "UMC", ``count`` = 1): uncorrectable ECC errors in one RAS block;
   the block's count and the device total rise by ``count`` at the onset (``deferred``: deferred errors too).
 * ``health`` (``state`` = "Warning", ``codes`` = ["80E18401"]): an Ascend chip's health and error codes.
-* ``hot`` (``rate_c_per_min`` = 2, ``peak_c``): the temperature rises from the onset toward ``peak_c`` (default
-  1 °C under the profile's slowdown limit). A tool that reports no slowdown limit (hy-smi) is judged against
-  fleetmon's own junction default (95 °C), so a Hygon DCU's story names a ``peak_c`` above it.
+* ``hot`` (``rate_c_per_min`` = 2, ``peak_c``): the junction temperature rises from the onset toward ``peak_c``
+  (default 1 °C under the profile's slowdown limit), the edge sensor toward 5 °C under that. A tool that reports
+  no slowdown limit (hy-smi) is judged against fleetmon's own junction default (95 °C), so a Hygon DCU's story
+  names a ``peak_c`` above it.
 * ``vanish``: the device leaves the tool's / library's list.
 * ``hang`` (``seconds`` = 3600): every tool call (every binding call) sleeps that long.
 * ``garbage``: the tool prints text that is no output of its kind.
@@ -140,6 +141,22 @@ SCENARIOS: dict[str, dict[str, Any]] = {
                "backend": "hl-smi", "model": "gaudi3", "count": 8},
     "mthreads-s4000": {"description": "4x Moore Threads MTT S4000 through mthreads-gmi -q",
                        "backend": "mthreads-gmi", "model": "s4000", "count": 4},
+    # The demo fleet's vendor boxes (fleetmon.demo.DEMO_VENDOR_NODES): the same stories, early enough to be seen
+    # in a demo's first minutes (with --backfill they lie in the backfilled past).
+    "demo-amd-mi100": {"description": "the demo's AMD box: 4x AMD Instinct MI100 through the amdsmi binding; GPU 1: "
+                                      "an uncorrectable ECC error in its memory block (UMC) at 45 s",
+                       "backend": "amdsmi", "model": "mi100", "count": 4,
+                       "faults": [_fault("ecc_uncorrectable", 1, 45.0, block="UMC", count=1)]},
+    "demo-ascend-910b": {"description": "the demo's Ascend box: 8x Ascend 910B4 through npu-smi; NPU 3's health "
+                                        "turns Warning with error code 80E18401 at 60 s",
+                         "backend": "npu-smi", "model": "910b4", "count": 8,
+                         "faults": [_fault("health", 3, 60.0, state="Warning", codes=["80E18401"])]},
+    # hy-smi reports no slowdown limit, so the rules judge a DCU's junction against the 95 °C default
+    # (temperature_junction_warning_c): this one climbs to 99 °C, under the 105 °C critical default.
+    "demo-hygon-k100": {"description": "the demo's Hygon box: 4x Hygon K100_AI DCU through hy-smi --json; DCU 2 "
+                                       "runs hot from the start (junction up to 99 °C)",
+                        "backend": "hy-smi", "model": "k100", "count": 4,
+                        "faults": [_fault("hot", 2, 0.0, rate_c_per_min=30.0, peak_c=99.0)]},
 }
 """The built-in scenarios of other vendors (``fleetmon agent --list-scenarios`` lists them after NVIDIA's)."""
 
