@@ -69,3 +69,19 @@ app: $(STAMP) i18n
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache
+
+# The window's translations (docs/i18n.md): the .ts sources are in the repository, the .qm Qt loads is built
+# from each by pyside6-lrelease as part of `make i18n` (so venv, demo, test and app build them; ui/i18n.py
+# also builds a missing or older one on first use). `make translations` after marking or changing strings in
+# ui/: collects them into each .ts (a new one unfinished: translate it there; tests/ui/test_i18n_ui.py fails
+# until then).
+TS := $(wildcard ui/translations/fleetmon_*.ts)
+QM := $(TS:.ts=.qm)
+.PHONY: translations
+ui/translations/%.qm: ui/translations/%.ts $(STAMP)
+	$(BIN)/pyside6-lrelease -silent $< -qm $@
+
+i18n: $(QM)
+
+translations: $(STAMP)
+	$(BIN)/pyside6-lupdate -extensions py -locations none -no-obsolete ui -ts $(TS)

@@ -26,6 +26,7 @@ from storage.history_window import RANGES
 from storage.intake import IntakeRow
 from storage.rows import FleetRow, GpuRow, InventoryChangeRow, NodeRow, PlacementRow
 from ui import format as fmt
+from ui.i18n import column
 from ui.history_reader import DetailData, HistoryService
 
 if TYPE_CHECKING:  # imported where the plots are first built: pyqtgraph is not needed to open the window
@@ -252,7 +253,7 @@ class GpuDetailView(QWidget):
 
         self.inventory = QTableWidget(0, 2)
         self.changes = QTableWidget(0, 3)
-        self.changes.setHorizontalHeaderLabels(["When", "Change", "Detail"])
+        self.changes.setHorizontalHeaderLabels([column("When"), column("Change"), column("Detail")])
         for t in (self.inventory, self.changes):
             t.verticalHeader().setVisible(False)
             t.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)

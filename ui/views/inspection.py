@@ -26,6 +26,7 @@ from fleetmon.health.verdict import VERDICTS
 from fleetmon.health.findings import Finding
 from storage.signoffs import SignoffRow
 from ui import format as fmt
+from ui.i18n import column
 from ui.inspection_worker import Inspection, Jobs, inspect, sign_off
 from ui.models.base import RowsTableModel
 from ui.views.save_html import save_html_dialog, write_html
@@ -154,7 +155,7 @@ class ChecklistModel(QAbstractItemModel):
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
                    role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return CHECK_COLUMNS[section]
+            return column(CHECK_COLUMNS[section])
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
