@@ -165,3 +165,13 @@ _VERDICT_WORDS = {v: v for v in (QT_TRANSLATE_NOOP("Verdict", "pass"), QT_TRANSL
 def verdict_word(verdict: str) -> str:
     """A node verdict as the window says it (the verdict itself, ``fleetmon.health.verdict``, stays English)."""
     return QCoreApplication.translate("Verdict", _VERDICT_WORDS[verdict]) if verdict in _VERDICT_WORDS else verdict
+
+
+_SEVERITY_WORDS = {s: s for s in (QT_TRANSLATE_NOOP("Severity", "critical"), QT_TRANSLATE_NOOP("Severity", "warning"),
+                                  QT_TRANSLATE_NOOP("Severity", "info"))}
+
+
+def severity_text(severity: str) -> str:
+    """A finding's severity as the window says it (stored and exported as it is)."""
+    return QCoreApplication.translate("Severity", _SEVERITY_WORDS[severity]) if severity in _SEVERITY_WORDS \
+        else severity

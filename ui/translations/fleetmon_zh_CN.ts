@@ -2,6 +2,33 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN">
 <context>
+    <name>AckDialog</name>
+    <message>
+        <source>Snooze finding</source>
+        <translation>暂缓告警</translation>
+    </message>
+    <message>
+        <source>Acknowledge finding</source>
+        <translation>确认告警</translation>
+    </message>
+    <message>
+        <source>why (ticket, planned fix…)</source>
+        <translation>原因（工单、计划修复…）</translation>
+    </message>
+    <message>
+        <source>Note:</source>
+        <translation>备注：</translation>
+    </message>
+    <message>
+        <source>Until:</source>
+        <translation>截止：</translation>
+    </message>
+    <message>
+        <source>Holds until the finding worsens (its severity rises).</source>
+        <translation>在告警加重（级别升高）之前一直有效。</translation>
+    </message>
+</context>
+<context>
     <name>Column</name>
     <message>
         <source>Node</source>
@@ -162,6 +189,96 @@
     <message>
         <source>Detail</source>
         <translation>详情</translation>
+    </message>
+</context>
+<context>
+    <name>FindingsTable</name>
+    <message>
+        <source>snoozed until {time}</source>
+        <translation>暂缓至 {time}</translation>
+    </message>
+    <message>
+        <source>acknowledged</source>
+        <translation>已确认</translation>
+    </message>
+</context>
+<context>
+    <name>FindingsView</name>
+    <message>
+        <source>{node} GPU {index}</source>
+        <translation>{node} GPU {index}</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{severity} {kind}&lt;/b&gt; on {where}</source>
+        <translation>&lt;b&gt;{severity} {kind}&lt;/b&gt;，位于 {where}</translation>
+    </message>
+    <message>
+        <source>All severities</source>
+        <translation>全部级别</translation>
+    </message>
+    <message>
+        <source>Critical</source>
+        <translation>严重</translation>
+    </message>
+    <message>
+        <source>Warning and worse</source>
+        <translation>警告及以上</translation>
+    </message>
+    <message>
+        <source>Info</source>
+        <translation>提示</translation>
+    </message>
+    <message>
+        <source>Show acknowledged</source>
+        <translation>显示已确认</translation>
+    </message>
+    <message>
+        <source>Acknowledge…</source>
+        <translation>确认…</translation>
+    </message>
+    <message>
+        <source>Snooze…</source>
+        <translation>暂缓…</translation>
+    </message>
+    <message>
+        <source>Clear ack</source>
+        <translation>取消确认</translation>
+    </message>
+    <message>
+        <source>Clear the acknowledgement or snooze of the selected finding</source>
+        <translation>取消所选告警的确认或暂缓</translation>
+    </message>
+    <message>
+        <source>Resolve…</source>
+        <translation>处理完成…</translation>
+    </message>
+    <message>
+        <source>Resolve as an operator&apos;s act: card replaced, reseated, driver updated …</source>
+        <translation>记录运维处置：换卡、重新插拔、升级驱动 …</translation>
+    </message>
+    <message>
+        <source>All kinds</source>
+        <translation>全部类型</translation>
+    </message>
+    <message>
+        <source>All groups</source>
+        <translation>全部分组</translation>
+    </message>
+    <message>
+        <source>(no group)</source>
+        <translation>（无分组）</translation>
+    </message>
+    <message>
+        <source>{shown} of {total} shown</source>
+        <translation>显示 {shown} / {total}</translation>
+    </message>
+    <message>
+        <source> · {count} acknowledged</source>
+        <translation> · {count} 已确认</translation>
+    </message>
+    <message>
+        <source> · nodes not heard from: {silent}</source>
+        <translation> · 失联节点：{silent}</translation>
     </message>
 </context>
 <context>
@@ -393,6 +510,44 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <message>
         <source>cannot read the database: {message}</source>
         <translation>无法读取数据库：{message}</translation>
+    </message>
+</context>
+<context>
+    <name>ResolveDialog</name>
+    <message>
+        <source>Resolve finding</source>
+        <translation>处理完成</translation>
+    </message>
+    <message>
+        <source>what was done (RMA number, part, ticket…)</source>
+        <translation>做了什么（RMA 编号、部件、工单…）</translation>
+    </message>
+    <message>
+        <source>Resolved because:</source>
+        <translation>处理方式：</translation>
+    </message>
+    <message>
+        <source>Note:</source>
+        <translation>备注：</translation>
+    </message>
+    <message>
+        <source>Closes this episode and keeps it in the card&apos;s history; if the fault comes back it reopens as a recurrence.</source>
+        <translation>关闭本次告警并保留在该卡的历史中；故障再次出现时作为复发重新打开。</translation>
+    </message>
+</context>
+<context>
+    <name>Severity</name>
+    <message>
+        <source>critical</source>
+        <translation>严重</translation>
+    </message>
+    <message>
+        <source>warning</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <source>info</source>
+        <translation>提示</translation>
     </message>
 </context>
 <context>
