@@ -79,7 +79,7 @@ TS := $(wildcard ui/translations/fleetmon_*.ts)
 QM := $(TS:.ts=.qm)
 .PHONY: translations
 ui/translations/%.qm: ui/translations/%.ts $(STAMP)
-	$(BIN)/pyside6-lrelease -silent $< -qm $@
+	$(BIN)/pyside6-lrelease -silent $< -qm $@.part && mv $@.part $@  # renamed over: a running app maps the old one
 
 i18n: $(QM)
 

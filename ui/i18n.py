@@ -52,7 +52,15 @@ def lrelease() -> list[str]:
 def build_qm(ts: Path, qm: Path) -> None:
     """Compile ``ts`` into ``qm`` with ``pyside6-lrelease`` (raises ``subprocess.CalledProcessError``/OSError)."""
     qm.parent.mkdir(parents=True, exist_ok=True)
-    subprocess.run([*lrelease(), "-silent", str(ts), "-qm", str(qm)], check=True, capture_output=True, timeout=60)
+    # Written aside, then renamed over: a running fleetmon maps the old file (QTranslator reads it in place),
+    # and a rewrite under it turned its later look-ups English.
+    part = qm.with_name(f".{qm.name}.{os.getpid()}")
+    try:
+        subprocess.run([*lrelease(), "-silent", str(ts), "-qm", str(part)], check=True, capture_output=True,
+                       timeout=60)
+        os.replace(part, qm)
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def qm_path(lang: str) -> Path | None:

@@ -29,6 +29,52 @@
     </message>
 </context>
 <context>
+    <name>Change</name>
+    <message>
+        <source>new</source>
+        <translation>新增</translation>
+    </message>
+    <message>
+        <source>worsened</source>
+        <translation>加重</translation>
+    </message>
+    <message>
+        <source>resolved</source>
+        <translation>已恢复</translation>
+    </message>
+    <message>
+        <source>inventory</source>
+        <translation>资产变更</translation>
+    </message>
+</context>
+<context>
+    <name>ChecklistModel</name>
+    <message>
+        <source> by {name}</source>
+        <translation>（{name}）</translation>
+    </message>
+    <message>
+        <source>snoozed{who} until {time}</source>
+        <translation>已暂缓{who}至 {time}</translation>
+    </message>
+    <message>
+        <source>acknowledged{who}</source>
+        <translation>已确认{who}</translation>
+    </message>
+    <message>
+        <source>{count} open</source>
+        <translation>{count} 条未处理</translation>
+    </message>
+    <message>
+        <source>{acked} of {count}</source>
+        <translation>{acked} / {count}</translation>
+    </message>
+    <message>
+        <source>node</source>
+        <translation>节点</translation>
+    </message>
+</context>
+<context>
     <name>Column</name>
     <message>
         <source>Node</source>
@@ -350,6 +396,125 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
 </context>
 <context>
+    <name>InspectionView</name>
+    <message>
+        <source>Run inspection</source>
+        <translation>执行巡检</translation>
+    </message>
+    <message>
+        <source>Judge the window back to the last sign-off (at least 24 h) again</source>
+        <translation>重新判定自上次签字确认以来（至少 24 小时）的情况</translation>
+    </message>
+    <message>
+        <source>Print…</source>
+        <translation>打印…</translation>
+    </message>
+    <message>
+        <source>Save HTML…</source>
+        <translation>保存 HTML…</translation>
+    </message>
+    <message>
+        <source>Not run yet</source>
+        <translation>尚未执行</translation>
+    </message>
+    <message>
+        <source>The fleet&apos;s status, then its nodes counted by verdict (one per node); the checklist below lists each node&apos;s open findings.</source>
+        <translation>集群状态，以及按结论统计的节点数（每个节点一个结论）；下方检查单列出每个节点的未处理告警。</translation>
+    </message>
+    <message>
+        <source>Tick all</source>
+        <translation>全部勾选</translation>
+    </message>
+    <message>
+        <source>What changed since the last sign-off</source>
+        <translation>自上次签字确认以来的变化</translation>
+    </message>
+    <message>
+        <source>your name</source>
+        <translation>你的姓名</translation>
+    </message>
+    <message>
+        <source>note (optional): what you did, what to watch</source>
+        <translation>备注（可选）：做了什么、需关注什么</translation>
+    </message>
+    <message>
+        <source>Sign off</source>
+        <translation>签字确认</translation>
+    </message>
+    <message>
+        <source>Checklist: tick each node as you review it</source>
+        <translation>检查单：逐个节点核查后勾选</translation>
+    </message>
+    <message>
+        <source>Checklist</source>
+        <translation>检查单</translation>
+    </message>
+    <message>
+        <source>Report (printable)</source>
+        <translation>巡检报告（可打印）</translation>
+    </message>
+    <message>
+        <source>Sign off as</source>
+        <translation>签字人</translation>
+    </message>
+    <message>
+        <source>Running the inspection…</source>
+        <translation>正在巡检…</translation>
+    </message>
+    <message>
+        <source>{status} · {nodes} ({verdicts}) · window {since} .. {until} UTC</source>
+        <translation>{status} · {nodes}（{verdicts}）· 时间窗 {since} .. {until} UTC</translation>
+    </message>
+    <message>
+        <source>1 node</source>
+        <translation>1 个节点</translation>
+    </message>
+    <message>
+        <source>{count} nodes</source>
+        <translation>{count} 个节点</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>，</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>No sign-off yet: every open finding counts as new. Sign off below to set the baseline for the next inspection.</source>
+        <translation>尚无签字确认：所有未处理告警都算作新增。在下方签字确认，作为下次巡检的基线。</translation>
+    </message>
+    <message>
+        <source>What changed: no sign-off to compare with ({count} rows)</source>
+        <translation>变化：没有可对比的签字确认（{count} 行）</translation>
+    </message>
+    <message>
+        <source>Compared with the sign-off by {name} at {time} UTC{note}.</source>
+        <translation>对比 {name} 于 {time} UTC 的签字确认{note}。</translation>
+    </message>
+    <message>
+        <source>Since the sign-off by {name} at {time} UTC: {new} new, {worsened} worsened, {resolved} resolved, {inventory} inventory changes</source>
+        <translation>自 {name} 于 {time} UTC 签字确认以来：新增 {new}，加重 {worsened}，已恢复 {resolved}，资产变更 {inventory}</translation>
+    </message>
+    <message>
+        <source> · no nodes in the database yet</source>
+        <translation> · 数据库中还没有节点</translation>
+    </message>
+    <message>
+        <source>&lt;b style=&apos;color:#c62828&apos;&gt;The inspection failed:&lt;/b&gt; {message}</source>
+        <translation>&lt;b style=&apos;color:#c62828&apos;&gt;巡检失败：&lt;/b&gt;{message}</translation>
+    </message>
+    <message>
+        <source>Print the inspection</source>
+        <translation>打印巡检报告</translation>
+    </message>
+    <message>
+        <source>Save the inspection as HTML</source>
+        <translation>将巡检报告保存为 HTML</translation>
+    </message>
+</context>
+<context>
     <name>MainWindow</name>
     <message>
         <source>&amp;File</source>
@@ -453,7 +618,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>{state} · last poll {age} · nodes: {fail} fail, {unreachable} unreachable{silent} · {critical}</source>
-        <translation>{state} · 上次采集 {age} 前 · 节点：{fail} 故障，{unreachable} 不可达{silent} · {critical}</translation>
+        <translation>{state} · 上次采集 {age} · 节点：{fail} 故障，{unreachable} 不可达{silent} · {critical}</translation>
     </message>
     <message>
         <source>1 critical finding</source>
@@ -473,7 +638,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>{gpus} on {nodes} ({silent}) · newest sample {age}</source>
-        <translation>{nodes}上共 {gpus}（{silent}）· 最新数据 {age} 前</translation>
+        <translation>{nodes}上共 {gpus}（{silent}）· 最新数据 {age}</translation>
     </message>
     <message>
         <source>1 GPU</source>
@@ -510,6 +675,109 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <message>
         <source>cannot read the database: {message}</source>
         <translation>无法读取数据库：{message}</translation>
+    </message>
+</context>
+<context>
+    <name>PrerunView</name>
+    <message>
+        <source>Each node&apos;s ECC, retired pages, power and Xid history appears here, side by side, after a review.</source>
+        <translation>检查后，这里并排显示每个节点的 ECC、退役页、功耗和 Xid 历史。</translation>
+    </message>
+    <message>
+        <source>Out of date: press Review for the nodes&apos; history with the current input.</source>
+        <translation>已过期：按“检查”以当前输入查看节点历史。</translation>
+    </message>
+    <message>
+        <source>Slurm hostlist, e.g. gpu[01-16,20],dgx[1-4]</source>
+        <translation>Slurm 主机列表，如 gpu[01-16,20],dgx[1-4]</translation>
+    </message>
+    <message>
+        <source>Use fleet selection</source>
+        <translation>使用集群视图中的选择</translation>
+    </message>
+    <message>
+        <source>The nodes selected in the fleet view (select rows there, Ctrl/Shift-click)</source>
+        <translation>集群视图中选中的节点（在那里选择行，Ctrl/Shift 点击）</translation>
+    </message>
+    <message>
+        <source>Review</source>
+        <translation>检查</translation>
+    </message>
+    <message>
+        <source>Type a hostlist or use the fleet selection, then Review.</source>
+        <translation>输入主机列表或使用集群视图中的选择，然后点“检查”。</translation>
+    </message>
+    <message>
+        <source>no-go nodes appear here</source>
+        <translation>不可用（NO-GO）节点显示在这里</translation>
+    </message>
+    <message>
+        <source>Copy exclude list</source>
+        <translation>复制排除列表</translation>
+    </message>
+    <message>
+        <source>The no-go nodes in Slurm hostlist form, for sbatch --exclude</source>
+        <translation>NO-GO 节点的 Slurm 主机列表，用于 sbatch --exclude</translation>
+    </message>
+    <message>
+        <source>Drain the no-go nodes</source>
+        <translation>排空（drain）NO-GO 节点</translation>
+    </message>
+    <message>
+        <source>Drain the no-go nodes in Slurm, each with its reasons (asks first; recorded)</source>
+        <translation>在 Slurm 中排空 NO-GO 节点，附各自原因（先确认；有记录）</translation>
+    </message>
+    <message>
+        <source>Save as HTML…</source>
+        <translation>保存为 HTML…</translation>
+    </message>
+    <message>
+        <source>Nodes</source>
+        <translation>节点</translation>
+    </message>
+    <message>
+        <source>Window</source>
+        <translation>时间窗</translation>
+    </message>
+    <message>
+        <source>Exclude:</source>
+        <translation>排除：</translation>
+    </message>
+    <message>
+        <source>Not a hostlist: {error}</source>
+        <translation>不是主机列表：{error}</translation>
+    </message>
+    <message>
+        <source>Nothing is selected in the fleet view: select nodes or GPUs there first.</source>
+        <translation>集群视图中没有选择：请先在那里选择节点或 GPU。</translation>
+    </message>
+    <message>
+        <source>not a hostlist: {error}</source>
+        <translation>不是主机列表：{error}</translation>
+    </message>
+    <message>
+        <source>no nodes: type a hostlist or use the fleet selection</source>
+        <translation>没有节点：请输入主机列表或使用集群视图中的选择</translation>
+    </message>
+    <message>
+        <source>Reviewing…</source>
+        <translation>正在检查…</translation>
+    </message>
+    <message>
+        <source>· {days} days to {time} UTC</source>
+        <translation>· {days} 天，截至 {time} UTC</translation>
+    </message>
+    <message>
+        <source>&lt;b style=&apos;color:#c62828&apos;&gt;Review failed:&lt;/b&gt; {message}</source>
+        <translation>&lt;b style=&apos;color:#c62828&apos;&gt;检查失败：&lt;/b&gt;{message}</translation>
+    </message>
+    <message>
+        <source>&lt;b style=&apos;color:#ef6c00&apos;&gt;Out of date:&lt;/b&gt; the nodes or the window changed since this review; Review again.</source>
+        <translation>&lt;b style=&apos;color:#ef6c00&apos;&gt;已过期：&lt;/b&gt;节点或时间窗在本次检查后已改变；请重新检查。</translation>
+    </message>
+    <message>
+        <source>Save the pre-run review as HTML</source>
+        <translation>将作业前检查保存为 HTML</translation>
     </message>
 </context>
 <context>
