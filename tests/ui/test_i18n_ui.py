@@ -121,7 +121,7 @@ def make_window(qtbot, db: Path, ini: Path):
 
 def test_the_window_in_chinese_and_english_again(chinese, qtbot, fleet_db, tmp_path):
     from fleetmon import i18n
-    from PySide6.QtWidgets import QMessageBox
+    from PySide6.QtWidgets import QLabel, QMessageBox
 
     assert i18n.current_language() == "zh_CN"  # the core's strings follow the window's language
     w = make_window(qtbot, fleet_db, tmp_path / "zh.ini")
@@ -135,6 +135,20 @@ def test_the_window_in_chinese_and_english_again(chinese, qtbot, fleet_db, tmp_p
     assert "按分组显示" == w.fleet_view.grouped.text()
     qtbot.waitUntil(lambda: "个节点" in w.fleet_view.summary.text(), timeout=20000)
     qtbot.waitUntil(lambda: "告警（" in w.sidebar.item(1).text(), timeout=20000)
+    assert [w.inspection_view.tabs.tabText(i) for i in range(2)] == ["检查单", "巡检报告（可打印）"]
+    assert w.inspection_view.sign_button.text() == "签字确认"
+    assert w.detail.side.tabText(0) == "资产信息" and w.prerun_view.run_button.text() == "检查"
+    # Our dialogs: the GPU detail's time range, the findings' acknowledgement (with Qt's OK / Cancel).
+    from ui.views.findings import AckDialog
+    from ui.views.gpu_detail import CustomRangeDialog
+
+    d = CustomRangeDialog(0.0, 3600.0)
+    qtbot.addWidget(d)
+    assert d.windowTitle() == "自定义时间范围"
+    qtbot.waitUntil(lambda: w.findings_model.rowCount() > 0, timeout=20000)
+    ack = AckDialog(w.findings_model.row(0), snooze=True)
+    qtbot.addWidget(ack)
+    assert ack.windowTitle() == "暂缓告警" and "，位于" in ack.findChildren(QLabel)[0].text()
     # Qt's own strings (qtbase_zh_CN.qm): a standard dialog's buttons.
     box = QMessageBox(QMessageBox.Icon.Question, "fleetmon", "?",
                       QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)

@@ -238,6 +238,21 @@
     </message>
 </context>
 <context>
+    <name>CustomRangeDialog</name>
+    <message>
+        <source>Custom time range</source>
+        <translation>自定义时间范围</translation>
+    </message>
+    <message>
+        <source>From</source>
+        <translation>从</translation>
+    </message>
+    <message>
+        <source>To</source>
+        <translation>到</translation>
+    </message>
+</context>
+<context>
     <name>FindingsTable</name>
     <message>
         <source>snoozed until {time}</source>
@@ -396,6 +411,61 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
 </context>
 <context>
+    <name>GpuDetailView</name>
+    <message>
+        <source>Select a GPU in the fleet table to see its inventory and history.</source>
+        <translation>在集群表中选择一张 GPU，查看其资产信息和历史。</translation>
+    </message>
+    <message>
+        <source>Intake…</source>
+        <translation>验收…</translation>
+    </message>
+    <message>
+        <source>Check this card against its spec and its model&apos;s fleet (PASS / CONDITIONAL / REJECT), store the result with the card and offer its certificate</source>
+        <translation>对照规格和同型号卡检查这张卡（PASS / CONDITIONAL / REJECT），结果随卡保存并可出具验收证书</translation>
+    </message>
+    <message>
+        <source>Custom…</source>
+        <translation>自定义…</translation>
+    </message>
+    <message>
+        <source>select a GPU to see its inventory</source>
+        <translation>选择一张 GPU 查看其资产信息</translation>
+    </message>
+    <message>
+        <source>Inventory</source>
+        <translation>资产信息</translation>
+    </message>
+    <message>
+        <source>Changes</source>
+        <translation>变更记录</translation>
+    </message>
+    <message>
+        <source>Select a GPU in the fleet table to see its history.</source>
+        <translation>在集群表中选择一张 GPU 查看其历史。</translation>
+    </message>
+    <message>
+        <source>reading the history…</source>
+        <translation>正在读取历史…</translation>
+    </message>
+    <message>
+        <source>reading…</source>
+        <translation>读取中…</translation>
+    </message>
+    <message>
+        <source>cannot read the history: {message}</source>
+        <translation>无法读取历史：{message}</translation>
+    </message>
+    <message>
+        <source>cannot read the history</source>
+        <translation>无法读取历史</translation>
+    </message>
+    <message>
+        <source>Changes ({count})</source>
+        <translation>变更记录（{count}）</translation>
+    </message>
+</context>
+<context>
     <name>InspectionView</name>
     <message>
         <source>Run inspection</source>
@@ -512,6 +582,85 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <message>
         <source>Save the inspection as HTML</source>
         <translation>将巡检报告保存为 HTML</translation>
+    </message>
+</context>
+<context>
+    <name>Inventory</name>
+    <message>
+        <source>Model</source>
+        <translation>型号</translation>
+    </message>
+    <message>
+        <source>Vendor</source>
+        <translation>厂商</translation>
+    </message>
+    <message>
+        <source>Where</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>Card</source>
+        <translation>板卡</translation>
+    </message>
+    <message>
+        <source>Serial</source>
+        <translation>序列号</translation>
+    </message>
+    <message>
+        <source>UUID</source>
+        <translation>UUID</translation>
+    </message>
+    <message>
+        <source>VBIOS</source>
+        <translation>VBIOS</translation>
+    </message>
+    <message>
+        <source>Firmware</source>
+        <translation>固件</translation>
+    </message>
+    <message>
+        <source>Board part number</source>
+        <translation>板卡料号</translation>
+    </message>
+    <message>
+        <source>Driver</source>
+        <translation>驱动</translation>
+    </message>
+    <message>
+        <source>PCIe max</source>
+        <translation>PCIe 最高</translation>
+    </message>
+    <message>
+        <source>Power min / default / max</source>
+        <translation>功耗 最小 / 默认 / 最大</translation>
+    </message>
+    <message>
+        <source>Power enforced</source>
+        <translation>实际功耗上限</translation>
+    </message>
+    <message>
+        <source>Slowdown / shutdown</source>
+        <translation>降频 / 关机温度</translation>
+    </message>
+    <message>
+        <source>Memory</source>
+        <translation>显存</translation>
+    </message>
+    <message>
+        <source>Nominal spec</source>
+        <translation>标称规格</translation>
+    </message>
+    <message>
+        <source>Spec source</source>
+        <translation>规格来源</translation>
+    </message>
+    <message>
+        <source>First seen</source>
+        <translation>首次出现</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
     </message>
 </context>
 <context>
