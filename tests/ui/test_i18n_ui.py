@@ -128,16 +128,16 @@ def test_the_window_in_chinese_and_english_again(chinese, qtbot, fleet_db, tmp_p
     texts = window_texts(w)
     assert [a.text() for a in w.menuBar().actions()] == ["文件(&F)", "视图(&V)", "采集(&C)"]
     assert [w.sidebar.item(i).text() for i in range(w.sidebar.count())] == [
-        "集群", "告警", "版本", "全部 GPU", "降额", "巡检", "作业前检查"]
+        "集群", "问题", "版本", "全部 GPU", "降额", "巡检", "训练前检查"]
     assert w.view_menu.actions()[0].text() == "集群"
     assert w.current_view() == "Fleet"  # the identifier stays English (settings, show_view)
     assert w.fleet_view.model.headerData(0, H) == "名称" and "最后上报" in texts
     assert "按分组显示" == w.fleet_view.grouped.text()
     qtbot.waitUntil(lambda: "个节点" in w.fleet_view.summary.text(), timeout=20000)
-    qtbot.waitUntil(lambda: "告警（" in w.sidebar.item(1).text(), timeout=20000)
+    qtbot.waitUntil(lambda: "问题（" in w.sidebar.item(1).text(), timeout=20000)
     assert [w.inspection_view.tabs.tabText(i) for i in range(2)] == ["检查单", "巡检报告（可打印）"]
     assert w.inspection_view.sign_button.text() == "签字确认"
-    assert w.detail.side.tabText(0) == "资产信息" and w.prerun_view.run_button.text() == "检查"
+    assert w.detail.side.tabText(0) == "资产清单" and w.prerun_view.run_button.text() == "检查"
     # Our dialogs: the GPU detail's time range, the findings' acknowledgement (with Qt's OK / Cancel).
     from ui.views.findings import AckDialog
     from ui.views.gpu_detail import CustomRangeDialog
@@ -148,7 +148,7 @@ def test_the_window_in_chinese_and_english_again(chinese, qtbot, fleet_db, tmp_p
     qtbot.waitUntil(lambda: w.findings_model.rowCount() > 0, timeout=20000)
     ack = AckDialog(w.findings_model.row(0), snooze=True)
     qtbot.addWidget(ack)
-    assert ack.windowTitle() == "暂缓告警" and "，位于" in ack.findChildren(QLabel)[0].text()
+    assert ack.windowTitle() == "暂缓问题" and "，位于" in ack.findChildren(QLabel)[0].text()
     # Qt's own strings (qtbase_zh_CN.qm): a standard dialog's buttons.
     box = QMessageBox(QMessageBox.Icon.Question, "fleetmon", "?",
                       QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)

@@ -5,11 +5,11 @@
     <name>AckDialog</name>
     <message>
         <source>Snooze finding</source>
-        <translation>暂缓告警</translation>
+        <translation>暂缓问题</translation>
     </message>
     <message>
         <source>Acknowledge finding</source>
-        <translation>确认告警</translation>
+        <translation>确认问题</translation>
     </message>
     <message>
         <source>why (ticket, planned fix…)</source>
@@ -25,7 +25,7 @@
     </message>
     <message>
         <source>Holds until the finding worsens (its severity rises).</source>
-        <translation>在告警加重（级别升高）之前一直有效。</translation>
+        <translation>在问题加重（级别升高）之前一直有效。</translation>
     </message>
 </context>
 <context>
@@ -63,7 +63,7 @@
     </message>
     <message>
         <source>{count} open</source>
-        <translation>{count} 条未处理</translation>
+        <translation>{count} 个未关闭</translation>
     </message>
     <message>
         <source>{acked} of {count}</source>
@@ -146,7 +146,7 @@
     </message>
     <message>
         <source>Action</source>
-        <translation>处置建议</translation>
+        <translation>处理建议</translation>
     </message>
     <message>
         <source>Evidence</source>
@@ -182,7 +182,7 @@
     </message>
     <message>
         <source>Node / finding</source>
-        <translation>节点 / 告警</translation>
+        <translation>节点 / 问题</translation>
     </message>
     <message>
         <source>Verdict</source>
@@ -307,7 +307,7 @@
     </message>
     <message>
         <source>Clear the acknowledgement or snooze of the selected finding</source>
-        <translation>取消所选告警的确认或暂缓</translation>
+        <translation>取消所选问题的确认或暂缓</translation>
     </message>
     <message>
         <source>Resolve…</source>
@@ -362,7 +362,7 @@
     </message>
     <message>
         <source>open findings: {critical} critical, {warning} warning</source>
-        <translation>未处理告警：{critical} 严重，{warning} 警告</translation>
+        <translation>未关闭问题：{critical} 严重，{warning} 警告</translation>
     </message>
     <message>
         <source>{count} acknowledged</source>
@@ -390,8 +390,8 @@
     <message>
         <source>Nodes are counted by their verdict (fail, warn, pass …, as the report judges them), one verdict per node.
 Open findings are counted one by one: a node with three warnings is one warn node and three warning findings.</source>
-        <translation>节点按结论计数（故障、警告、正常 …，与报告的判定一致），每个节点一个结论。
-未处理告警逐条计数：一个有三条警告的节点算一个警告节点、三条警告告警。</translation>
+        <translation>节点按结论计数（不通过、警告、通过 …，与报告的判定一致），每个节点一个结论。
+未关闭问题逐个计数：一个有三个警告的节点算一个警告节点、三个警告问题。</translation>
     </message>
     <message>
         <source>Intake… (check {node} GPU {index})</source>
@@ -414,7 +414,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <name>GpuDetailView</name>
     <message>
         <source>Select a GPU in the fleet table to see its inventory and history.</source>
-        <translation>在集群表中选择一张 GPU，查看其资产信息和历史。</translation>
+        <translation>在集群表中选择一张 GPU，查看其资产清单和历史。</translation>
     </message>
     <message>
         <source>Intake…</source>
@@ -430,11 +430,11 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>select a GPU to see its inventory</source>
-        <translation>选择一张 GPU 查看其资产信息</translation>
+        <translation>选择一张 GPU 查看其资产清单</translation>
     </message>
     <message>
         <source>Inventory</source>
-        <translation>资产信息</translation>
+        <translation>资产清单</translation>
     </message>
     <message>
         <source>Changes</source>
@@ -489,7 +489,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>The fleet&apos;s status, then its nodes counted by verdict (one per node); the checklist below lists each node&apos;s open findings.</source>
-        <translation>集群状态，以及按结论统计的节点数（每个节点一个结论）；下方检查单列出每个节点的未处理告警。</translation>
+        <translation>集群状态，以及按结论统计的节点数（每个节点一个结论）；下方检查单列出每个节点的未关闭问题。</translation>
     </message>
     <message>
         <source>Tick all</source>
@@ -533,7 +533,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>{status} · {nodes} ({verdicts}) · window {since} .. {until} UTC</source>
-        <translation>{status} · {nodes}（{verdicts}）· 时间窗 {since} .. {until} UTC</translation>
+        <translation>{status} · {nodes}（{verdicts}）· 时间窗口 {since} .. {until} UTC</translation>
     </message>
     <message>
         <source>1 node</source>
@@ -553,7 +553,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>No sign-off yet: every open finding counts as new. Sign off below to set the baseline for the next inspection.</source>
-        <translation>尚无签字确认：所有未处理告警都算作新增。在下方签字确认，作为下次巡检的基线。</translation>
+        <translation>尚无签字确认：所有未关闭问题都算作新增。在下方签字确认，作为下次巡检的基线。</translation>
     </message>
     <message>
         <source>What changed: no sign-off to compare with ({count} rows)</source>
@@ -679,7 +679,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>Findings</source>
-        <translation>告警</translation>
+        <translation>问题</translation>
     </message>
     <message>
         <source>Versions</source>
@@ -703,7 +703,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>Pre-run</source>
-        <translation>作业前检查</translation>
+        <translation>训练前检查</translation>
     </message>
     <message>
         <source>reading database…</source>
@@ -767,15 +767,15 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>{state} · last poll {age} · nodes: {fail} fail, {unreachable} unreachable{silent} · {critical}</source>
-        <translation>{state} · 上次采集 {age} · 节点：{fail} 故障，{unreachable} 不可达{silent} · {critical}</translation>
+        <translation>{state} · 上次采集 {age} · 节点：{fail} 不通过，{unreachable} 不可达{silent} · {critical}</translation>
     </message>
     <message>
         <source>1 critical finding</source>
-        <translation>1 条严重告警</translation>
+        <translation>1 个严重问题</translation>
     </message>
     <message>
         <source>{count} critical findings</source>
-        <translation>{count} 条严重告警</translation>
+        <translation>{count} 个严重问题</translation>
     </message>
     <message>
         <source>, </source>
@@ -807,7 +807,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>Findings ({count}, {critical} crit)</source>
-        <translation>告警（{count}，{critical} 严重）</translation>
+        <translation>问题（{count}，{critical} 严重）</translation>
     </message>
     <message>
         <source>GPU {uuid} is not in the fleet any more</source>
@@ -858,7 +858,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>no-go nodes appear here</source>
-        <translation>不可用（NO-GO）节点显示在这里</translation>
+        <translation>不可用节点显示在这里</translation>
     </message>
     <message>
         <source>Copy exclude list</source>
@@ -866,15 +866,15 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>The no-go nodes in Slurm hostlist form, for sbatch --exclude</source>
-        <translation>NO-GO 节点的 Slurm 主机列表，用于 sbatch --exclude</translation>
+        <translation>不可用节点的 Slurm 主机列表，用于 sbatch --exclude</translation>
     </message>
     <message>
         <source>Drain the no-go nodes</source>
-        <translation>排空（drain）NO-GO 节点</translation>
+        <translation>下线 (drain) 不可用节点</translation>
     </message>
     <message>
         <source>Drain the no-go nodes in Slurm, each with its reasons (asks first; recorded)</source>
-        <translation>在 Slurm 中排空 NO-GO 节点，附各自原因（先确认；有记录）</translation>
+        <translation>在 Slurm 中下线 (drain) 不可用节点，附各自原因（先确认；有记录）</translation>
     </message>
     <message>
         <source>Save as HTML…</source>
@@ -886,7 +886,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>Window</source>
-        <translation>时间窗</translation>
+        <translation>时间窗口</translation>
     </message>
     <message>
         <source>Exclude:</source>
@@ -922,18 +922,18 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>&lt;b style=&apos;color:#ef6c00&apos;&gt;Out of date:&lt;/b&gt; the nodes or the window changed since this review; Review again.</source>
-        <translation>&lt;b style=&apos;color:#ef6c00&apos;&gt;已过期：&lt;/b&gt;节点或时间窗在本次检查后已改变；请重新检查。</translation>
+        <translation>&lt;b style=&apos;color:#ef6c00&apos;&gt;已过期：&lt;/b&gt;节点或时间窗口在本次检查后已改变；请重新检查。</translation>
     </message>
     <message>
         <source>Save the pre-run review as HTML</source>
-        <translation>将作业前检查保存为 HTML</translation>
+        <translation>将训练前检查保存为 HTML</translation>
     </message>
 </context>
 <context>
     <name>ResolveDialog</name>
     <message>
         <source>Resolve finding</source>
-        <translation>处理完成</translation>
+        <translation>关闭问题</translation>
     </message>
     <message>
         <source>what was done (RMA number, part, ticket…)</source>
@@ -949,7 +949,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>Closes this episode and keeps it in the card&apos;s history; if the fault comes back it reopens as a recurrence.</source>
-        <translation>关闭本次告警并保留在该卡的历史中；故障再次出现时作为复发重新打开。</translation>
+        <translation>关闭本次问题并保留在该卡的历史中；故障再次出现时作为复发重新打开。</translation>
     </message>
 </context>
 <context>
@@ -971,7 +971,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <name>Verdict</name>
     <message>
         <source>pass</source>
-        <translation>正常</translation>
+        <translation>通过</translation>
     </message>
     <message>
         <source>warn</source>
@@ -979,7 +979,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>fail</source>
-        <translation>故障</translation>
+        <translation>不通过</translation>
     </message>
     <message>
         <source>unreachable</source>
