@@ -540,8 +540,8 @@ class MainWindow(QMainWindow):
     def _intake_done(self, outcome: IntakeOutcome) -> None:
         results = outcome.run.results
         self.statusBar().showMessage(
-            self.tr("intake of {node}: ").format(node=outcome.node) + (", ".join(f"GPU {r.index} {r.verdict}" for r in results)
-                                             if results else outcome.run.note), 15000)
+            self.tr("intake of {node}: ").format(node=outcome.node)
+            + (", ".join(f"GPU {r.index} {r.verdict}" for r in results) if results else outcome.run.note), 15000)
         self.request_load()  # the Intake column and tooltips
         if self.detail.uuid and any(r.uuid == self.detail.uuid for r in results):
             self.detail.refresh()  # the card's history shows the new intake

@@ -130,6 +130,7 @@ def test_the_window_in_chinese_and_english_again(chinese, qtbot, fleet_db, tmp_p
     assert [w.sidebar.item(i).text() for i in range(w.sidebar.count())] == [
         "集群", "问题", "版本", "全部 GPU", "降额", "巡检", "训练前检查"]
     assert w.view_menu.actions()[0].text() == "集群"
+    assert [a.text() for a in w.file_menu.actions()][:2] == ["导出资产清单(&E)…", "打印资产清单(&P)…"]
     assert w.current_view() == "Fleet"  # the identifier stays English (settings, show_view)
     assert w.fleet_view.model.headerData(0, H) == "名称" and "最后上报" in texts
     assert "按分组显示" == w.fleet_view.grouped.text()

@@ -352,7 +352,8 @@ def summary_text(snap: Any) -> str:
     parts.append(QCoreApplication.translate("FleetSummary", "open findings: {critical} critical, {warning} warning")
                  .format(critical=f"<b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>"
                                   f"{crit}</b>",
-                         warning=f"<b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>{warn}</b>"))
+                         warning=f"<b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>"
+                                 f"{warn}</b>"))
     if acked:
         parts.append(QCoreApplication.translate("FleetSummary", "{count} acknowledged").format(count=acked))
     parts.append(QCoreApplication.translate("FleetSummary", "drivers: {drivers}").format(

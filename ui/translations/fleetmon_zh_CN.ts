@@ -253,6 +253,25 @@
     </message>
 </context>
 <context>
+    <name>EvidenceExport</name>
+    <message>
+        <source>Export &amp;evidence…</source>
+        <translation>导出证据(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>Write the card&apos;s RMA / return evidence: history, Xids, pages, findings and plots (zip)</source>
+        <translation>写出该卡的 RMA / 退货证据：历史、Xid、退役页、问题和曲线图（zip）</translation>
+    </message>
+    <message>
+        <source>a card only (not a node)</source>
+        <translation>仅限单卡（不是节点）</translation>
+    </message>
+    <message>
+        <source>an export is running</source>
+        <translation>正在导出</translation>
+    </message>
+</context>
+<context>
     <name>FindingsTable</name>
     <message>
         <source>snoozed until {time}</source>
@@ -664,6 +683,28 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
 </context>
 <context>
+    <name>InventoryExport</name>
+    <message>
+        <source>&amp;Export inventory…</source>
+        <translation>导出资产清单(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>Write the inventory sheet (XLSX, CSV or JSON)</source>
+        <translation>写出资产清单表（XLSX、CSV 或 JSON）</translation>
+    </message>
+</context>
+<context>
+    <name>InventoryPrint</name>
+    <message>
+        <source>&amp;Print inventory…</source>
+        <translation>打印资产清单(&amp;P)…</translation>
+    </message>
+    <message>
+        <source>Print the inventory sheet, or save it as PDF (landscape, by section)</source>
+        <translation>打印资产清单表，或保存为 PDF（横向，按分组）</translation>
+    </message>
+</context>
+<context>
     <name>MainWindow</name>
     <message>
         <source>&amp;File</source>
@@ -965,6 +1006,25 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <message>
         <source>info</source>
         <translation>提示</translation>
+    </message>
+</context>
+<context>
+    <name>SlurmAction</name>
+    <message>
+        <source>Drain {node} in Slurm…</source>
+        <translation>在 Slurm 中下线 (drain) {node}…</translation>
+    </message>
+    <message>
+        <source>Take the node out of scheduling (asks first; recorded)</source>
+        <translation>让节点退出调度（先确认；有记录）</translation>
+    </message>
+    <message>
+        <source>Resume {node} in Slurm…</source>
+        <translation>在 Slurm 中恢复 (resume) {node}…</translation>
+    </message>
+    <message>
+        <source>Return the drained node to service (asks first; recorded)</source>
+        <translation>让已下线的节点恢复服务（先确认；有记录）</translation>
     </message>
 </context>
 <context>

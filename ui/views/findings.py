@@ -159,7 +159,8 @@ class FindingsView(QWidget):
         self.snooze_button.clicked.connect(lambda: self.acknowledge(snooze=True))
         self.clear_button.clicked.connect(self.clear_ack)
         self.resolve_button = QPushButton(self.tr("Resolve…"), self)
-        self.resolve_button.setToolTip(self.tr("Resolve as an operator's act: card replaced, reseated, driver updated …"))
+        self.resolve_button.setToolTip(self.tr("Resolve as an operator's act: card replaced, reseated, driver "
+                                               "updated …"))
         self.resolve_button.clicked.connect(self.resolve)
         self.table = QTableView(self)
         self.table.setModel(self.model)
@@ -216,7 +217,8 @@ class FindingsView(QWidget):
     def set_snapshot(self, snap: FleetSnapshot) -> None:
         groups = {n: (row.group or "") for n, row in snap.nodes.items()}
         self._refill(self.kind, self.tr("All kinds"), sorted({f.kind for f in snap.findings}), "_kinds")
-        self._refill(self.group, self.tr("All groups"), sorted({snap.group_of(f.node) for f in snap.findings}), "_groups")
+        self._refill(self.group, self.tr("All groups"), sorted({snap.group_of(f.node) for f in snap.findings}),
+                     "_groups")
         self.model.set_rows(list(snap.findings), snap.read_at, acks=snap.acks, groups=groups)
         # Nodes nobody hears from have no finding that says so (a stale node's findings are old news):
         # the count line names them, by the snapshot's verdicts, as every other surface does.

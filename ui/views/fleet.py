@@ -229,7 +229,8 @@ class FleetView(QWidget):
         if it.kind == "gpu" and it.gpu is not None:
             gpu = it.gpu
             act = menu.addAction(self.tr("Intake… (check {node} GPU {index})").format(node=gpu.node, index=gpu.index))
-            act.setToolTip(self.tr("Check this card against its spec and its model's fleet (PASS / CONDITIONAL / REJECT)"))
+            act.setToolTip(self.tr("Check this card against its spec and its model's fleet (PASS / CONDITIONAL / "
+                                   "REJECT)"))
             act.triggered.connect(lambda: self.intake_requested.emit(gpu.node, gpu.uuid))
         else:
             node = it.name

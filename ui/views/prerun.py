@@ -306,7 +306,8 @@ class PrerunView(QWidget):
         self.nodes.textChanged.connect(self._on_input_changed)
         self.nodes.returnPressed.connect(self.run_review)
         self.from_fleet = QPushButton(self.tr("Use fleet selection"), self)
-        self.from_fleet.setToolTip(self.tr("The nodes selected in the fleet view (select rows there, Ctrl/Shift-click)"))
+        self.from_fleet.setToolTip(self.tr("The nodes selected in the fleet view (select rows there, "
+                                           "Ctrl/Shift-click)"))
         self.from_fleet.clicked.connect(self.use_selection)
         self.from_fleet.setEnabled(selection is not None)
         self.days = QDoubleSpinBox(self)
@@ -327,7 +328,8 @@ class PrerunView(QWidget):
         self.copy_button.setToolTip(self.tr("The no-go nodes in Slurm hostlist form, for sbatch --exclude"))
         self.copy_button.clicked.connect(self.copy_exclude)
         self.drain_button = QPushButton(self.tr("Drain the no-go nodes"), self)
-        self.drain_button.setToolTip(self.tr("Drain the no-go nodes in Slurm, each with its reasons (asks first; recorded)"))
+        self.drain_button.setToolTip(self.tr("Drain the no-go nodes in Slurm, each with its reasons (asks first; "
+                                             "recorded)"))
         self.drain_button.clicked.connect(self.drain_no_go)
         self.drain_button.setVisible(False)  # shown when the app offers Slurm (ui.slurm_action.install)
         self.slurm_enabled = False
