@@ -1055,6 +1055,36 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
 </context>
 <context>
+    <name>VersionsModel</name>
+    <message>
+        <source>(no group)</source>
+        <translation>（无分组）</translation>
+    </message>
+    <message>
+        <source>baseline</source>
+        <translation>基线</translation>
+    </message>
+    <message>
+        <source>outlier</source>
+        <translation>不一致</translation>
+    </message>
+    <message>
+        <source>no version reported</source>
+        <translation>未上报版本</translation>
+    </message>
+</context>
+<context>
+    <name>VersionsView</name>
+    <message>
+        <source>★ marks the group&apos;s baseline (its expected version, else the majority); tinted cells have outliers. Click a cell for its nodes (listed below).</source>
+        <translation>★ 标出分组的基线版本（指定的期望版本，否则为多数版本）；着色的单元格有不一致的节点。点击单元格在下方列出其节点。</translation>
+    </message>
+    <message>
+        <source>Click a cell of the matrix to list the nodes behind each version; double-click a node to show it in the fleet view.</source>
+        <translation>点击矩阵中的单元格，列出每个版本对应的节点；双击节点在集群视图中显示。</translation>
+    </message>
+</context>
+<context>
     <name>app</name>
     <message>
         <source>fleetmon: no such database</source>
