@@ -7,7 +7,8 @@
 #                                   Slurm with MUNGE (tests/integration/test_real_slurm.py starts munged,
 #                                   slurmctld and a slurmd per node on localhost, drains and resumes)
 #   packaging/system-deps.sh demo   Qt's runtime libraries plus its xcb platform plugin (a real window);
-#                                   ui/display_check.py maps the same packages to the libraries they hold
+#                                   ui/display_check.py maps the same packages to the libraries they hold;
+#                                   and fonts-noto-cjk: the Chinese interface (zh_CN) without missing glyphs
 # Safe to run again: installs only what is missing. Does nothing on non-Debian systems.
 set -eu
 what="${1:-test}"
@@ -21,6 +22,9 @@ if [ "$what" = demo ]; then
   pkgs="$pkgs libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
 libxcb-xinerama0 libxcb-xkb1 libxkbcommon-x11-0 libxcb-shape0 libxcb-randr0 \
 libxcb-util1 libxcb-shm0 libxcb-sync1 libxcb-xfixes0 libxcb-render0 libxcb1 libx11-xcb1 libx11-6"
+fi
+if [ "$what" = demo ]; then
+  pkgs="$pkgs fonts-noto-cjk"  # not a library Qt loads (ui/display_check.py): the Chinese interface's glyphs
 fi
 py="${PYTHON:-python3}"
 if ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then

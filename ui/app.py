@@ -25,9 +25,12 @@ def ask_create(path: str) -> bool:
     """Ask before creating a database that does not exist (a typo must not open an empty window)."""
     from PySide6.QtWidgets import QMessageBox
 
+    from PySide6.QtCore import QCoreApplication
+
     answer = QMessageBox.question(
-        None, "fleetmon: no such database",
-        f"There is no database at\n{path}\n\nCreate an empty fleetmon database there?",
+        None, QCoreApplication.translate("app", "fleetmon: no such database"),
+        QCoreApplication.translate("app", "There is no database at\n{path}\n\nCreate an empty fleetmon database there?")
+        .format(path=path),
         QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
     return answer == QMessageBox.StandardButton.Yes
 
@@ -148,6 +151,13 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
     app.setDesktopFileName("io.github.fleetmon.Fleetmon")
     app.setWindowIcon(QIcon(str(Path(__file__).with_name("icons") / "io.github.fleetmon.Fleetmon.svg")))
     follow_color_scheme(app)
+    from PySide6.QtCore import QSettings
+
+    from ui import i18n as ui_i18n
+
+    # The language before any window or dialog: FLEETMON_LANG, else View ▸ Language's choice, else the locale.
+    ui_i18n.install(ui_i18n.chosen_language(QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope,
+                                                      SETTINGS_ORG, SETTINGS_APP)))
     db_path = str(Path(args.db))
 
     def _error(message: str) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QObject, QPoint, QSettings, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QPoint, QSettings, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QAbstractItemView, QFileDialog, QMenu, QMessageBox, QWidget
 
@@ -116,11 +116,13 @@ class EvidenceExport(QObject):
 
     def action(self, uuid: str | None, parent: QObject, focus: str | None = None) -> QAction:
         """The menu entry for the card ``uuid`` (disabled without one: a node, a node-wide finding)."""
-        a = QAction("Export &evidence…", parent)
-        a.setStatusTip("Write the card's RMA / return evidence: history, Xids, pages, findings and plots (zip)")
+        a = QAction(QCoreApplication.translate("EvidenceExport", "Export &evidence…"), parent)
+        a.setStatusTip(QCoreApplication.translate(
+            "EvidenceExport", "Write the card's RMA / return evidence: history, Xids, pages, findings and plots (zip)"))
         if uuid is None or self.busy:
             a.setEnabled(False)
-            a.setToolTip("a card only (not a node)" if uuid is None else "an export is running")
+            a.setToolTip(QCoreApplication.translate("EvidenceExport", "a card only (not a node)") if uuid is None
+                         else QCoreApplication.translate("EvidenceExport", "an export is running"))
         else:
             a.triggered.connect(lambda _=False, u=uuid, f=focus: self.start(u, f))
         return a

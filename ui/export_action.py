@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QSettings, QStandardPaths, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QSettings, QStandardPaths, Qt, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
 
@@ -148,9 +148,10 @@ class InventoryExport(QObject):
         # The window's settings (None: the application's, by organisation and application name).
         self.settings = settings if settings is not None else QSettings()
         self.today = today
-        self.action = QAction("&Export inventory…", parent)
+        self.action = QAction(QCoreApplication.translate("InventoryExport", "&Export inventory…"), parent)
         self.action.setShortcut("Ctrl+E")
-        self.action.setStatusTip("Write the inventory sheet (XLSX, CSV or JSON)")
+        self.action.setStatusTip(QCoreApplication.translate("InventoryExport", "Write the inventory sheet (XLSX, CSV "
+                                                                               "or JSON)"))
         self.action.triggered.connect(self.start)
         self.worker: ExportWorker | None = None
         self.progress: QProgressDialog | None = None

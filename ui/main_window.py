@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QByteArray, QItemSelection, QSettings, Qt, QThread, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QKeySequence
+from PySide6.QtCore import QByteArray, QCoreApplication, QItemSelection, QSettings, Qt, QThread, QTimer, Signal
+from PySide6.QtGui import QAction, QActionGroup, QCloseEvent, QKeySequence
 from PySide6.QtWidgets import (QHeaderView, QLabel, QLineEdit, QListWidget, QMainWindow, QSizePolicy, QSplitter,
                                QStackedWidget, QTableView, QVBoxLayout, QWidget)
 
@@ -24,7 +24,8 @@ from ui import format as fmt
 from ui.fleet_reader import FleetReader, FleetSnapshot
 from ui.models.fleet_table import COL_HEALTH, COL_INTAKE, FleetTableModel
 from ui.models.findings_table import FindingsTableModel
-from ui import evidence_action, slurm_action
+from ui import evidence_action, i18n as ui_i18n, slurm_action
+from ui.i18n import QT_TRANSLATE_NOOP, verdict_word
 from ui.export_action import InventoryExport
 from ui.intake_action import IntakeAction, IntakeOutcome
 from ui.print_inventory import InventoryPrint
@@ -110,8 +111,8 @@ class MainWindow(QMainWindow):
         header.resizeSection(COL_INTAKE, 170)
         self.findings_model: FindingsTableModel = self.findings_view.model
         self.findings = self.findings_view.table
-        self.file_menu = self.menuBar().addMenu("&File")
-        self.view_menu = self.menuBar().addMenu("&View")  # views first (add_view), then Refresh and Find
+        self.file_menu = self.menuBar().addMenu(self.tr("&File"))
+        self.view_menu = self.menuBar().addMenu(self.tr("&View"))  # views first (add_view), then Refresh and Find
         self._view_separator: QAction | None = None
         self.detail = GpuDetailView(db_path, self)
         self.derating = DeratingView(self.detail.service, self)
@@ -122,13 +123,13 @@ class MainWindow(QMainWindow):
         # The detail pane goes under the views that select GPUs (fleet, findings, the flat table); the
         # others need the height (the pre-run results, the inspection checklist) or show a card themselves
         # (derating).
-        self.add_view("Fleet", self.fleet_view, detail=True)
-        self.add_view("Findings", self.findings_view, detail=True)
-        self.add_view("Versions", self.versions_view)
+        self.add_view(QT_TRANSLATE_NOOP("MainWindow", "Fleet"), self.fleet_view, detail=True)
+        self.add_view(QT_TRANSLATE_NOOP("MainWindow", "Findings"), self.findings_view, detail=True)
+        self.add_view(QT_TRANSLATE_NOOP("MainWindow", "Versions"), self.versions_view)
         # All GPUs: the flat table under a filter box of the fleet view's syntax (vendor:amd, model:A100, …).
         self.table_filter = QLineEdit(self)
-        self.table_filter.setPlaceholderText("Filter: node, gpu[01-16] hostlist, model:A100, vendor:amd, driver:535, "
-                                             "status:critical…")
+        self.table_filter.setPlaceholderText(self.tr("Filter: node, gpu[01-16] hostlist, model:A100, vendor:amd, "
+                                                     "driver:535, status:critical…"))
         self.table_filter.setClearButtonEnabled(True)
         self.table_filter.textChanged.connect(self.model.set_filter)
         self.model.group_of = lambda node: self.snapshot.group_of(node)
@@ -137,15 +138,15 @@ class MainWindow(QMainWindow):
         all_layout.setContentsMargins(4, 4, 4, 0)
         all_layout.addWidget(self.table_filter)
         all_layout.addWidget(self.table, 1)
-        self.add_view("All GPUs", self.all_gpus, detail=True)
-        self.add_view("Derating", self.derating)
+        self.add_view(QT_TRANSLATE_NOOP("MainWindow", "All GPUs"), self.all_gpus, detail=True)
+        self.add_view(QT_TRANSLATE_NOOP("MainWindow", "Derating"), self.derating)
         self.inspection_view = inspection.InspectionView(db_path, self)
         self.prerun_view = prerun.PrerunView(db_path, self, fleet=self.fleet_view)
         # The fleet file (None: none given) reaches the inspection and the pre-run review as it reaches the
         # collector's health pass: its groups, thresholds and [[spec]] tables.
         self.inspection_view.fleet_file = self.prerun_view.fleet_file = fleet_file
-        self.add_view("Inspection", self.inspection_view)
-        self.add_view("Pre-run", self.prerun_view)
+        self.add_view(QT_TRANSLATE_NOOP("MainWindow", "Inspection"), self.inspection_view)
+        self.add_view(QT_TRANSLATE_NOOP("MainWindow", "Pre-run"), self.prerun_view)
 
         self.splitter = QSplitter(Qt.Orientation.Vertical, self)
         self.splitter.addWidget(self.stack)
@@ -169,7 +170,7 @@ class MainWindow(QMainWindow):
         self.slurm = slurm_action.install(self, db_path, fleet_file)
         self._build_menus()
 
-        self.status_label = QLabel("reading database…")
+        self.status_label = QLabel(self.tr("reading database…"))
         self.collector_label = QLabel(collector_note)
         # The left label gives way in a narrow window (its text is its tooltip too); the collector's stays whole.
         self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
@@ -227,15 +228,19 @@ class MainWindow(QMainWindow):
     def add_view(self, name: str, widget: QWidget, shortcut: str | None = None, *, detail: bool = False) -> int:
         """Add a view to the sidebar and the View menu; ``shortcut`` defaults to Ctrl+<position>.
 
+        ``name`` is the view's identifier (:meth:`show_view`, the saved settings); the sidebar and the menu show
+        its translation in the "MainWindow" context (mark it with ``QT_TRANSLATE_NOOP("MainWindow", name)``).
+
         ``detail``: the GPU detail pane shows under this view (else the view has the window's height).
         Returns the view's index (for :meth:`show_view`).
         """
         index = self.stack.addWidget(widget)
         if detail:
             self._with_detail.add(index)
-        self.sidebar.addItem(name)
+        title = QCoreApplication.translate("MainWindow", name)
+        self.sidebar.addItem(title)
         self._views.append((name, widget))
-        action = QAction(name, self)
+        action = QAction(title, self)
         keys = shortcut or (f"Ctrl+{index + 1}" if index < 9 else "")
         if keys:
             action.setShortcut(QKeySequence(keys))
@@ -284,7 +289,7 @@ class MainWindow(QMainWindow):
         return self._views[i][0] if 0 <= i < len(self._views) else ""
 
     def _build_menus(self) -> None:
-        quit_action = QAction("&Quit", self)
+        quit_action = QAction(self.tr("&Quit"), self)
         quit_action.setShortcut(QKeySequence.StandardKey.Quit)
         quit_action.triggered.connect(self.close)
         self.file_menu.addAction(self.exporter.action)
@@ -292,27 +297,55 @@ class MainWindow(QMainWindow):
         self.file_menu.addSeparator()
         self.file_menu.addAction(quit_action)
         self._view_separator = self.view_menu.addSeparator()
-        self.refresh_action = QAction("&Refresh", self)
+        self.refresh_action = QAction(self.tr("&Refresh"), self)
         self.refresh_action.setShortcut(QKeySequence(Qt.Key.Key_F5))
         self.refresh_action.triggered.connect(self.request_load)
-        self.find_action = QAction("&Find…", self)
+        self.find_action = QAction(self.tr("&Find…"), self)
         self.find_action.setShortcut(QKeySequence.StandardKey.Find)
         self.find_action.triggered.connect(self.focus_search)
         self.view_menu.addAction(self.refresh_action)
         self.view_menu.addAction(self.find_action)
-        collect = self.menuBar().addMenu("&Collector")
-        self.poll_action = QAction("&Poll now", self)
+        self._build_language_menu()
+        collect = self.menuBar().addMenu(self.tr("&Collector"))
+        self.poll_action = QAction(self.tr("&Poll now"), self)
         self.poll_action.setShortcut(QKeySequence("Ctrl+R"))
         self.poll_action.triggered.connect(self.poll_now)
-        self.pause_action = QAction("Pa&use collecting", self)
+        self.pause_action = QAction(self.tr("Pa&use collecting"), self)
         self.pause_action.setCheckable(True)
         self.pause_action.toggled.connect(self.set_paused)
         for a in (self.poll_action, self.pause_action):
             a.setEnabled(self.collector is not None)
             if self.collector is None:
-                a.setToolTip("this window does not collect (no --fleet, or another collector writes)")
+                a.setToolTip(self.tr("this window does not collect (no --fleet, or another collector writes)"))
             collect.addAction(a)
         collect.setToolTipsVisible(True)
+
+    def _build_language_menu(self) -> None:
+        """View ▸ Language: each language in its own name; the choice is saved and applies at the next start
+        (widgets take their strings when built; retranslating every view live is not worth its code)."""
+        self.language_menu = self.view_menu.addMenu(self.tr("&Language"))
+        group = QActionGroup(self)
+        group.setExclusive(True)
+        self.language_actions: dict[str, QAction] = {}
+        saved = self.settings.value(ui_i18n.SETTING)
+        chosen = saved if isinstance(saved, str) and saved in ui_i18n.NATIVE_NAMES else ui_i18n.current()
+        for lang, name in ui_i18n.NATIVE_NAMES.items():
+            action = QAction(name, self)
+            action.setCheckable(True)
+            action.setChecked(lang == chosen)
+            action.triggered.connect(lambda _=False, code=lang: self.choose_language(code))
+            group.addAction(action)
+            self.language_menu.addAction(action)
+            self.language_actions[lang] = action
+
+    def choose_language(self, lang: str) -> None:
+        """Save View ▸ Language's choice; it applies at the next start (said in the status bar)."""
+        ui_i18n.save_language(self.settings, lang)
+        if lang == ui_i18n.current():
+            self.statusBar().showMessage(self.tr("language: {name}").format(name=ui_i18n.NATIVE_NAMES[lang]), 5000)
+        else:
+            self.statusBar().showMessage(self.tr("language: {name}, from the next start of fleetmon").format(
+                name=ui_i18n.NATIVE_NAMES[lang]), 15000)
 
     def focus_search(self) -> None:
         """Ctrl+F: the fleet view's filter box (the fleet view is shown first)."""
@@ -325,7 +358,7 @@ class MainWindow(QMainWindow):
     def poll_now(self) -> None:
         if self.collector is not None:
             self.collector.poll_now()  # only reschedules the job: returns at once
-            self.statusBar().showMessage("poll requested", 3000)
+            self.statusBar().showMessage(self.tr("poll requested"), 3000)
 
     def set_paused(self, paused: bool) -> None:
         if self.collector is None:
@@ -344,16 +377,20 @@ class MainWindow(QMainWindow):
 
     def _update_collector_label(self) -> None:
         snap = self.snapshot
-        state = self.collector_note or "collector: none"
+        state = self.collector_note or self.tr("collector: none")
         if self.collector is not None and self.pause_action.isChecked():
-            state = "collector: PAUSED"
+            state = self.tr("collector: PAUSED")
         last = self._last_cycle or snap.last_poll
         counts = snap.verdicts.counts()  # nodes per verdict, as the report judges them
-        silent = "".join(f", {counts[v]} {v}" for v in ("stale", "unknown") if counts[v])
+        silent = "".join(self.tr(", {count} {verdict}").format(count=counts[v], verdict=verdict_word(v))
+                         for v in ("stale", "unknown") if counts[v])
         crit = sum(1 for f in snap.findings if f.severity == Severity.CRITICAL and snap.acked(f) is None)
-        self.collector_label.setText(f"{state} · last poll {fmt.age(last, snap.read_at or None)} · "
-                                     f"nodes: {counts['fail']} fail, {counts['unreachable']} unreachable{silent} · "
-                                     f"{fmt.plural(crit, 'critical finding')}")
+        self.collector_label.setText(self.tr(
+            "{state} · last poll {age} · nodes: {fail} fail, {unreachable} unreachable{silent} · {critical}").format(
+            state=state, age=fmt.age(last, snap.read_at or None), fail=counts["fail"],
+            unreachable=counts["unreachable"], silent=silent,
+            critical=self.tr("1 critical finding") if crit == 1 else self.tr("{count} critical findings").format(
+                count=crit)))
 
     # -- data ----------------------------------------------------------------------------
 
@@ -399,10 +436,13 @@ class MainWindow(QMainWindow):
         for name in {r.node for r in rows}:
             if judged.get(name) in silent:
                 silent[judged[name]] += 1
-        silent_text = ", ".join(f"{n} {v}" for v, n in silent.items() if n or v == "unreachable")
-        self.status_label.setText(
-            f"{fmt.plural(len(rows), 'GPU')} on {fmt.plural(nodes, 'node')} ({silent_text}) · newest sample "
-            f"{fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), info['read_at'])}")
+        silent_text = self.tr(", ").join(self.tr("{count} {verdict}").format(count=n, verdict=verdict_word(v))
+                                         for v, n in silent.items() if n or v == "unreachable")
+        self.status_label.setText(self.tr("{gpus} on {nodes} ({silent}) · newest sample {age}").format(
+            gpus=self.tr("1 GPU") if len(rows) == 1 else self.tr("{count} GPUs").format(count=len(rows)),
+            nodes=self.tr("1 node") if nodes == 1 else self.tr("{count} nodes").format(count=nodes),
+            silent=silent_text,
+            age=fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), info['read_at'])))
         self.status_label.setToolTip(self.status_label.text())
         self.rows_shown.emit(len(rows))
         # The reader's last signal of a load (after snapshot_loaded): only now may the next load start,
@@ -436,7 +476,9 @@ class MainWindow(QMainWindow):
         self.findings_view.set_snapshot(snap)
         live = [f for f in snap.findings if snap.acked(f) is None]
         crit = sum(1 for f in live if f.severity == Severity.CRITICAL)
-        self.sidebar.item(1).setText(f"Findings ({len(live)}, {crit} crit)" if live else "Findings")
+        self.sidebar.item(1).setText(
+            self.tr("Findings ({count}, {critical} crit)").format(count=len(live), critical=crit) if live
+            else QCoreApplication.translate("MainWindow", "Findings"))
         self._update_collector_label()
         # The tray shows the fleet's worst node verdict (as the report's status), in its severity's colour.
         v = snap.verdicts
@@ -474,7 +516,7 @@ class MainWindow(QMainWindow):
         """Show a GPU in the detail pane and select it in the fleet view (without leaving the current view)."""
         row = next((r for r in self.snapshot.rows if r.uuid == uuid), None)
         if row is None:
-            self.statusBar().showMessage(f"GPU {uuid} is not in the fleet any more", 5000)
+            self.statusBar().showMessage(self.tr("GPU {uuid} is not in the fleet any more").format(uuid=uuid), 5000)
             return
         self.show_gpu_row(row)
         self.fleet_view.tree.selectionModel().blockSignals(True)
@@ -491,14 +533,15 @@ class MainWindow(QMainWindow):
 
     def start_intake(self, node: str, uuid: str = "") -> None:
         """Intake… of ``node``'s cards new in the last 24 h, or of its card ``uuid``; the result shows in a dialog."""
-        self.statusBar().showMessage(f"intake of {node}{' ' + uuid if uuid else ''} running…", 10000)
+        self.statusBar().showMessage(self.tr("intake of {target} running…").format(
+            target=f"{node} {uuid}" if uuid else node), 10000)
         self.intake.start(node, uuid or None)
 
     def _intake_done(self, outcome: IntakeOutcome) -> None:
         results = outcome.run.results
         self.statusBar().showMessage(
-            f"intake of {outcome.node}: " + (", ".join(f"GPU {r.index} {r.verdict}" for r in results)
-                                             if results else outcome.run.note), 15000)
+            self.tr("intake of {node}: ").format(node=outcome.node)
+            + (", ".join(f"GPU {r.index} {r.verdict}" for r in results) if results else outcome.run.note), 15000)
         self.request_load()  # the Intake column and tooltips
         if self.detail.uuid and any(r.uuid == self.detail.uuid for r in results):
             self.detail.refresh()  # the card's history shows the new intake
@@ -510,7 +553,7 @@ class MainWindow(QMainWindow):
             self.fleet_view.tree.expand(self.fleet_view.tree.currentIndex())
 
     def _on_failed(self, message: str) -> None:
-        self.status_label.setText(f"cannot read the database: {message}")
+        self.status_label.setText(self.tr("cannot read the database: {message}").format(message=message))
         self._load_done()
 
     # -- settings --------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QMarginsF, QObject, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QMarginsF, QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import (QAction, QColor, QFont, QFontDatabase, QFontMetricsF, QKeySequence, QPageLayout,
                            QPainter, QPen)
 from PySide6.QtWidgets import QMessageBox, QProgressDialog, QWidget
@@ -287,9 +287,10 @@ class InventoryPrint(QObject):
         self.stale_after_s: float | None = None  # the fleet's stale limit (None: the default), set by the app
         self.fleet_name: str | None = None  # the fleet file's name (None: the database's file name)
         self.jobs = Jobs(self)
-        self.action = QAction("&Print inventory…", parent)
+        self.action = QAction(QCoreApplication.translate("InventoryPrint", "&Print inventory…"), parent)
         self.action.setShortcut(QKeySequence.StandardKey.Print)
-        self.action.setStatusTip("Print the inventory sheet, or save it as PDF (landscape, by section)")
+        self.action.setStatusTip(QCoreApplication.translate(
+            "InventoryPrint", "Print the inventory sheet, or save it as PDF (landscape, by section)"))
         self.action.triggered.connect(self.start)
 
     def start(self) -> None:

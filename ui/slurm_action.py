@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QMessageBox, QWidget
 
@@ -215,11 +215,13 @@ class SlurmAction(QObject):
 
     def add_actions(self, menu: QMenu, node: str, reason: str, key: str | None = None) -> list[QAction]:
         """*Drain…* and *Resume…* for ``node`` in ``menu``."""
-        drain = menu.addAction(f"Drain {node} in Slurm…")
-        drain.setToolTip("Take the node out of scheduling (asks first; recorded)")
+        drain = menu.addAction(QCoreApplication.translate("SlurmAction", "Drain {node} in Slurm…").format(node=node))
+        drain.setToolTip(QCoreApplication.translate("SlurmAction", "Take the node out of scheduling (asks first; "
+                                                                   "recorded)"))
         drain.triggered.connect(lambda: self.request("drain", [(node, reason, key)]))
-        resume = menu.addAction(f"Resume {node} in Slurm…")
-        resume.setToolTip("Return the drained node to service (asks first; recorded)")
+        resume = menu.addAction(QCoreApplication.translate("SlurmAction", "Resume {node} in Slurm…").format(node=node))
+        resume.setToolTip(QCoreApplication.translate("SlurmAction", "Return the drained node to service (asks first; "
+                                                                    "recorded)"))
         resume.triggered.connect(lambda: self.request("resume", [(node, "", key)]))
         return [drain, resume]
 

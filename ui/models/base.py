@@ -6,6 +6,8 @@ from typing import Any, Generic, TypeVar
 
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
 
+from ui.i18n import column
+
 Index = QModelIndex | QPersistentModelIndex
 Row = TypeVar("Row")
 
@@ -31,5 +33,5 @@ class RowsTableModel(QAbstractTableModel, Generic[Row]):
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
                    role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return self.COLUMNS[section]
+            return column(self.COLUMNS[section])
         return None

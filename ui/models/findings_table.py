@@ -6,12 +6,14 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import QCoreApplication, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
+from fleetmon.i18n import _ as core_text
 from storage.acks import AckRow
 from storage.rows import StoredFinding
 from ui import format as fmt
+from ui.i18n import severity_text
 from ui.models.base import Index, RowsTableModel
 
 COLUMNS = ("Severity", "Kind", "Node", "GPU", "Since", "Last evidence", "Action", "Evidence", "Acknowledged")
@@ -117,7 +119,7 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
         col = index.column()
         if role == Qt.ItemDataRole.DisplayRole:
             if col == 0:
-                return r.severity or fmt.DASH
+                return severity_text(str(r.severity)) if r.severity else fmt.DASH
             if col == 1:
                 return r.kind or fmt.DASH
             if col == 2:
@@ -131,14 +133,15 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
             if col == 5:
                 return fmt.age(r.last_seen, self._now)
             if col == 6:
-                return r.action or ""
+                return core_text(r.action) if r.action else ""  # the core's catalog (fleetmon.i18n)
             if col == COL_EVIDENCE:
                 return fmt.evidence_text(r.kind, r.evidence)
             if col == COL_ACK:
                 a = self.ack(r)
                 if a is None:
                     return ""
-                what = f"snoozed until {fmt.clock(a.until)}" if a.until else "acknowledged"
+                what = (QCoreApplication.translate("FindingsTable", "snoozed until {time}").format(
+                    time=fmt.clock(a.until)) if a.until else QCoreApplication.translate("FindingsTable", "acknowledged"))
                 return f"{what}: {a.note}" if a.note else what
         if role == Qt.ItemDataRole.ForegroundRole:
             if self.ack(r) is not None:

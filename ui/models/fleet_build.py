@@ -18,12 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from PySide6.QtCore import QCoreApplication
+
 from fleetmon import hostlist
 from fleetmon.fields import CATALOG, Field
 from fleetmon.health.verdict import VERDICTS, verdict_rank, worst_verdict
 from fleetmon.vendors import vendor_key, vendor_name, vendor_order
 from storage.rows import FleetRow
 from ui import format as fmt
+from ui.i18n import verdict_word
 from ui.verdicts import Verdicts, severity_word
 
 FIELD_COLUMNS: tuple[Field, ...] = tuple(f for f in CATALOG if f.ui is not None)
@@ -340,14 +343,19 @@ def summary_text(snap: Any) -> str:
     acked = len(snap.findings) - len(live)
     # Every verdict a node has, worst first; "unreachable" always (it was the bar's first alarm).
     verdicts = ", ".join(f"<b style='color:{fmt.VERDICT_COLORS[v] if counts[v] and v != 'pass' else 'inherit'}'>"
-                         f"{counts[v]}</b> {v}" for v in VERDICTS if counts[v] or v == "unreachable")
-    parts = [f"<b>{len(nodes)}</b> {fmt.noun(len(nodes), 'node')} ({verdicts})",
-             f"<b>{len(snap.rows)}</b> {fmt.noun(len(snap.rows), 'GPU')}"]
-    parts.append(f"open findings: <b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>{crit}"
-                 f"</b> critical, <b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>{warn}</b>"
-                 " warning")
+                         f"{counts[v]}</b> {verdict_word(v)}" for v in VERDICTS if counts[v] or v == "unreachable")
+    parts = [(QCoreApplication.translate("FleetSummary", "<b>1</b> node ({verdicts})") if len(nodes) == 1
+              else QCoreApplication.translate("FleetSummary", "<b>{count}</b> nodes ({verdicts})"))
+             .format(count=len(nodes), verdicts=verdicts),
+             QCoreApplication.translate("FleetSummary", "<b>1</b> GPU") if len(snap.rows) == 1
+             else QCoreApplication.translate("FleetSummary", "<b>{count}</b> GPUs").format(count=len(snap.rows))]
+    parts.append(QCoreApplication.translate("FleetSummary", "open findings: {critical} critical, {warning} warning")
+                 .format(critical=f"<b style='color:{fmt.SEVERITY_COLORS['critical'] if crit else 'inherit'}'>"
+                                  f"{crit}</b>",
+                         warning=f"<b style='color:{fmt.SEVERITY_COLORS['warning'] if warn else 'inherit'}'>"
+                                 f"{warn}</b>"))
     if acked:
-        parts.append(f"{acked} acknowledged")
-    parts.append("drivers: " + (", ".join(f"{v} ({k})" for v, k in sorted(drivers.items(), key=lambda kv: -kv[1]))
-                                or fmt.DASH))
+        parts.append(QCoreApplication.translate("FleetSummary", "{count} acknowledged").format(count=acked))
+    parts.append(QCoreApplication.translate("FleetSummary", "drivers: {drivers}").format(
+        drivers=", ".join(f"{v} ({k})" for v, k in sorted(drivers.items(), key=lambda kv: -kv[1])) or fmt.DASH))
     return " · ".join(parts)

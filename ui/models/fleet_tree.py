@@ -22,6 +22,7 @@ from fleetmon.vendors import runtime_name, vendor_name, vendor_order
 from fleetmon.vocab import Severity
 from storage.rows import FleetRow
 from ui import format as fmt
+from ui.i18n import column
 from ui.models.fleet_build import (LEAF, _F0, _LAST, COL_DRIVER, COL_HEALTH, COL_MODEL, COL_STATUS, COL_VENDOR,
                                    COLUMNS, FIELD_COLUMNS, Item, Tree, TreeParams, build_from_roots, build_tree,
                                    gpu_severity, gpu_status, known_uid, sort_items)
@@ -321,7 +322,7 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
                    role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]
+            return column(COLUMNS[section])
         return None
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:

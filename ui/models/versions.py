@@ -198,7 +198,7 @@ class VersionsModel(RowsTableModel[VersionRow]):
         if role == Qt.ItemDataRole.DisplayRole:
             if c is not None:
                 return c.text()
-            return [r.group or "(no group)", r.model, vendor_name(r.vendor), str(len(r.nodes)), str(r.gpus)][col]
+            return [r.group or self.tr("(no group)"), r.model, vendor_name(r.vendor), str(len(r.nodes)), str(r.gpus)][col]
         if role == Qt.ItemDataRole.BackgroundRole and c is not None and c.outliers and c.nodes:
             return QBrush(OUTLIER)
         if role == Qt.ItemDataRole.ToolTipRole:
@@ -206,7 +206,7 @@ class VersionsModel(RowsTableModel[VersionRow]):
                 return hostlist.compress_lenient(r.nodes)
             lines = []
             for v, names in sorted(c.nodes.items(), key=lambda kv: (kv[0] != c.baseline, kv[0])):
-                mark = "baseline" if v == c.baseline else "outlier"
+                mark = self.tr("baseline") if v == c.baseline else self.tr("outlier")
                 lines.append(f"{v} ({mark}): {hostlist.compress_lenient(names)}")
-            return "\n".join(lines) or "no version reported"
+            return "\n".join(lines) or self.tr("no version reported")
         return None

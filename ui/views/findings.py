@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QDateTime, QEvent, QModelIndex, QObject, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QDateTime, QEvent, QModelIndex, QObject, Qt, Signal
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComboBox, QDateTimeEdit, QDialog,
                                QDialogButtonBox, QFormLayout, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
@@ -16,6 +16,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QApplication, QCheckBox, QComb
 from storage.rows import StoredFinding
 from ui import format as fmt
 from ui.fleet_reader import FleetSnapshot
+from ui.i18n import verdict_word
 from ui.models.findings_table import COL_ACK, COL_EVIDENCE, COLUMNS, FindingsTableModel
 from ui.widgets.columns import ColumnFitter
 
@@ -34,26 +35,34 @@ AckAnswer = tuple[str, float | None]
 """(note, until): until None for an acknowledgement, a Unix time for a snooze."""
 
 
+def _heading(finding: StoredFinding) -> str:
+    """"<b>warning temperature-high</b> on n2 GPU 1" (the severity and kind stay as they are: identifiers)."""
+    where = (QCoreApplication.translate("FindingsView", "{node} GPU {index}").format(node=finding.node,
+                                                                                    index=finding.gpu_index)
+             if finding.gpu_index is not None else finding.node)
+    return QCoreApplication.translate("FindingsView", "<b>{severity} {kind}</b> on {where}").format(
+        severity=finding.severity, kind=finding.kind, where=where)
+
+
 class AckDialog(QDialog):
     """Asks for a note and, for a snooze, an expiry."""
 
     def __init__(self, finding: StoredFinding, snooze: bool, parent: Any = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Snooze finding" if snooze else "Acknowledge finding")
+        self.setWindowTitle(self.tr("Snooze finding") if snooze else self.tr("Acknowledge finding"))
         self.note = QLineEdit(self)
-        self.note.setPlaceholderText("why (ticket, planned fix…)")
+        self.note.setPlaceholderText(self.tr("why (ticket, planned fix…)"))
         self.until = QDateTimeEdit(QDateTime.currentDateTime().addSecs(86400), self)
         self.until.setCalendarPopup(True)
         self.until.setEnabled(snooze)
         form = QFormLayout(self)
-        form.addRow(QLabel(f"<b>{finding.severity} {finding.kind}</b> on {finding.node}"
-                           + (f" GPU {finding.gpu_index}" if finding.gpu_index is not None else "")))
+        form.addRow(QLabel(_heading(finding)))
         form.addRow(QLabel(fmt.evidence_text(finding.kind, finding.evidence)))
-        form.addRow("Note:", self.note)
+        form.addRow(self.tr("Note:"), self.note)
         if snooze:
-            form.addRow("Until:", self.until)
+            form.addRow(self.tr("Until:"), self.until)
         else:
-            form.addRow(QLabel("Holds until the finding worsens (its severity rises)."))
+            form.addRow(QLabel(self.tr("Holds until the finding worsens (its severity rises).")))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -80,20 +89,19 @@ class ResolveDialog(QDialog):
         from fleetmon.health.lifecycle import RESOLVE_REASONS
 
         super().__init__(parent)
-        self.setWindowTitle("Resolve finding")
+        self.setWindowTitle(self.tr("Resolve finding"))
         self.reason = QComboBox(self)
         for key, words in RESOLVE_REASONS.items():
             self.reason.addItem(words, key)
         self.note = QLineEdit(self)
-        self.note.setPlaceholderText("what was done (RMA number, part, ticket…)")
+        self.note.setPlaceholderText(self.tr("what was done (RMA number, part, ticket…)"))
         form = QFormLayout(self)
-        form.addRow(QLabel(f"<b>{finding.severity} {finding.kind}</b> on {finding.node}"
-                           + (f" GPU {finding.gpu_index}" if finding.gpu_index is not None else "")))
+        form.addRow(QLabel(_heading(finding)))
         form.addRow(QLabel(fmt.evidence_text(finding.kind, finding.evidence)))
-        form.addRow("Resolved because:", self.reason)
-        form.addRow("Note:", self.note)
-        form.addRow(QLabel("Closes this episode and keeps it in the card's history; if the fault comes back "
-                           "it reopens as a recurrence."))
+        form.addRow(self.tr("Resolved because:"), self.reason)
+        form.addRow(self.tr("Note:"), self.note)
+        form.addRow(QLabel(self.tr("Closes this episode and keeps it in the card's history; if the fault comes "
+                                   "back it reopens as a recurrence.")))
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -134,24 +142,25 @@ class FindingsView(QWidget):
         self.model = FindingsTableModel(self)
         self.kind = QComboBox(self)
         self.severity = QComboBox(self)
-        for label, data in (("All severities", None), ("Critical", {"critical"}),
-                            ("Warning and worse", {"critical", "warning"}), ("Info", {"info"})):
+        for label, data in ((self.tr("All severities"), None), (self.tr("Critical"), {"critical"}),
+                            (self.tr("Warning and worse"), {"critical", "warning"}), (self.tr("Info"), {"info"})):
             self.severity.addItem(label, data)
         self.group = QComboBox(self)
-        self.show_acked = QCheckBox("Show acknowledged", self)
+        self.show_acked = QCheckBox(self.tr("Show acknowledged"), self)
         for w in (self.kind, self.severity, self.group):
             w.currentIndexChanged.connect(self._apply_filter)
             w.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.show_acked.toggled.connect(self._apply_filter)
-        self.ack_button = QPushButton("Acknowledge…", self)
-        self.snooze_button = QPushButton("Snooze…", self)
-        self.clear_button = QPushButton("Clear ack", self)  # short: the bar fits a 1024 px window
-        self.clear_button.setToolTip("Clear the acknowledgement or snooze of the selected finding")
+        self.ack_button = QPushButton(self.tr("Acknowledge…"), self)
+        self.snooze_button = QPushButton(self.tr("Snooze…"), self)
+        self.clear_button = QPushButton(self.tr("Clear ack"), self)  # short: the bar fits a 1024 px window
+        self.clear_button.setToolTip(self.tr("Clear the acknowledgement or snooze of the selected finding"))
         self.ack_button.clicked.connect(lambda: self.acknowledge(snooze=False))
         self.snooze_button.clicked.connect(lambda: self.acknowledge(snooze=True))
         self.clear_button.clicked.connect(self.clear_ack)
-        self.resolve_button = QPushButton("Resolve…", self)
-        self.resolve_button.setToolTip("Resolve as an operator's act: card replaced, reseated, driver updated …")
+        self.resolve_button = QPushButton(self.tr("Resolve…"), self)
+        self.resolve_button.setToolTip(self.tr("Resolve as an operator's act: card replaced, reseated, driver "
+                                               "updated …"))
         self.resolve_button.clicked.connect(self.resolve)
         self.table = QTableView(self)
         self.table.setModel(self.model)
@@ -207,13 +216,14 @@ class FindingsView(QWidget):
 
     def set_snapshot(self, snap: FleetSnapshot) -> None:
         groups = {n: (row.group or "") for n, row in snap.nodes.items()}
-        self._refill(self.kind, "All kinds", sorted({f.kind for f in snap.findings}), "_kinds")
-        self._refill(self.group, "All groups", sorted({snap.group_of(f.node) for f in snap.findings}), "_groups")
+        self._refill(self.kind, self.tr("All kinds"), sorted({f.kind for f in snap.findings}), "_kinds")
+        self._refill(self.group, self.tr("All groups"), sorted({snap.group_of(f.node) for f in snap.findings}),
+                     "_groups")
         self.model.set_rows(list(snap.findings), snap.read_at, acks=snap.acks, groups=groups)
         # Nodes nobody hears from have no finding that says so (a stale node's findings are old news):
         # the count line names them, by the snapshot's verdicts, as every other surface does.
         counts = snap.verdicts.counts()
-        self._silent = ", ".join(f"{counts[v]} {v}" for v in SILENT_ORDER if counts[v])
+        self._silent = ", ".join(f"{counts[v]} {verdict_word(v)}" for v in SILENT_ORDER if counts[v])
         self._update_count()
         self._update_buttons()
 
@@ -226,7 +236,7 @@ class FindingsView(QWidget):
         combo.clear()
         combo.addItem(label, None)
         for v in values:
-            combo.addItem(v or "(no group)", {v})
+            combo.addItem(v or self.tr("(no group)"), {v})
         i = combo.findData(current) if current is not None else 0
         combo.setCurrentIndex(max(0, i))
         combo.blockSignals(False)
@@ -239,8 +249,10 @@ class FindingsView(QWidget):
     def _update_count(self) -> None:
         shown, total = self.model.rowCount(), len(self.model.all_rows())
         acked = sum(1 for f in self.model.all_rows() if self.model.ack(f) is not None)
-        self.count.setText(f"{shown} of {total} shown" + (f" · {acked} acknowledged" if acked else "")
-                           + (f" · nodes not heard from: {self._silent}" if self._silent else ""))
+        self.count.setText(self.tr("{shown} of {total} shown").format(shown=shown, total=total)
+                           + (self.tr(" · {count} acknowledged").format(count=acked) if acked else "")
+                           + (self.tr(" · nodes not heard from: {silent}").format(silent=self._silent)
+                              if self._silent else ""))
 
     def current(self) -> StoredFinding | None:
         i = self.table.currentIndex()

@@ -40,18 +40,19 @@ class FleetView(QWidget):
         super().__init__(parent)
         self.model = FleetTreeModel(self)
         self.filter = QLineEdit(self)
-        self.filter.setPlaceholderText("Filter: node, gpu[01-16] hostlist, model:A100, vendor:amd, driver:535, status:critical…")
+        self.filter.setPlaceholderText(self.tr("Filter: node, gpu[01-16] hostlist, model:A100, vendor:amd, driver:535, "
+                                                "status:critical…"))
         self.filter.setClearButtonEnabled(True)
         self.filter.textChanged.connect(self._on_filter)
-        self.grouped = QCheckBox("Group by group", self)
+        self.grouped = QCheckBox(self.tr("Group by group"), self)
         self.grouped.setChecked(True)
         self.grouped.toggled.connect(self._on_grouped)
-        self.summary = QLabel("reading database…", self)
+        self.summary = QLabel(self.tr("reading database…"), self)
         self.summary.setTextFormat(Qt.TextFormat.RichText)
         self.summary.setWordWrap(True)  # a long drivers list wraps instead of widening the window
-        self.summary.setToolTip("Nodes are counted by their verdict (fail, warn, pass …, as the report judges them), "
-                                "one verdict per node.\nOpen findings are counted one by one: a node with three "
-                                "warnings is one warn node and three warning findings.")
+        self.summary.setToolTip(self.tr("Nodes are counted by their verdict (fail, warn, pass …, as the report judges "
+                                        "them), one verdict per node.\nOpen findings are counted one by one: a node "
+                                        "with three warnings is one warn node and three warning findings."))
         self.tree = QTreeView(self)
         self.tree.setModel(self.model)
         self.model.expanded = self.tree.isExpanded
@@ -227,13 +228,14 @@ class FleetView(QWidget):
         menu = QMenu(self.tree)
         if it.kind == "gpu" and it.gpu is not None:
             gpu = it.gpu
-            act = menu.addAction(f"Intake… (check {gpu.node} GPU {gpu.index})")
-            act.setToolTip("Check this card against its spec and its model's fleet (PASS / CONDITIONAL / REJECT)")
+            act = menu.addAction(self.tr("Intake… (check {node} GPU {index})").format(node=gpu.node, index=gpu.index))
+            act.setToolTip(self.tr("Check this card against its spec and its model's fleet (PASS / CONDITIONAL / "
+                                   "REJECT)"))
             act.triggered.connect(lambda: self.intake_requested.emit(gpu.node, gpu.uuid))
         else:
             node = it.name
-            act = menu.addAction(f"Intake… (cards of {node} new in the last 24 h)")
-            act.setToolTip("Check the node's cards first seen in the last 24 h against their spec and fleet")
+            act = menu.addAction(self.tr("Intake… (cards of {node} new in the last 24 h)").format(node=node))
+            act.setToolTip(self.tr("Check the node's cards first seen in the last 24 h against their spec and fleet"))
             act.triggered.connect(lambda: self.intake_requested.emit(node, ""))
         for hook in self.menu_hooks:  # other actions on the same row (Export evidence…), one menu for all
             hook(menu, it)

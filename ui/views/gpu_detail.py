@@ -12,7 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QDateTime, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QDateTime, Qt, Signal
 from PySide6.QtWidgets import (QButtonGroup, QDateTimeEdit, QDialog, QDialogButtonBox, QFormLayout, QHBoxLayout,
                                QHeaderView, QLabel, QPushButton, QSizePolicy, QSplitter, QStackedWidget, QTableWidget,
                                QTableWidgetItem, QTabWidget, QVBoxLayout, QWidget)
@@ -26,6 +26,7 @@ from storage.history_window import RANGES
 from storage.intake import IntakeRow
 from storage.rows import FleetRow, GpuRow, InventoryChangeRow, NodeRow, PlacementRow
 from ui import format as fmt
+from ui.i18n import QT_TRANSLATE_NOOP, column
 from ui.history_reader import DetailData, HistoryService
 
 if TYPE_CHECKING:  # imported where the plots are first built: pyqtgraph is not needed to open the window
@@ -178,18 +179,42 @@ def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[Placeme
     return [(_when(ts), what, detail) for ts, what, detail in out]
 
 
+_INVENTORY_LABELS = (
+    QT_TRANSLATE_NOOP("Inventory", "Model"),
+    QT_TRANSLATE_NOOP("Inventory", "Vendor"),
+    QT_TRANSLATE_NOOP("Inventory", "Where"),
+    QT_TRANSLATE_NOOP("Inventory", "Card"),
+    QT_TRANSLATE_NOOP("Inventory", "Serial"),
+    QT_TRANSLATE_NOOP("Inventory", "UUID"),
+    QT_TRANSLATE_NOOP("Inventory", "VBIOS"),
+    QT_TRANSLATE_NOOP("Inventory", "Firmware"),
+    QT_TRANSLATE_NOOP("Inventory", "Board part number"),
+    QT_TRANSLATE_NOOP("Inventory", "Driver"),
+    QT_TRANSLATE_NOOP("Inventory", "PCIe max"),
+    QT_TRANSLATE_NOOP("Inventory", "Power min / default / max"),
+    QT_TRANSLATE_NOOP("Inventory", "Power enforced"),
+    QT_TRANSLATE_NOOP("Inventory", "Slowdown / shutdown"),
+    QT_TRANSLATE_NOOP("Inventory", "Memory"),
+    QT_TRANSLATE_NOOP("Inventory", "Nominal spec"),
+    QT_TRANSLATE_NOOP("Inventory", "Spec source"),
+    QT_TRANSLATE_NOOP("Inventory", "First seen"),
+    QT_TRANSLATE_NOOP("Inventory", "State"),
+)
+"""The inventory's labels (inventory_lines keeps them English; the table shows their translation)."""
+
+
 class CustomRangeDialog(QDialog):
     def __init__(self, since: float, until: float, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Custom time range")
+        self.setWindowTitle(self.tr("Custom time range"))
         self.since = QDateTimeEdit(QDateTime.fromSecsSinceEpoch(int(since)))
         self.until = QDateTimeEdit(QDateTime.fromSecsSinceEpoch(int(until)))
         for e in (self.since, self.until):
             e.setCalendarPopup(True)
             e.setDisplayFormat("yyyy-MM-dd HH:mm")
         form = QFormLayout(self)
-        form.addRow("From", self.since)
-        form.addRow("To", self.until)
+        form.addRow(self.tr("From"), self.since)
+        form.addRow(self.tr("To"), self.until)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
@@ -218,7 +243,7 @@ class GpuDetailView(QWidget):
         self.span: tuple[float, float] = (0.0, 0.0)
         self.last: DetailData | None = None
 
-        self.title = QLabel("Select a GPU in the fleet table to see its inventory and history.")
+        self.title = QLabel(self.tr("Select a GPU in the fleet table to see its inventory and history."))
         self.title.setTextFormat(Qt.TextFormat.RichText)
         self.title.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)  # long names never widen the window
         self.status = QLabel("")
@@ -230,9 +255,10 @@ class GpuDetailView(QWidget):
         # 1240×760, which cut "node GPU i — model · nominal …" after the model's first word.
         title_row = QHBoxLayout()
         title_row.addWidget(self.title, 1)
-        self.intake_button = QPushButton("Intake…")
-        self.intake_button.setToolTip("Check this card against its spec and its model's fleet (PASS / CONDITIONAL / "
-                                      "REJECT), store the result with the card and offer its certificate")
+        self.intake_button = QPushButton(self.tr("Intake…"))
+        self.intake_button.setToolTip(self.tr("Check this card against its spec and its model's fleet (PASS / "
+                                              "CONDITIONAL / REJECT), store the result with the card and offer its "
+                                              "certificate"))
         self.intake_button.setEnabled(False)
         self.intake_button.clicked.connect(self._request_intake)
         title_row.addWidget(self.intake_button)
@@ -244,7 +270,7 @@ class GpuDetailView(QWidget):
             b.setChecked(i == DEFAULT_RANGE)
             self.range_buttons.addButton(b, i)
             top.addWidget(b)
-        custom = QPushButton("Custom…")
+        custom = QPushButton(self.tr("Custom…"))
         custom.setCheckable(True)
         self.range_buttons.addButton(custom, len(RANGES))
         top.addWidget(custom)
@@ -252,7 +278,7 @@ class GpuDetailView(QWidget):
 
         self.inventory = QTableWidget(0, 2)
         self.changes = QTableWidget(0, 3)
-        self.changes.setHorizontalHeaderLabels(["When", "Change", "Detail"])
+        self.changes.setHorizontalHeaderLabels([column("When"), column("Change"), column("Detail")])
         for t in (self.inventory, self.changes):
             t.verticalHeader().setVisible(False)
             t.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -263,13 +289,13 @@ class GpuDetailView(QWidget):
         # A narrow pane cuts the middle of a UUID or bus id, not its distinguishing end (the tooltip has it all).
         self.inventory.setTextElideMode(Qt.TextElideMode.ElideMiddle)
         self.inventory.setRowCount(1)  # until a GPU is chosen, say so instead of an empty white pane
-        self.inventory.setItem(0, 1, QTableWidgetItem("select a GPU to see its inventory"))
+        self.inventory.setItem(0, 1, QTableWidgetItem(self.tr("select a GPU to see its inventory")))
         side = QTabWidget()
-        side.addTab(self.inventory, "Inventory")
-        side.addTab(self.changes, "Changes")
+        side.addTab(self.inventory, self.tr("Inventory"))
+        side.addTab(self.changes, self.tr("Changes"))
         self.side = side
         self._plot: HistoryPlots | None = None  # built on first use: see :attr:`plot`
-        self.placeholder = QLabel("Select a GPU in the fleet table to see its history.")
+        self.placeholder = QLabel(self.tr("Select a GPU in the fleet table to see its history."))
         self.placeholder.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.placeholder.setStyleSheet("color: #546e7a; font-size: 13pt;")
         self.stack = QStackedWidget()
@@ -340,7 +366,7 @@ class GpuDetailView(QWidget):
         self.intake_button.setEnabled(True)
         self._set_title(card_spec(self.spec_book, None, row))
         if self.stack.currentWidget() is self.placeholder:
-            self.placeholder.setText("reading the history…")
+            self.placeholder.setText(self.tr("reading the history…"))
         elif row.uuid != getattr(self.last, "uuid", None):
             # The previous card's readout must not stay above plots that are about to change (its plots are
             # replaced when the read answers: clearing them first would cost a repaint of the whole stack).
@@ -366,16 +392,16 @@ class GpuDetailView(QWidget):
         if not self.uuid:
             return
         self.span = self.range_span()
-        self.status.setText("reading…")
+        self.status.setText(self.tr("reading…"))
         self.service.request_detail(self.uuid, *self.span)
 
     # -- answers ---------------------------------------------------------------------
 
     def _on_failed(self, message: str) -> None:
-        self.status.setText(f"cannot read the history: {message}")
+        self.status.setText(self.tr("cannot read the history: {message}").format(message=message))
         self.status.setToolTip(self.status.text())  # a long message is cut at the range buttons
         if self.last is None or self.last.uuid != self.uuid:
-            self.plot.clear("cannot read the history")  # never another card's plots under this card's title
+            self.plot.clear(self.tr("cannot read the history"))  # never another card's plots under this card's title
 
     def _on_loaded(self, data: DetailData) -> None:
         if data.uuid != self.uuid or (data.since, data.until) != self.span or self.row is None:
@@ -411,7 +437,7 @@ class GpuDetailView(QWidget):
         lines = inventory_lines(data.gpu if data else None, self.row, self.spec_book, data.node if data else None)
         self.inventory.setRowCount(len(lines))
         for r, (label, text) in enumerate(lines):
-            a = QTableWidgetItem(label)
+            a = QTableWidgetItem(QCoreApplication.translate("Inventory", label))
             a.setForeground(Qt.GlobalColor.darkGray)
             b = QTableWidgetItem(text)
             b.setToolTip(text)
@@ -427,7 +453,7 @@ class GpuDetailView(QWidget):
                 item.setToolTip(text)
                 self.changes.setItem(r, c, item)
         shown = len(data.changes) + len(data.intakes) + len(data.slurm) if data else 0
-        self.side.setTabText(1, f"Changes ({shown})" if shown else "Changes")
+        self.side.setTabText(1, self.tr("Changes ({count})").format(count=shown) if shown else self.tr("Changes"))
 
     def shutdown(self) -> None:
         """Stop the reader thread (the main window calls this when it closes)."""

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt, QTimer, Signal
+from PySide6.QtCore import (QAbstractItemModel, QCoreApplication, QModelIndex, QPersistentModelIndex, Qt, QTimer,
+                            Signal)
 from PySide6.QtGui import QBrush, QColor, QShowEvent
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
                                QPushButton, QSplitter, QTableView, QTabWidget, QTextBrowser,
@@ -26,6 +27,7 @@ from fleetmon.health.verdict import VERDICTS
 from fleetmon.health.findings import Finding
 from storage.signoffs import SignoffRow
 from ui import format as fmt
+from ui.i18n import QT_TRANSLATE_NOOP, column, severity_text, verdict_word
 from ui.inspection_worker import Inspection, Jobs, inspect, sign_off
 from ui.models.base import RowsTableModel
 from ui.views.save_html import save_html_dialog, write_html
@@ -49,9 +51,11 @@ def ack_text(ack: Mapping[str, Any] | None) -> str:
     """"acknowledged by ann: fan ordered", "snoozed until …: note", or "" for none."""
     if not ack:
         return ""
-    who = f" by {ack['by']}" if ack.get("by") else ""
-    head = f"snoozed{who} until {_when(ack['until'])}" if ack.get("until") else f"acknowledged{who}"
-    return f"{head}: {ack.get('note') or '(no note)'}"
+    who = QCoreApplication.translate("ChecklistModel", " by {name}").format(name=ack["by"]) if ack.get("by") else ""
+    head = (QCoreApplication.translate("ChecklistModel", "snoozed{who} until {time}").format(
+        who=who, time=_when(ack["until"])) if ack.get("until")
+        else QCoreApplication.translate("ChecklistModel", "acknowledged{who}").format(who=who))
+    return f"{head}: {ack.get('note') or QCoreApplication.translate('ChecklistModel', '(no note)')}"
 
 
 # -- the checklist: nodes with their open findings ---------------------------------------
@@ -154,7 +158,7 @@ class ChecklistModel(QAbstractItemModel):
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
                    role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return CHECK_COLUMNS[section]
+            return column(CHECK_COLUMNS[section])
         return None
 
     def flags(self, index: Index) -> Qt.ItemFlag:
@@ -184,13 +188,15 @@ class ChecklistModel(QAbstractItemModel):
         if role == Qt.ItemDataRole.DisplayRole:
             if f is None:
                 acked = sum(1 for c in it.children if c.ack)
-                return (it.node, it.verdict.upper(),
-                        f"{len(it.children)} open" if it.children else fmt.DASH,
+                return (it.node, verdict_word(it.verdict).upper(),
+                        self.tr("{count} open").format(count=len(it.children)) if it.children else fmt.DASH,
                         ", ".join(dict.fromkeys(c.finding.kind for c in it.children if c.finding)) or fmt.DASH,
-                        f"{acked} of {len(it.children)}" if acked else "")[col]
+                        self.tr("{acked} of {count}").format(acked=acked, count=len(it.children)) if acked
+                        else "")[col]
             where = f.where()
             short = where[len(f.node):].strip() if where.startswith(f.node) else where  # the parent names the node
-            return (short or "node", str(f.severity), f.kind, f.summary, ack_text(it.ack))[col]
+            return (short or self.tr("node"), severity_text(str(f.severity)), f.kind, f.summary,
+                    ack_text(it.ack))[col]
         if role == Qt.ItemDataRole.CheckStateRole and f is None and col == 0:
             return Qt.CheckState.Checked if it.node in self._checked else Qt.CheckState.Unchecked
         if role == Qt.ItemDataRole.ForegroundRole:
@@ -237,6 +243,9 @@ def change_rows(result: Any) -> list[ChangeRow]:
     return out
 
 
+_CHANGE_WORDS = (QT_TRANSLATE_NOOP("Change", "new"), QT_TRANSLATE_NOOP("Change", "worsened"),
+                 QT_TRANSLATE_NOOP("Change", "resolved"), QT_TRANSLATE_NOOP("Change", "inventory"))
+"""The Change column's words, for lupdate (the rows keep them in English)."""
 CHANGE_COLORS = {"new": "#c62828", "worsened": "#ef6c00", "resolved": "#2e7d32", "inventory": "#1565c0"}
 
 
@@ -254,7 +263,8 @@ class ChangesModel(RowsTableModel[ChangeRow]):
         r = self._rows[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             when = time.strftime("%m-%d %H:%M", time.gmtime(float(r.when))) if r.when else fmt.DASH
-            return (r.change, r.severity, r.where, r.kind, when, r.summary)[index.column()]
+            return (QCoreApplication.translate("Change", r.change), severity_text(r.severity), r.where, r.kind,
+                    when, r.summary)[index.column()]
         if role == Qt.ItemDataRole.ForegroundRole:
             if index.column() == 0:
                 return QBrush(QColor(CHANGE_COLORS.get(r.change, "#757575")))
@@ -298,18 +308,18 @@ class InspectionView(QWidget):
         self._retry.setInterval(int(self.RETRY_EMPTY_S * 1000))
         self._retry.timeout.connect(self._retry_if_shown)
 
-        self.run_button = QPushButton("Run inspection", self)
-        self.run_button.setToolTip("Judge the window back to the last sign-off (at least 24 h) again")
+        self.run_button = QPushButton(self.tr("Run inspection"), self)
+        self.run_button.setToolTip(self.tr("Judge the window back to the last sign-off (at least 24 h) again"))
         self.run_button.clicked.connect(self.run_inspection)
-        self.print_button = QPushButton("Print…", self)
+        self.print_button = QPushButton(self.tr("Print…"), self)
         self.print_button.clicked.connect(self.print_report)
-        self.save_button = QPushButton("Save HTML…", self)
+        self.save_button = QPushButton(self.tr("Save HTML…"), self)
         self.save_button.clicked.connect(self.save_html_dialog)
-        self.headline = QLabel("Not run yet", self)
+        self.headline = QLabel(self.tr("Not run yet"), self)
         self.headline.setTextFormat(Qt.TextFormat.RichText)
         self.headline.setWordWrap(True)
-        self.headline.setToolTip("The fleet's status, then its nodes counted by verdict (one per node); the "
-                                 "checklist below lists each node's open findings.")
+        self.headline.setToolTip(self.tr("The fleet's status, then its nodes counted by verdict (one per node); "
+                                         "the checklist below lists each node's open findings."))
         self.baseline_label = QLabel("", self)
         self.baseline_label.setWordWrap(True)
 
@@ -325,7 +335,7 @@ class InspectionView(QWidget):
         for i, w in enumerate((135, 70, 140, 320)):
             header.resizeSection(i, w)
         self.tree_fitter = ColumnFitter(self.tree, flexible=(3,), minimum={0: 150})  # the summary takes the rest
-        self.check_all = QPushButton("Tick all", self)
+        self.check_all = QPushButton(self.tr("Tick all"), self)
         self.check_all.clicked.connect(lambda: self.checklist.set_all_checked(True))
 
         self.changes = ChangesModel(self)
@@ -342,18 +352,18 @@ class InspectionView(QWidget):
         for i, w in enumerate((62, 62, 125, 135, 82)):
             ch.resizeSection(i, w)
         self.changes_fitter = ColumnFitter(self.changes_table, flexible=(5,))
-        self.changes_label = QLabel("What changed since the last sign-off", self)
+        self.changes_label = QLabel(self.tr("What changed since the last sign-off"), self)
 
         self.browser = QTextBrowser(self)
         self.browser.setOpenLinks(False)
 
         self.name = QLineEdit(self)
-        self.name.setPlaceholderText("your name")
+        self.name.setPlaceholderText(self.tr("your name"))
         self.name.setText(_user())
         self.name.setMaximumWidth(180)
         self.note = QLineEdit(self)
-        self.note.setPlaceholderText("note (optional): what you did, what to watch")
-        self.sign_button = QPushButton("Sign off", self)
+        self.note.setPlaceholderText(self.tr("note (optional): what you did, what to watch"))
+        self.sign_button = QPushButton(self.tr("Sign off"), self)
         self.sign_button.setEnabled(False)
         self.sign_button.clicked.connect(self.sign_off)
         self.name.textChanged.connect(lambda _: self._update_buttons())
@@ -368,7 +378,7 @@ class InspectionView(QWidget):
         lv = QVBoxLayout(left)
         lv.setContentsMargins(0, 0, 0, 0)
         lrow = QHBoxLayout()
-        lrow.addWidget(QLabel("Checklist: tick each node as you review it", left), 1)
+        lrow.addWidget(QLabel(self.tr("Checklist: tick each node as you review it"), left), 1)
         lrow.addWidget(self.check_all)
         lv.addLayout(lrow)
         lv.addWidget(self.tree, 1)
@@ -384,10 +394,10 @@ class InspectionView(QWidget):
         self.splitter.addWidget(right)
         self.splitter.setSizes([330, 250])
         self.tabs = QTabWidget(self)
-        self.tabs.addTab(self.splitter, "Checklist")
-        self.tabs.addTab(self.browser, "Report (printable)")
+        self.tabs.addTab(self.splitter, self.tr("Checklist"))
+        self.tabs.addTab(self.browser, self.tr("Report (printable)"))
         form = QHBoxLayout()
-        form.addWidget(QLabel("Sign off as", self))
+        form.addWidget(QLabel(self.tr("Sign off as"), self))
         form.addWidget(self.name)
         form.addWidget(self.note, 1)
         form.addWidget(self.sign_button)
@@ -414,7 +424,7 @@ class InspectionView(QWidget):
     def run_inspection(self) -> None:
         """Start the inspection on the job thread (a second request while one runs is queued behind it)."""
         self._ran_at = time.monotonic()
-        self.headline.setText("Running the inspection…")
+        self.headline.setText(self.tr("Running the inspection…"))
         path, now, group, fleet = self.db_path, self.clock(), self.group, self.fleet_file
         self.jobs.submit(lambda: inspect(path, now, group, fleet), self._on_inspection, self._on_failed)
 
@@ -427,30 +437,37 @@ class InspectionView(QWidget):
         self.changes.set_rows(rows)
         counts = {v: list(r.verdicts.values()).count(v) for v in VERDICTS}
         color = VERDICT_COLORS.get(r.status, "#757575")
-        parts = [f"{counts[v]} {v}" for v in VERDICTS if counts[v]]
-        self.headline.setText(
-            f"<b style='color:{color}'>{r.status.upper()}</b> · {fmt.plural(len(r.verdicts), 'node')} "
-            f"({', '.join(parts) or 'none'}) · window {_when(r.since)} .. {_when(r.now)} UTC")
+        parts = [f"{counts[v]} {verdict_word(v)}" for v in VERDICTS if counts[v]]
+        nodes = len(r.verdicts)
+        self.headline.setText(self.tr("{status} · {nodes} ({verdicts}) · window {since} .. {until} UTC").format(
+            status=f"<b style='color:{color}'>{verdict_word(r.status).upper()}</b>",
+            nodes=self.tr("1 node") if nodes == 1 else self.tr("{count} nodes").format(count=nodes),
+            verdicts=self.tr(", ").join(parts) or self.tr("none"), since=_when(r.since), until=_when(r.now)))
         b = insp.baseline
         if b is None:
-            self.baseline_label.setText("No sign-off yet: every open finding counts as new. Sign off below to set "
-                                        "the baseline for the next inspection.")
-            self.changes_label.setText(f"What changed: no sign-off to compare with ({len(rows)} rows)")
+            self.baseline_label.setText(self.tr("No sign-off yet: every open finding counts as new. Sign off below "
+                                                "to set the baseline for the next inspection."))
+            self.changes_label.setText(self.tr("What changed: no sign-off to compare with ({count} rows)").format(
+                count=len(rows)))
         else:
             note = f" — “{b.note}”" if b.note else ""
-            self.baseline_label.setText(f"Compared with the sign-off by {b.name} at {_when(b.ts)} UTC{note}.")
-            self.changes_label.setText(
-                f"Since the sign-off by {b.name} at {_when(b.ts)} UTC: {len(r.new)} new, {len(r.worsened)} worsened, "
-                f"{len(r.resolved)} resolved, {len(r.summary.get('inventory_changes') or [])} inventory changes")
+            self.baseline_label.setText(self.tr("Compared with the sign-off by {name} at {time} UTC{note}.").format(
+                name=b.name, time=_when(b.ts), note=note))
+            self.changes_label.setText(self.tr(
+                "Since the sign-off by {name} at {time} UTC: {new} new, {worsened} worsened, {resolved} resolved, "
+                "{inventory} inventory changes").format(
+                name=b.name, time=_when(b.ts), new=len(r.new), worsened=len(r.worsened), resolved=len(r.resolved),
+                inventory=len(r.summary.get('inventory_changes') or [])))
         self.browser.setHtml(insp.html)
         if not r.verdicts:
-            self.headline.setText(self.headline.text() + " · no nodes in the database yet")
+            self.headline.setText(self.headline.text() + self.tr(" · no nodes in the database yet"))
             self._retry.start()
         self._update_buttons()
         self.inspection_shown.emit(insp)
 
     def _on_failed(self, message: str) -> None:
-        self.headline.setText(f"<b style='color:#c62828'>The inspection failed:</b> {_escape(message)}")
+        self.headline.setText(self.tr("<b style='color:#c62828'>The inspection failed:</b> {message}").format(
+            message=_escape(message)))
         self._update_buttons()
         self.failed.emit(message)
 
@@ -489,7 +506,7 @@ class InspectionView(QWidget):
 
         printer = QPrinter(QPrinter.PrinterMode.HighResolution)
         dialog = QPrintDialog(printer, self)
-        dialog.setWindowTitle("Print the inspection")
+        dialog.setWindowTitle(self.tr("Print the inspection"))
         if dialog.exec() == QPrintDialog.DialogCode.Accepted:
             self.print_to(printer)
 
@@ -501,7 +518,7 @@ class InspectionView(QWidget):
 
     def save_html_dialog(self) -> None:
         if self.inspection is not None:
-            save_html_dialog(self, self.inspection.html, title="Save the inspection as HTML",
+            save_html_dialog(self, self.inspection.html, title=self.tr("Save the inspection as HTML"),
                              stem="fleetmon-inspection", now=self.inspection.result.now)
 
 

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QGroupBox, QHB
 from fleetmon import hostlist
 from fleetmon.health.findings import Finding
 from ui import format as fmt
+from ui.i18n import QT_TRANSLATE_NOOP
 from ui.inspection_worker import Jobs, Review, review
 from ui.models.base import RowsTableModel
 from ui.views.save_html import save_html_dialog, write_html
@@ -35,8 +36,9 @@ if TYPE_CHECKING:  # the review's job imports the engine: the window opens witho
 Index = QModelIndex | QPersistentModelIndex
 
 GO_COLORS = {"go": "#2e7d32", "no-go": "#c62828"}
-HINT = "Each node's ECC, retired pages, power and Xid history appears here, side by side, after a review."
-STALE_HINT = "Out of date: press Review for the nodes' history with the current input."
+HINT = QT_TRANSLATE_NOOP("PrerunView", "Each node's ECC, retired pages, power and Xid history appears here, side by "
+                         "side, after a review.")
+STALE_HINT = QT_TRANSLATE_NOOP("PrerunView", "Out of date: press Review for the nodes' history with the current input.")
 DEFAULT_DAYS = 14.0
 
 
@@ -298,13 +300,14 @@ class PrerunView(QWidget):
         self.cards: list[NodeCard] = []
 
         self.nodes = QLineEdit(self)
-        self.nodes.setPlaceholderText("Slurm hostlist, e.g. gpu[01-16,20],dgx[1-4]")
+        self.nodes.setPlaceholderText(self.tr("Slurm hostlist, e.g. gpu[01-16,20],dgx[1-4]"))
         self.nodes.setClearButtonEnabled(True)
         self.nodes.textChanged.connect(self._on_text)
         self.nodes.textChanged.connect(self._on_input_changed)
         self.nodes.returnPressed.connect(self.run_review)
-        self.from_fleet = QPushButton("Use fleet selection", self)
-        self.from_fleet.setToolTip("The nodes selected in the fleet view (select rows there, Ctrl/Shift-click)")
+        self.from_fleet = QPushButton(self.tr("Use fleet selection"), self)
+        self.from_fleet.setToolTip(self.tr("The nodes selected in the fleet view (select rows there, "
+                                           "Ctrl/Shift-click)"))
         self.from_fleet.clicked.connect(self.use_selection)
         self.from_fleet.setEnabled(selection is not None)
         self.days = QDoubleSpinBox(self)
@@ -313,23 +316,24 @@ class PrerunView(QWidget):
         self.days.setValue(DEFAULT_DAYS)
         self.days.setSuffix(" days")
         self.days.valueChanged.connect(self._on_input_changed)
-        self.run_button = QPushButton("Review", self)
+        self.run_button = QPushButton(self.tr("Review"), self)
         self.run_button.clicked.connect(self.run_review)
         self.parsed = QLabel("", self)
-        self.verdict = QLabel("Type a hostlist or use the fleet selection, then Review.", self)
+        self.verdict = QLabel(self.tr("Type a hostlist or use the fleet selection, then Review."), self)
         self.verdict.setTextFormat(Qt.TextFormat.RichText)
         self.exclude = QLineEdit(self)
         self.exclude.setReadOnly(True)
-        self.exclude.setPlaceholderText("no-go nodes appear here")
-        self.copy_button = QPushButton("Copy exclude list", self)
-        self.copy_button.setToolTip("The no-go nodes in Slurm hostlist form, for sbatch --exclude")
+        self.exclude.setPlaceholderText(self.tr("no-go nodes appear here"))
+        self.copy_button = QPushButton(self.tr("Copy exclude list"), self)
+        self.copy_button.setToolTip(self.tr("The no-go nodes in Slurm hostlist form, for sbatch --exclude"))
         self.copy_button.clicked.connect(self.copy_exclude)
-        self.drain_button = QPushButton("Drain the no-go nodes", self)
-        self.drain_button.setToolTip("Drain the no-go nodes in Slurm, each with its reasons (asks first; recorded)")
+        self.drain_button = QPushButton(self.tr("Drain the no-go nodes"), self)
+        self.drain_button.setToolTip(self.tr("Drain the no-go nodes in Slurm, each with its reasons (asks first; "
+                                             "recorded)"))
         self.drain_button.clicked.connect(self.drain_no_go)
         self.drain_button.setVisible(False)  # shown when the app offers Slurm (ui.slurm_action.install)
         self.slurm_enabled = False
-        self.save_button = QPushButton("Save as HTML…", self)
+        self.save_button = QPushButton(self.tr("Save as HTML…"), self)
         self.save_button.clicked.connect(self.save_html_dialog)
 
         self.go_model = GoNoGoModel(self)
@@ -351,7 +355,7 @@ class PrerunView(QWidget):
         self.strip = QWidget(self)
         self.strip_layout = QHBoxLayout(self.strip)
         self.strip_layout.setContentsMargins(0, 0, 0, 0)
-        self.hint = QLabel(HINT, self.strip)
+        self.hint = QLabel(self.tr(HINT), self.strip)
         self.hint.setStyleSheet("color: palette(mid)")
         self.strip_layout.addWidget(self.hint)
         self.strip_layout.addStretch(1)
@@ -361,15 +365,15 @@ class PrerunView(QWidget):
         self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAsNeeded)
 
         pick = QHBoxLayout()
-        pick.addWidget(QLabel("Nodes", self))
+        pick.addWidget(QLabel(self.tr("Nodes"), self))
         pick.addWidget(self.nodes, 1)
         pick.addWidget(self.from_fleet)
-        pick.addWidget(QLabel("Window", self))
+        pick.addWidget(QLabel(self.tr("Window"), self))
         pick.addWidget(self.days)
         pick.addWidget(self.run_button)
         out = QHBoxLayout()
         out.addWidget(self.verdict)
-        out.addWidget(QLabel("Exclude:", self))
+        out.addWidget(QLabel(self.tr("Exclude:"), self))
         out.addWidget(self.exclude, 1)
         out.addWidget(self.copy_button)
         out.addWidget(self.drain_button)
@@ -397,7 +401,7 @@ class PrerunView(QWidget):
         try:
             names = parse_nodes(text)
         except ValueError as exc:
-            self.parsed.setText(f"Not a hostlist: {exc}")
+            self.parsed.setText(self.tr("Not a hostlist: {error}").format(error=exc))
             self.parsed.setStyleSheet("color: #c62828")
             self.run_button.setEnabled(False)
             return
@@ -410,7 +414,7 @@ class PrerunView(QWidget):
         """Fill the hostlist with the fleet view's selected nodes (compressed)."""
         names = nodes_of(self.selection()) if self.selection is not None else []
         if not names:
-            self.parsed.setText("Nothing is selected in the fleet view: select nodes or GPUs there first.")
+            self.parsed.setText(self.tr("Nothing is selected in the fleet view: select nodes or GPUs there first."))
             self.parsed.setStyleSheet("color: #ef6c00")
             return
         self.nodes.setText(hostlist.compress_lenient(names))
@@ -422,13 +426,13 @@ class PrerunView(QWidget):
         try:
             names = parse_nodes(text)
         except ValueError as exc:
-            self._on_failed(f"not a hostlist: {exc}")
+            self._on_failed(self.tr("not a hostlist: {error}").format(error=exc))
             return
         if not names:
-            self._on_failed("no nodes: type a hostlist or use the fleet selection")
+            self._on_failed(self.tr("no nodes: type a hostlist or use the fleet selection"))
             return
         path, now, days, fleet_file = self.db_path, self.clock(), float(self.days.value()), self.fleet_file
-        self._invalidate("Reviewing…")  # the previous verdict is not this input's
+        self._invalidate(self.tr("Reviewing…"))  # the previous verdict is not this input's
         self._asked_input = self._input()
         self.run_button.setEnabled(False)
         self.jobs.submit(lambda: review(path, now, names, days, fleet_file), self._on_review, self._on_failed)
@@ -445,7 +449,8 @@ class PrerunView(QWidget):
         nogo = len(r.no_go)
         self.verdict.setText(
             f"<b style='color:{GO_COLORS['no-go' if nogo else 'go']}'>GO {len(r.go)} · NO-GO {nogo}</b> "
-            f"· {r.days:g} days to {time.strftime('%Y-%m-%d %H:%M', time.gmtime(r.now))} UTC"
+            + self.tr("· {days} days to {time} UTC").format(
+                days=f"{r.days:g}", time=time.strftime('%Y-%m-%d %H:%M', time.gmtime(r.now)))
             + (f" · {_escape(_vendors_text(r))}" if any(v != "nvidia" for v in r.vendors.values()) else ""))
         self._set_cards(r.nodes, r.findings)
         self.go_model.set_stale(False)
@@ -462,7 +467,7 @@ class PrerunView(QWidget):
         self.cards = []
         self.hint.setVisible(not nodes)
         if nodes:
-            self.hint.setText(HINT)
+            self.hint.setText(self.tr(HINT))
         for i, n in enumerate(sorted(nodes, key=lambda n: (n.go, hostlist.sort_key(n.name)))):
             card = NodeCard(n, findings, self.strip)
             self.strip_layout.insertWidget(i, card)
@@ -476,9 +481,10 @@ class PrerunView(QWidget):
         self.go_model.set_stale(False)
         self.exclude.clear()
         self._set_cards([], [])
-        self.hint.setText(HINT)
+        self.hint.setText(self.tr(HINT))
         self.go_table.setEnabled(True)
-        self.verdict.setText(f"<b style='color:#c62828'>Review failed:</b> {_escape(message)}")
+        self.verdict.setText(self.tr("<b style='color:#c62828'>Review failed:</b> {message}").format(
+            message=_escape(message)))
         self._update_buttons()
         self.failed.emit(message)
 
@@ -497,9 +503,9 @@ class PrerunView(QWidget):
         self.go_model.set_stale(True)
         self.go_table.setEnabled(False)
         self._set_cards([], [])  # the nodes' history tables read as live: gone until the next review
-        self.hint.setText(STALE_HINT)
-        self.verdict.setText(message or "<b style='color:#ef6c00'>Out of date:</b> the nodes or the window "
-                                        "changed since this review; Review again.")
+        self.hint.setText(self.tr(STALE_HINT))
+        self.verdict.setText(message or self.tr("<b style='color:#ef6c00'>Out of date:</b> the nodes or the "
+                                                "window changed since this review; Review again."))
         self._update_buttons()
 
     def set_slurm(self, text: Callable[[str], str | None]) -> None:
@@ -565,7 +571,7 @@ class PrerunView(QWidget):
 
     def save_html_dialog(self) -> None:
         if self.review is not None:
-            save_html_dialog(self, self.review.html, title="Save the pre-run review as HTML",
+            save_html_dialog(self, self.review.html, title=self.tr("Save the pre-run review as HTML"),
                              stem="fleetmon-prerun", now=self.review.result.now)
 
 

@@ -38,8 +38,8 @@ class VersionsView(QWidget):
         for i, w in enumerate(WIDTHS[:len(COLUMNS)]):
             header.resizeSection(i, w)
         self.table.clicked.connect(self.show_cell)
-        self.caption = QLabel("★ marks the group's baseline (its expected version, else the majority); "
-                              "tinted cells have outliers. Click a cell for its nodes (listed below).", self)
+        self.caption = QLabel(self.tr("★ marks the group's baseline (its expected version, else the majority); "
+                                      "tinted cells have outliers. Click a cell for its nodes (listed below)."), self)
         self.caption.setWordWrap(True)
         self.nodes = QListWidget(self)
         self.nodes.itemActivated.connect(self._on_node)
@@ -62,8 +62,8 @@ class VersionsView(QWidget):
         self._cell: tuple[int, int] | None = None
 
     def _hint(self) -> None:
-        hint = QListWidgetItem("Click a cell of the matrix to list the nodes behind each version; "
-                               "double-click a node to show it in the fleet view.")
+        hint = QListWidgetItem(self.tr("Click a cell of the matrix to list the nodes behind each version; "
+                                       "double-click a node to show it in the fleet view."))
         hint.setFlags(Qt.ItemFlag.NoItemFlags)
         self.nodes.clear()
         self.nodes.setWordWrap(True)

@@ -1,0 +1,1104 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN">
+<context>
+    <name>AckDialog</name>
+    <message>
+        <source>Snooze finding</source>
+        <translation>暂缓问题</translation>
+    </message>
+    <message>
+        <source>Acknowledge finding</source>
+        <translation>确认问题</translation>
+    </message>
+    <message>
+        <source>why (ticket, planned fix…)</source>
+        <translation>原因（工单、计划修复…）</translation>
+    </message>
+    <message>
+        <source>Note:</source>
+        <translation>备注：</translation>
+    </message>
+    <message>
+        <source>Until:</source>
+        <translation>截止：</translation>
+    </message>
+    <message>
+        <source>Holds until the finding worsens (its severity rises).</source>
+        <translation>在问题加重（级别升高）之前一直有效。</translation>
+    </message>
+</context>
+<context>
+    <name>Change</name>
+    <message>
+        <source>new</source>
+        <translation>新增</translation>
+    </message>
+    <message>
+        <source>worsened</source>
+        <translation>加重</translation>
+    </message>
+    <message>
+        <source>resolved</source>
+        <translation>已恢复</translation>
+    </message>
+    <message>
+        <source>inventory</source>
+        <translation>资产变更</translation>
+    </message>
+</context>
+<context>
+    <name>ChecklistModel</name>
+    <message>
+        <source> by {name}</source>
+        <translation>（{name}）</translation>
+    </message>
+    <message>
+        <source>snoozed{who} until {time}</source>
+        <translation>已暂缓{who}至 {time}</translation>
+    </message>
+    <message>
+        <source>acknowledged{who}</source>
+        <translation>已确认{who}</translation>
+    </message>
+    <message>
+        <source>{count} open</source>
+        <translation>{count} 个未关闭</translation>
+    </message>
+    <message>
+        <source>{acked} of {count}</source>
+        <translation>{acked} / {count}</translation>
+    </message>
+    <message>
+        <source>node</source>
+        <translation>节点</translation>
+    </message>
+</context>
+<context>
+    <name>Column</name>
+    <message>
+        <source>Node</source>
+        <translation>节点</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Model</source>
+        <translation>型号</translation>
+    </message>
+    <message>
+        <source>Vendor</source>
+        <translation>厂商</translation>
+    </message>
+    <message>
+        <source>Driver</source>
+        <translation>驱动</translation>
+    </message>
+    <message>
+        <source>Temp</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>Power / limit</source>
+        <translation>功耗 / 上限</translation>
+    </message>
+    <message>
+        <source>Util</source>
+        <translation>利用率</translation>
+    </message>
+    <message>
+        <source>Last seen</source>
+        <translation>最后上报</translation>
+    </message>
+    <message>
+        <source>Status</source>
+        <translation>状态</translation>
+    </message>
+    <message>
+        <source>Health</source>
+        <translation>健康</translation>
+    </message>
+    <message>
+        <source>Intake</source>
+        <translation>验收</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>Severity</source>
+        <translation>级别</translation>
+    </message>
+    <message>
+        <source>Kind</source>
+        <translation>类型</translation>
+    </message>
+    <message>
+        <source>Since</source>
+        <translation>起始</translation>
+    </message>
+    <message>
+        <source>Last evidence</source>
+        <translation>最新证据</translation>
+    </message>
+    <message>
+        <source>Action</source>
+        <translation>处理建议</translation>
+    </message>
+    <message>
+        <source>Evidence</source>
+        <translation>证据</translation>
+    </message>
+    <message>
+        <source>Acknowledged</source>
+        <translation>已确认</translation>
+    </message>
+    <message>
+        <source>Group</source>
+        <translation>分组</translation>
+    </message>
+    <message>
+        <source>Nodes</source>
+        <translation>节点数</translation>
+    </message>
+    <message>
+        <source>GPUs</source>
+        <translation>GPU 数</translation>
+    </message>
+    <message>
+        <source>CUDA driver / runtime</source>
+        <translation>CUDA 驱动 / 运行时</translation>
+    </message>
+    <message>
+        <source>VBIOS</source>
+        <translation>VBIOS</translation>
+    </message>
+    <message>
+        <source>Firmware</source>
+        <translation>固件</translation>
+    </message>
+    <message>
+        <source>Node / finding</source>
+        <translation>节点 / 问题</translation>
+    </message>
+    <message>
+        <source>Verdict</source>
+        <translation>结论</translation>
+    </message>
+    <message>
+        <source>Summary</source>
+        <translation>摘要</translation>
+    </message>
+    <message>
+        <source>Change</source>
+        <translation>变化</translation>
+    </message>
+    <message>
+        <source>Where</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>When (UTC)</source>
+        <translation>时间（UTC）</translation>
+    </message>
+    <message>
+        <source>Reasons</source>
+        <translation>原因</translation>
+    </message>
+    <message>
+        <source>Slurm</source>
+        <translation>Slurm</translation>
+    </message>
+    <message>
+        <source>What</source>
+        <translation>项目</translation>
+    </message>
+    <message>
+        <source>Value</source>
+        <translation>值</translation>
+    </message>
+    <message>
+        <source>Cards</source>
+        <translation>卡数</translation>
+    </message>
+    <message>
+        <source>Days</source>
+        <translation>天数</translation>
+    </message>
+    <message>
+        <source>When</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>Detail</source>
+        <translation>详情</translation>
+    </message>
+</context>
+<context>
+    <name>CustomRangeDialog</name>
+    <message>
+        <source>Custom time range</source>
+        <translation>自定义时间范围</translation>
+    </message>
+    <message>
+        <source>From</source>
+        <translation>从</translation>
+    </message>
+    <message>
+        <source>To</source>
+        <translation>到</translation>
+    </message>
+</context>
+<context>
+    <name>EvidenceExport</name>
+    <message>
+        <source>Export &amp;evidence…</source>
+        <translation>导出证据(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>Write the card&apos;s RMA / return evidence: history, Xids, pages, findings and plots (zip)</source>
+        <translation>写出该卡的 RMA / 退货证据：历史、Xid、退役页、问题和曲线图（zip）</translation>
+    </message>
+    <message>
+        <source>a card only (not a node)</source>
+        <translation>仅限单卡（不是节点）</translation>
+    </message>
+    <message>
+        <source>an export is running</source>
+        <translation>正在导出</translation>
+    </message>
+</context>
+<context>
+    <name>FindingsTable</name>
+    <message>
+        <source>snoozed until {time}</source>
+        <translation>暂缓至 {time}</translation>
+    </message>
+    <message>
+        <source>acknowledged</source>
+        <translation>已确认</translation>
+    </message>
+</context>
+<context>
+    <name>FindingsView</name>
+    <message>
+        <source>{node} GPU {index}</source>
+        <translation>{node} GPU {index}</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{severity} {kind}&lt;/b&gt; on {where}</source>
+        <translation>&lt;b&gt;{severity} {kind}&lt;/b&gt;，位于 {where}</translation>
+    </message>
+    <message>
+        <source>All severities</source>
+        <translation>全部级别</translation>
+    </message>
+    <message>
+        <source>Critical</source>
+        <translation>严重</translation>
+    </message>
+    <message>
+        <source>Warning and worse</source>
+        <translation>警告及以上</translation>
+    </message>
+    <message>
+        <source>Info</source>
+        <translation>提示</translation>
+    </message>
+    <message>
+        <source>Show acknowledged</source>
+        <translation>显示已确认</translation>
+    </message>
+    <message>
+        <source>Acknowledge…</source>
+        <translation>确认…</translation>
+    </message>
+    <message>
+        <source>Snooze…</source>
+        <translation>暂缓…</translation>
+    </message>
+    <message>
+        <source>Clear ack</source>
+        <translation>取消确认</translation>
+    </message>
+    <message>
+        <source>Clear the acknowledgement or snooze of the selected finding</source>
+        <translation>取消所选问题的确认或暂缓</translation>
+    </message>
+    <message>
+        <source>Resolve…</source>
+        <translation>处理完成…</translation>
+    </message>
+    <message>
+        <source>Resolve as an operator&apos;s act: card replaced, reseated, driver updated …</source>
+        <translation>记录运维处置：换卡、重新插拔、升级驱动 …</translation>
+    </message>
+    <message>
+        <source>All kinds</source>
+        <translation>全部类型</translation>
+    </message>
+    <message>
+        <source>All groups</source>
+        <translation>全部分组</translation>
+    </message>
+    <message>
+        <source>(no group)</source>
+        <translation>（无分组）</translation>
+    </message>
+    <message>
+        <source>{shown} of {total} shown</source>
+        <translation>显示 {shown} / {total}</translation>
+    </message>
+    <message>
+        <source> · {count} acknowledged</source>
+        <translation> · {count} 已确认</translation>
+    </message>
+    <message>
+        <source> · nodes not heard from: {silent}</source>
+        <translation> · 失联节点：{silent}</translation>
+    </message>
+</context>
+<context>
+    <name>FleetSummary</name>
+    <message>
+        <source>&lt;b&gt;1&lt;/b&gt; node ({verdicts})</source>
+        <translation>&lt;b&gt;1&lt;/b&gt; 个节点（{verdicts}）</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{count}&lt;/b&gt; nodes ({verdicts})</source>
+        <translation>&lt;b&gt;{count}&lt;/b&gt; 个节点（{verdicts}）</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;1&lt;/b&gt; GPU</source>
+        <translation>&lt;b&gt;1&lt;/b&gt; 张 GPU</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{count}&lt;/b&gt; GPUs</source>
+        <translation>&lt;b&gt;{count}&lt;/b&gt; 张 GPU</translation>
+    </message>
+    <message>
+        <source>open findings: {critical} critical, {warning} warning</source>
+        <translation>未关闭问题：{critical} 严重，{warning} 警告</translation>
+    </message>
+    <message>
+        <source>{count} acknowledged</source>
+        <translation>{count} 已确认</translation>
+    </message>
+    <message>
+        <source>drivers: {drivers}</source>
+        <translation>驱动：{drivers}</translation>
+    </message>
+</context>
+<context>
+    <name>FleetView</name>
+    <message>
+        <source>Filter: node, gpu[01-16] hostlist, model:A100, vendor:amd, driver:535, status:critical…</source>
+        <translation>筛选：节点、gpu[01-16] 主机列表、model:A100、vendor:amd、driver:535、status:critical…</translation>
+    </message>
+    <message>
+        <source>Group by group</source>
+        <translation>按分组显示</translation>
+    </message>
+    <message>
+        <source>reading database…</source>
+        <translation>正在读取数据库…</translation>
+    </message>
+    <message>
+        <source>Nodes are counted by their verdict (fail, warn, pass …, as the report judges them), one verdict per node.
+Open findings are counted one by one: a node with three warnings is one warn node and three warning findings.</source>
+        <translation>节点按结论计数（不通过、警告、通过 …，与报告的判定一致），每个节点一个结论。
+未关闭问题逐个计数：一个有三个警告的节点算一个警告节点、三个警告问题。</translation>
+    </message>
+    <message>
+        <source>Intake… (check {node} GPU {index})</source>
+        <translation>验收…（检查 {node} GPU {index}）</translation>
+    </message>
+    <message>
+        <source>Check this card against its spec and its model&apos;s fleet (PASS / CONDITIONAL / REJECT)</source>
+        <translation>对照规格和同型号卡检查这张卡（PASS / CONDITIONAL / REJECT）</translation>
+    </message>
+    <message>
+        <source>Intake… (cards of {node} new in the last 24 h)</source>
+        <translation>验收…（{node} 上 24 小时内新上架的卡）</translation>
+    </message>
+    <message>
+        <source>Check the node&apos;s cards first seen in the last 24 h against their spec and fleet</source>
+        <translation>对照规格和同型号卡检查该节点 24 小时内首次出现的卡</translation>
+    </message>
+</context>
+<context>
+    <name>GpuDetailView</name>
+    <message>
+        <source>Select a GPU in the fleet table to see its inventory and history.</source>
+        <translation>在集群表中选择一张 GPU，查看其资产清单和历史。</translation>
+    </message>
+    <message>
+        <source>Intake…</source>
+        <translation>验收…</translation>
+    </message>
+    <message>
+        <source>Check this card against its spec and its model&apos;s fleet (PASS / CONDITIONAL / REJECT), store the result with the card and offer its certificate</source>
+        <translation>对照规格和同型号卡检查这张卡（PASS / CONDITIONAL / REJECT），结果随卡保存并可出具验收证书</translation>
+    </message>
+    <message>
+        <source>Custom…</source>
+        <translation>自定义…</translation>
+    </message>
+    <message>
+        <source>select a GPU to see its inventory</source>
+        <translation>选择一张 GPU 查看其资产清单</translation>
+    </message>
+    <message>
+        <source>Inventory</source>
+        <translation>资产清单</translation>
+    </message>
+    <message>
+        <source>Changes</source>
+        <translation>变更记录</translation>
+    </message>
+    <message>
+        <source>Select a GPU in the fleet table to see its history.</source>
+        <translation>在集群表中选择一张 GPU 查看其历史。</translation>
+    </message>
+    <message>
+        <source>reading the history…</source>
+        <translation>正在读取历史…</translation>
+    </message>
+    <message>
+        <source>reading…</source>
+        <translation>读取中…</translation>
+    </message>
+    <message>
+        <source>cannot read the history: {message}</source>
+        <translation>无法读取历史：{message}</translation>
+    </message>
+    <message>
+        <source>cannot read the history</source>
+        <translation>无法读取历史</translation>
+    </message>
+    <message>
+        <source>Changes ({count})</source>
+        <translation>变更记录（{count}）</translation>
+    </message>
+</context>
+<context>
+    <name>InspectionView</name>
+    <message>
+        <source>Run inspection</source>
+        <translation>执行巡检</translation>
+    </message>
+    <message>
+        <source>Judge the window back to the last sign-off (at least 24 h) again</source>
+        <translation>重新判定自上次签字确认以来（至少 24 小时）的情况</translation>
+    </message>
+    <message>
+        <source>Print…</source>
+        <translation>打印…</translation>
+    </message>
+    <message>
+        <source>Save HTML…</source>
+        <translation>保存 HTML…</translation>
+    </message>
+    <message>
+        <source>Not run yet</source>
+        <translation>尚未执行</translation>
+    </message>
+    <message>
+        <source>The fleet&apos;s status, then its nodes counted by verdict (one per node); the checklist below lists each node&apos;s open findings.</source>
+        <translation>集群状态，以及按结论统计的节点数（每个节点一个结论）；下方检查单列出每个节点的未关闭问题。</translation>
+    </message>
+    <message>
+        <source>Tick all</source>
+        <translation>全部勾选</translation>
+    </message>
+    <message>
+        <source>What changed since the last sign-off</source>
+        <translation>自上次签字确认以来的变化</translation>
+    </message>
+    <message>
+        <source>your name</source>
+        <translation>你的姓名</translation>
+    </message>
+    <message>
+        <source>note (optional): what you did, what to watch</source>
+        <translation>备注（可选）：做了什么、需关注什么</translation>
+    </message>
+    <message>
+        <source>Sign off</source>
+        <translation>签字确认</translation>
+    </message>
+    <message>
+        <source>Checklist: tick each node as you review it</source>
+        <translation>检查单：逐个节点核查后勾选</translation>
+    </message>
+    <message>
+        <source>Checklist</source>
+        <translation>检查单</translation>
+    </message>
+    <message>
+        <source>Report (printable)</source>
+        <translation>巡检报告（可打印）</translation>
+    </message>
+    <message>
+        <source>Sign off as</source>
+        <translation>签字人</translation>
+    </message>
+    <message>
+        <source>Running the inspection…</source>
+        <translation>正在巡检…</translation>
+    </message>
+    <message>
+        <source>{status} · {nodes} ({verdicts}) · window {since} .. {until} UTC</source>
+        <translation>{status} · {nodes}（{verdicts}）· 时间窗口 {since} .. {until} UTC</translation>
+    </message>
+    <message>
+        <source>1 node</source>
+        <translation>1 个节点</translation>
+    </message>
+    <message>
+        <source>{count} nodes</source>
+        <translation>{count} 个节点</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>，</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>No sign-off yet: every open finding counts as new. Sign off below to set the baseline for the next inspection.</source>
+        <translation>尚无签字确认：所有未关闭问题都算作新增。在下方签字确认，作为下次巡检的基线。</translation>
+    </message>
+    <message>
+        <source>What changed: no sign-off to compare with ({count} rows)</source>
+        <translation>变化：没有可对比的签字确认（{count} 行）</translation>
+    </message>
+    <message>
+        <source>Compared with the sign-off by {name} at {time} UTC{note}.</source>
+        <translation>对比 {name} 于 {time} UTC 的签字确认{note}。</translation>
+    </message>
+    <message>
+        <source>Since the sign-off by {name} at {time} UTC: {new} new, {worsened} worsened, {resolved} resolved, {inventory} inventory changes</source>
+        <translation>自 {name} 于 {time} UTC 签字确认以来：新增 {new}，加重 {worsened}，已恢复 {resolved}，资产变更 {inventory}</translation>
+    </message>
+    <message>
+        <source> · no nodes in the database yet</source>
+        <translation> · 数据库中还没有节点</translation>
+    </message>
+    <message>
+        <source>&lt;b style=&apos;color:#c62828&apos;&gt;The inspection failed:&lt;/b&gt; {message}</source>
+        <translation>&lt;b style=&apos;color:#c62828&apos;&gt;巡检失败：&lt;/b&gt;{message}</translation>
+    </message>
+    <message>
+        <source>Print the inspection</source>
+        <translation>打印巡检报告</translation>
+    </message>
+    <message>
+        <source>Save the inspection as HTML</source>
+        <translation>将巡检报告保存为 HTML</translation>
+    </message>
+</context>
+<context>
+    <name>Inventory</name>
+    <message>
+        <source>Model</source>
+        <translation>型号</translation>
+    </message>
+    <message>
+        <source>Vendor</source>
+        <translation>厂商</translation>
+    </message>
+    <message>
+        <source>Where</source>
+        <translation>位置</translation>
+    </message>
+    <message>
+        <source>Card</source>
+        <translation>板卡</translation>
+    </message>
+    <message>
+        <source>Serial</source>
+        <translation>序列号</translation>
+    </message>
+    <message>
+        <source>UUID</source>
+        <translation>UUID</translation>
+    </message>
+    <message>
+        <source>VBIOS</source>
+        <translation>VBIOS</translation>
+    </message>
+    <message>
+        <source>Firmware</source>
+        <translation>固件</translation>
+    </message>
+    <message>
+        <source>Board part number</source>
+        <translation>板卡料号</translation>
+    </message>
+    <message>
+        <source>Driver</source>
+        <translation>驱动</translation>
+    </message>
+    <message>
+        <source>PCIe max</source>
+        <translation>PCIe 最高</translation>
+    </message>
+    <message>
+        <source>Power min / default / max</source>
+        <translation>功耗 最小 / 默认 / 最大</translation>
+    </message>
+    <message>
+        <source>Power enforced</source>
+        <translation>实际功耗上限</translation>
+    </message>
+    <message>
+        <source>Slowdown / shutdown</source>
+        <translation>降频 / 关机温度</translation>
+    </message>
+    <message>
+        <source>Memory</source>
+        <translation>显存</translation>
+    </message>
+    <message>
+        <source>Nominal spec</source>
+        <translation>标称规格</translation>
+    </message>
+    <message>
+        <source>Spec source</source>
+        <translation>规格来源</translation>
+    </message>
+    <message>
+        <source>First seen</source>
+        <translation>首次出现</translation>
+    </message>
+    <message>
+        <source>State</source>
+        <translation>状态</translation>
+    </message>
+</context>
+<context>
+    <name>InventoryExport</name>
+    <message>
+        <source>&amp;Export inventory…</source>
+        <translation>导出资产清单(&amp;E)…</translation>
+    </message>
+    <message>
+        <source>Write the inventory sheet (XLSX, CSV or JSON)</source>
+        <translation>写出资产清单表（XLSX、CSV 或 JSON）</translation>
+    </message>
+</context>
+<context>
+    <name>InventoryPrint</name>
+    <message>
+        <source>&amp;Print inventory…</source>
+        <translation>打印资产清单(&amp;P)…</translation>
+    </message>
+    <message>
+        <source>Print the inventory sheet, or save it as PDF (landscape, by section)</source>
+        <translation>打印资产清单表，或保存为 PDF（横向，按分组）</translation>
+    </message>
+</context>
+<context>
+    <name>MainWindow</name>
+    <message>
+        <source>&amp;File</source>
+        <translation>文件(&amp;F)</translation>
+    </message>
+    <message>
+        <source>&amp;View</source>
+        <translation>视图(&amp;V)</translation>
+    </message>
+    <message>
+        <source>Fleet</source>
+        <translation>集群</translation>
+    </message>
+    <message>
+        <source>Findings</source>
+        <translation>问题</translation>
+    </message>
+    <message>
+        <source>Versions</source>
+        <translation>版本</translation>
+    </message>
+    <message>
+        <source>Filter: node, gpu[01-16] hostlist, model:A100, vendor:amd, driver:535, status:critical…</source>
+        <translation>筛选：节点、gpu[01-16] 主机列表、model:A100、vendor:amd、driver:535、status:critical…</translation>
+    </message>
+    <message>
+        <source>All GPUs</source>
+        <translation>全部 GPU</translation>
+    </message>
+    <message>
+        <source>Derating</source>
+        <translation>降额</translation>
+    </message>
+    <message>
+        <source>Inspection</source>
+        <translation>巡检</translation>
+    </message>
+    <message>
+        <source>Pre-run</source>
+        <translation>训练前检查</translation>
+    </message>
+    <message>
+        <source>reading database…</source>
+        <translation>正在读取数据库…</translation>
+    </message>
+    <message>
+        <source>&amp;Quit</source>
+        <translation>退出(&amp;Q)</translation>
+    </message>
+    <message>
+        <source>&amp;Refresh</source>
+        <translation>刷新(&amp;R)</translation>
+    </message>
+    <message>
+        <source>&amp;Find…</source>
+        <translation>查找(&amp;F)…</translation>
+    </message>
+    <message>
+        <source>&amp;Collector</source>
+        <translation>采集(&amp;C)</translation>
+    </message>
+    <message>
+        <source>&amp;Poll now</source>
+        <translation>立即采集(&amp;P)</translation>
+    </message>
+    <message>
+        <source>Pa&amp;use collecting</source>
+        <translation>暂停采集(&amp;U)</translation>
+    </message>
+    <message>
+        <source>this window does not collect (no --fleet, or another collector writes)</source>
+        <translation>本窗口不采集（未指定 --fleet，或另有采集进程在写入）</translation>
+    </message>
+    <message>
+        <source>&amp;Language</source>
+        <translation>语言(&amp;L)</translation>
+    </message>
+    <message>
+        <source>language: {name}</source>
+        <translation>语言：{name}</translation>
+    </message>
+    <message>
+        <source>language: {name}, from the next start of fleetmon</source>
+        <translation>语言：{name}，下次启动 fleetmon 时生效</translation>
+    </message>
+    <message>
+        <source>poll requested</source>
+        <translation>已请求采集</translation>
+    </message>
+    <message>
+        <source>collector: none</source>
+        <translation>采集：无</translation>
+    </message>
+    <message>
+        <source>collector: PAUSED</source>
+        <translation>采集：已暂停</translation>
+    </message>
+    <message>
+        <source>, {count} {verdict}</source>
+        <translation>，{count} {verdict}</translation>
+    </message>
+    <message>
+        <source>{state} · last poll {age} · nodes: {fail} fail, {unreachable} unreachable{silent} · {critical}</source>
+        <translation>{state} · 上次采集 {age} · 节点：{fail} 不通过，{unreachable} 不可达{silent} · {critical}</translation>
+    </message>
+    <message>
+        <source>1 critical finding</source>
+        <translation>1 个严重问题</translation>
+    </message>
+    <message>
+        <source>{count} critical findings</source>
+        <translation>{count} 个严重问题</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>，</translation>
+    </message>
+    <message>
+        <source>{count} {verdict}</source>
+        <translation>{count} {verdict}</translation>
+    </message>
+    <message>
+        <source>{gpus} on {nodes} ({silent}) · newest sample {age}</source>
+        <translation>{nodes}上共 {gpus}（{silent}）· 最新数据 {age}</translation>
+    </message>
+    <message>
+        <source>1 GPU</source>
+        <translation>1 张 GPU</translation>
+    </message>
+    <message>
+        <source>{count} GPUs</source>
+        <translation>{count} 张 GPU</translation>
+    </message>
+    <message>
+        <source>1 node</source>
+        <translation>1 个节点</translation>
+    </message>
+    <message>
+        <source>{count} nodes</source>
+        <translation>{count} 个节点</translation>
+    </message>
+    <message>
+        <source>Findings ({count}, {critical} crit)</source>
+        <translation>问题（{count}，{critical} 严重）</translation>
+    </message>
+    <message>
+        <source>GPU {uuid} is not in the fleet any more</source>
+        <translation>GPU {uuid} 已不在集群中</translation>
+    </message>
+    <message>
+        <source>intake of {target} running…</source>
+        <translation>正在验收 {target}…</translation>
+    </message>
+    <message>
+        <source>intake of {node}: </source>
+        <translation>{node} 验收：</translation>
+    </message>
+    <message>
+        <source>cannot read the database: {message}</source>
+        <translation>无法读取数据库：{message}</translation>
+    </message>
+</context>
+<context>
+    <name>PrerunView</name>
+    <message>
+        <source>Each node&apos;s ECC, retired pages, power and Xid history appears here, side by side, after a review.</source>
+        <translation>检查后，这里并排显示每个节点的 ECC、退役页、功耗和 Xid 历史。</translation>
+    </message>
+    <message>
+        <source>Out of date: press Review for the nodes&apos; history with the current input.</source>
+        <translation>已过期：按“检查”以当前输入查看节点历史。</translation>
+    </message>
+    <message>
+        <source>Slurm hostlist, e.g. gpu[01-16,20],dgx[1-4]</source>
+        <translation>Slurm 主机列表，如 gpu[01-16,20],dgx[1-4]</translation>
+    </message>
+    <message>
+        <source>Use fleet selection</source>
+        <translation>使用集群视图中的选择</translation>
+    </message>
+    <message>
+        <source>The nodes selected in the fleet view (select rows there, Ctrl/Shift-click)</source>
+        <translation>集群视图中选中的节点（在那里选择行，Ctrl/Shift 点击）</translation>
+    </message>
+    <message>
+        <source>Review</source>
+        <translation>检查</translation>
+    </message>
+    <message>
+        <source>Type a hostlist or use the fleet selection, then Review.</source>
+        <translation>输入主机列表或使用集群视图中的选择，然后点“检查”。</translation>
+    </message>
+    <message>
+        <source>no-go nodes appear here</source>
+        <translation>不可用节点显示在这里</translation>
+    </message>
+    <message>
+        <source>Copy exclude list</source>
+        <translation>复制排除列表</translation>
+    </message>
+    <message>
+        <source>The no-go nodes in Slurm hostlist form, for sbatch --exclude</source>
+        <translation>不可用节点的 Slurm 主机列表，用于 sbatch --exclude</translation>
+    </message>
+    <message>
+        <source>Drain the no-go nodes</source>
+        <translation>下线 (drain) 不可用节点</translation>
+    </message>
+    <message>
+        <source>Drain the no-go nodes in Slurm, each with its reasons (asks first; recorded)</source>
+        <translation>在 Slurm 中下线 (drain) 不可用节点，附各自原因（先确认；有记录）</translation>
+    </message>
+    <message>
+        <source>Save as HTML…</source>
+        <translation>保存为 HTML…</translation>
+    </message>
+    <message>
+        <source>Nodes</source>
+        <translation>节点</translation>
+    </message>
+    <message>
+        <source>Window</source>
+        <translation>时间窗口</translation>
+    </message>
+    <message>
+        <source>Exclude:</source>
+        <translation>排除：</translation>
+    </message>
+    <message>
+        <source>Not a hostlist: {error}</source>
+        <translation>不是主机列表：{error}</translation>
+    </message>
+    <message>
+        <source>Nothing is selected in the fleet view: select nodes or GPUs there first.</source>
+        <translation>集群视图中没有选择：请先在那里选择节点或 GPU。</translation>
+    </message>
+    <message>
+        <source>not a hostlist: {error}</source>
+        <translation>不是主机列表：{error}</translation>
+    </message>
+    <message>
+        <source>no nodes: type a hostlist or use the fleet selection</source>
+        <translation>没有节点：请输入主机列表或使用集群视图中的选择</translation>
+    </message>
+    <message>
+        <source>Reviewing…</source>
+        <translation>正在检查…</translation>
+    </message>
+    <message>
+        <source>· {days} days to {time} UTC</source>
+        <translation>· {days} 天，截至 {time} UTC</translation>
+    </message>
+    <message>
+        <source>&lt;b style=&apos;color:#c62828&apos;&gt;Review failed:&lt;/b&gt; {message}</source>
+        <translation>&lt;b style=&apos;color:#c62828&apos;&gt;检查失败：&lt;/b&gt;{message}</translation>
+    </message>
+    <message>
+        <source>&lt;b style=&apos;color:#ef6c00&apos;&gt;Out of date:&lt;/b&gt; the nodes or the window changed since this review; Review again.</source>
+        <translation>&lt;b style=&apos;color:#ef6c00&apos;&gt;已过期：&lt;/b&gt;节点或时间窗口在本次检查后已改变；请重新检查。</translation>
+    </message>
+    <message>
+        <source>Save the pre-run review as HTML</source>
+        <translation>将训练前检查保存为 HTML</translation>
+    </message>
+</context>
+<context>
+    <name>ResolveDialog</name>
+    <message>
+        <source>Resolve finding</source>
+        <translation>关闭问题</translation>
+    </message>
+    <message>
+        <source>what was done (RMA number, part, ticket…)</source>
+        <translation>做了什么（RMA 编号、部件、工单…）</translation>
+    </message>
+    <message>
+        <source>Resolved because:</source>
+        <translation>处理方式：</translation>
+    </message>
+    <message>
+        <source>Note:</source>
+        <translation>备注：</translation>
+    </message>
+    <message>
+        <source>Closes this episode and keeps it in the card&apos;s history; if the fault comes back it reopens as a recurrence.</source>
+        <translation>关闭本次问题并保留在该卡的历史中；故障再次出现时作为复发重新打开。</translation>
+    </message>
+</context>
+<context>
+    <name>Severity</name>
+    <message>
+        <source>critical</source>
+        <translation>严重</translation>
+    </message>
+    <message>
+        <source>warning</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <source>info</source>
+        <translation>提示</translation>
+    </message>
+</context>
+<context>
+    <name>SlurmAction</name>
+    <message>
+        <source>Drain {node} in Slurm…</source>
+        <translation>在 Slurm 中下线 (drain) {node}…</translation>
+    </message>
+    <message>
+        <source>Take the node out of scheduling (asks first; recorded)</source>
+        <translation>让节点退出调度（先确认；有记录）</translation>
+    </message>
+    <message>
+        <source>Resume {node} in Slurm…</source>
+        <translation>在 Slurm 中恢复 (resume) {node}…</translation>
+    </message>
+    <message>
+        <source>Return the drained node to service (asks first; recorded)</source>
+        <translation>让已下线的节点恢复服务（先确认；有记录）</translation>
+    </message>
+</context>
+<context>
+    <name>Verdict</name>
+    <message>
+        <source>pass</source>
+        <translation>通过</translation>
+    </message>
+    <message>
+        <source>warn</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <source>fail</source>
+        <translation>不通过</translation>
+    </message>
+    <message>
+        <source>unreachable</source>
+        <translation>不可达</translation>
+    </message>
+    <message>
+        <source>stale</source>
+        <translation>数据过期</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+</context>
+<context>
+    <name>VersionsModel</name>
+    <message>
+        <source>(no group)</source>
+        <translation>（无分组）</translation>
+    </message>
+    <message>
+        <source>baseline</source>
+        <translation>基线</translation>
+    </message>
+    <message>
+        <source>outlier</source>
+        <translation>不一致</translation>
+    </message>
+    <message>
+        <source>no version reported</source>
+        <translation>未上报版本</translation>
+    </message>
+</context>
+<context>
+    <name>VersionsView</name>
+    <message>
+        <source>★ marks the group&apos;s baseline (its expected version, else the majority); tinted cells have outliers. Click a cell for its nodes (listed below).</source>
+        <translation>★ 标出分组的基线版本（指定的期望版本，否则为多数版本）；着色的单元格有不一致的节点。点击单元格在下方列出其节点。</translation>
+    </message>
+    <message>
+        <source>Click a cell of the matrix to list the nodes behind each version; double-click a node to show it in the fleet view.</source>
+        <translation>点击矩阵中的单元格，列出每个版本对应的节点；双击节点在集群视图中显示。</translation>
+    </message>
+</context>
+<context>
+    <name>app</name>
+    <message>
+        <source>fleetmon: no such database</source>
+        <translation>fleetmon：数据库不存在</translation>
+    </message>
+    <message>
+        <source>There is no database at
+{path}
+
+Create an empty fleetmon database there?</source>
+        <translation>以下位置没有数据库：
+{path}
+
+在此创建一个空的 fleetmon 数据库吗？</translation>
+    </message>
+</context>
+</TS>
