@@ -2,6 +2,7 @@
 #   make demo   set up and run the app on a built-in simulated fleet
 #   make test   set up, type-check (mypy, config in pyproject.toml) and run the whole test suite
 #   make agent-pyz  build the single-file node agent dist/fleetmon-agent.pyz (docs/install-node.md)
+#   make i18n-update  extract the core's marked strings into its .po catalogs (docs/i18n.md)
 # Each creates .venv, installs what it needs and is safe to run again.
 
 PYTHON ?= python3
@@ -9,7 +10,11 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test bench venv clean agent-pyz app deps-test deps-demo
+.PHONY: demo test bench venv clean agent-pyz app deps-test deps-demo i18n i18n-update
+
+# The core's gettext catalogs (docs/i18n.md): each .po in the repository compiled to the .mo beside it.
+PO := $(wildcard fleetmon/locale/*/LC_MESSAGES/fleetmon.po)
+MO := $(PO:.po=.mo)
 
 # System packages first (each target its own list; quick when all are installed), then the venv.
 deps-test:
@@ -24,9 +29,20 @@ $(STAMP): pyproject.toml
 	@$(BIN)/python -m pip install -q -e '.[app,test]'
 	@touch $(STAMP)
 
-venv: $(STAMP)
+venv: $(STAMP) i18n
 
-demo: deps-demo $(STAMP)
+fleetmon/locale/%/LC_MESSAGES/fleetmon.mo: fleetmon/locale/%/LC_MESSAGES/fleetmon.po $(STAMP)
+	$(BIN)/pybabel -q compile -D fleetmon -l $* -i $< -o $@
+
+i18n: $(MO)
+
+i18n-update: $(STAMP)
+	@mkdir -p build
+	$(BIN)/pybabel -q extract -F babel.cfg -k N_ -k ngettext:1,2 --no-location --sort-output \
+		--project fleetmon -o build/fleetmon.pot .
+	$(BIN)/pybabel -q update -D fleetmon -d fleetmon/locale -i build/fleetmon.pot --no-fuzzy-matching --ignore-obsolete
+
+demo: deps-demo $(STAMP) i18n
 	$(BIN)/fleetmon demo
 
 # mypy first: a type error fails the target before the (slower) tests run. Two pytest-xdist
@@ -34,7 +50,7 @@ demo: deps-demo $(STAMP)
 # pytest-randomly shuffles the order on every run and the summary prints its seed: repeat an order
 # with `-p randomly --randomly-seed=N`, or add `-p no:randomly` for file order. The 15 slowest tests are listed
 # (the suite must stay under 10 minutes on 2 cores).
-test: deps-test $(STAMP)
+test: deps-test $(STAMP) i18n
 	$(BIN)/python -m mypy
 	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
@@ -46,7 +62,7 @@ agent-pyz:
 	$(PYTHON) packaging/build_agent_pyz.py -o dist/fleetmon-agent.pyz
 
 # The workstation app as one folder, dist/fleetmon/fleetmon (PyInstaller recipe: packaging/fleetmon.spec).
-app: $(STAMP)
+app: $(STAMP) i18n
 	$(BIN)/python -m pip install -q pyinstaller
 	$(BIN)/pyinstaller --noconfirm packaging/fleetmon.spec
 	dist/fleetmon/fleetmon --version

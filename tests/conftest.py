@@ -13,10 +13,15 @@ from pathlib import Path
 
 import pytest
 
+from fleetmon import i18n
+
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # Qt's settings (and anything else that follows XDG) of this run and its subprocesses go to a folder of
 # the run's own, never the user's ~/.config; the UI tests narrow it to one folder per test.
 _CONFIG_HOME = os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="fleetmon-tests-config-")
+# The CLI (and its subprocesses) speak English whatever the machine's LANG: tests that check
+# a translation ask for it (--lang, FLEETMON_LANG in a test's own environment, set_language).
+os.environ["FLEETMON_LANG"] = "en"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -40,13 +45,15 @@ def _restore_process_state() -> Iterator[None]:
     The window freezes the heap (``ui.shell``: ``gc.freeze``) and ``ui.app.run_gui`` takes SIGINT and
     SIGTERM; a later test that counts frozen objects or sends itself a signal must not see either. Also
     the collector's enabled state and thresholds, the environment, the working directory and
-    ``sys.excepthook``. (``monkeypatch`` undoes what a test patches on purpose; this is for what the
-    code under test changes as a side effect.)
+    ``sys.excepthook`` and the language of ``fleetmon.i18n``. (``monkeypatch`` undoes what a test patches on
+    purpose; this is for what the code under test changes as a side effect.)
     """
     enabled, thresholds = gc.isenabled(), gc.get_threshold()
     handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
     environ, cwd, excepthook = dict(os.environ), os.getcwd(), sys.excepthook
     yield
+    if i18n.current_language() != "en":  # a CLI run with --lang, or a test's set_language
+        i18n.set_language("en")
     if gc.get_freeze_count():
         gc.unfreeze()
     (gc.enable if enabled else gc.disable)()

@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from fleetmon import __version__
+from fleetmon import __version__, i18n
 from fleetmon.cli import (agent, collect, demo, evidence, export, fleet, gui, import_smi, intake, notify, preflight, report,
                           resolve, slurm, xid)
 from fleetmon.errors import KnownError
@@ -28,6 +28,10 @@ _COMMANDS = (agent, collect, gui, demo, xid, fleet, report, preflight, intake, r
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fleetmon", description="GPU fleet inventory and health monitor.")
     parser.add_argument("--version", action="version", version=f"fleetmon {__version__}")
+    parser.add_argument("--lang", metavar="LANG", choices=i18n.SUPPORTED, default=None,
+                        help="language of reports, findings, exports and messages: "
+                             f"{', '.join(i18n.SUPPORTED)} (default: FLEETMON_LANG, then LC_ALL, LC_MESSAGES, LANG; "
+                             "JSON output stays English)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for command in _COMMANDS:
         command.add_parser(sub)
@@ -44,6 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         if exc.code == 2 and words and words[0] in ("report", "preflight", "intake"):
             raise SystemExit(1) from None
         raise
+    i18n.set_language(args.lang or i18n.language_from_environment())
     func = getattr(args, "func", None)
     if func is None:
         parser.print_help()

@@ -235,6 +235,10 @@ def render(parser: argparse.ArgumentParser | None = None) -> str:
     lines = [HEADER, "## Commands", "", "| command | what |", "|---|---|"]
     lines += [f"| [`{prog}`](#{_anchor(prog)}) | {_cell(_expand(h))} |" for prog, h, _ in _walk(parser)]
     lines.append("")
+    top = [a for a in parser._optionals._group_actions if _shown(a)]
+    if top:
+        lines += ["## Global options", "", "Given before the command (`fleetmon --lang zh_CN report ...`):", ""]
+        lines += _table(parser, top) + [""]
     for prog, help_text, p in _walk(parser):
         lines += _section(prog, help_text, p, 2 if prog.count(" ") == 1 else 3)
     return "\n".join(lines).rstrip("\n") + "\n"

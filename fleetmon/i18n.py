@@ -1,0 +1,133 @@
+"""Translation of the core's user-visible text (gettext catalogs, docs/i18n.md).
+
+Mark text with :func:`_` (or :func:`ngettext` for counts) where it is shown, with NAMED
+placeholders filled after translation, so that a translation may reorder the values::
+
+    _("{count} GPUs lost on {node}").format(count=n, node=name)
+
+Text built at import time (module-level tables) is marked with :func:`N_` (a no-op that the
+extractor sees) and translated with ``_(text)`` where it is shown.
+
+Catalogs: ``fleetmon/locale/<lang>/LC_MESSAGES/fleetmon.po`` in the repository; the ``.mo``
+beside it is compiled by ``make i18n`` (run by ``make venv``/``test``/``app``). When the ``.mo``
+is missing or older than the ``.po`` and Babel is installed (the ``app`` extra), the ``.po`` is
+compiled in memory, so a wheel (which carries both) and a fresh checkout work either way. Without
+either (a GPU node with the standard library alone) the text stays English.
+
+The language is "en" until :func:`set_language` is called: the CLI sets it from ``--lang`` or
+:func:`language_from_environment`, the GUI from its setting. Identifiers that users search for
+(finding kinds, Xid codes, throttle-reason names, node and GPU names, JSON keys, CLI flags) are
+never marked.
+"""
+
+from __future__ import annotations
+
+import gettext
+import io
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "_", "ngettext", "set_language", "current_language",
+           "language_from_environment", "normalize_language"]
+
+SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
+"""The languages fleetmon speaks: English (the source text) and Simplified Chinese."""
+
+DOMAIN = "fleetmon"
+LOCALE_DIR = Path(__file__).resolve().parent / "locale"
+
+_lock = threading.Lock()
+_language = "en"
+_translations: gettext.NullTranslations = gettext.NullTranslations()
+
+
+def N_(message: str) -> str:
+    """Mark text for extraction without translating it now (module-level tables): ``_(text)`` at use."""
+    return message
+
+
+def _(message: str) -> str:
+    """``message`` in the current language (itself when untranslated or the language is English)."""
+    return _translations.gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The singular or plural form for ``n`` in the current language (Chinese has one form)."""
+    return _translations.ngettext(singular, plural, n)
+
+
+def normalize_language(code: str | None) -> str:
+    """A locale name as the environment spells it -> one of :data:`SUPPORTED` ("en" for anything untranslated).
+
+    "zh_CN.UTF-8", "zh_CN", "zh-CN", "zh", "zh_SG" and "zh_Hans" give "zh_CN"; Traditional Chinese
+    (zh_TW, zh_HK, zh_Hant) has no catalog and gives "en", as do "C", "POSIX" and the empty string.
+    """
+    if not code:
+        return "en"
+    base = code.split(".", 1)[0].split("@", 1)[0].replace("-", "_").strip()
+    parts = base.split("_")
+    lang = parts[0].lower()
+    if lang != "zh":
+        return "en"
+    rest = {p.lower() for p in parts[1:]}
+    if rest & {"tw", "hk", "mo", "hant"}:
+        return "en"
+    return "zh_CN"
+
+
+def language_from_environment(environ: Mapping[str, str] | None = None) -> str:
+    """The language the environment asks for: FLEETMON_LANG, then LC_ALL, LC_MESSAGES, LANG (the first set)."""
+    env = os.environ if environ is None else environ
+    for name in ("FLEETMON_LANG", "LC_ALL", "LC_MESSAGES", "LANG"):
+        value = env.get(name, "")
+        if value:
+            return normalize_language(value)
+    return "en"
+
+
+def _load(language: str) -> gettext.NullTranslations:
+    if language == "en":
+        return gettext.NullTranslations()
+    folder = LOCALE_DIR / language / "LC_MESSAGES"
+    po, mo = folder / f"{DOMAIN}.po", folder / f"{DOMAIN}.mo"
+    mo_fresh = mo.is_file() and (not po.is_file() or mo.stat().st_mtime >= po.stat().st_mtime)
+    if not mo_fresh and po.is_file():
+        compiled = _compile_in_memory(po, language)
+        if compiled is not None:
+            return compiled
+    if mo.is_file():
+        with mo.open("rb") as handle:
+            return gettext.GNUTranslations(handle)
+    return gettext.NullTranslations()
+
+
+def _compile_in_memory(po: Path, language: str) -> gettext.GNUTranslations | None:
+    """The .po compiled with Babel (None without Babel: a node with the standard library alone)."""
+    try:
+        from babel.messages.mofile import write_mo
+        from babel.messages.pofile import read_po
+    except ImportError:
+        return None
+    with po.open("rb") as handle:
+        catalog = read_po(handle, locale=language, domain=DOMAIN)
+    buffer = io.BytesIO()
+    write_mo(buffer, catalog)
+    buffer.seek(0)
+    return gettext.GNUTranslations(buffer)
+
+
+def set_language(code: str | None) -> str:
+    """Speak ``code`` from now on (normalised; None or an untranslated language: English); returns what was set."""
+    global _language, _translations
+    language = normalize_language(code)
+    with _lock:
+        _translations = _load(language)
+        _language = language
+    return language
+
+
+def current_language() -> str:
+    """The language set last: "en" or "zh_CN"."""
+    return _language
