@@ -29,8 +29,8 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "_", "ngettext", "set_language", "current_language",
-           "language_from_environment", "normalize_language"]
+__all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "localized", "ngettext", "set_language",
+           "current_language", "language_from_environment", "normalize_language"]
 
 SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
 """The languages fleetmon speaks: English (the source text) and Simplified Chinese."""
@@ -46,6 +46,52 @@ _translations: gettext.NullTranslations = gettext.NullTranslations()
 def N_(message: str) -> str:
     """Mark text for extraction without translating it now (module-level tables): ``_(text)`` at use."""
     return message
+
+
+class Text(str):
+    """English text that remembers how it was made, so that it can be said again in another language.
+
+    ``Text(N_("{gpu}: {temp} °C"), gpu="n1 gpu0", temp=91)`` IS the English string "n1 gpu0: 91 °C"
+    (stored, compared, written to JSON and the database as before) and :func:`localized` turns it
+    into the current language: ``_(template)`` filled with the same values, a value that is itself a
+    :class:`Text` localized too. Findings carry their summaries this way: the rule builds the text once,
+    in English, and every surface shows it in the reader's language. Text that went through the
+    database comes back as a plain ``str`` and is shown as stored (English).
+    """
+
+    template: str
+    args: dict[str, object]
+
+    def __new__(cls, template: str, /, **args: object) -> Text:
+        self = super().__new__(cls, template.format(**args) if args else template)
+        self.template = template
+        self.args = dict(args)
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:  # copy, deepcopy and pickle keep the template and values
+        return (_remake, (self.template, self.args))
+
+    def with_args(self, **changes: object) -> Text:
+        """The same text with some values changed."""
+        return Text(self.template, **{**self.args, **changes})
+
+
+def _remake(template: str, args: dict[str, object]) -> Text:
+    return Text(template, **args)
+
+
+def localized(text: object) -> str:
+    """``text`` in the current language: a :class:`Text` re-made from its translated template, a plain
+    string translated when the catalog has it (fixed sentences such as a finding's action), anything else
+    as ``str()`` gives it."""
+    if isinstance(text, Text):
+        if _language == "en":
+            return str.__str__(text)
+        values = {k: localized(v) if isinstance(v, Text) else v for k, v in text.args.items()}
+        return _(text.template).format(**values) if values else _(text.template)
+    if isinstance(text, str):
+        return _(text) if text and _language != "en" else text
+    return str(text)
 
 
 def _(message: str) -> str:
