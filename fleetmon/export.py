@@ -70,7 +70,7 @@ from typing import Any
 from fleetmon import hostlist
 from fleetmon.health import verdict as V
 from fleetmon.health.thresholds import Thresholds
-from fleetmon.i18n import N_, _, localized
+from fleetmon.i18n import N_, Text, _, localized
 from fleetmon.vocab import severity_rank
 from fleetmon.errors import KnownError
 from fleetmon.text import printable
@@ -576,7 +576,7 @@ def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[s
 
     fmt = format_for(output, fmt)
     if not Path(db_path).is_file():
-        raise KnownError(f"no database at {db_path}")
+        raise KnownError(Text(N_("no database at {path}"), path=str(db_path)))
     db = open_database(Path(db_path), readonly=True)
     try:
         sheet = read_sheet(db, current=current, group=group, now=now, stale_after_s=stale_after_s)
@@ -587,7 +587,7 @@ def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[s
     try:
         tmp = _new_part_file(out)
     except OSError as exc:
-        raise KnownError(f"cannot write {output}: {exc.strerror}") from exc
+        raise KnownError(Text(N_("cannot write {path}: {error}"), path=str(output), error=exc.strerror)) from exc
     try:
         if fmt == "xlsx":
             write_xlsx(tmp, sheet, progress, fleet=fleet_label(db_path, fleet_name), now=now)
@@ -597,7 +597,8 @@ def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[s
                 raise ExportCancelled()
         os.replace(tmp, out)
     except OSError as exc:
-        raise KnownError(f"cannot write {output}: {exc.strerror or exc}") from exc
+        raise KnownError(Text(N_("cannot write {path}: {error}"), path=str(output),
+                              error=exc.strerror or exc)) from exc
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -629,13 +630,13 @@ def main(args: argparse.Namespace) -> int:
 
     fmt = format_for(args.output, args.format)
     if not Path(args.db).is_file():
-        raise KnownError(f"no database at {args.db}")
+        raise KnownError(Text(N_("no database at {path}"), path=str(args.db)))
     if args.output:
         n = export_database(args.db, args.output, fmt, current=args.current, group=args.group)
         print(f"wrote {n} GPUs to {args.output}", file=sys.stderr)
         return 0
     if fmt == "xlsx":
-        raise KnownError("an XLSX workbook needs a file: give -o FILE.xlsx")
+        raise KnownError(Text(N_("an XLSX workbook needs a file: give -o FILE.xlsx")))
     db = open_database(args.db, readonly=True)
     try:
         rows = inventory_rows(db, current=args.current, group=args.group)

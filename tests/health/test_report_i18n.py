@@ -81,3 +81,11 @@ def test_json_stays_english_in_every_language(faulty: Path, tmp_path: Path) -> N
     assert english.returncode == chinese.returncode == 2
     assert json.loads(chinese.stdout) == json.loads(english.stdout)
     assert "ECC" in english.stdout and "不可纠正" not in chinese.stdout
+
+
+def test_errors_are_one_line_in_chinese(faulty: Path, tmp_path: Path) -> None:
+    proc = fleetmon("--lang", "zh_CN", "report", "--db", _copy(faulty, tmp_path, "e.db"), "--since", "yesterday")
+    assert proc.returncode == 1
+    assert proc.stderr == "fleetmon report: --since 'yesterday'：应为时长，例如 90m、24h、7d 或 3600s\n"
+    proc = fleetmon("report", "--db", str(tmp_path / "missing.db"), env={"FLEETMON_LANG": "zh_CN"})
+    assert proc.returncode == 1 and proc.stderr == f"fleetmon report: 数据库 {tmp_path / 'missing.db'}：文件不存在\n"
