@@ -555,8 +555,8 @@ def preflight_text(result: PreflightResult) -> str:
 
             gpus += f", {vendor_name(result.vendors.get(n.name))}"
         out.append(f"{_ljust(_upper(n.verdict), 6)} {n.name}  ({gpus})")
-        out += [f"    - {r}" for r in n.reasons]
-        out += [f"    ~ {w}" for w in n.warnings]
+        out += [f"    - {localized(r)}" for r in n.reasons]
+        out += [f"    ~ {localized(w)}" for w in n.warnings]
         out.append(f"    {_ecc_line(n.ecc)}")
         out.append(f"    {_power_line(n.power)}")
     out.append("")
@@ -742,8 +742,8 @@ def preflight_html(result: PreflightResult) -> str:
                                                                  N_("Power"))) + "</tr>",
     ]
     for n in sorted(result.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name))):
-        reasons = "".join(f"<li>{_e(r)}</li>" for r in n.reasons)
-        warnings = "".join(f'<li class="small">{_e(w)}</li>' for w in n.warnings)
+        reasons = "".join(f"<li>{_e(localized(r))}</li>" for r in n.reasons)
+        warnings = "".join(f'<li class="small">{_e(localized(w))}</li>' for w in n.warnings)
         listing = f"<ul>{reasons}{warnings}</ul>" if reasons or warnings else ""
         body.append(
             f"<tr><td>{_e(n.name)}</td><td>{_badge(n.verdict)}</td><td>{listing}</td>"

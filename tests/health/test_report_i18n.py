@@ -69,7 +69,7 @@ def test_preflight_follows_fleetmon_lang(faulty: Path, tmp_path: Path) -> None:
     assert proc.returncode == 2, proc.stderr
     assert proc.stdout.startswith("fleetmon 训练前检查 — 3 个节点，时间窗口 ")
     assert "可用 1   不可用 2" in proc.stdout and "排除：n[2-3]" in proc.stdout
-    assert "ECC：可纠正 " in proc.stdout
+    assert "ECC：可纠正 " in proc.stdout and "个不可纠正 ECC 错误 [ecc-uncorrectable，未关闭]" in proc.stdout
     html = page.read_text(encoding="utf-8")
     assert "<h1>fleetmon 训练前检查</h1>" in html and "<th>原因</th>" in html
 
