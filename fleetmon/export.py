@@ -70,7 +70,8 @@ from typing import Any
 from fleetmon import hostlist
 from fleetmon.health import verdict as V
 from fleetmon.health.thresholds import Thresholds
-from fleetmon.i18n import N_, Text, _, localized
+from fleetmon.i18n import N_, Text, localized
+from fleetmon.i18n import gettext as _
 from fleetmon.vocab import severity_rank
 from fleetmon.errors import KnownError
 from fleetmon.text import printable

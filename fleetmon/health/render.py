@@ -20,14 +20,15 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fleetmon import hostlist
-from fleetmon.i18n import N_, _, current_language, localized, ngettext
+from fleetmon.i18n import N_, current_language, localized
+from fleetmon.i18n import gettext as _
 from fleetmon.health.lifecycle import RESOLVE_REASONS
 from fleetmon.health.engine import VERDICTS, NodePreflight, PreflightResult, ReportResult
+from fleetmon.health import wording as W
 from fleetmon.health.findings import Finding, worst_order
 from fleetmon.text import printable
 
@@ -52,35 +53,6 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CRITICAL = 2
 
-_SEV = {"critical": N_("CRIT"), "warning": N_("WARN"), "info": N_("INFO")}
-
-# The verdict and severity words people read (the JSON keeps the English identifiers).
-_WORDS = {"fail": N_("fail"), "warn": N_("warn"), "pass": N_("pass"), "unreachable": N_("unreachable"),
-          "stale": N_("stale"), "unknown": N_("unknown"), "go": N_("go"), "no-go": N_("no-go"),
-          "critical": N_("critical"), "warning": N_("warning"), "info": N_("info"), "ok": N_("ok")}
-
-
-def _word(value: str) -> str:
-    """A verdict, status or severity as the reader's language says it (itself when not in :data:`_WORDS`)."""
-    return _(_WORDS[value]) if value in _WORDS else value
-
-
-def _upper(value: str) -> str:
-    """:func:`_word` in capitals where the language has them ("FAIL"; Chinese has none)."""
-    return _word(value).upper()
-
-
-def _cols(text: str) -> int:
-    """Terminal columns of ``text``: a wide (CJK) character takes two. The standard library's Unicode
-    table suffices for the report's words (no combining marks), so no wcwidth dependency."""
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
-
-
-def _ljust(text: str, width: int) -> str:
-    """``text`` padded with spaces to ``width`` terminal columns (``f"{text:<{width}}"`` counts characters)."""
-    return text + " " * max(0, width - _cols(text))
-
-
 def _hosts(names: Sequence[str]) -> str:
     """Host names as a readable hostlist: ``a, b, gpu[01-03,07]`` (a space after each top-level comma).
 
@@ -100,7 +72,7 @@ def _worst_kinds(findings: Iterable[Finding], with_severity: bool = False) -> li
     """Distinct kinds of ``findings``, worst first (:func:`worst_order`)."""
     seen: dict[str, str] = {}
     for f in sorted(findings, key=lambda f: worst_order(f.severity, f.kind, f.first_seen)):
-        seen.setdefault(f.kind, f"{f.kind} ({_word(f.severity)})" if with_severity else f.kind)
+        seen.setdefault(f.kind, f"{f.kind} ({W.word(f.severity)})" if with_severity else f.kind)
     return list(seen.values())
 
 
@@ -111,7 +83,7 @@ def _verdict_counts(verdicts: Mapping[str, str]) -> dict[str, int]:
 
 def _counts_line(counts: Mapping[str, int]) -> str:
     """"1 fail, 0 warn, 2 pass" and, where there are any, "1 unreachable", "1 unknown"."""
-    parts = [_("{count} {verdict}").format(count=counts.get(v, 0), verdict=_word(v))
+    parts = [_("{count} {verdict}").format(count=counts.get(v, 0), verdict=W.word(v))
              for v in VERDICTS if v in ("fail", "warn", "pass") or counts.get(v)]
     return ", ".join(parts)
 
@@ -129,18 +101,8 @@ def exit_status(result: ReportResult | PreflightResult | Iterable[Finding]) -> i
     return EXIT_CRITICAL if any(f.is_open and f.severity == "critical" for f in result) else EXIT_OK
 
 
-def age_text(seconds: float) -> str:
-    """"42 min", "6.0 h", "1.5 d": how old a node's newest data is."""
-    minutes = seconds / 60.0
-    if minutes < 120:
-        return _("{minutes:.0f} min").format(minutes=minutes)
-    if minutes < 48 * 60:
-        return _("{hours:.1f} h").format(hours=minutes / 60)
-    return _("{days:.1f} d").format(days=minutes / 1440)
-
-
 def _stale_line(stale: Mapping[str, float]) -> str:
-    return ", ".join(f"{n} ({age_text(float(a))})" for n, a in stale.items()) or _("none")
+    return ", ".join(f"{n} ({W.age(float(a))})" for n, a in stale.items()) or _("none")
 
 
 def resolution_text(f: Finding) -> str:
@@ -173,15 +135,6 @@ def _short(ts: float | None) -> str:
     if ts is None:
         return "—"
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
-def _span(seconds: float) -> str:
-    hours = seconds / 3600
-    if hours >= 48:
-        return _("{days:.0f} days").format(days=hours / 24)
-    if hours >= 1:
-        return _("{hours:.0f} h").format(hours=hours)
-    return _("{minutes:.0f} min").format(minutes=seconds / 60)
 
 
 def _finding_dict(f: Finding) -> dict[str, Any]:
@@ -255,7 +208,7 @@ def report_json(result: ReportResult) -> str:
 
 
 def _finding_line(f: Finding, where_w: int = 18) -> str:
-    return f"  {_ljust(_(_SEV[f.severity]), 4)}  {f.where():<{where_w}} {f.kind:<22} {localized(f.summary)}"
+    return f"  {W.ljust(_(W.SEV[f.severity]), 4)}  {f.where():<{where_w}} {f.kind:<22} {localized(f.summary)}"
 
 
 def _where_width(findings: Iterable[Finding]) -> int:
@@ -268,15 +221,7 @@ def _models_line(models: Mapping[str, int]) -> str:
 
 
 def _drivers_line(drivers: Mapping[str, int]) -> str:
-    return ", ".join(f"{v} ({_nodes(n)})" for v, n in drivers.items()) or _("none")
-
-
-def _nodes(count: int) -> str:
-    return ngettext("{count} node", "{count} nodes", count).format(count=count)
-
-
-def _gpus(count: int) -> str:
-    return ngettext("{count} GPU", "{count} GPUs", count).format(count=count)
+    return ", ".join(f"{v} ({W.nodes(n)})" for v, n in drivers.items()) or _("none")
 
 
 def slurm_state_text(slurm: Mapping[str, Any], node: str) -> str:
@@ -337,8 +282,8 @@ def _vendors_line(s: Mapping[str, Any]) -> str:
                     for v, n in ((s.get("drivers_by_vendor") or {}).get(vendor) or {}).items()]
         versions += [f"{runtime_name(vendor)} {v} ×{n}"
                      for v, n in ((s.get("runtimes_by_vendor") or {}).get(vendor) or {}).items()]
-        parts.append(_("{vendor} {gpus} on {nodes}").format(vendor=vendor_name(vendor), gpus=_gpus(gpus),
-                                                            nodes=_nodes(nodes))
+        parts.append(_("{vendor} {gpus} on {nodes}").format(vendor=vendor_name(vendor), gpus=W.gpus(gpus),
+                                                            nodes=W.nodes(nodes))
                      + (f" ({', '.join(versions)})" if versions else ""))
     return "; ".join(parts) or _("none")
 
@@ -353,10 +298,10 @@ def report_text(result: ReportResult) -> str:
     out = [
         _report_title(result.group),
         _("Window: {since} .. {now} UTC ({span})").format(since=_short(result.since), now=_short(result.now),
-                                                        span=_span(result.now - result.since)),
+                                                        span=W.span(result.now - result.since)),
         _("Status: {status} — {counts} ({nodes}, {gpus})").format(
-            status=_upper(result.status), counts=_counts_line(counts), nodes=_nodes(s.get("nodes", 0)),
-            gpus=_gpus(s.get("gpus", 0))),
+            status=W.upper(result.status), counts=_counts_line(counts), nodes=W.nodes(s.get("nodes", 0)),
+            gpus=W.gpus(s.get("gpus", 0))),
         "",
         _("Fleet"),
         _("  GPUs by model: {models}").format(models=_models_line(s.get("gpus_by_model", {}))),
@@ -388,7 +333,7 @@ def report_text(result: ReportResult) -> str:
         if f.is_open and f.severity != "info":
             by_node.setdefault(f.node, []).append(f)
     name_w = max([12, *(len(n) for n, v in result.verdicts.items() if v != "pass")])
-    verdict_w = max([_cols(_upper("pass")), *(_cols(_upper(v)) for v in result.verdicts.values())])
+    verdict_w = max([W.cols(W.upper("pass")), *(W.cols(W.upper(v)) for v in result.verdicts.values())])
     for name, verdict in sorted(result.verdicts.items(),
                                 key=lambda kv: (VERDICTS.index(kv[1]), hostlist.sort_key(kv[0]))):
         if verdict == "pass":
@@ -401,9 +346,9 @@ def report_text(result: ReportResult) -> str:
             kinds = [_("not answering now"), *kinds]
         elif verdict == "stale" or name in (s.get("stale") or {}):
             kinds = [_no_data_for(float((s.get("stale") or {}).get(name, 0.0))), *kinds]
-        out.append(f"  {_ljust(_upper(verdict), verdict_w)}  {name:<{name_w}} {', '.join(kinds)}".rstrip())
+        out.append(f"  {W.ljust(W.upper(verdict), verdict_w)}  {name:<{name_w}} {', '.join(kinds)}".rstrip())
     if passing:
-        out.append(f"  {_ljust(_upper('pass'), verdict_w)}  {_nodes(len(passing))}: {_hosts(passing)}")
+        out.append(f"  {W.ljust(W.upper('pass'), verdict_w)}  {W.nodes(len(passing))}: {_hosts(passing)}")
     elif not result.verdicts:
         out.append("  " + _("(no nodes)"))
     out.append("")
@@ -437,7 +382,7 @@ def _report_title(group: str | None) -> str:
 
 
 def _no_data_for(seconds: float) -> str:
-    return _("no data for {age}").format(age=age_text(seconds))
+    return _("no data for {age}").format(age=W.age(seconds))
 
 
 def _lines(out: Sequence[str]) -> str:
@@ -498,11 +443,6 @@ def preflight_json(result: PreflightResult) -> str:
     return json.dumps(preflight_dict(result), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _plural_days(days: float) -> str:
-    # the count is a float ("0.5 days"): ngettext takes whole numbers, so 1 is asked for by hand
-    return _("{days:g} day").format(days=days) if days == 1 else _("{days:g} days").format(days=days)
-
-
 def _ecc_line(ecc: Mapping[str, Any]) -> str:
     if not ecc:
         return _("ECC: no data")
@@ -531,7 +471,7 @@ def _preflight_vendors_line(result: PreflightResult) -> str:
 
     return _("By vendor: {vendors}").format(vendors="; ".join(
         _("{vendor} {go} GO, {no_go} NO-GO ({gpus})").format(
-            vendor=vendor_name(v), go=len(d["go"]), no_go=len(d["no_go"]), gpus=_gpus(d["gpus"]))
+            vendor=vendor_name(v), go=len(d["go"]), no_go=len(d["no_go"]), gpus=W.gpus(d["gpus"]))
         for v, d in preflight_by_vendor(result).items()))
 
 
@@ -539,7 +479,7 @@ def preflight_text(result: PreflightResult) -> str:
     """The preflight as plain text."""
     out = [
         _("fleetmon preflight — {nodes}, window {days} ({since} .. {now} UTC)").format(
-            nodes=_nodes(len(result.nodes)), days=_plural_days(result.days), since=_short(result.since),
+            nodes=W.nodes(len(result.nodes)), days=W.days(result.days), since=_short(result.since),
             now=_short(result.now)),
         _("GO {go}   NO-GO {no_go}").format(go=len(result.go), no_go=len(result.no_go)),
         _("Exclude: {hosts}").format(hosts=result.exclude or _("(none)")),
@@ -554,7 +494,7 @@ def preflight_text(result: PreflightResult) -> str:
             from fleetmon.vendors import vendor_name
 
             gpus += f", {vendor_name(result.vendors.get(n.name))}"
-        out.append(f"{_ljust(_upper(n.verdict), 6)} {n.name}  ({gpus})")
+        out.append(f"{W.ljust(W.upper(n.verdict), 6)} {n.name}  ({gpus})")
         out += [f"    - {localized(r)}" for r in n.reasons]
         out += [f"    ~ {localized(w)}" for w in n.warnings]
         out.append(f"    {_ecc_line(n.ecc)}")
@@ -590,7 +530,7 @@ def _e(value: Any) -> str:
 
 
 def _badge(word: str) -> str:
-    return f'<span class="b {_e(word)}">{_e(_upper(word))}</span>'
+    return f'<span class="b {_e(word)}">{_e(W.upper(word))}</span>'
 
 
 def _page(title: str, body: Sequence[str]) -> str:
@@ -660,8 +600,8 @@ def report_html(result: ReportResult) -> str:
         f"<h1>{_e(title)} {_badge(result.status)}</h1>",
         '<p class="meta">' + _e(_("Window {since} .. {now} UTC ({span}) · {counts} · {nodes}, {gpus} · "
                                   "exit status {code}").format(
-            since=_short(result.since), now=_short(result.now), span=_span(result.now - result.since),
-            counts=_counts_line(counts), nodes=_nodes(s.get("nodes", 0)), gpus=_gpus(s.get("gpus", 0)),
+            since=_short(result.since), now=_short(result.now), span=W.span(result.now - result.since),
+            counts=_counts_line(counts), nodes=W.nodes(s.get("nodes", 0)), gpus=W.gpus(s.get("gpus", 0)),
             code=exit_status(result))) + "</p>",
         _tag("h2", _("Fleet")) + "<table>",
         _row(N_("GPUs by model"), _models_line(s.get("gpus_by_model", {}))),
@@ -733,7 +673,7 @@ def preflight_html(result: PreflightResult) -> str:
         f"<h1>{_e(title)}</h1>",
         '<p class="meta">' + _e(_("{nodes}, window {days} ({since} .. {now} UTC) · GO {go} · NO-GO {no_go} · "
                                   "exit status {code}").format(
-            nodes=_nodes(len(result.nodes)), days=_plural_days(result.days), since=_short(result.since),
+            nodes=W.nodes(len(result.nodes)), days=W.days(result.days), since=_short(result.since),
             now=_short(result.now), go=len(result.go), no_go=len(result.no_go), code=exit_status(result))) + "</p>",
         "<p>" + _e(_("Exclude:")) + " <code>" + _e(result.exclude or _("(none)")) + "</code></p>",
         *([f"<p>{_e(_preflight_vendors_line(result))}</p>"] if any(v != "nvidia" for v in result.vendors.values())
