@@ -228,7 +228,7 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
     """
     t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
-    for key, word, discriminator in (("vbios", "VBIOS", ""), ("firmware_version", "firmware", "firmware")):
+    for key, word, discriminator in (("vbios", "VBIOS", ""), ("firmware_version", Text(N_("firmware")), "firmware")):
         groups: dict[tuple[str, str], list[GpuHistory]] = defaultdict(list)
         for gpu in history.gpus:
             if gpu.state == GpuState.MISSING or not gpu.inv(key):
@@ -249,10 +249,12 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
                 evidence.update({"expected": expected, "group": group or None, "peers": dict(sorted(counts.items()))})
                 out.append(gpu_finding(
                     history, gpu, "vbios-mismatch", severity, history.since, history.now, evidence,
-                    f"Flash the {word} used by the other {model} cards ({expected}) or record why "
-                    "this card differs" if expected else
-                    f"Cards of {model} in group {group or '(none)'} run different {word} versions: "
-                    "pick one", f"{gpu_label(gpu)}: {word} {version}, peers run {expected or 'a mix'}",
+                    Text(N_("Flash the {word} used by the other {model} cards ({expected}) or record why this card "
+                            "differs"), word=word, model=model, expected=expected) if expected else
+                    Text(N_("Cards of {model} in group {group} run different {word} versions: pick one"), model=model,
+                         group=group or Text(N_("(none)")), word=word),
+                    Text(N_("{gpu}: {word} {version}, peers run {expected}"), gpu=gpu_label(gpu), word=word,
+                         version=version, expected=expected or Text(N_("a mix"))),
                     condition_resolve_s(t), discriminator=discriminator, open_now=True,
                 ))
     for gpu in history.gpus:  # the tool's own verdict on the driver and the card's firmware (npu-smi)
@@ -264,8 +266,8 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
             history, gpu, "vbios-mismatch", "warning", since, history.now,
             {"field": "compatibility", "compatibility": "NOK", "firmware": gpu.inv("firmware_version"),
              "driver": node.driver_version if node else None, "since": since},
-            "Install the firmware that goes with the node's driver (Huawei's version mapping), or the driver "
-            "that goes with the firmware", f"{gpu_label(gpu)}: driver and firmware do not match "
-            "(npu-smi Compatibility NOK)", condition_resolve_s(t), discriminator="compatibility", open_now=True,
+            N_("Install the firmware that goes with the node's driver (Huawei's version mapping), or the driver "
+               "that goes with the firmware"),
+            Text(N_("{gpu}: driver and firmware do not match (npu-smi Compatibility NOK)"), gpu=gpu_label(gpu)), condition_resolve_s(t), discriminator="compatibility", open_now=True,
         ))
     return out
