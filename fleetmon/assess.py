@@ -44,6 +44,7 @@ from fleetmon.health.fleet import FleetHistory, GpuHistory, NodeHistory, Outage,
 from fleetmon.health.rules.derating import daily_ratios
 from fleetmon.health.series import DAY_S, HOUR_S, MINUTE_S, Series, day_of, day_start
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 from fleetmon.specbook import book_of
 from storage import findings as stored
 from storage import health_input, queries
@@ -408,10 +409,10 @@ def parse_duration(text: str) -> float:
     """
     m = _DURATION.match(str(text))
     if not m:
-        raise KnownError(f"--since {text!r}: expected a duration such as 90m, 24h, 7d or 3600s")
+        raise KnownError(Text(N_("--since {text!r}: expected a duration such as 90m, 24h, 7d or 3600s"), text=text))
     seconds = float(m.group(1)) * _UNIT_S[m.group(2).lower()]
     if seconds <= 0 or seconds > 3650 * DAY_S:
-        raise KnownError(f"--since {text!r}: must be more than 0 and at most 10 years")
+        raise KnownError(Text(N_("--since {text!r}: must be more than 0 and at most 10 years"), text=text))
     return seconds
 
 
@@ -505,7 +506,8 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
     """
     if group is not None and group not in _known_groups(db, fleet):
         known = sorted(_known_groups(db, fleet))
-        raise KnownError(f"unknown group {group!r}; known groups: {', '.join(known) if known else '(none)'}")
+        raise KnownError(Text(N_("unknown group {group!r}; known groups: {known}"), group=group,
+                              known=", ".join(known) if known else Text(N_("(none)"))))
     t0 = time.perf_counter()
     with _gc_paused():
         history = load_history(db, now, now - since_s, fleet=fleet, minutes_s=min(since_s, REPORT_MINUTES_S))
@@ -592,7 +594,7 @@ def run_preflight(db: Any, now: float, nodes_expr: str | Sequence[str], days: fl
         StorageError: the database cannot be read.
     """
     if not 0 < days <= 3650:
-        raise KnownError(f"--days {days:g}: must be more than 0 and at most 3650")
+        raise KnownError(Text(N_("--days {days:g}: must be more than 0 and at most 3650"), days=days))
     if isinstance(nodes_expr, str):
         try:
             names = hostlist.expand(nodes_expr)
@@ -602,7 +604,7 @@ def run_preflight(db: Any, now: float, nodes_expr: str | Sequence[str], days: fl
         names = list(nodes_expr)
     names = list(dict.fromkeys(names))
     if not names:
-        raise KnownError("--nodes names no node")
+        raise KnownError(Text(N_("--nodes names no node")))
     since = now - days * DAY_S
     t0 = time.perf_counter()
     with _gc_paused():

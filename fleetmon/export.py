@@ -70,6 +70,8 @@ from typing import Any
 from fleetmon import hostlist
 from fleetmon.health import verdict as V
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text, localized
+from fleetmon.i18n import gettext as _
 from fleetmon.vocab import severity_rank
 from fleetmon.errors import KnownError
 from fleetmon.text import printable
@@ -113,41 +115,41 @@ class Column:
     """
 
     key: str
-    header: str
+    header: str  # English, marked for translation: shown as fleetmon.i18n._(header)
     width: float
     kind: str = "text"
 
 
 INVENTORY_SHEET: tuple[Column, ...] = (
-    Column("node", "Node", 14), Column("group", "Group", 13), Column("gpu_index", "Slot", 6, "int"),
-    Column("pci_bus_id", "PCI bus id", 17), Column("model", "Model", 24), Column("serial", "Serial", 16),
-    Column("uuid", "UUID", 42), Column("board_part_number", "Board part", 20), Column("vbios", "VBIOS", 15),
-    Column("driver_version", "Driver", 11), Column("cuda_driver_version", "CUDA driver", 11),
-    Column("memory_total_mib", "Memory (MiB)", 12, "int"),
-    Column("power_default_w", "Power default (W)", 12, "float"),
-    Column("power_enforced_w", "Power limit (W)", 11, "float"),
-    Column("power_min_w", "Power min (W)", 10, "float"), Column("power_max_w", "Power max (W)", 10, "float"),
-    Column("pcie_max_gen", "PCIe max gen", 9, "int"), Column("pcie_max_width", "PCIe max width", 9, "int"),
-    Column("state", "State", 8), Column("first_seen_ts", "First seen (UTC)", 18, "date"),
-    Column("last_seen_ts", "Last seen (UTC)", 18, "date"), Column("health", "Health", 9),
-    Column("open_findings", "Open findings", 9, "int"), Column("findings", "Findings", 70, "wrap"),
-    Column("verdict", "Verdict", 11), Column("intake_text", "Intake", 16),
+    Column("node", N_("Node"), 14), Column("group", N_("Group"), 13), Column("gpu_index", N_("Slot"), 6, "int"),
+    Column("pci_bus_id", N_("PCI bus id"), 17), Column("model", N_("Model"), 24), Column("serial", N_("Serial"), 16),
+    Column("uuid", N_("UUID"), 42), Column("board_part_number", N_("Board part"), 20), Column("vbios", N_("VBIOS"), 15),
+    Column("driver_version", N_("Driver"), 11), Column("cuda_driver_version", N_("CUDA driver"), 11),
+    Column("memory_total_mib", N_("Memory (MiB)"), 12, "int"),
+    Column("power_default_w", N_("Power default (W)"), 12, "float"),
+    Column("power_enforced_w", N_("Power limit (W)"), 11, "float"),
+    Column("power_min_w", N_("Power min (W)"), 10, "float"), Column("power_max_w", N_("Power max (W)"), 10, "float"),
+    Column("pcie_max_gen", N_("PCIe max gen"), 9, "int"), Column("pcie_max_width", N_("PCIe max width"), 9, "int"),
+    Column("state", N_("State"), 8), Column("first_seen_ts", N_("First seen (UTC)"), 18, "date"),
+    Column("last_seen_ts", N_("Last seen (UTC)"), 18, "date"), Column("health", N_("Health"), 9),
+    Column("open_findings", N_("Open findings"), 9, "int"), Column("findings", N_("Findings"), 70, "wrap"),
+    Column("verdict", N_("Verdict"), 11), Column("intake_text", N_("Intake"), 16),
     # issue 23, appended (a sheet read by column keeps its columns): the vendor and its versions.
-    Column("vendor_name", "Vendor", 13), Column("runtime_text", "Runtime", 14),
-    Column("firmware_version", "Firmware", 14),
+    Column("vendor_name", N_("Vendor"), 13), Column("runtime_text", N_("Runtime"), 14),
+    Column("firmware_version", N_("Firmware"), 14),
 )
 FINDINGS_SHEET: tuple[Column, ...] = (
-    Column("severity", "Severity", 9), Column("kind", "Kind", 22), Column("node", "Node", 14),
-    Column("group", "Group", 13), Column("gpu_index", "GPU", 5, "int"), Column("gpu_uuid", "UUID", 42),
-    Column("first_seen", "First seen (UTC)", 17, "date"), Column("last_seen", "Last seen (UTC)", 17, "date"),
-    Column("evidence", "Evidence", 50, "wrap"), Column("action", "Action", 60, "wrap"),
-    Column("ack", "Acknowledged", 30, "wrap"),
+    Column("severity", N_("Severity"), 9), Column("kind", N_("Kind"), 22), Column("node", N_("Node"), 14),
+    Column("group", N_("Group"), 13), Column("gpu_index", N_("GPU"), 5, "int"), Column("gpu_uuid", N_("UUID"), 42),
+    Column("first_seen", N_("First seen (UTC)"), 17, "date"), Column("last_seen", N_("Last seen (UTC)"), 17, "date"),
+    Column("evidence", N_("Evidence"), 50, "wrap"), Column("action", N_("Action"), 60, "wrap"),
+    Column("ack", N_("Acknowledged"), 30, "wrap"),
 )
 VERSIONS_SHEET: tuple[Column, ...] = (
-    Column("group", "Group", 13), Column("model", "Model", 24), Column("component", "Component", 12),
-    Column("version", "Version", 16), Column("baseline", "Baseline", 9), Column("nodes", "Nodes", 7, "int"),
-    Column("gpus", "GPUs", 7, "int"), Column("node_list", "Nodes running it", 40, "wrap"),
-    Column("vendor_name", "Vendor", 13),  # issue 23, appended; the rows are grouped by vendor (NVIDIA first)
+    Column("group", N_("Group"), 13), Column("model", N_("Model"), 24), Column("component", N_("Component"), 12),
+    Column("version", N_("Version"), 16), Column("baseline", N_("Baseline"), 9), Column("nodes", N_("Nodes"), 7, "int"),
+    Column("gpus", N_("GPUs"), 7, "int"), Column("node_list", N_("Nodes running it"), 40, "wrap"),
+    Column("vendor_name", N_("Vendor"), 13),  # issue 23, appended; the rows are grouped by vendor (NVIDIA first)
 )
 
 
@@ -155,13 +157,13 @@ PRINT_SCALE = 75
 """The Inventory sheet's print scale (%): Calibri 11 prints at about 8 pt."""
 
 PRINT_SECTIONS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("Health", ("node", "group", "gpu_index", "model", "serial", "pci_bus_id", "state", "verdict", "health",
+    (N_("Health"), ("node", "group", "gpu_index", "model", "serial", "pci_bus_id", "state", "verdict", "health",
                 "open_findings", "findings", "last_seen_ts", "intake_text")),
-    ("Identity, firmware and limits", (
+    (N_("Identity, firmware and limits"), (
         "node", "gpu_index", "uuid", "board_part_number", "vbios", "driver_version", "cuda_driver_version",
         "memory_total_mib", "power_default_w", "power_enforced_w", "power_min_w", "power_max_w", "pcie_max_gen",
         "pcie_max_width", "first_seen_ts")),
-    ("Vendor and versions", ("node", "gpu_index", "model", "vendor_name", "driver_version", "runtime_text",
+    (N_("Vendor and versions"), ("node", "gpu_index", "model", "vendor_name", "driver_version", "runtime_text",
                              "firmware_version")),  # issue 23: a section of its own (the others are full)
 )
 """The printed inventory's sections, each a page-wide table of :data:`INVENTORY_SHEET` keys: first what an
@@ -473,9 +475,12 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
         for name, columns, rows in (("Inventory", INVENTORY_SHEET, sheet.gpus),
                                     ("Open findings", FINDINGS_SHEET, sheet.findings),
                                     ("Versions", VERSIONS_SHEET, sheet.versions)):
-            ws = wb.add_worksheet(name)
+            # Sheet names and headers are read by people: they follow the language (CSV and JSON keep
+            # COLUMNS, a contract for scripts).
+            title = _(_SHEET_NAMES[name])
+            ws = wb.add_worksheet(title)
             for c, col in enumerate(columns):
-                ws.write_string(0, c, col.header, header)
+                ws.write_string(0, c, _(col.header), header)
                 ws.set_column(c, c, col.width, fmts.get(col.kind))
             ws.set_row(0, 30)
             ws.freeze_panes(1, 2 if name == "Inventory" else 0)
@@ -490,13 +495,17 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
                 ws.repeat_columns(0, 2)
             ws.print_across()  # a page's rows continue to the right before the next rows
             ws.set_margins(left=0.4, right=0.4, top=0.7, bottom=0.5)
-            ws.set_header(_page_header(f"fleetmon {name.lower()}", fleet, now), {"margin": 0.3})
-            ws.set_footer(f"&L{name}&RPage &P of &N")
+            ws.set_header(_page_header(_(_PAGE_TITLES[name]), fleet, now), {"margin": 0.3})
+            # "&P" and "&N" are Excel's page codes; "&" in a sheet name would start one, so it is doubled
+            ws.set_footer(f"&L{title.replace('&', '&&')}&R" + _("Page {page} of {pages}").format(page="&P", pages="&N"))
             ws.autofilter(0, 0, max(len(rows), 1), len(columns) - 1)
             wrapped = [col for col in columns if col.kind == "wrap"]
             for r, row in enumerate(rows, start=1):
                 for c, col in enumerate(columns):
-                    _write_cell(ws, r, c, row.get(col.key), col.kind, fmts, quoted)
+                    value = row.get(col.key)
+                    if col.key == "action" and isinstance(value, str):
+                        value = localized(value)  # a rule's fixed advice, in the catalog
+                    _write_cell(ws, r, c, value, col.kind, fmts, quoted)
                 lines = max((wrapped_lines(row.get(col.key), col.width) for col in wrapped), default=1)
                 if lines > 1:
                     # Spreadsheets do not all grow a row for wrapped text on opening (LibreOffice's
@@ -514,6 +523,11 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
             progress(0, 0)
     finally:
         wb.close()
+
+
+_SHEET_NAMES = {"Inventory": N_("Inventory"), "Open findings": N_("Open findings"), "Versions": N_("Versions")}
+_PAGE_TITLES = {"Inventory": N_("fleetmon inventory"), "Open findings": N_("fleetmon open findings"),
+                "Versions": N_("fleetmon versions")}
 
 
 def _page_header(title: str, fleet: str, now: float | None) -> str:
@@ -563,7 +577,7 @@ def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[s
 
     fmt = format_for(output, fmt)
     if not Path(db_path).is_file():
-        raise KnownError(f"no database at {db_path}")
+        raise KnownError(Text(N_("no database at {path}"), path=str(db_path)))
     db = open_database(Path(db_path), readonly=True)
     try:
         sheet = read_sheet(db, current=current, group=group, now=now, stale_after_s=stale_after_s)
@@ -574,7 +588,7 @@ def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[s
     try:
         tmp = _new_part_file(out)
     except OSError as exc:
-        raise KnownError(f"cannot write {output}: {exc.strerror}") from exc
+        raise KnownError(Text(N_("cannot write {path}: {error}"), path=str(output), error=exc.strerror)) from exc
     try:
         if fmt == "xlsx":
             write_xlsx(tmp, sheet, progress, fleet=fleet_label(db_path, fleet_name), now=now)
@@ -584,7 +598,8 @@ def export_database(db_path: str | os.PathLike[str], output: str | os.PathLike[s
                 raise ExportCancelled()
         os.replace(tmp, out)
     except OSError as exc:
-        raise KnownError(f"cannot write {output}: {exc.strerror or exc}") from exc
+        raise KnownError(Text(N_("cannot write {path}: {error}"), path=str(output),
+                              error=exc.strerror or exc)) from exc
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
@@ -616,13 +631,13 @@ def main(args: argparse.Namespace) -> int:
 
     fmt = format_for(args.output, args.format)
     if not Path(args.db).is_file():
-        raise KnownError(f"no database at {args.db}")
+        raise KnownError(Text(N_("no database at {path}"), path=str(args.db)))
     if args.output:
         n = export_database(args.db, args.output, fmt, current=args.current, group=args.group)
         print(f"wrote {n} GPUs to {args.output}", file=sys.stderr)
         return 0
     if fmt == "xlsx":
-        raise KnownError("an XLSX workbook needs a file: give -o FILE.xlsx")
+        raise KnownError(Text(N_("an XLSX workbook needs a file: give -o FILE.xlsx")))
     db = open_database(args.db, readonly=True)
     try:
         rows = inventory_rows(db, current=args.current, group=args.group)

@@ -56,7 +56,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(func(args) or 0)
     except KnownError as exc:
-        print(f"fleetmon {args.command}: {exc}", file=sys.stderr)
+        # the message in the reader's language when it was made with fleetmon.i18n.Text (or is in the catalog)
+        message = i18n.localized(exc.args[0]) if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
+        print(f"fleetmon {args.command}: {message}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130

@@ -7,6 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_, Text
 
 if TYPE_CHECKING:
     from fleetmon.fleet import Fleet
@@ -44,7 +45,7 @@ def now_of(args: argparse.Namespace) -> float:
     try:
         value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise KnownError(f"--now {text!r}: expected Unix seconds or an ISO 8601 time") from None
+        raise KnownError(Text(N_("--now {text!r}: expected Unix seconds or an ISO 8601 time"), text=text)) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=dt.timezone.utc)
     return value.timestamp()
@@ -64,7 +65,7 @@ def open_for_report(path: str, *, write: bool) -> tuple[Database, bool]:
     from storage.db import open_database
 
     if not Path(path).is_file():
-        raise KnownError(f"database {path}: no such file")
+        raise KnownError(Text(N_("database {path}: no such file"), path=str(path)))
     if write:
         try:
             return open_database(path, existing=True), True
@@ -89,7 +90,8 @@ def write_html(path: str, text: str) -> None:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
-        raise KnownError(f"--html {path}: cannot write it ({exc.strerror or exc})") from exc
+        raise KnownError(Text(N_("--html {path}: cannot write it ({error})"), path=str(path),
+                              error=exc.strerror or exc)) from exc
 
 
 def short_lived() -> None:

@@ -31,6 +31,7 @@ from fleetmon.health.fleet import FleetHistory, GpuHistory
 from fleetmon.health.isolate import Problem, isolated, run_isolated, unjudgeable_findings
 from fleetmon.health.rules import RULES, Rule
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 import fleetmon.health.verdict as verdict
 
 __all__ = [
@@ -618,25 +619,27 @@ def preflight(
         if node is None:
             result.append(NodePreflight(name, False, ("no data: the node is not in the database",)))
             continue
-        reasons, warnings = [], []
+        # Text: the English string the JSON carries, said in the reader's language by the text and HTML
+        reasons: list[str] = []
+        warnings: list[str] = []
         for f in sort_findings(by_node.get(name, ())):
             if f.severity == Severity.CRITICAL:
-                when = "open" if f.is_open else "resolved"
-                reasons.append(f"{f.summary} [{f.kind}, {when}]")
+                when = Text(N_("open")) if f.is_open else Text(N_("resolved"))
+                reasons.append(Text(N_("{summary} [{kind}, {state}]"), summary=f.summary, kind=f.kind, state=when))
             elif f.severity == Severity.WARNING and f.is_open:
                 if f.kind in NO_GO_WARNINGS:
-                    reasons.append(f"{f.summary} [{f.kind}]")
+                    reasons.append(Text(N_("{summary} [{kind}]"), summary=f.summary, kind=f.kind))
                 else:
-                    warnings.append(f"{f.summary} [{f.kind}]")
+                    warnings.append(Text(N_("{summary} [{kind}]"), summary=f.summary, kind=f.kind))
         state = reach.get(name)
         if state == "unknown":
-            reasons.insert(0, "never reached: no successful poll yet [node-unreachable]")
+            reasons.insert(0, Text(N_("never reached: no successful poll yet [node-unreachable]")))
         elif state == "stale":
             age = (history.now - node.last_ok) / 60.0 if node.last_ok is not None else 0.0
             reasons.append(f"stale: no good poll for {_age_text(age)} [node-unreachable]")
         elif state == "unreachable" and not any("[node-unreachable, open]" in r for r in reasons):
-            reasons.append(f"unreachable now: the latest poll failed ({node.last_error or 'no answer'}) "
-                           "[node-unreachable]")
+            reasons.append(Text(N_("unreachable now: the latest poll failed ({error}) [node-unreachable]"),
+                                error=node.last_error or Text(N_("no answer"))))
         # One card's malformed data must not cost the node (or the fleet) its preflight.
         summary, problems, _ = isolated(functools.partial(_ecc_power, node=name), history, "ECC/power summary")
         ecc, power = summary if summary is not None else ({}, {})

@@ -38,6 +38,7 @@ from typing import Any
 
 from fleetmon.health.findings import KINDS, Finding
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 from fleetmon.vocab import Severity
 
 __all__ = [
@@ -355,10 +356,11 @@ def _judge_one(f: Finding | None, entry: LedgerEntry | None, res: Resolution | N
     summary = _base_summary(base)
     lc["base_summary"] = summary
     if lc.get("recurrence") and life.cls == "recurring":
-        summary = f"{summary} ({lc['recurrence']})"
+        summary = Text(N_("{summary} ({recurrence})"), summary=summary, recurrence=lc["recurrence"])
     if recurs_after is not None:
         reason = str(recurs_after.get("reason") or "")
-        summary = f"{summary} [back after it was resolved: {RESOLVE_REASONS.get(reason, reason)}]"
+        summary = Text(N_("{summary} [back after it was resolved: {reason}]"), summary=summary,
+                       reason=RESOLVE_REASONS.get(reason, reason))
     return replace(base, state=state, summary=summary, evidence={**_plain(base.evidence), "lifecycle": lc})
 
 
@@ -369,7 +371,7 @@ def _plain(evidence: Mapping[str, Any]) -> dict[str, Any]:
 def _base_summary(f: Finding) -> str:
     """The rule's own summary, without what the lifecycle added to it (a stored finding carries both)."""
     base = _lc(f).get("base_summary")
-    return str(base) if isinstance(base, str) and base else f.summary
+    return base if isinstance(base, str) and base else f.summary  # as made (an i18n.Text stays one)
 
 
 def _resolved(f: Finding, days: set[str], why: Mapping[str, Any] | None, now: float) -> Finding:

@@ -24,8 +24,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fleetmon import hostlist
+from fleetmon.i18n import N_, current_language, localized
+from fleetmon.i18n import gettext as _
 from fleetmon.health.lifecycle import RESOLVE_REASONS
 from fleetmon.health.engine import VERDICTS, NodePreflight, PreflightResult, ReportResult
+from fleetmon.health import wording as W
 from fleetmon.health.findings import Finding, worst_order
 from fleetmon.text import printable
 
@@ -50,14 +53,6 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CRITICAL = 2
 
-_SEV = {"critical": "CRIT", "warning": "WARN", "info": "INFO"}
-
-
-def _plural(count: int, word: str, words: str | None = None) -> str:
-    """"1 node", "3 nodes", "0 nodes"."""
-    return f"{count} {word if count == 1 else (words or word + 's')}"
-
-
 def _hosts(names: Sequence[str]) -> str:
     """Host names as a readable hostlist: ``a, b, gpu[01-03,07]`` (a space after each top-level comma).
 
@@ -77,7 +72,7 @@ def _worst_kinds(findings: Iterable[Finding], with_severity: bool = False) -> li
     """Distinct kinds of ``findings``, worst first (:func:`worst_order`)."""
     seen: dict[str, str] = {}
     for f in sorted(findings, key=lambda f: worst_order(f.severity, f.kind, f.first_seen)):
-        seen.setdefault(f.kind, f"{f.kind} ({f.severity})" if with_severity else f.kind)
+        seen.setdefault(f.kind, f"{f.kind} ({W.word(f.severity)})" if with_severity else f.kind)
     return list(seen.values())
 
 
@@ -88,7 +83,8 @@ def _verdict_counts(verdicts: Mapping[str, str]) -> dict[str, int]:
 
 def _counts_line(counts: Mapping[str, int]) -> str:
     """"1 fail, 0 warn, 2 pass" and, where there are any, "1 unreachable", "1 unknown"."""
-    parts = [f"{counts.get(v, 0)} {v}" for v in VERDICTS if v in ("fail", "warn", "pass") or counts.get(v)]
+    parts = [_("{count} {verdict}").format(count=counts.get(v, 0), verdict=W.word(v))
+             for v in VERDICTS if v in ("fail", "warn", "pass") or counts.get(v)]
     return ", ".join(parts)
 
 
@@ -105,18 +101,8 @@ def exit_status(result: ReportResult | PreflightResult | Iterable[Finding]) -> i
     return EXIT_CRITICAL if any(f.is_open and f.severity == "critical" for f in result) else EXIT_OK
 
 
-def age_text(seconds: float) -> str:
-    """"42 min", "6.0 h", "1.5 d": how old a node's newest data is."""
-    minutes = seconds / 60.0
-    if minutes < 120:
-        return f"{minutes:.0f} min"
-    if minutes < 48 * 60:
-        return f"{minutes / 60:.1f} h"
-    return f"{minutes / 1440:.1f} d"
-
-
 def _stale_line(stale: Mapping[str, float]) -> str:
-    return ", ".join(f"{n} ({age_text(float(a))})" for n, a in stale.items()) or "none"
+    return ", ".join(f"{n} ({W.age(float(a))})" for n, a in stale.items()) or _("none")
 
 
 def resolution_text(f: Finding) -> str:
@@ -149,15 +135,6 @@ def _short(ts: float | None) -> str:
     if ts is None:
         return "—"
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
-
-
-def _span(seconds: float) -> str:
-    hours = seconds / 3600
-    if hours >= 48:
-        return f"{hours / 24:.0f} days"
-    if hours >= 1:
-        return f"{hours:.0f} h"
-    return f"{seconds / 60:.0f} min"
 
 
 def _finding_dict(f: Finding) -> dict[str, Any]:
@@ -231,7 +208,7 @@ def report_json(result: ReportResult) -> str:
 
 
 def _finding_line(f: Finding, where_w: int = 18) -> str:
-    return f"  {_SEV[f.severity]}  {f.where():<{where_w}} {f.kind:<22} {f.summary}"
+    return f"  {W.ljust(_(W.SEV[f.severity]), 4)}  {f.where():<{where_w}} {f.kind:<22} {localized(f.summary)}"
 
 
 def _where_width(findings: Iterable[Finding]) -> int:
@@ -240,11 +217,11 @@ def _where_width(findings: Iterable[Finding]) -> int:
 
 
 def _models_line(models: Mapping[str, int]) -> str:
-    return ", ".join(f"{n}x {m}" for m, n in models.items()) or "none"
+    return ", ".join(f"{n}x {m}" for m, n in models.items()) or _("none")
 
 
 def _drivers_line(drivers: Mapping[str, int]) -> str:
-    return ", ".join(f"{v} ({n} node{'s' if n != 1 else ''})" for v, n in drivers.items()) or "none"
+    return ", ".join(f"{v} ({W.nodes(n)})" for v, n in drivers.items()) or _("none")
 
 
 def slurm_state_text(slurm: Mapping[str, Any], node: str) -> str:
@@ -301,12 +278,14 @@ def _vendors_line(s: Mapping[str, Any]) -> str:
     parts = []
     for vendor, nodes in (s.get("nodes_by_vendor") or {}).items():
         gpus = (s.get("gpus_by_vendor") or {}).get(vendor, 0)
-        versions = [f"driver {v} ×{n}" for v, n in ((s.get("drivers_by_vendor") or {}).get(vendor) or {}).items()]
+        versions = [_("driver {version} ×{count}").format(version=v, count=n)
+                    for v, n in ((s.get("drivers_by_vendor") or {}).get(vendor) or {}).items()]
         versions += [f"{runtime_name(vendor)} {v} ×{n}"
                      for v, n in ((s.get("runtimes_by_vendor") or {}).get(vendor) or {}).items()]
-        parts.append(f"{vendor_name(vendor)} {_plural(gpus, 'GPU')} on {_plural(nodes, 'node')}"
+        parts.append(_("{vendor} {gpus} on {nodes}").format(vendor=vendor_name(vendor), gpus=W.gpus(gpus),
+                                                            nodes=W.nodes(nodes))
                      + (f" ({', '.join(versions)})" if versions else ""))
-    return "; ".join(parts) or "none"
+    return "; ".join(parts) or _("none")
 
 
 def report_text(result: ReportResult) -> str:
@@ -317,41 +296,44 @@ def report_text(result: ReportResult) -> str:
     down = [n for n in s.get("unreachable") or () if n not in never and n not in (s.get("stale") or {})]
     ww = _where_width([*result.findings, *result.new, *result.resolved, *result.worsened])
     out = [
-        "fleetmon report" + (f" — group {result.group}" if result.group else ""),
-        f"Window: {_short(result.since)} .. {_short(result.now)} UTC ({_span(result.now - result.since)})",
-        f"Status: {result.status.upper()} — {_counts_line(counts)} "
-        f"({_plural(s.get('nodes', 0), 'node')}, {_plural(s.get('gpus', 0), 'GPU')})",
+        _report_title(result.group),
+        _("Window: {since} .. {now} UTC ({span})").format(since=_short(result.since), now=_short(result.now),
+                                                        span=W.span(result.now - result.since)),
+        _("Status: {status} — {counts} ({nodes}, {gpus})").format(
+            status=W.upper(result.status), counts=_counts_line(counts), nodes=W.nodes(s.get("nodes", 0)),
+            gpus=W.gpus(s.get("gpus", 0))),
         "",
-        "Fleet",
-        f"  GPUs by model: {_models_line(s.get('gpus_by_model', {}))}",
-        f"  Drivers:       {_drivers_line(s.get('driver_versions', {}))}",
-        *([f"  By vendor:     {_vendors_line(s)}"] if _mixed(s) else []),
-        f"  Unreachable:   {_hosts(down) if down else 'none'}",
-        f"  Never reached: {_hosts(sorted(never, key=hostlist.sort_key)) if never else 'none'}",
-        f"  Stale:         {_stale_line(s.get('stale') or {})}",
+        _("Fleet"),
+        _("  GPUs by model: {models}").format(models=_models_line(s.get("gpus_by_model", {}))),
+        _("  Drivers:       {drivers}").format(drivers=_drivers_line(s.get("driver_versions", {}))),
+        *([_("  By vendor:     {vendors}").format(vendors=_vendors_line(s))] if _mixed(s) else []),
+        _("  Unreachable:   {nodes}").format(nodes=_hosts(down) if down else _("none")),
+        _("  Never reached: {nodes}").format(
+            nodes=_hosts(sorted(never, key=hostlist.sort_key)) if never else _("none")),
+        _("  Stale:         {nodes}").format(nodes=_stale_line(s.get("stale") or {})),
         "",
     ]
     if result.previous:
-        out.append("Changes since the previous report")
-        for title, items in (("New", result.new), ("Resolved", result.resolved),
-                             ("Worsened", result.worsened)):
-            out.append(f"  {title} ({len(items)})")
+        out.append(_("Changes since the previous report"))
+        for title, items in ((N_("New ({count})"), result.new), (N_("Resolved ({count})"), result.resolved),
+                             (N_("Worsened ({count})"), result.worsened)):
+            out.append("  " + _(title).format(count=len(items)))
             out += ["  " + _finding_line(f, ww) for f in items]
     else:
-        out.append("Changes: no previous report to compare with")
+        out.append(_("Changes: no previous report to compare with"))
     inventory = s.get("inventory_changes", [])
-    out.append(f"  Inventory changes ({len(inventory)})")
+    out.append("  " + _("Inventory changes ({count})").format(count=len(inventory)))
     for c in inventory:
         out.append(f"    {_short(c['ts'])}  {c['summary']}")
     out.append("")
-    out.append("Nodes")
+    out.append(_("Nodes"))
     passing = []
     by_node: dict[str, list[Finding]] = {}
     for f in result.findings:
         if f.is_open and f.severity != "info":
             by_node.setdefault(f.node, []).append(f)
     name_w = max([12, *(len(n) for n, v in result.verdicts.items() if v != "pass")])
-    verdict_w = max([4, *(len(v) for v in result.verdicts.values())])
+    verdict_w = max([W.cols(W.upper("pass")), *(W.cols(W.upper(v)) for v in result.verdicts.values())])
     for name, verdict in sorted(result.verdicts.items(),
                                 key=lambda kv: (VERDICTS.index(kv[1]), hostlist.sort_key(kv[0]))):
         if verdict == "pass":
@@ -359,38 +341,48 @@ def report_text(result: ReportResult) -> str:
             continue
         kinds = _worst_kinds(by_node.get(name, ()), with_severity=True)
         if verdict == "unknown":
-            kinds = ["never reached: no evidence"]
+            kinds = [_("never reached: no evidence")]
         elif verdict == "unreachable" and not any(k.startswith("node-unreachable") for k in kinds):
-            kinds = ["not answering now", *kinds]
+            kinds = [_("not answering now"), *kinds]
         elif verdict == "stale" or name in (s.get("stale") or {}):
-            kinds = [f"no data for {age_text(float((s.get('stale') or {}).get(name, 0.0)))}", *kinds]
-        out.append(f"  {verdict.upper():<{verdict_w}}  {name:<{name_w}} {', '.join(kinds)}".rstrip())
+            kinds = [_no_data_for(float((s.get("stale") or {}).get(name, 0.0))), *kinds]
+        out.append(f"  {W.ljust(W.upper(verdict), verdict_w)}  {name:<{name_w}} {', '.join(kinds)}".rstrip())
     if passing:
-        out.append(f"  {'PASS':<{verdict_w}}  {_plural(len(passing), 'node')}: {_hosts(passing)}")
+        out.append(f"  {W.ljust(W.upper('pass'), verdict_w)}  {W.nodes(len(passing))}: {_hosts(passing)}")
     elif not result.verdicts:
-        out.append("  (no nodes)")
+        out.append("  " + _("(no nodes)"))
     out.append("")
     out += _slurm_lines(s, result.verdicts)
     open_findings = [f for f in result.findings if f.is_open]
     resolved = [f for f in result.findings if not f.is_open]
-    out.append(f"Open findings ({len(open_findings)})")
+    out.append(_("Open findings ({count})").format(count=len(open_findings)))
     acked = result.summary.get("acknowledged", {})
     for f in open_findings:
         out.append(_finding_line(f, ww))
         if f.key in acked:
             out.append(f"        {_ack_text(acked[f.key])}")
-        out.append(f"        since {_short(f.first_seen)}, last {_short(f.last_seen)}; action: {f.action}")
+        out.append("        " + _("since {first}, last {last}; action: {action}").format(
+            first=_short(f.first_seen), last=_short(f.last_seen), action=localized(f.action)))
     out.append("")
-    out.append(f"Resolved in the window ({len(resolved)})")
+    out.append(_("Resolved in the window ({count})").format(count=len(resolved)))
     for f in resolved:
-        out.append(_finding_line(f, ww) + f"  (last {_short(f.last_seen)})")
+        out.append(_finding_line(f, ww) + "  " + _("(last {last})").format(last=_short(f.last_seen)))
         how = resolution_text(f)
         if how:
             out.append(f"        {how}")
     out.append("")
     code = exit_status(result)
-    out.append(f"Exit status: {code}" + (" (critical findings)" if code == EXIT_CRITICAL else ""))
+    out.append(_("Exit status: {code} (critical findings)").format(code=code) if code == EXIT_CRITICAL
+               else _("Exit status: {code}").format(code=code))
     return _lines(out)
+
+
+def _report_title(group: str | None) -> str:
+    return _("fleetmon report — group {group}").format(group=group) if group else _("fleetmon report")
+
+
+def _no_data_for(seconds: float) -> str:
+    return _("no data for {age}").format(age=W.age(seconds))
 
 
 def _lines(out: Sequence[str]) -> str:
@@ -451,63 +443,66 @@ def preflight_json(result: PreflightResult) -> str:
     return json.dumps(preflight_dict(result), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _plural_days(days: float) -> str:
-    return f"{days:g} day" if days == 1 else f"{days:g} days"
-
-
 def _ecc_line(ecc: Mapping[str, Any]) -> str:
     if not ecc:
-        return "ECC: no data"
-    return (f"ECC: {ecc.get('corrected', 0)} corrected, {ecc.get('uncorrected', 0)} uncorrected, "
-            f"retired pages {ecc.get('retired_pages', 0)}, pending {ecc.get('retirement_pending', 0)}, "
-            f"remap pending {ecc.get('remap_pending', 0)}, remap failed {ecc.get('remap_failure', 0)}")
+        return _("ECC: no data")
+    return _("ECC: {corrected} corrected, {uncorrected} uncorrected, retired pages {retired}, pending {pending}, "
+             "remap pending {remap_pending}, remap failed {remap_failed}").format(
+        corrected=ecc.get("corrected", 0), uncorrected=ecc.get("uncorrected", 0),
+        retired=ecc.get("retired_pages", 0), pending=ecc.get("retirement_pending", 0),
+        remap_pending=ecc.get("remap_pending", 0), remap_failed=ecc.get("remap_failure", 0))
 
 
 def _power_line(power: Mapping[str, Any]) -> str:
     if not power:
-        return "Power: no data"
+        return _("Power: no data")
     mean = power.get("mean_w")
     peak = power.get("max_w")
-    return (f"Power: mean {'—' if mean is None else f'{mean:.0f} W'}, "
-            f"max {'—' if peak is None else f'{peak:.0f} W'}, "
-            f"brake {power.get('power_brake_minutes', 0)} min, "
-            f"unreadable {power.get('unreadable_minutes', 0)} min, capped GPUs {power.get('capped_gpus', 0)}")
+    return _("Power: mean {mean}, max {peak}, brake {brake} min, unreadable {unreadable} min, "
+             "capped GPUs {capped}").format(
+        mean="—" if mean is None else f"{mean:.0f} W", peak="—" if peak is None else f"{peak:.0f} W",
+        brake=power.get("power_brake_minutes", 0), unreadable=power.get("unreadable_minutes", 0),
+        capped=power.get("capped_gpus", 0))
 
 
 def _preflight_vendors_line(result: PreflightResult) -> str:
     """"By vendor: NVIDIA 2 GO, 0 NO-GO (16 GPUs); AMD 1 GO, 1 NO-GO (8 GPUs)"."""
     from fleetmon.vendors import vendor_name
 
-    return "By vendor: " + "; ".join(
-        f"{vendor_name(v)} {len(d['go'])} GO, {len(d['no_go'])} NO-GO ({_plural(d['gpus'], 'GPU')})"
-        for v, d in preflight_by_vendor(result).items())
+    return _("By vendor: {vendors}").format(vendors="; ".join(
+        _("{vendor} {go} GO, {no_go} NO-GO ({gpus})").format(
+            vendor=vendor_name(v), go=len(d["go"]), no_go=len(d["no_go"]), gpus=W.gpus(d["gpus"]))
+        for v, d in preflight_by_vendor(result).items()))
 
 
 def preflight_text(result: PreflightResult) -> str:
     """The preflight as plain text."""
     out = [
-        f"fleetmon preflight — {_plural(len(result.nodes), 'node')}, window {_plural_days(result.days)} "
-        f"({_short(result.since)} .. {_short(result.now)} UTC)",
-        f"GO {len(result.go)}   NO-GO {len(result.no_go)}",
-        f"Exclude: {result.exclude or '(none)'}",
+        _("fleetmon preflight — {nodes}, window {days} ({since} .. {now} UTC)").format(
+            nodes=W.nodes(len(result.nodes)), days=W.days(result.days), since=_short(result.since),
+            now=_short(result.now)),
+        _("GO {go}   NO-GO {no_go}").format(go=len(result.go), no_go=len(result.no_go)),
+        _("Exclude: {hosts}").format(hosts=result.exclude or _("(none)")),
         *([_preflight_vendors_line(result)] if any(v != "nvidia" for v in result.vendors.values()) else []),
         "",
     ]
     mixed = any(v != "nvidia" for v in result.vendors.values())
     for n in sorted(result.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name))):
-        gpus = f"{n.gpus} GPUs" + (f" of {n.expected}" if n.expected is not None else "")
+        gpus = (_("{count} GPUs of {expected}").format(count=n.gpus, expected=n.expected) if n.expected is not None
+                else _("{count} GPUs").format(count=n.gpus))
         if mixed:  # a mixed pool says whose devices each node holds
             from fleetmon.vendors import vendor_name
 
             gpus += f", {vendor_name(result.vendors.get(n.name))}"
-        out.append(f"{n.verdict.upper():<6} {n.name}  ({gpus})")
-        out += [f"    - {r}" for r in n.reasons]
-        out += [f"    ~ {w}" for w in n.warnings]
+        out.append(f"{W.ljust(W.upper(n.verdict), 6)} {n.name}  ({gpus})")
+        out += [f"    - {localized(r)}" for r in n.reasons]
+        out += [f"    ~ {localized(w)}" for w in n.warnings]
         out.append(f"    {_ecc_line(n.ecc)}")
         out.append(f"    {_power_line(n.power)}")
     out.append("")
     code = exit_status(result)
-    out.append(f"Exit status: {code}" + (" (no-go nodes)" if code == EXIT_CRITICAL else ""))
+    out.append(_("Exit status: {code} (no-go nodes)").format(code=code) if code == EXIT_CRITICAL
+               else _("Exit status: {code}").format(code=code))
     return _lines(out)
 
 
@@ -535,11 +530,12 @@ def _e(value: Any) -> str:
 
 
 def _badge(word: str) -> str:
-    return f'<span class="b {_e(word)}">{_e(word.upper())}</span>'
+    return f'<span class="b {_e(word)}">{_e(W.upper(word))}</span>'
 
 
 def _page(title: str, body: Sequence[str]) -> str:
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+    lang = current_language().replace("_", "-")  # "en", "zh-CN": the browser picks a CJK font for zh-CN
+    return (f"<!DOCTYPE html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">"
             f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
 
@@ -551,20 +547,23 @@ def _ack_text(ack: Mapping[str, Any]) -> str:
     return f"{when}: {ack.get('note') or '(no note)'}"
 
 
+_FINDING_HEADERS = (N_("Severity"), N_("Where"), N_("Kind"), N_("Summary"), N_("First seen"), N_("Last seen"),
+                    N_("Action"))
+
+
 def _findings_table(findings: Sequence[Finding], resolved: bool = False,
                     acked: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     if not findings:
-        return '<p class="small">None.</p>'
-    rows = ["<table><tr><th>Severity</th><th>Where</th><th>Kind</th><th>Summary</th>"
-            "<th>First seen</th><th>Last seen</th><th>Action</th></tr>"]
+        return _tag("p", _("None."), "small")
+    rows = ["<table><tr>" + "".join(_tag("th", _(h)) for h in _FINDING_HEADERS) + "</tr>"]
     for f in findings:
         cls = ' class="resolved"' if resolved or not f.is_open else ""
         rows.append(
             f"<tr{cls}><td class=\"nw\">{_badge(f.severity)}</td><td class=\"tok\">{_e(f.where())}</td>"
-            f"<td class=\"nw\"><code>{_e(f.kind)}</code></td><td>{_e(f.summary)}{_ack_cell(acked, f.key)}"
+            f"<td class=\"nw\"><code>{_e(f.kind)}</code></td><td>{_e(localized(f.summary))}{_ack_cell(acked, f.key)}"
             f"{_resolution_cell(f)}</td>"
             f"<td class=\"nw\">{_e(_short(f.first_seen))}</td><td class=\"nw\">{_e(_short(f.last_seen))}</td>"
-            f"<td class=\"small\">{_e(f.action)}</td></tr>")
+            f"<td class=\"small\">{_e(localized(f.action))}</td></tr>")
     rows.append("</table>")
     return "\n".join(rows)
 
@@ -578,48 +577,60 @@ def _ack_cell(acked: Mapping[str, Mapping[str, Any]] | None, key: str) -> str:
     return f'<br><span class="small">{_e(_ack_text(acked[key]))}</span>' if acked and key in acked else ""
 
 
+def _row(label: str, value: str) -> str:
+    """One row of a two-column table: the label (marked with N_, said here) and the value."""
+    return f"<tr>{_tag('th', _(label))}<td>{_e(value)}</td></tr>"
+
+
+def _tag(tag: str, text: str, cls: str = "") -> str:
+    """``<tag class="cls">text</tag>``, the text escaped (marked text stays outside f-strings: on Python 3.11
+    Babel's extractor does not look into them)."""
+    return f'<{tag} class="{cls}">{_e(text)}</{tag}>' if cls else f"<{tag}>{_e(text)}</{tag}>"
+
+
 def report_html(result: ReportResult) -> str:
     """The report as one printable, self-contained HTML page."""
     s = result.summary
     counts = _verdict_counts(result.verdicts)
     never = set(s.get("never_reached") or ())
     down = [n for n in s.get("unreachable") or () if n not in never and n not in (s.get("stale") or {})]
-    title = "fleetmon report" + (f" — group {result.group}" if result.group else "")
+    title = _report_title(result.group)
+    none = _("none")
     body = [
         f"<h1>{_e(title)} {_badge(result.status)}</h1>",
-        f'<p class="meta">Window {_e(_short(result.since))} .. {_e(_short(result.now))} UTC '
-        f"({_e(_span(result.now - result.since))}) · {_e(_counts_line(counts))} · "
-        f"{_e(_plural(s.get('nodes', 0), 'node'))}, {_e(_plural(s.get('gpus', 0), 'GPU'))} · "
-        f"exit status {exit_status(result)}</p>",
-        "<h2>Fleet</h2><table>",
-        f"<tr><th>GPUs by model</th><td>{_e(_models_line(s.get('gpus_by_model', {})))}</td></tr>",
-        f"<tr><th>Driver versions</th><td>{_e(_drivers_line(s.get('driver_versions', {})))}</td></tr>",
-        *([f"<tr><th>By vendor</th><td>{_e(_vendors_line(s))}</td></tr>"] if _mixed(s) else []),
-        f"<tr><th>Unreachable</th><td>{_e(_hosts(down) if down else 'none')}</td></tr>",
-        f"<tr><th>Never reached</th><td>{_e(_hosts(sorted(never, key=hostlist.sort_key)) if never else 'none')}"
-        "</td></tr>",
-        f"<tr><th>Stale</th><td>{_e(_stale_line(s.get('stale') or {}))}</td></tr></table>",
-        "<h2>Changes since the previous report</h2>",
+        '<p class="meta">' + _e(_("Window {since} .. {now} UTC ({span}) · {counts} · {nodes}, {gpus} · "
+                                  "exit status {code}").format(
+            since=_short(result.since), now=_short(result.now), span=W.span(result.now - result.since),
+            counts=_counts_line(counts), nodes=W.nodes(s.get("nodes", 0)), gpus=W.gpus(s.get("gpus", 0)),
+            code=exit_status(result))) + "</p>",
+        _tag("h2", _("Fleet")) + "<table>",
+        _row(N_("GPUs by model"), _models_line(s.get("gpus_by_model", {}))),
+        _row(N_("Driver versions"), _drivers_line(s.get("driver_versions", {}))),
+        *([_row(N_("By vendor"), _vendors_line(s))] if _mixed(s) else []),
+        _row(N_("Unreachable"), _hosts(down) if down else none),
+        _row(N_("Never reached"), _hosts(sorted(never, key=hostlist.sort_key)) if never else none),
+        _row(N_("Stale"), _stale_line(s.get("stale") or {})) + "</table>",
+        _tag("h2", _("Changes since the previous report")),
     ]
     if result.previous:
-        for label, items in (("New", result.new), ("Resolved", result.resolved),
-                             ("Worsened", result.worsened)):
-            body.append(f"<h3>{label} ({len(items)})</h3>")
-            body.append(_findings_table(items, resolved=label == "Resolved"))
+        for label, items in ((N_("New ({count})"), result.new), (N_("Resolved ({count})"), result.resolved),
+                             (N_("Worsened ({count})"), result.worsened)):
+            body.append(_tag("h3", _(label).format(count=len(items))))
+            body.append(_findings_table(items, resolved=label == "Resolved ({count})"))
     else:
-        body.append('<p class="small">No previous report to compare with.</p>')
+        body.append(_tag("p", _("No previous report to compare with."), "small"))
     inventory = s.get("inventory_changes", [])
-    body.append(f"<h3>Inventory changes ({len(inventory)})</h3>")
+    body.append(_tag("h3", _("Inventory changes ({count})").format(count=len(inventory))))
     if inventory:
-        body.append("<table><tr><th>When</th><th>Change</th></tr>")
+        body.append("<table><tr>" + _tag("th", _("When")) + _tag("th", _("Change")) + "</tr>")
         body += [f"<tr><td>{_e(_short(c['ts']))}</td><td>{_e(c['summary'])}</td></tr>" for c in inventory]
         body.append("</table>")
     else:
-        body.append('<p class="small">None.</p>')
+        body.append(_tag("p", _("None."), "small"))
     slurm = s.get("slurm") if isinstance(s.get("slurm"), Mapping) else None
     slurm_col = bool(slurm and slurm.get("asked"))
-    body.append("<h2>Nodes</h2><table><tr><th>Node</th><th>Verdict</th>" + ("<th>Slurm</th>" if slurm_col else "")
-                + "<th>Open findings</th></tr>")
+    body.append(_tag("h2", _("Nodes")) + "<table><tr>" + _tag("th", _("Node")) + _tag("th", _("Verdict"))
+                + ("<th>Slurm</th>" if slurm_col else "") + _tag("th", _("Open findings")) + "</tr>")
     by_node: dict[str, list[Finding]] = {}
     for f in result.findings:
         if f.is_open and f.severity != "info":
@@ -627,11 +638,11 @@ def report_html(result: ReportResult) -> str:
     for name, verdict in result.verdicts.items():
         kinds = ", ".join(_worst_kinds(by_node.get(name, ())))
         if verdict == "unknown":
-            kinds = "never reached: no evidence"
+            kinds = _("never reached: no evidence")
         elif verdict == "unreachable" and "node-unreachable" not in kinds:
-            kinds = ", ".join(k for k in ("not answering now", kinds) if k)
+            kinds = ", ".join(k for k in (_("not answering now"), kinds) if k)
         elif verdict == "stale" or name in (s.get("stale") or {}):
-            age = f"no data for {age_text(float((s.get('stale') or {}).get(name, 0.0)))}"
+            age = _no_data_for(float((s.get("stale") or {}).get(name, 0.0)))
             kinds = ", ".join(k for k in (age, kinds) if k)
         cell = f"<td>{_e(slurm_state_text(slurm, name))}</td>" if slurm and slurm_col else ""
         body.append(f"<tr><td>{_e(name)}</td><td>{_badge(verdict)}</td>{cell}<td>{_e(kinds)}</td></tr>")
@@ -647,35 +658,37 @@ def report_html(result: ReportResult) -> str:
                      for a in actions]
             body.append("</table>")
         else:
-            body.append('<p class="small">None.</p>')
-    body.append("<h2>Open findings</h2>")
+            body.append(_tag("p", _("None."), "small"))
+    body.append(_tag("h2", _("Open findings")))
     body.append(_findings_table([f for f in result.findings if f.is_open], acked=s.get("acknowledged")))
-    body.append("<h2>Resolved in the window</h2>")
+    body.append(_tag("h2", _("Resolved in the window")))
     body.append(_findings_table([f for f in result.findings if not f.is_open], resolved=True))
     return _page(title, body)
 
 
 def preflight_html(result: PreflightResult) -> str:
     """The preflight as one printable, self-contained HTML page."""
-    title = "fleetmon preflight"
+    title = _("fleetmon preflight")
     body = [
         f"<h1>{_e(title)}</h1>",
-        f'<p class="meta">{_e(_plural(len(result.nodes), "node"))}, window {_e(_plural_days(result.days))} '
-        f"({_e(_short(result.since))} .. {_e(_short(result.now))} UTC) · GO {len(result.go)} · "
-        f"NO-GO {len(result.no_go)} · exit status {exit_status(result)}</p>",
-        f"<p>Exclude: <code>{_e(result.exclude or '(none)')}</code></p>",
+        '<p class="meta">' + _e(_("{nodes}, window {days} ({since} .. {now} UTC) · GO {go} · NO-GO {no_go} · "
+                                  "exit status {code}").format(
+            nodes=W.nodes(len(result.nodes)), days=W.days(result.days), since=_short(result.since),
+            now=_short(result.now), go=len(result.go), no_go=len(result.no_go), code=exit_status(result))) + "</p>",
+        "<p>" + _e(_("Exclude:")) + " <code>" + _e(result.exclude or _("(none)")) + "</code></p>",
         *([f"<p>{_e(_preflight_vendors_line(result))}</p>"] if any(v != "nvidia" for v in result.vendors.values())
           else []),
-        "<table><tr><th>Node</th><th>Verdict</th><th>Reasons</th><th>ECC</th><th>Power</th></tr>",
+        "<table><tr>" + "".join(_tag("th", _(h)) for h in (N_("Node"), N_("Verdict"), N_("Reasons"), "ECC",
+                                                                 N_("Power"))) + "</tr>",
     ]
     for n in sorted(result.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name))):
-        reasons = "".join(f"<li>{_e(r)}</li>" for r in n.reasons)
-        warnings = "".join(f'<li class="small">{_e(w)}</li>' for w in n.warnings)
+        reasons = "".join(f"<li>{_e(localized(r))}</li>" for r in n.reasons)
+        warnings = "".join(f'<li class="small">{_e(localized(w))}</li>' for w in n.warnings)
         listing = f"<ul>{reasons}{warnings}</ul>" if reasons or warnings else ""
         body.append(
             f"<tr><td>{_e(n.name)}</td><td>{_badge(n.verdict)}</td><td>{listing}</td>"
             f'<td class="small">{_e(_ecc_line(n.ecc))}</td><td class="small">{_e(_power_line(n.power))}</td></tr>')
     body.append("</table>")
-    body.append("<h2>Findings in the window</h2>")
+    body.append(_tag("h2", _("Findings in the window")))
     body.append(_findings_table(list(result.findings)))
     return _page(title, body)

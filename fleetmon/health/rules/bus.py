@@ -20,6 +20,7 @@ from fleetmon.health.rules.helpers import (
     slots_of,
 )
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["check_gpu_lost", "check_gpu_missing"]
 
@@ -61,9 +62,9 @@ def check_gpu_lost(history: FleetHistory, thresholds: Thresholds | None = None) 
                     "back_events": len(back_ts), "slots": slots_of(gpu, eps)}
         out.append(gpu_finding(
             history, gpu, "gpu-lost", "critical", first, last, evidence,
-            "Drain and reboot the node; reseat the card and check the riser, slot, power cables "
-            "and PSU; watch temperatures",
-            f"{gpu_label(gpu)}: GPU lost (fell off the bus)", condition_resolve_s(t),
+            N_("Drain and reboot the node; reseat the card and check the riser, slot, power cables "
+               "and PSU; watch temperatures"),
+            Text(N_("{gpu}: GPU lost (fell off the bus)"), gpu=gpu_label(gpu)), condition_resolve_s(t),
             magnitude=float(minutes), open_now=still or None,
         ))
     return out
@@ -112,9 +113,10 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
         out.append(gpu_finding(
             history, gpu, "gpu-missing", "critical", float(gpu.last_seen), _evidence_until(node, history.now, t),
             {"last_seen": gpu.last_seen, "node_last_ok": node.last_ok, "state": gpu.state},
-            "The card is no longer enumerated: check `nvidia-smi -L` and the kernel log (Xid 79), "
-            "reseat the card, check the riser and power cables",
-            f"{gpu_label(gpu)}: GPU missing since {_hhmm(gpu.last_seen)}", condition_resolve_s(t),
+            N_("The card is no longer enumerated: check `nvidia-smi -L` and the kernel log (Xid 79), "
+               "reseat the card, check the riser and power cables"),
+            Text(N_("{gpu}: GPU missing since {time}"), gpu=gpu_label(gpu), time=_hhmm(gpu.last_seen)),
+            condition_resolve_s(t),
             open_now=True,
         ))
     for node in history.nodes:
@@ -131,9 +133,10 @@ def check_gpu_missing(history: FleetHistory, thresholds: Thresholds | None = Non
             out.append(node_finding(
                 history, node.name, "gpu-missing", "critical", history.since, _evidence_until(node, history.now, t),
                 {"expected": expected, "reported": reported, "named": per_node[node.name]},
-                "Fewer GPUs than the group expects: check `nvidia-smi -L`, the kernel log and the "
-                "BIOS PCIe settings; reseat cards and risers",
-                f"{node.name}: {reported} of {expected} expected GPUs", condition_resolve_s(t),
+                N_("Fewer GPUs than the group expects: check `nvidia-smi -L`, the kernel log and the "
+                   "BIOS PCIe settings; reseat cards and risers"),
+                Text(N_("{node}: {reported} of {expected} expected GPUs"), node=node.name, reported=reported,
+                     expected=expected), condition_resolve_s(t),
                 discriminator="count", magnitude=float(short), open_now=True,
             ))
     return out

@@ -25,6 +25,7 @@ from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory, GpuHistory
 from fleetmon.health.rules.helpers import condition_resolve_s, effective_thresholds, event_resolve_s, gpu_finding, gpu_label
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["ASCEND_CODES", "ASCEND_HANDLING", "check_bad_pages", "check_device_health", "check_ecc_blocks",
            "check_ecc_deferred", "code_handling"]
@@ -181,7 +182,8 @@ def check_ecc_blocks(history: FleetHistory, thresholds: Thresholds | None = None
                  "blocks": with_errors, "since": since, "vendor": _vendor(gpu)},
                 f"Drain the card and reset it ({_RESET.get(_vendor(gpu) or '', 'with the vendor tool')}); an "
                 f"uncorrectable error in {block} that comes back means replacing the card: keep the counts for the RMA",
-                f"{gpu_label(gpu)}: {_n(counts, 'uncorrectable')} uncorrectable ECC error(s) in block {block}",
+                Text(N_("{gpu}: {count} uncorrectable ECC error(s) in block {block}"), gpu=gpu_label(gpu),
+                     count=_n(counts, "uncorrectable"), block=block),
                 event_resolve_s(t), discriminator=block, open_now=True,
             ))
     return out
@@ -199,13 +201,15 @@ def check_ecc_deferred(history: FleetHistory, thresholds: Thresholds | None = No
             continue
         key = "ecc_deferred" if isinstance(total, int) else "ecc_blocks"
         since = _since(gpu, key, history)
-        where = f" in {', '.join(sorted(blocks))}" if blocks else ""
         out.append(gpu_finding(
             history, gpu, "ecc-deferred", "warning", since, history.now,
             {"deferred": count, "blocks": blocks, "since": since, "vendor": _vendor(gpu)},
-            "Reset the card when it is idle (the driver clears deferred errors) and watch whether they come "
-            "back: deferred errors that return point at failing memory",
-            f"{gpu_label(gpu)}: {count} deferred ECC error(s){where}", condition_resolve_s(t), open_now=True,
+            N_("Reset the card when it is idle (the driver clears deferred errors) and watch whether they come "
+               "back: deferred errors that return point at failing memory"),
+            Text(N_("{gpu}: {count} deferred ECC error(s) in {blocks}"), gpu=gpu_label(gpu), count=count,
+                 blocks=", ".join(sorted(blocks))) if blocks
+            else Text(N_("{gpu}: {count} deferred ECC error(s)"), gpu=gpu_label(gpu), count=count),
+            condition_resolve_s(t), open_now=True,
         ))
     return out
 
@@ -221,8 +225,8 @@ def check_bad_pages(history: FleetHistory, thresholds: Thresholds | None = None)
         out.append(gpu_finding(
             history, gpu, "bad-pages-exceeded", "critical", since, history.now,
             {"threshold": gpu.signal("bad_page_threshold"), "since": since, "vendor": _vendor(gpu)},
-            "Replace the card: the driver retired more pages than its bad-page threshold "
-            "(amdgpu's bad_page_threshold); keep the RAS counts for the RMA",
-            f"{gpu_label(gpu)}: bad-page threshold exceeded", condition_resolve_s(t), open_now=True,
+            N_("Replace the card: the driver retired more pages than its bad-page threshold "
+               "(amdgpu's bad_page_threshold); keep the RAS counts for the RMA"),
+            Text(N_("{gpu}: bad-page threshold exceeded"), gpu=gpu_label(gpu)), condition_resolve_s(t), open_now=True,
         ))
     return out

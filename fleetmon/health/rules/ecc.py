@@ -20,6 +20,7 @@ from fleetmon.health.rules.helpers import (
 )
 from fleetmon.health.series import DAY_S
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["check_ecc_correctable", "check_ecc_uncorrectable"]
 
@@ -76,11 +77,13 @@ def check_ecc_uncorrectable(history: FleetHistory, thresholds: Thresholds | None
             "first_increase_ts": float(ts[rows[0]]) if rows else None,
             "before_window": bool(vol_first) and (not rows or float(ts[rows[0]]) > float(ts[0])),
         }
-        summary = (f"{gpu_label(gpu)}: {int(new)} new uncorrectable ECC error(s)"
-                   if new else f"{gpu_label(gpu)}: {vol_last} uncorrectable ECC error(s) since the last reset")
+        summary = (Text(N_("{gpu}: {count} new uncorrectable ECC error(s)"), gpu=gpu_label(gpu), count=int(new))
+                   if new else Text(N_("{gpu}: {count} uncorrectable ECC error(s) since the last reset"),
+                                    gpu=gpu_label(gpu), count=vol_last))
         out.append(gpu_finding(
             history, gpu, "ecc-uncorrectable", severity, first, last, evidence,
-            f"Drain the node and reset the GPU; run {diagnostics(gpu)}; if errors recur, RMA the card",
+            Text(N_("Drain the node and reset the GPU; run {diagnostics}; if errors recur, RMA the card"),
+                 diagnostics=diagnostics(gpu)),
             summary, event_resolve_s(t), magnitude=float(max(new, vol_last or 0)),
             open_now=True if standing else None,
         ))
@@ -119,9 +122,9 @@ def check_ecc_correctable(history: FleetHistory, thresholds: Thresholds | None =
             }
             out.append(gpu_finding(
                 history, gpu, "ecc-correctable-storm", "warning", eps[0].start, eps[-1], evidence,
-                f"Early warning of memory degradation: watch the trend, schedule {diagnostics(gpu)}; "
-                "check for pending retirements or remaps",
-                f"{gpu_label(gpu)}: corrected ECC errors at up to {peak:.0f}/min",
+                Text(N_("Early warning of memory degradation: watch the trend, schedule {diagnostics}; "
+                        "check for pending retirements or remaps"), diagnostics=diagnostics(gpu)),
+                Text(N_("{gpu}: corrected ECC errors at up to {rate:.0f}/min"), gpu=gpu_label(gpu), rate=peak),
                 condition_resolve_s(t), discriminator="rate", magnitude=peak,
             ))
         per_day: dict[int, float] = defaultdict(float)
@@ -138,8 +141,9 @@ def check_ecc_correctable(history: FleetHistory, thresholds: Thresholds | None =
                     history, gpu, "ecc-correctable-storm", "info", recent[0] * DAY_S,
                     float(ts[bad[-1][0]]) + float(dur[bad[-1][0]]),
                     {"per_day": [int(c) for c in counts], "days": len(recent)},
-                    "Corrected ECC errors rise day over day: watch for retirements or remaps, "
-                    "plan a diagnostic", f"{gpu_label(gpu)}: corrected ECC errors rising for "
-                    f"{len(recent)} days", event_resolve_s(t), discriminator="trend", magnitude=counts[-1],
+                    N_("Corrected ECC errors rise day over day: watch for retirements or remaps, "
+                       "plan a diagnostic"),
+                    Text(N_("{gpu}: corrected ECC errors rising for {days} days"), gpu=gpu_label(gpu),
+                         days=len(recent)), event_resolve_s(t), discriminator="trend", magnitude=counts[-1],
                 ))
     return out

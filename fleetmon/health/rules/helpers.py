@@ -16,6 +16,7 @@ from fleetmon.health.findings import Finding, finding_key
 from fleetmon.health.fleet import FleetHistory, GpuHistory
 from fleetmon.health.series import Series
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import Text
 
 __all__ = [
     "WINDOW_S",
@@ -187,8 +188,11 @@ def gpu_finding(
     current = gpu_label(gpu)
     if summary.startswith(current + ":") and place.node:
         idx = place.index if place.index is not None else gpu.index
-        summary = (f"{place.node} gpu{idx}" if idx is not None else f"{place.node} {gpu.uuid}") + (
-            summary[len(current):])
+        label = f"{place.node} gpu{idx}" if idx is not None else f"{place.node} {gpu.uuid}"
+        if isinstance(summary, Text) and summary.args.get("gpu") == current:
+            summary = summary.with_args(gpu=label)  # the same English, and still translatable
+        else:
+            summary = label + summary[len(current):]
     if open_now is None:
         state = open_or_resolved(history, last, resolve_s)
     else:

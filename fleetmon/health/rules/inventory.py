@@ -12,6 +12,7 @@ from fleetmon.health.rules.helpers import (
     node_finding,
 )
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["check_inventory_changes"]
 
@@ -44,14 +45,14 @@ def check_inventory_changes(history: FleetHistory, thresholds: Thresholds | None
             summary = f"{gpu_label(gpu)}: {c.kind.replace('_', ' ')}" + (
                 f" ({c.before} -> {c.after})" if c.before is not None or c.after is not None else "")
             f = gpu_finding(history, gpu, "inventory-change", "info", c.ts, c.ts, evidence,
-                             "No action if the change was planned", summary, event_resolve_s(t),
+                             N_("No action if the change was planned"), summary, event_resolve_s(t),
                              discriminator=f"{c.kind}:{int(c.ts)}")
             if f.node != c.node:
                 f = Finding(**{**f.to_dict(), "node": c.node})
             out.append(f)
         else:
             out.append(node_finding(history, c.node, "inventory-change", "info", c.ts, c.ts, evidence,
-                                     "No action if the change was planned", summary, event_resolve_s(t),
+                                     N_("No action if the change was planned"), summary, event_resolve_s(t),
                                      discriminator=f"{c.kind}:{int(c.ts)}"))
     # Cards that came with a node's first inventory are how the node was enrolled, not additions.
     enrolled_at: dict[str, float] = {}
@@ -71,8 +72,9 @@ def check_inventory_changes(history: FleetHistory, thresholds: Thresholds | None
                 history, gpu, "inventory-change", "info", cur.ts, cur.ts,
                 {"change": "gpu_moved", "before": prev.slot, "after": cur.slot,
                  "serial": gpu.serial},
-                "No action if the move was planned; the card's history moves with it",
-                f"{gpu.uuid} moved from {prev.slot} to {cur.slot}", event_resolve_s(t),
+                N_("No action if the move was planned; the card's history moves with it"),
+                Text(N_("{uuid} moved from {before} to {after}"), uuid=gpu.uuid, before=prev.slot, after=cur.slot),
+                event_resolve_s(t),
                 discriminator=f"gpu_moved:{int(cur.ts)}",
             ))
         if (gpu.first_seen is not None and history.since < gpu.first_seen <= history.now
@@ -81,8 +83,8 @@ def check_inventory_changes(history: FleetHistory, thresholds: Thresholds | None
             out.append(gpu_finding(
                 history, gpu, "inventory-change", "info", gpu.first_seen, gpu.first_seen,
                 {"change": "gpu_added", "before": None, "after": gpu.name, "serial": gpu.serial},
-                "No action if the card was installed on purpose",
-                f"{gpu_label(gpu)}: new card {gpu.name}", event_resolve_s(t),
+                N_("No action if the card was installed on purpose"),
+                Text(N_("{gpu}: new card {model}"), gpu=gpu_label(gpu), model=gpu.name), event_resolve_s(t),
                 discriminator=f"gpu_added:{int(gpu.first_seen)}",
             ))
     return out

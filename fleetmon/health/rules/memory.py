@@ -17,6 +17,7 @@ from fleetmon.health.rules.helpers import (
 )
 from fleetmon.health.series import DAY_S
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["check_retired_pages", "check_row_remap"]
 
@@ -85,10 +86,11 @@ def check_retired_pages(history: FleetHistory, thresholds: Thresholds | None = N
                 history, gpu, "retired-pages", severity, first, history.now,
                 {"sbe": last_sbe, "dbe": last_dbe, "total": total, "limit": limit,
                  "new_dbe_7d": new_dbe},
-                "RMA candidate: confirm with `dcgmi diag -r 3` and replace the card"
+                N_("RMA candidate: confirm with `dcgmi diag -r 3` and replace the card")
                 if severity == "critical" else
-                "Retired pages near the limit of 64: plan a replacement; confirm with field diagnostics",
-                f"{gpu_label(gpu)}: {total} retired pages (limit {limit})", condition_resolve_s(t),
+                N_("Retired pages near the limit of 64: plan a replacement; confirm with field diagnostics"),
+                Text(N_("{gpu}: {count} retired pages (limit {limit})"), gpu=gpu_label(gpu), count=total,
+                     limit=limit), condition_resolve_s(t),
                 discriminator="count", magnitude=float(total), open_now=True,
             ))
         flags = [p if p is not None else m for p, m in zip(pending, pending_max)]
@@ -98,8 +100,9 @@ def check_retired_pages(history: FleetHistory, thresholds: Thresholds | None = N
             out.append(gpu_finding(
                 history, gpu, "retired-pages", "warning", start, history.now if still else end,
                 {"pending": still, "sbe": last_sbe, "dbe": last_dbe, "total": total},
-                "A page retirement waits for a GPU reset: reset the GPU (or reload the driver) at "
-                "the next job boundary", f"{gpu_label(gpu)}: page retirement pending (reset needed)",
+                N_("A page retirement waits for a GPU reset: reset the GPU (or reload the driver) at "
+                   "the next job boundary"),
+                Text(N_("{gpu}: page retirement pending (reset needed)"), gpu=gpu_label(gpu)),
                 condition_resolve_s(t), discriminator="pending", open_now=still or None,
             ))
     return out
@@ -134,8 +137,9 @@ def check_row_remap(history: FleetHistory, thresholds: Thresholds | None = None)
             out.append(gpu_finding(
                 history, gpu, "row-remap", "critical", start, history.now if still else end,
                 {"failure": True, **rows},
-                "Row remapping failed (no spare rows): drain, confirm with `dcgmi diag -r 3` and "
-                "replace the card (RMA)", f"{gpu_label(gpu)}: row remap failure (replace the card)",
+                N_("Row remapping failed (no spare rows): drain, confirm with `dcgmi diag -r 3` and "
+                   "replace the card (RMA)"),
+                Text(N_("{gpu}: row remap failure (replace the card)"), gpu=gpu_label(gpu)),
                 condition_resolve_s(t), discriminator="failure", open_now=still or None,
                 magnitude=float(rows["uncorrectable_rows"] or 1),
             ))
@@ -145,8 +149,8 @@ def check_row_remap(history: FleetHistory, thresholds: Thresholds | None = None)
             out.append(gpu_finding(
                 history, gpu, "row-remap", "warning", start, history.now if still else end,
                 {"pending": still, **rows},
-                "A row remap waits for a GPU reset: reset the GPU at the next job boundary",
-                f"{gpu_label(gpu)}: row remap pending (reset needed)", condition_resolve_s(t),
+                N_("A row remap waits for a GPU reset: reset the GPU at the next job boundary"),
+                Text(N_("{gpu}: row remap pending (reset needed)"), gpu=gpu_label(gpu)), condition_resolve_s(t),
                 discriminator="pending", open_now=still or None,
             ))
     return out

@@ -21,6 +21,7 @@ from fleetmon.health.rules.helpers import (
     slots_of,
 )
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["check_pcie_link", "check_pcie_replay"]
 
@@ -45,9 +46,11 @@ def check_pcie_link(history: FleetHistory, thresholds: Thresholds | None = None)
                 history, gpu, "pcie-link-degraded", "info", history.since, history.now,
                 {"max_gen": max_gen, "max_width": max_width, "gpu_max_gen": gpu_gen,
                  "gpu_max_width": gpu_width},
-                "The slot, riser or switch caps this link below what the card supports: move the "
-                "card or accept the cap", f"{gpu_label(gpu)}: slot caps the link at Gen{max_gen} "
-                f"x{max_width} (card: Gen{gpu_gen} x{gpu_width or max_width})", condition_resolve_s(t),
+                N_("The slot, riser or switch caps this link below what the card supports: move the "
+                   "card or accept the cap"),
+                Text(N_("{gpu}: slot caps the link at Gen{gen} x{width} (card: Gen{card_gen} x{card_width})"),
+                     gpu=gpu_label(gpu), gen=max_gen, width=max_width, card_gen=gpu_gen,
+                     card_width=gpu_width or max_width), condition_resolve_s(t),
                 discriminator="capped", open_now=True,
             ))
         if not max_gen and not max_width:
@@ -107,10 +110,11 @@ def check_pcie_link(history: FleetHistory, thresholds: Thresholds | None = None)
         }
         out.append(gpu_finding(
             history, gpu, "pcie-link-degraded", "warning", eps[0].start, eps[-1], evidence,
-            "Reseat the card; check or replace the riser/extender cable; check the slot's BIOS "
-            "link settings; run system-side PCIe diagnostics",
-            f"{gpu_label(gpu)}: PCIe link at Gen{worst_gen} x{worst_width} under load "
-            f"(max Gen{max_gen} x{max_width})", condition_resolve_s(t),
+            N_("Reseat the card; check or replace the riser/extender cable; check the slot's BIOS "
+               "link settings; run system-side PCIe diagnostics"),
+            Text(N_("{gpu}: PCIe link at Gen{gen} x{width} under load (max Gen{max_gen} x{max_width})"),
+                 gpu=gpu_label(gpu), gen=worst_gen, width=worst_width, max_gen=max_gen, max_width=max_width),
+            condition_resolve_s(t),
             magnitude=float((max_gen or 0) - (worst_gen or 0)) * 100 + float((max_width or 0) - (worst_width or 0)),
         ))
     return out
@@ -145,9 +149,10 @@ def check_pcie_replay(history: FleetHistory, thresholds: Thresholds | None = Non
                         "threshold_per_min": t.pcie_replay_per_min, "slots": slots_of(gpu, eps)}
             out.append(gpu_finding(
                 history, gpu, "pcie-replay", "warning", eps[0].start, eps[-1], evidence,
-                "Reconnect the PCIe card; check the riser/extender; run system-side PCIe "
-                "diagnostics; if the fault is on the board, run the field diagnostic",
-                f"{gpu_label(gpu)}: {peak:.0f} PCIe replays/min (limit {t.pcie_replay_per_min:g})",
+                N_("Reconnect the PCIe card; check the riser/extender; run system-side PCIe "
+                   "diagnostics; if the fault is on the board, run the field diagnostic"),
+                Text(N_("{gpu}: {rate:.0f} PCIe replays/min (limit {limit:g})"), gpu=gpu_label(gpu), rate=peak,
+                     limit=t.pcie_replay_per_min),
                 condition_resolve_s(t), magnitude=peak,
             ))
         elif total >= t.pcie_replay_info_count:
@@ -157,8 +162,9 @@ def check_pcie_replay(history: FleetHistory, thresholds: Thresholds | None = Non
                 history, gpu, "pcie-replay", "info", eps[0].start, eps[0].end,
                 {"max_per_min": round(peak, 2), "total": int(total), "minutes_over": 0,
                  "slots": slots_of(gpu, eps)},
-                "The replay counter grows slowly: watch it; check the riser if it keeps growing",
-                f"{gpu_label(gpu)}: {int(total)} PCIe replays in the window", condition_resolve_s(t),
+                N_("The replay counter grows slowly: watch it; check the riser if it keeps growing"),
+                Text(N_("{gpu}: {count} PCIe replays in the window"), gpu=gpu_label(gpu), count=int(total)),
+                condition_resolve_s(t),
                 magnitude=float(total),
             ))
     return out

@@ -25,6 +25,7 @@ from fleetmon.health.rules.helpers import (
 )
 from fleetmon.health.series import Series
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["check_power_brake", "check_power_capped", "check_power_instability", "check_power_unreadable"]
 
@@ -85,9 +86,10 @@ def check_power_brake(history: FleetHistory, thresholds: Thresholds | None = Non
                     "episodes": len(eps), "slots": slots_of(gpu, eps)}
         out.append(gpu_finding(
             history, gpu, "power-brake", "warning", eps[0].start, eps[-1], evidence,
-            "Check the PSU, the board power cables and the BMC power policy; test with locked "
-            "clocks (`nvidia-smi -lgc`)",
-            f"{gpu_label(gpu)}: hardware power brake/slowdown for {minutes} min with the GPU not hot",
+            N_("Check the PSU, the board power cables and the BMC power policy; test with locked "
+               "clocks (`nvidia-smi -lgc`)"),
+            Text(N_("{gpu}: hardware power brake/slowdown for {minutes} min with the GPU not hot"),
+                 gpu=gpu_label(gpu), minutes=minutes),
             condition_resolve_s(t), magnitude=float(minutes),
         ))
     return out
@@ -130,10 +132,11 @@ def check_power_instability(history: FleetHistory, thresholds: Thresholds | None
                     "util_min_pct": min(util[i] for i, _ in bad), "episodes": len(eps)}
         out.append(gpu_finding(
             history, gpu, "power-instability", "warning", eps[0].start, eps[-1], evidence,
-            "Power collapses under full load: check the PSU and power cables, look for power-brake "
-            "events and Xid 79/62 on this node",
-            f"{gpu_label(gpu)}: power dropped to {min(lows):.0f} W from {max(highs):.0f} W under "
-            f"full load ({minutes} min)", condition_resolve_s(t), magnitude=float(minutes),
+            N_("Power collapses under full load: check the PSU and power cables, look for power-brake "
+               "events and Xid 79/62 on this node"),
+            Text(N_("{gpu}: power dropped to {low:.0f} W from {high:.0f} W under full load ({minutes} min)"),
+                 gpu=gpu_label(gpu), low=min(lows), high=max(highs), minutes=minutes),
+            condition_resolve_s(t), magnitude=float(minutes),
         ))
     return out
 
@@ -164,9 +167,10 @@ def check_power_unreadable(history: FleetHistory, thresholds: Thresholds | None 
         out.append(gpu_finding(
             history, gpu, "power-unreadable", "warning", eps[0].start, eps[-1],
             {"minutes": minutes, "episodes": len(eps)},
-            "The power sensor stopped answering: check the board's power delivery and the driver; "
-            "reset the GPU if it persists",
-            f"{gpu_label(gpu)}: power reading failing ({minutes} min)", condition_resolve_s(t),
+            N_("The power sensor stopped answering: check the board's power delivery and the driver; "
+               "reset the GPU if it persists"),
+            Text(N_("{gpu}: power reading failing ({minutes} min)"), gpu=gpu_label(gpu), minutes=minutes),
+            condition_resolve_s(t),
             magnitude=float(minutes),
         ))
     return out
@@ -202,10 +206,11 @@ def check_power_capped(history: FleetHistory, thresholds: Thresholds | None = No
             out.append(gpu_finding(
                 history, gpu, "power-capped", severity, first, history.now,
                 {"enforced_w": enforced, "default_w": default, "ratio": round(ratio, 3)},
-                "Someone or something lowered the power limit: restore it with `nvidia-smi -pl` "
-                "or record why (BMC, PSU budget); it lowers clocks",
-                f"{gpu_label(gpu)}: power limit {enforced:.0f} W of {default:.0f} W default "
-                f"({ratio:.0%})", condition_resolve_s(t), discriminator="limit",
+                N_("Someone or something lowered the power limit: restore it with `nvidia-smi -pl` "
+                   "or record why (BMC, PSU budget); it lowers clocks"),
+                Text(N_("{gpu}: power limit {enforced:.0f} W of {default:.0f} W default ({ratio:.0%})"),
+                     gpu=gpu_label(gpu), enforced=enforced, default=default, ratio=ratio),
+                condition_resolve_s(t), discriminator="limit",
                 magnitude=1.0 - ratio, open_now=True,
             ))
         cap = tl.col("thr_sw_power_cap")
@@ -233,9 +238,10 @@ def check_power_capped(history: FleetHistory, thresholds: Thresholds | None = No
             history, gpu, "power-capped", "warning", eps[0].start, eps[-1],
             {"minutes": minutes, "power_w": min(power[i] for i, _ in bad),
              "limit_w": last_known(limits), "platform": True},
-            "SwPowerCap holds the GPU far below its limit with no hardware reason: a platform or "
-            "BMC power cap (check the BMC thermal/power tables and the PSU budget)",
-            f"{gpu_label(gpu)}: platform power cap ({minutes} min)", condition_resolve_s(t),
+            N_("SwPowerCap holds the GPU far below its limit with no hardware reason: a platform or "
+               "BMC power cap (check the BMC thermal/power tables and the PSU budget)"),
+            Text(N_("{gpu}: platform power cap ({minutes} min)"), gpu=gpu_label(gpu), minutes=minutes),
+            condition_resolve_s(t),
             discriminator="platform", magnitude=float(minutes),
         ))
     return out

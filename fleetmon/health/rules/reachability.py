@@ -6,6 +6,7 @@ from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory, Outage
 from fleetmon.health.rules.helpers import condition_resolve_s, effective_thresholds, node_finding
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["check_node_flapping", "check_node_unreachable"]
 
@@ -45,9 +46,10 @@ def check_node_unreachable(history: FleetHistory, thresholds: Thresholds | None 
         }
         out.append(node_finding(
             history, node.name, "node-unreachable", "critical", first, last, evidence,
-            "Check that the node is up, its network and the fleetmon agent "
-            "(`systemctl status fleetmon-agent`)",
-            f"{node.name}: unreachable for {minutes} min ({latest.error or 'no answer'})",
+            N_("Check that the node is up, its network and the fleetmon agent "
+               "(`systemctl status fleetmon-agent`)"),
+            Text(N_("{node}: unreachable for {minutes} min ({error})"), node=node.name, minutes=minutes,
+                 error=latest.error or Text(N_("no answer"))),
             condition_resolve_s(t), magnitude=float(minutes),
             open_now=current is not None,
         ))
@@ -87,8 +89,9 @@ def check_node_flapping(history: FleetHistory, thresholds: Thresholds | None = N
             history, node.name, "node-flapping", "warning", first, last,
             {"outages": len(in_window), "window_h": t.flap_window_hours,
              "errors": sorted({o.error or "?" for o in in_window})[:5]},
-            "The node keeps dropping off: check its network link, power and the agent's logs; "
-            "consider draining it", f"{node.name}: lost and back {len(in_window)} times in "
-            f"{t.flap_window_hours} h", window, magnitude=float(len(in_window)),
+            N_("The node keeps dropping off: check its network link, power and the agent's logs; "
+               "consider draining it"),
+            Text(N_("{node}: lost and back {count} times in {hours} h"), node=node.name, count=len(in_window),
+                 hours=t.flap_window_hours), window, magnitude=float(len(in_window)),
         ))
     return out

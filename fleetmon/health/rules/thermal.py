@@ -16,6 +16,7 @@ from fleetmon.health.rules.helpers import (
     whole_minutes,
 )
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["check_fan_stopped", "check_temperature", "check_thermal_throttle"]
 
@@ -51,8 +52,9 @@ def check_thermal_throttle(history: FleetHistory, thresholds: Thresholds | None 
                     "slowdown_c": slowdown_c(gpu), "episodes": len(eps)}
         out.append(gpu_finding(
             history, gpu, "thermal-throttle", "warning", eps[0].start, eps[-1], evidence,
-            "Check cooling: fans, airflow, dust, room temperature, thermal paste",
-            f"{gpu_label(gpu)}: thermal slowdown for {minutes} min ({', '.join(reasons)})",
+            N_("Check cooling: fans, airflow, dust, room temperature, thermal paste"),
+            Text(N_("{gpu}: thermal slowdown for {minutes} min ({reasons})"), gpu=gpu_label(gpu), minutes=minutes,
+                 reasons=", ".join(reasons)),
             condition_resolve_s(t), magnitude=float(minutes),
         ))
     return out
@@ -103,8 +105,9 @@ def check_temperature(history: FleetHistory, thresholds: Thresholds | None = Non
             history, gpu, "temperature-high", severity, eps[0].start, eps[-1],
             {"max_temp_c": worst, "limit_c": limit, "critical_c": critical, "slowdown_c": slowdown,
              "minutes": minutes, **({"sensor": sensor} if isinstance(sensor, str) else {})},
-            "Improve cooling: check fans, airflow, blanking panels and inlet temperature",
-            f"{gpu_label(gpu)}: {worst:.0f} °C (limit {limit:.0f} °C)", condition_resolve_s(t),
+            N_("Improve cooling: check fans, airflow, blanking panels and inlet temperature"),
+            Text(N_("{gpu}: {temp:.0f} °C (limit {limit:.0f} °C)"), gpu=gpu_label(gpu), temp=worst, limit=limit),
+            condition_resolve_s(t),
             magnitude=float(worst),
         ))
     return out
@@ -135,8 +138,8 @@ def check_fan_stopped(history: FleetHistory, thresholds: Thresholds | None = Non
         out.append(gpu_finding(
             history, gpu, "fan-stopped", "warning", eps[0].start, eps[-1],
             {"minutes": minutes, "max_temp_c": max(temp[i] for i, _ in bad)},
-            "Replace or reconnect the fan; until then keep the card idle or power-limited",
-            f"{gpu_label(gpu)}: fan at 0 % while {max(temp[i] for i, _ in bad):.0f} °C",
+            N_("Replace or reconnect the fan; until then keep the card idle or power-limited"),
+            Text(N_("{gpu}: fan at 0 % while {temp:.0f} °C"), gpu=gpu_label(gpu), temp=max(temp[i] for i, _ in bad)),
             condition_resolve_s(t), magnitude=float(minutes),
         ))
     return out

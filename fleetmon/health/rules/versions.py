@@ -20,6 +20,7 @@ from fleetmon.health.rules.helpers import (
     node_finding,
 )
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["check_driver_versions", "check_vbios"]
 
@@ -142,12 +143,12 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
         vendor, model = vendor_of[node.name], model_of[node.name]
         expect = history.groups.get(node.group or "")
         nvidia = vendor == DEFAULT_VENDOR
-        checks = [("driver_version", "driver", "driver")]
+        checks: list[tuple[str, str, str]] = [("driver_version", "driver", Text(N_("driver")))]
         if nvidia:
-            checks.append(("cuda_driver_version", "cuda", "CUDA driver"))
+            checks.append(("cuda_driver_version", "cuda", Text(N_("CUDA driver"))))
         else:
             checks.append(("runtime_version", "runtime", _RUNTIME_WORD.get(vendor, "runtime")))
-        checks.append(("firmware_version", "firmware", "firmware"))
+        checks.append(("firmware_version", "firmware", Text(N_("firmware"))))
         for attr, label, word in checks:
             version = getattr(node, attr)
             if not version:
@@ -162,13 +163,16 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
             if basis == "none" or version == expected or (expected is None and len(counts) < 2):
                 continue
             severity = "warning" if expected is not None else "info"
+            group_word: str
             if node.group:
                 several = len(group_vendors.get(node.group, ())) > 1
-                group_word = f"group {node.group}" + (f" ({vendor} nodes)" if several else "")
+                group_word = (Text(N_("group {group} ({vendor} nodes)"), group=node.group, vendor=vendor) if several
+                              else Text(N_("group {group}"), group=node.group))
                 if attr == "firmware_version" and model:
-                    group_word += f", {model}"
+                    group_word = Text(N_("{where}, {model}"), where=group_word, model=model)
             else:
-                group_word = f"ungrouped {model} nodes" if model else f"ungrouped {vendor} nodes"
+                group_word = (Text(N_("ungrouped {model} nodes"), model=model) if model
+                              else Text(N_("ungrouped {vendor} nodes"), vendor=vendor))
             evidence: dict[str, object] = {
                 "field": label, "version": version, "expected": expected, "basis": basis,
                 "group": node.group or None, "peers": "group" if node.group else "model", "model": model or None,
@@ -183,21 +187,27 @@ def check_driver_versions(history: FleetHistory, thresholds: Thresholds | None =
             too_old = (floor is not None and expected is not None
                        and specs.version_key(expected) < specs.version_key(floor.version))
             if too_old and floor is not None:
-                action = (f"Keep {version}: {expected} is older than the oldest driver for {floor.architecture} "
-                          f"cards ({floor.version}); raise the expected driver of {group_word} to at least "
-                          f"{floor.version}, or put this node in its own group")
+                action = Text(N_("Keep {version}: {expected} is older than the oldest driver for {architecture} "
+                                 "cards ({floor}); raise the expected driver of {where} to at least {floor}, or put "
+                                 "this node in its own group"), version=version, expected=expected,
+                              architecture=floor.architecture, floor=floor.version, where=group_word)
             elif expected is not None:
-                action = f"Install the {word} of {group_word} ({expected})"
+                action = Text(N_("Install the {word} of {where} ({expected})"), word=word, where=group_word,
+                              expected=expected)
             elif label == "driver" and nvidia:
-                action = (f"Pick one {word} version for {group_word} and set it as expected_driver of "
-                          "their group in the fleet file")
+                action = Text(N_("Pick one {word} version for {where} and set it as expected_driver of their group "
+                                 "in the fleet file"), word=word, where=group_word)
             else:
-                action = f"Pick one {word} version for {group_word}"
+                action = Text(N_("Pick one {word} version for {where}"), word=word, where=group_word)
             if expected is None:
-                summary = f"{node.name}: {word} {version}, no majority among {group_word}"
+                summary = Text(N_("{node}: {word} {version}, no majority among {where}"), node=node.name, word=word,
+                               version=version, where=group_word)
+            elif basis == "expected":
+                summary = Text(N_("{node}: {word} {version}, expected {expected} (declared for {where})"),
+                               node=node.name, word=word, version=version, expected=expected, where=group_word)
             else:
-                how = "declared for" if basis == "expected" else "majority of"
-                summary = f"{node.name}: {word} {version}, expected {expected} ({how} {group_word})"
+                summary = Text(N_("{node}: {word} {version}, expected {expected} (majority of {where})"),
+                               node=node.name, word=word, version=version, expected=expected, where=group_word)
             out.append(node_finding(
                 history, node.name, "driver-mismatch", severity,
                 changed.get(node.name, history.since), history.now, evidence, action,
@@ -218,7 +228,7 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
     """
     t = effective_thresholds(history, thresholds)
     out: list[Finding] = []
-    for key, word, discriminator in (("vbios", "VBIOS", ""), ("firmware_version", "firmware", "firmware")):
+    for key, word, discriminator in (("vbios", "VBIOS", ""), ("firmware_version", Text(N_("firmware")), "firmware")):
         groups: dict[tuple[str, str], list[GpuHistory]] = defaultdict(list)
         for gpu in history.gpus:
             if gpu.state == GpuState.MISSING or not gpu.inv(key):
@@ -239,10 +249,12 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
                 evidence.update({"expected": expected, "group": group or None, "peers": dict(sorted(counts.items()))})
                 out.append(gpu_finding(
                     history, gpu, "vbios-mismatch", severity, history.since, history.now, evidence,
-                    f"Flash the {word} used by the other {model} cards ({expected}) or record why "
-                    "this card differs" if expected else
-                    f"Cards of {model} in group {group or '(none)'} run different {word} versions: "
-                    "pick one", f"{gpu_label(gpu)}: {word} {version}, peers run {expected or 'a mix'}",
+                    Text(N_("Flash the {word} used by the other {model} cards ({expected}) or record why this card "
+                            "differs"), word=word, model=model, expected=expected) if expected else
+                    Text(N_("Cards of {model} in group {group} run different {word} versions: pick one"), model=model,
+                         group=group or Text(N_("(none)")), word=word),
+                    Text(N_("{gpu}: {word} {version}, peers run {expected}"), gpu=gpu_label(gpu), word=word,
+                         version=version, expected=expected or Text(N_("a mix"))),
                     condition_resolve_s(t), discriminator=discriminator, open_now=True,
                 ))
     for gpu in history.gpus:  # the tool's own verdict on the driver and the card's firmware (npu-smi)
@@ -254,8 +266,8 @@ def check_vbios(history: FleetHistory, thresholds: Thresholds | None = None) -> 
             history, gpu, "vbios-mismatch", "warning", since, history.now,
             {"field": "compatibility", "compatibility": "NOK", "firmware": gpu.inv("firmware_version"),
              "driver": node.driver_version if node else None, "since": since},
-            "Install the firmware that goes with the node's driver (Huawei's version mapping), or the driver "
-            "that goes with the firmware", f"{gpu_label(gpu)}: driver and firmware do not match "
-            "(npu-smi Compatibility NOK)", condition_resolve_s(t), discriminator="compatibility", open_now=True,
+            N_("Install the firmware that goes with the node's driver (Huawei's version mapping), or the driver "
+               "that goes with the firmware"),
+            Text(N_("{gpu}: driver and firmware do not match (npu-smi Compatibility NOK)"), gpu=gpu_label(gpu)), condition_resolve_s(t), discriminator="compatibility", open_now=True,
         ))
     return out

@@ -17,6 +17,7 @@ from fleetmon.health.rules.helpers import (
     node_finding,
 )
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["GSP_XIDS", "HARDWARE_CATEGORIES", "PSU_XIDS", "RESET_EVENTS", "check_xid"]
 
@@ -139,7 +140,7 @@ def check_xid(history: FleetHistory, thresholds: Thresholds | None = None) -> li
             epochs = {bisect.bisect_right(gpu_resets, ts) for ts in times}
             resets_between = len(epochs) - 1
             severity = info.severity
-            action = info.action
+            action: str = info.action
             reasons: list[str] = []
             if info.category == "application":
                 if len(entry["bursts"]) >= t.xid_app_repeat_bursts or entry["hw_company"]:
@@ -152,19 +153,19 @@ def check_xid(history: FleetHistory, thresholds: Thresholds | None = None) -> li
                 severity = "info"
             if info.category not in ("application", "secondary") and resets_between >= t.xid_recurrence_resets:
                 severity = "critical"
-                action = (f"Recurs after {resets_between} resets: hardware inspection, run "
-                          "`dcgmi diag -r 3`, RMA candidate")
+                action = Text(N_("Recurs after {resets} resets: hardware inspection, run `dcgmi diag -r 3`, "
+                                 "RMA candidate"), resets=resets_between)
                 reasons.append(f"recurs after {resets_between} resets")
             if entry["multi"]:
                 severity = "critical"
-                action = ("Several GPUs of this node failed together: suspect the PSU or power rail; "
-                          "check PSU, power cables and risers; " + info.action)
+                action = Text(N_("Several GPUs of this node failed together: suspect the PSU or power rail; "
+                                 "check PSU, power cables and risers; {action}"), action=info.action)
                 reasons.append("several GPUs in one burst")
             driver = nh.driver_version if nh is not None else None
             suspect_driver = code in GSP_XIDS and driver in regression
             if suspect_driver:
-                action = (f"Same GSP error on several nodes with driver {driver}: "
-                          "suspect a driver regression; " + info.action)
+                action = Text(N_("Same GSP error on several nodes with driver {driver}: suspect a driver "
+                                 "regression; {action}"), driver=driver, action=info.action)
                 reasons.append("driver regression suspected")
             evidence = {
                 "code": code, "name": info.name, "category": info.category,
@@ -176,8 +177,8 @@ def check_xid(history: FleetHistory, thresholds: Thresholds | None = None) -> li
                 "first_ts": times[0], "last_ts": times[-1],
             }
             summary_where = gpu_label(card) if card else f"{node} (PCI {entry['pci'] or '?'})"
-            summary = (f"{summary_where}: Xid {code} {info.meaning} "
-                       f"({len(times)}x, {info.category})")
+            summary = Text(N_("{where}: Xid {code} {meaning} ({count}x, {category})"), where=summary_where,
+                           code=code, meaning=info.meaning, count=len(times), category=info.category)
             if card is not None:
                 place = card.placement_at(times[-1])
                 evidence["slots"] = sorted({card.placement_at(ts).slot for ts in times})
@@ -200,10 +201,10 @@ def check_xid(history: FleetHistory, thresholds: Thresholds | None = None) -> li
                 history, node, "xid", "critical", first, last,
                 {"bursts": psu_bursts, "multi_gpu": True,
                  "gpus": max(b["gpus"] for b in psu_bursts)},
-                "Several GPUs fell off the bus or halted together: suspect the PSU or power rail; "
-                "check the PSU, power cables and risers; lock clocks (`nvidia-smi -lgc`) to test",
-                f"{node}: Xid on {max(b['gpus'] for b in psu_bursts)} GPUs at once "
-                "(PSU or power rail suspected)", event_resolve_s(t), discriminator="psu",
+                N_("Several GPUs fell off the bus or halted together: suspect the PSU or power rail; "
+                   "check the PSU, power cables and risers; lock clocks (`nvidia-smi -lgc`) to test"),
+                Text(N_("{node}: Xid on {count} GPUs at once (PSU or power rail suspected)"), node=node,
+                     count=max(b["gpus"] for b in psu_bursts)), event_resolve_s(t), discriminator="psu",
                 magnitude=float(len(psu_bursts)),
             ))
     return out

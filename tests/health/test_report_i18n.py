@@ -1,0 +1,91 @@
+"""`fleetmon report` and `preflight` in Simplified Chinese (docs/i18n.md): text and HTML read back with the
+translated headings and finding summaries; identifiers and the JSON stay English."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import HOT, T0, Feeder, between
+from storage.db import open_database
+
+REPO = Path(__file__).resolve().parents[2]
+NOW = T0 + 7200
+
+
+def fleetmon(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fleetmon", *args], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def faulty(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fleet with a hot card (n2) and uncorrectable ECC errors (n3)."""
+    path = tmp_path_factory.mktemp("i18n") / "faulty.db"
+    db = open_database(path)
+    Feeder(db, drivers={"n1": "550.54.15", "n2": "550.54.15", "n3": "550.54.15"}).feed(T0, NOW, {
+        ("n2", 1): between(T0 + 3600, NOW, HOT),
+        ("n3", 0): lambda ts: {"ecc_unc_vol": 2, "ecc_unc_agg": 2} if ts >= T0 + 6000 else {}})
+    db.close()
+    return path
+
+
+def _copy(db: Path, tmp_path: Path, name: str) -> str:
+    """A copy per run: a report saves itself, and the next one would compare with it."""
+    shutil.copyfile(db, tmp_path / name)
+    return str(tmp_path / name)
+
+
+def test_report_text_and_html_in_chinese(faulty: Path, tmp_path: Path) -> None:
+    page = tmp_path / "report.html"
+    proc = fleetmon("--lang", "zh_CN", "report", "--db", _copy(faulty, tmp_path, "a.db"), "--now", str(NOW),
+                    "--html", str(page))
+    assert proc.returncode == 2, proc.stderr
+    out = proc.stdout
+    assert out.startswith("fleetmon 巡检报告\n时间窗口：")
+    for heading in ("集群", "节点", "未关闭的问题", "时间窗口内已恢复", "退出码：2（有严重问题）"):
+        assert heading in out, heading
+    assert "状态：不通过 — 不通过 1, 警告 1, 通过 1（3 个节点，6 块 GPU）" in out
+    assert "个不可纠正 ECC 错误" in out and "处理建议：节点下线（drain）并重置 GPU" in out  # summary, action
+    assert "ecc-uncorrectable" in out and "n3 gpu0" in out  # identifiers and names stay as they are
+    html = page.read_text(encoding="utf-8")
+    assert '<html lang="zh-CN">' in html
+    for heading in ("<h2>集群</h2>", "<h2>未关闭的问题</h2>", "<th>处理建议</th>", "<th>GPU 型号</th>",
+                    ">不通过</span>"):
+        assert heading in html, heading
+    assert "Open findings" not in html and "Open findings" not in out
+
+
+def test_preflight_follows_fleetmon_lang(faulty: Path, tmp_path: Path) -> None:
+    page = tmp_path / "preflight.html"
+    proc = fleetmon("preflight", "--db", _copy(faulty, tmp_path, "p.db"), "--nodes", "n[1-3]", "--now", str(NOW),
+                    "--html", str(page), env={"FLEETMON_LANG": "zh_CN"})
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout.startswith("fleetmon 训练前检查 — 3 个节点，时间窗口 ")
+    assert "可用 1   不可用 2" in proc.stdout and "排除：n[2-3]" in proc.stdout
+    assert "ECC：可纠正 " in proc.stdout and "个不可纠正 ECC 错误 [ecc-uncorrectable，未关闭]" in proc.stdout
+    html = page.read_text(encoding="utf-8")
+    assert "<h1>fleetmon 训练前检查</h1>" in html and "<th>原因</th>" in html
+
+
+def test_json_stays_english_in_every_language(faulty: Path, tmp_path: Path) -> None:
+    english = fleetmon("report", "--db", _copy(faulty, tmp_path, "en.db"), "--now", str(NOW), "--json")
+    chinese = fleetmon("--lang", "zh_CN", "report", "--db", _copy(faulty, tmp_path, "zh.db"), "--now", str(NOW),
+                       "--json")
+    assert english.returncode == chinese.returncode == 2
+    assert json.loads(chinese.stdout) == json.loads(english.stdout)
+    assert "ECC" in english.stdout and "不可纠正" not in chinese.stdout
+
+
+def test_errors_are_one_line_in_chinese(faulty: Path, tmp_path: Path) -> None:
+    proc = fleetmon("--lang", "zh_CN", "report", "--db", _copy(faulty, tmp_path, "e.db"), "--since", "yesterday")
+    assert proc.returncode == 1
+    assert proc.stderr == "fleetmon report: --since 'yesterday'：应为时长，例如 90m、24h、7d 或 3600s\n"
+    proc = fleetmon("report", "--db", str(tmp_path / "missing.db"), env={"FLEETMON_LANG": "zh_CN"})
+    assert proc.returncode == 1 and proc.stderr == f"fleetmon report: 数据库 {tmp_path / 'missing.db'}：文件不存在\n"
