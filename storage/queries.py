@@ -76,6 +76,12 @@ def nodes(db: Database) -> list[NodeRow]:
     return [_node(r) for r in query(db, "SELECT * FROM nodes ORDER BY name")]
 
 
+def node(db: Database, name: str) -> NodeRow | None:
+    """One node as :func:`nodes` gives it, or None when it is unknown."""
+    rows = query(db, "SELECT * FROM nodes WHERE name = ?", (name,))
+    return _node(rows[0]) if rows else None
+
+
 def gpu_vendors(db: Database) -> dict[str, str | None]:
     """Every GPU's stored vendor by UUID (None: stored before issue 23), without decoding inventories."""
     return {r["uuid"]: r["vendor"] for r in query(db, "SELECT uuid, vendor FROM gpus")}

@@ -150,11 +150,11 @@ class HistoryReader(QObject):
             from storage.intake import intakes
 
             card_intakes = intakes(db, uuid, limit=20)
-            from storage.queries import nodes
+            from storage.queries import node as node_row
             from storage.slurm_actions import slurm_actions
 
-            node = next((n for n in nodes(db) if gpu is not None and n.name == gpu.node), None)
             node_name = getattr(gpu, "node", None)
+            node = node_row(db, node_name) if node_name else None  # the card's node only, not every node
             node_slurm = slurm_actions(db, node_name, limit=20) if node_name else []
             events = gpu_events(db, gpu, since, until) if gpu is not None else []
             power_failed = failed_power_hours(db, uuid, since, until) if window.resolution != "minute" else []
