@@ -36,7 +36,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from fleetmon import hostlist, ledger
+from fleetmon import hostlist, ledger, signals
 from fleetmon.errors import KnownError, StorageError
 from fleetmon.health import engine
 from fleetmon.health.findings import Finding
@@ -188,7 +188,7 @@ def _load_history(db: Any, now: float, since: float, nodes: Iterable[str] | None
         mins = window.minutes.get(g.uuid)
         hrs = window.hourly.get(g.uuid)
         gpus.append(GpuHistory.from_row(
-            _gpu(g),
+            _gpu(g, now),
             Series.from_columns(mins, MINUTE_S) if mins else None,
             Series.from_columns(hrs, HOUR_S) if hrs else None,
             [_plain(p) for p in window.placements.get(g.uuid, ())],
@@ -270,10 +270,11 @@ def _node(n: NodeRow, groups_by_node: Mapping[str, str | None]) -> dict[str, Any
     return row
 
 
-def _gpu(g: GpuRow) -> dict[str, Any]:
-    """A stored card in the words of :meth:`GpuHistory.from_row`."""
+def _gpu(g: GpuRow, now: float) -> dict[str, Any]:
+    """A stored card in the words of :meth:`GpuHistory.from_row`, its fault signals as they stood at ``now``."""
     row = _plain(g)
     row["name"] = row.pop("model")
+    row["signals"] = signals.as_of(signals.stored(row.get("signals")), now)
     return row
 
 

@@ -302,6 +302,26 @@ def stored(raw: Any) -> Mapping[str, Any]:
     return raw if isinstance(raw, Mapping) else {}
 
 
+def as_of(state: Mapping[str, Any], now: float) -> Mapping[str, Any]:
+    """Stored current signals as they stood at ``now``: a signal whose value began after ``now`` is left out.
+
+    Storage keeps each card's current signals only (with when each last changed), so a report judged as of
+    an earlier time must not see a state that began later (an ECC block error of today in a report of last
+    week). The value it replaced is not kept: such a signal is unknown at ``now``, never taken as healthy
+    evidence (the rules find nothing in an absent signal, and resolve only on a signal saying OK).
+    """
+    values = state.get("values")
+    since = state.get("since")
+    if not isinstance(values, Mapping) or not isinstance(since, Mapping):
+        return state
+    kept = {k: v for k, v in values.items()
+            if not (isinstance(since.get(k), (int, float)) and not isinstance(since.get(k), bool)
+                    and float(since[k]) > now)}
+    if len(kept) == len(values):
+        return state
+    return {**state, "values": kept, "since": {k: t for k, t in since.items() if k in kept}}
+
+
 def current(state: Mapping[str, Any], key: str) -> Any:
     """The signal ``key`` of stored current signals, None when there is none."""
     values = state.get("values")

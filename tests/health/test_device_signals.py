@@ -551,3 +551,33 @@ def test_the_fleet_file_declares_a_runtime_and_firmware(tmp_path: Path) -> None:
     assert {n: (e["field"], e["version"], e["expected"], e["basis"]) for n, e in found.items()} == {
         "asc-1": ("runtime", "8.0.RC2", "8.0.RC3", "expected"),
         "asc-2": ("firmware", "7.1.0.5.220", "7.1.0.7.220", "expected")}
+
+
+def test_signals_as_of_leave_out_a_state_that_began_later() -> None:
+    from fleetmon.signals import as_of
+
+    state = {"values": {"health": {"state": "warning"}, "ecc_deferred": 4}, "since": {"health": 2000.0,
+                                                                                      "ecc_deferred": 500.0},
+             "ts": 2500.0}
+    assert as_of(state, 3000.0) is state  # everything began before: as stored
+    earlier = as_of(state, 1000.0)
+    assert earlier["values"] == {"ecc_deferred": 4} and earlier["since"] == {"ecc_deferred": 500.0}
+    assert as_of(state, 100.0)["values"] == {}
+
+
+def test_a_report_as_of_an_earlier_time_does_not_see_a_later_warning(shared_fixtures: Path, tmp_path: Path) -> None:
+    db = tmp_path / "fleet.db"
+    capture = tmp_path / "npu-smi.txt"
+    capture.write_text(_read(shared_fixtures, f"{TRAIN}.txt") + _read(shared_fixtures, f"{TRAIN}_mapping.txt"),
+                       encoding="utf-8")
+    _import(capture, db, "atlas", T0)
+    store_ = open_database(str(db))
+    try:
+        def kinds(now: float) -> list[str]:
+            return sorted(f.kind for f in engine.evaluate(load_history(store_, now, now - 7 * 86400))
+                          if f.kind == "device-health")
+
+        assert kinds(T0 - 2 * 86400) == []  # two days before the capture: its Warning did not exist yet
+        assert kinds(T0 + 700) == ["device-health", "device-health"]
+    finally:
+        store_.close()
