@@ -19,7 +19,7 @@ def test_the_registry_lists_nvml_and_refuses_an_unknown_name():
 
 
 def test_the_nvml_backend_opens_a_simulated_node_through_the_interface():
-    backend = BACKENDS["nvml"].open(simulate="healthy-a100", node_name="b1", inventory_wait_s=5.0)
+    backend = choose_backend("nvml").open(simulate="healthy-a100", node_name="b1", inventory_wait_s=5.0)
     try:
         assert isinstance(backend, NvmlSession) and (backend.name, backend.vendor) == ("nvml", "nvidia")
         assert len(backend.indices()) == 8
