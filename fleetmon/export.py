@@ -259,13 +259,14 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
     """
     from storage.acks import active_acks
     from storage.findings import open_findings
+    from storage.health_input import nodes_as_of
     from storage.intake import latest_intakes
     from storage.queries import gpus, nodes
     from storage.rows import StoredFinding
 
     now = time.time() if now is None else now
     limit = Thresholds().stale_after_minutes * 60.0 if stale_after_s is None else float(stale_after_s)
-    node_rows = {n.name: n for n in nodes(db)}
+    node_rows = {n.name: n for n in nodes_as_of(db, nodes(db), now)}
     reach: dict[str, str | None] = {
         n.name: V.reach_of(last_ok=n.last_ok, last_attempt=n.last_attempt, outage_open=n.status == "unreachable",
                            now=now, stale_after_s=limit) for n in node_rows.values()}

@@ -29,7 +29,7 @@ keeps the telemetry of one pass and reads only what was stored since, at
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlite_utils import Database
@@ -166,6 +166,49 @@ STILL_THERE_S = 600.0
 """A card seen this close to its node's newest good poll was there when the node went silent."""
 
 
+def nodes_as_of(db: Database, node_rows: Iterable[NodeRow], now: float) -> tuple[NodeRow, ...]:
+    """The nodes as they stood at ``now``: nothing polled after it counts.
+
+    A node row holds the newest poll. A report as of a past time must not read
+    a later good poll as news of then (a node with no data then read "pass"):
+    a node polled after ``now`` takes its newest good poll and newest attempt at
+    or before ``now`` from the poll log, and, where the log was pruned, its
+    newest stored minute or hour at or before ``now`` as its last good poll.
+    With none, it has no good poll then (``last_ok`` None: "unknown").
+    """
+    out = []
+    for n in node_rows:
+        if (n.last_ok is None or n.last_ok <= now) and (n.last_attempt is None or n.last_attempt <= now):
+            out.append(n)
+            continue
+        last = rows(db, "SELECT ts, ok, error FROM poll_log WHERE node = ? AND ts <= ? ORDER BY ts DESC LIMIT 1",
+                    [n.name, now])
+        good = rows(db, "SELECT ts FROM poll_log WHERE node = ? AND ts <= ? AND ok = 1 ORDER BY ts DESC LIMIT 1",
+                    [n.name, now])
+        last_ok = float(good[0][0]) if good else _newest_data(db, n.name, now)
+        status: str | None
+        if last:
+            ts, ok, error = last[0]
+            attempt: float | None = float(ts)
+            status, last_error = ("ok", None) if ok else ("unreachable", error)
+        else:
+            attempt, status, last_error = last_ok, ("ok" if last_ok is not None else None), None
+        out.append(replace(n, last_ok=last_ok, last_attempt=attempt, status=status, last_error=last_error))
+    return tuple(out)
+
+
+def _newest_data(db: Database, node: str, now: float) -> float | None:
+    """The newest stored minute (else hourly bucket) of ``node``'s cards at or before ``now``, None when none."""
+    ids = [r[0] for r in rows(db, "SELECT id FROM gpus WHERE node = ?", [node])]
+    for table in ("samples", "hourly"):
+        newest = [found[0][0] for i in ids   # one index seek per card (primary key gpu_id, ts)
+                  if (found := rows(db, f"SELECT ts FROM {table} WHERE gpu_id = ? AND ts <= ? ORDER BY ts DESC LIMIT 1",
+                                    [i, now]))]
+        if newest:
+            return float(max(newest))
+    return None
+
+
 def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] | None = None,
                 minutes_s: float, derating_since: float, derating_until: float | None = None,
                 cache: WindowCache | None = None) -> RecordedWindow:
@@ -193,7 +236,7 @@ def read_window(db: Database, now: float, since: float, *, nodes: Iterable[str] 
     scope = set(nodes) if nodes is not None else None
 
     memo = cache.inventories if cache is not None else None
-    node_rows = tuple(queries.nodes(db))
+    node_rows = nodes_as_of(db, queries.nodes(db), now)
     # A card seen in the window, or at its node's newest good poll: the cards of a node nobody has
     # heard from since stay listed (the node went silent, the card did not leave). A card its node
     # stopped reporting before the window is gone.

@@ -31,13 +31,15 @@ def read_snapshot(db: Any, now: float | None = None, memo: dict[str, Any] | None
 
     from storage.acks import acks
     from storage.findings import open_findings
+    from storage.health_input import nodes_as_of
     from storage.intake import latest_intakes
     from storage.queries import fleet_latest, gpus, nodes
 
+    read_at = time.time() if now is None else now
     rows, findings = attach_findings(fleet_latest(db), open_findings(db))
-    snap = FleetSnapshot(rows=tuple(rows), nodes={n.name: n for n in nodes(db)},
+    snap = FleetSnapshot(rows=tuple(rows), nodes={n.name: n for n in nodes_as_of(db, nodes(db), read_at)},
                          gpus={g.uuid: g for g in gpus(db, memo)},
-                         findings=tuple(findings), acks=acks(db), read_at=time.time() if now is None else now,
+                         findings=tuple(findings), acks=acks(db), read_at=read_at,
                          intakes=latest_intakes(db))
     snap.derived["verdicts"] = judge(snap, stale_after_s)
     return snap

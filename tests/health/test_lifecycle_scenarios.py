@@ -225,6 +225,34 @@ def test_a_node_silent_for_six_hours_is_stale_never_pass(db):
     assert reasons["n2"] == ("stale: no good poll for 6.0 h [node-unreachable]",)
 
 
+def test_a_report_as_of_the_past_reads_the_polls_of_then_not_the_newest(db):
+    # n2 silent for six hours on day 2, then back: the node row's newest good poll is after every `now` below.
+    fleet = Fleet(db)
+    fleet.run(T0 + D)
+    fleet.run(T0 + D + 6 * H, silent=("n2",))
+    fleet.run(T0 + 2 * D)
+    assert surfaces(db, T0 + 2 * D)["report"] == {"n1": "pass", "n2": "pass"}
+    then = surfaces(db, T0 + D + 6 * H)
+    assert then["report"] == {"n1": "pass", "n2": "stale"}
+    assert then["preflight"] == {"n1": "go", "n2": "no-go"}
+    # Before anything was polled: nobody had heard from either node, which is not health.
+    before = surfaces(db, T0 - H)
+    assert before["report"] == {"n1": "unknown", "n2": "unknown"}
+    assert before["preflight"] == {"n1": "no-go", "n2": "no-go"}
+
+
+def test_a_past_report_falls_back_to_stored_minutes_when_the_poll_log_is_pruned(db):
+    fleet = Fleet(db)
+    fleet.run(T0 + D)
+    fleet.run(T0 + D + 6 * H, silent=("n2",))
+    fleet.run(T0 + 2 * D)
+    db.execute("DELETE FROM poll_log")
+    db.conn.commit()
+    # (a minute stamped at the `now` itself, sent an hour later, would count: the log says when it came)
+    assert surfaces(db, T0 + D + 5 * H)["report"] == {"n1": "pass", "n2": "stale"}
+    assert surfaces(db, T0 + D - 30 * 60)["report"] == {"n1": "pass", "n2": "pass"}
+
+
 def test_missing_data_never_resolves_a_recurring_condition(db):
     fleet = Fleet(db)
     fleet.run(T0 + 6 * H, {("n1", 1): lambda ts: HOT if ts >= T0 + 5 * H else {}})
