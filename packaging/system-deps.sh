@@ -5,7 +5,11 @@
 #                                   server (the ssh source's tests start sshd on 127.0.0.1) and Prometheus
 #                                   (tests/integration/test_real_prometheus.py scrapes simulated agents) and
 #                                   Slurm with MUNGE (tests/integration/test_real_slurm.py starts munged,
-#                                   slurmctld and a slurmd per node on localhost, drains and resumes)
+#                                   slurmctld and a slurmd per node on localhost, drains and resumes), and
+#                                   LibreOffice's headless Writer and Calc with poppler-utils and fonts-noto-cjk
+#                                   (tests/integration/test_libreoffice_zh.py renders the Chinese report page and
+#                                   workbook to PDF and reads them back); these without their recommends
+#                                   (LibreOffice's would bring Java and a desktop's worth of fonts)
 #   packaging/system-deps.sh demo   Qt's runtime libraries plus its xcb platform plugin (a real window);
 #                                   ui/display_check.py maps the same packages to the libraries they hold;
 #                                   and fonts-noto-cjk: the Chinese interface (zh_CN) without missing glyphs
@@ -17,6 +21,7 @@ command -v dpkg-query >/dev/null 2>&1 || exit 0
 pkgs="libegl1 libgl1 libfontconfig1 libxkbcommon0 libglib2.0-0 libdbus-1-3"
 if [ "$what" = test ]; then
   pkgs="$pkgs desktop-file-utils appstream openssh-client openssh-server prometheus munge slurmctld slurmd slurm-client"
+  lean="libreoffice-writer-nogui libreoffice-calc-nogui poppler-utils fonts-noto-cjk"
 fi
 if [ "$what" = demo ]; then
   pkgs="$pkgs libxcb-cursor0 libxcb-icccm4 libxcb-keysyms1 libxcb-image0 libxcb-render-util0 \
@@ -32,24 +37,33 @@ if ! "$py" -c 'import venv, ensurepip' >/dev/null 2>&1; then
   pkgs="$pkgs python${ver}-venv"
 fi
 
+lean="${lean:-}"
 missing=""
-for p in $pkgs; do
+lean_missing=""
+for p in $pkgs $lean; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing="$missing $p"
+    case " $lean " in
+      *" $p "*) lean_missing="$lean_missing $p" ;;
+      *) missing="$missing $p" ;;
+    esac
   fi
 done
-[ -z "$missing" ] && exit 0
+[ -z "$missing$lean_missing" ] && exit 0
 
 if [ "$(id -u)" = 0 ]; then
-  echo "fleetmon: installing system packages:$missing" >&2
+  echo "fleetmon: installing system packages:$missing$lean_missing" >&2
   apt-get update -qq >/dev/null
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  [ -z "$missing" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  [ -z "$lean_missing" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    $lean_missing >/dev/null
 elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-  echo "fleetmon: installing system packages with sudo:$missing" >&2
+  echo "fleetmon: installing system packages with sudo:$missing$lean_missing" >&2
   sudo apt-get update -qq >/dev/null
-  sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  [ -z "$missing" ] || sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+  [ -z "$lean_missing" ] || sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    $lean_missing >/dev/null
 else
-  echo "fleetmon: missing system packages:$missing" >&2
-  echo "fleetmon: install them with: sudo apt-get install$missing" >&2
+  echo "fleetmon: missing system packages:$missing$lean_missing" >&2
+  echo "fleetmon: install them with: sudo apt-get install$missing$lean_missing" >&2
   exit 1
 fi
