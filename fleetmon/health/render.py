@@ -141,6 +141,11 @@ def _finding_dict(f: Finding) -> dict[str, Any]:
     d = f.to_dict()
     d["first_seen_iso"] = _iso(f.first_seen)
     d["last_seen_iso"] = _iso(f.last_seen)
+    if current_language() != "en":
+        # Scripts keep parsing the English ``summary`` and ``action``; a chat bot or a dashboard that shows the
+        # finding to people takes these (only in a translated run: the English JSON is unchanged).
+        d["summary_text"] = localized(f.summary)
+        d["action_text"] = localized(f.action)
     return d
 
 
@@ -396,11 +401,15 @@ def _lines(out: Sequence[str]) -> str:
 
 
 def _node_preflight_dict(n: NodePreflight, vendor: str = "nvidia") -> dict[str, Any]:
-    return {
+    d = {
         "name": n.name, "verdict": n.verdict, "go": n.go, "reasons": list(n.reasons),
         "warnings": list(n.warnings), "ecc": dict(n.ecc), "power": dict(n.power),
         "gpus": n.gpus, "expected_gpus": n.expected, "vendor": vendor,
     }
+    if current_language() != "en":  # as _finding_dict: the English lists stay for scripts
+        d["reasons_text"] = [localized(r) for r in n.reasons]
+        d["warnings_text"] = [localized(w) for w in n.warnings]
+    return d
 
 
 def preflight_by_vendor(result: PreflightResult) -> dict[str, dict[str, Any]]:
