@@ -542,10 +542,17 @@ def _badge(word: str) -> str:
     return f'<span class="b {_e(word)}">{_e(W.upper(word))}</span>'
 
 
+# Simplified Chinese faces first (Noto/Source Han SC on Linux, PingFang on macOS, YaHei on Windows): a generic
+# sans-serif may resolve to a Japanese CJK face (LibreOffice did), whose forms of some characters differ.
+# Dates in table cells keep to one line ("2026年12月3日 15:30" breaks at any character in a narrow column).
+_CSS_ZH = ('body{font-family:"Noto Sans CJK SC","Source Han Sans SC","PingFang SC","Microsoft YaHei",'
+           'system-ui,sans-serif}td.nw,th{white-space:nowrap}\n')
+
+
 def _page(title: str, body: Sequence[str]) -> str:
     lang = current_language().replace("_", "-")  # "en", "zh-CN": the browser picks a CJK font for zh-CN
     return (f"<!DOCTYPE html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n"
+            f"<title>{_e(title)}</title><style>{_CSS}{_CSS_ZH if lang == 'zh-CN' else ''}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
 
 
