@@ -328,7 +328,7 @@ def report_text(result: ReportResult) -> str:
     inventory = s.get("inventory_changes", [])
     out.append("  " + _("Inventory changes ({count})").format(count=len(inventory)))
     for c in inventory:
-        out.append(f"    {_short(c['ts'])}  {c['summary']}")
+        out.append(f"    {_short(c['ts'])}  {localized(c['summary'])}")
     out.append("")
     out.append(_("Nodes"))
     passing = []
@@ -628,7 +628,7 @@ def report_html(result: ReportResult) -> str:
     body.append(_tag("h3", _("Inventory changes ({count})").format(count=len(inventory))))
     if inventory:
         body.append("<table><tr>" + _tag("th", _("When")) + _tag("th", _("Change")) + "</tr>")
-        body += [f"<tr><td>{_e(_short(c['ts']))}</td><td>{_e(c['summary'])}</td></tr>" for c in inventory]
+        body += [f"<tr><td>{_e(_short(c['ts']))}</td><td>{_e(localized(c['summary']))}</td></tr>" for c in inventory]
         body.append("</table>")
     else:
         body.append(_tag("p", _("None."), "small"))

@@ -165,6 +165,7 @@ def test_a_chinese_report_shows_every_family_the_slurm_section_and_the_acknowled
     assert "  时间窗口内的下线与恢复上线（1）" in slurm
     assert "drain n1" in slurm and "fleetmon auto-drain（auto）" in slurm  # Slurm's words and names stay
     assert "ann 已确认：RMA ordered" in text
+    assert re.search(r"^    \S+ \S+  n2：驱动变更（535 -> 550）$", text, re.M)  # the inventory changes too
     for summary in ("负载下 SM 频率", "到货时已有", "健康状态 Warning", "同时出现在节点 n1 上", "拒收 62 个新 GPU UUID",
                     "驱动变更（535 -> 550）", "GPU 从总线上掉线（掉卡）", "无法判定该 GPU 的数据"):
         assert summary in text, summary
@@ -173,6 +174,7 @@ def test_a_chinese_report_shows_every_family_the_slurm_section_and_the_acknowled
     html = render.report_html(result)
     assert "<h2>Slurm 下线与恢复上线（1）</h2>" in html and "<th>内容</th>" in html
     assert "Slurm 中无此节点" in html and "Drains and resumes" not in html
+    assert "<td>n2：驱动变更（535 -&gt; 550）</td>" in html
 
 
 def test_slurm_unavailable_in_chinese_and_english_in_the_json() -> None:
