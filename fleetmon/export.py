@@ -69,6 +69,7 @@ from typing import Any
 
 from fleetmon import hostlist
 from fleetmon.health import verdict as V
+from fleetmon.health import wording as W
 from fleetmon.health.thresholds import Thresholds
 from fleetmon.i18n import N_, Text, localized
 from fleetmon.i18n import gettext as _
@@ -347,8 +348,7 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
         a = acked.get(f.key)
         ack = ""
         if a is not None:
-            ack = (f"snoozed until {_iso(a.until)}" if a.until is not None else "acknowledged") + \
-                (f" by {a.by}" if a.by else "") + (f": {a.note}" if a.note else "")
+            ack = _ack_text(_iso(a.until) if a.until is not None else None, a.by, a.note)
         card = cards.get(f.gpu_uuid or "")
         sheet.findings.append({
             "severity": str(f.severity), "kind": f.kind, "node": f.node or "", "group": group_of(f.node),
@@ -357,6 +357,36 @@ def read_sheet(db: Any, *, current: bool = False, group: str | None = None, now:
             "action": f.action or "", "ack": ack})
     sheet.versions = version_matrix(sheet.gpus)
     return sheet
+
+
+def _ack_text(until: str | None, by: str | None, note: str | None) -> Text:
+    """"acknowledged by ann: fan ordered", "snoozed until 2024-05-02T10:00:00Z" (an i18n.Text: the workbook
+    says it in the reader's language)."""
+    if until is not None:
+        text = (Text(N_("snoozed until {until} by {who}"), until=until, who=by) if by else
+                Text(N_("snoozed until {until}"), until=until))
+    else:
+        text = Text(N_("acknowledged by {who}"), who=by) if by else Text(N_("acknowledged"))
+    return Text(N_("{text}: {note}"), text=text, note=note) if note else text
+
+
+_VERSION_WORDS = {"baseline": N_("baseline"), "outlier": N_("outlier")}
+"""The Versions sheet's baseline column in words (the rows keep the English values)."""
+
+
+def _shown_value(key: str, value: Any) -> Any:
+    """A workbook cell's value in the reader's language: the verdict and health words, baseline / outlier, a
+    rule's fixed advice (in the catalog) and the acknowledgement; anything else (names, identifiers,
+    figures) as it is. CSV and JSON never come here: they keep the English values."""
+    if not isinstance(value, str) or not value:
+        return value
+    if key in ("health", "verdict"):
+        return W.word(value)
+    if key == "baseline":
+        return _(_VERSION_WORDS[value]) if value in _VERSION_WORDS else value
+    if key in ("action", "ack"):
+        return localized(value)
+    return value
 
 
 def _hostlist(names: set[str]) -> str:
@@ -503,11 +533,9 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
             wrapped = [col for col in columns if col.kind == "wrap"]
             for r, row in enumerate(rows, start=1):
                 for c, col in enumerate(columns):
-                    value = row.get(col.key)
-                    if col.key == "action" and isinstance(value, str):
-                        value = localized(value)  # a rule's fixed advice, in the catalog
-                    _write_cell(ws, r, c, value, col.kind, fmts, quoted)
-                lines = max((wrapped_lines(row.get(col.key), col.width) for col in wrapped), default=1)
+                    _write_cell(ws, r, c, _shown_value(col.key, row.get(col.key)), col.kind, fmts, quoted)
+                lines = max((wrapped_lines(_shown_value(col.key, row.get(col.key)), col.width) for col in wrapped),
+                            default=1)
                 if lines > 1:
                     # Spreadsheets do not all grow a row for wrapped text on opening (LibreOffice's
                     # PDF conversion keeps one line and overprints): the height is set here.
@@ -516,7 +544,7 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
                     sev = row.get(key)
                     if sev in tint:
                         c = next(i for i, col in enumerate(columns) if col.key == key)
-                        ws.write_string(r, c, str(sev), tint[str(sev)])
+                        ws.write_string(r, c, str(_shown_value(key, sev)), tint[str(sev)])
                 done += 1
                 if progress is not None and (done % 200 == 0 or done == total) and progress(done, total) is False:
                     raise ExportCancelled()

@@ -25,12 +25,12 @@ from __future__ import annotations
 import io
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from gettext import GNUTranslations, NullTranslations
 from pathlib import Path
 
-__all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "localized", "ngettext", "set_language",
-           "current_language", "language_from_environment", "normalize_language"]
+__all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "listing", "localized", "ngettext",
+           "set_language", "current_language", "language_from_environment", "normalize_language"]
 
 SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
 """The languages fleetmon speaks: English (the source text) and Simplified Chinese."""
@@ -78,6 +78,18 @@ class Text(str):
 
 def _remake(template: str, args: dict[str, object]) -> Text:
     return Text(template, **args)
+
+
+def listing(items: Sequence[str], semicolons: bool = False) -> str:
+    """``items`` as a list in words: "a, b, c" (``semicolons``: "a; b; c") in English, each item localized
+    where shown, with the list separator of the reader's language ("a、b、c"; "a；b；c"). One item is itself;
+    none is ""."""
+    if len(items) < 2:
+        return items[0] if items else ""
+    rest = listing(items[1:], semicolons)
+    if semicolons:
+        return Text(N_("{first}; {rest}"), first=items[0], rest=rest)
+    return Text(N_("{first}, {rest}"), first=items[0], rest=rest)
 
 
 def localized(text: object) -> str:

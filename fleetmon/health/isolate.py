@@ -23,6 +23,7 @@ from typing import Any
 from fleetmon.fields import INVENTORY_CATALOG
 from fleetmon.health.findings import Finding, finding_key
 from fleetmon.health.fleet import FleetHistory, GpuHistory
+from fleetmon.i18n import N_, Text
 
 __all__ = ["DATA_ERRORS", "NUMERIC_INVENTORY", "Problem", "isolated", "run_isolated", "unjudgeable_findings"]
 
@@ -141,17 +142,18 @@ def unjudgeable_findings(history: FleetHistory, problems: Sequence[Problem]) -> 
             if suspects:
                 evidence["suspect_values"] = suspects
             where = f"{node} gpu{index}" if index is not None else f"{node} {uuid}"
-            what = f"{where}: could not judge this GPU's data ({', '.join(rules)})"
-            if suspects:
-                what += f"; malformed stored values: {', '.join(sorted(suspects))}"
+            # The rules and the stored values are identifiers: listed as they are.
+            what = (Text(N_("{where}: could not judge this GPU's data ({rules}); malformed stored values: {values}"),
+                         where=where, rules=", ".join(rules), values=", ".join(sorted(suspects))) if suspects else
+                    Text(N_("{where}: could not judge this GPU's data ({rules})"), where=where, rules=", ".join(rules)))
         else:
-            what = f"{node}: could not judge this node's data ({', '.join(rules)})"
+            what = Text(N_("{node}: could not judge this node's data ({rules})"), node=node, rules=", ".join(rules))
         out.append(Finding(
             "data-unjudgeable", "warning", node or (gpu.node if gpu else ""), uuid, history.now, history.now,
             evidence=evidence,
-            action=("The stored data is malformed (an old database, or an answer stored before types were "
-                    "checked): these checks were skipped for it, the rest of the fleet was judged. Fix or "
-                    "remove the bad rows, or wait for the next good inventory to replace them."),
+            action=N_("The stored data is malformed (an old database, or an answer stored before types were "
+                      "checked): these checks were skipped for it, the rest of the fleet was judged. Fix or "
+                      "remove the bad rows, or wait for the next good inventory to replace them."),
             summary=what, key=finding_key("data-unjudgeable", node or "", uuid), gpu_index=index,
             magnitude=float(len(rules))))
     return out

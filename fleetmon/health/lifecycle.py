@@ -51,24 +51,31 @@ __all__ = [
     "Resolution",
     "judge",
     "lifecycle_markdown",
+    "reason_words",
     "recurrence_text",
 ]
 
 LIFE_CLASSES: tuple[str, ...] = ("event", "recurring", "state", "notice")
 
 RESOLVE_REASONS: dict[str, str] = {
-    "replaced": "card replaced",
-    "reseated": "card reseated",
-    "riser-replaced": "riser, slot or cable replaced",
-    "psu-replaced": "power supply or cabling fixed",
-    "driver-updated": "driver updated",
-    "repaired": "repaired or serviced",
-    "cooling-fixed": "cooling fixed",
-    "accepted": "accepted by the operator",
-    "false-alarm": "false alarm",
-    "other": "other (see the note)",
+    "replaced": N_("card replaced"),
+    "reseated": N_("card reseated"),
+    "riser-replaced": N_("riser, slot or cable replaced"),
+    "psu-replaced": N_("power supply or cabling fixed"),
+    "driver-updated": N_("driver updated"),
+    "repaired": N_("repaired or serviced"),
+    "cooling-fixed": N_("cooling fixed"),
+    "accepted": N_("accepted by the operator"),
+    "false-alarm": N_("false alarm"),
+    "other": N_("other (see the note)"),
 }
-"""Why an operator resolved a finding (``fleetmon resolve --reason``): stable identifiers, words for people."""
+"""Why an operator resolved a finding (``fleetmon resolve --reason``): stable identifiers, words for people
+(marked: :func:`reason_words` says them in the reader's language where shown)."""
+
+
+def reason_words(reason: str) -> str:
+    """A resolution reason in words, as :class:`fleetmon.i18n.Text` (localized where shown); an unknown one as is."""
+    return Text(RESOLVE_REASONS[reason]) if reason in RESOLVE_REASONS else reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,13 +214,23 @@ def _day(ts: float) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d")
 
 
+_MONTHS = (N_("Jan"), N_("Feb"), N_("Mar"), N_("Apr"), N_("May"), N_("Jun"), N_("Jul"), N_("Aug"), N_("Sep"),
+           N_("Oct"), N_("Nov"), N_("Dec"))
+"""Month abbreviations as strftime's %b gives them in the C locale, marked (a translation may say "12月")."""
+
+
 def recurrence_text(days: Iterable[str], last: float, now: float, span: int = 7) -> str:
-    """"6 of the last 7 days, last at 16:00 UTC" (the date too when the last is not today)."""
+    """"6 of the last 7 days, last at 16:00 UTC" (the date too when the last is not today).
+
+    A :class:`fleetmon.i18n.Text`: the English as always, said in the reader's language where shown."""
     today = dt.datetime.fromtimestamp(now, dt.timezone.utc).date()
     recent = {d for d in days if 0 <= (today - dt.date.fromisoformat(d)).days < span}
     when = dt.datetime.fromtimestamp(last, dt.timezone.utc)
-    at = when.strftime("%H:%M UTC") if when.date() == today else when.strftime("%b %d %H:%M UTC")
-    return f"{len(recent)} of the last {span} days, last at {at}"
+    time = when.strftime("%H:%M")
+    at = (Text(N_("{time} UTC"), time=time) if when.date() == today else
+          Text(N_("{month} {day} {time} UTC"), month=Text(_MONTHS[when.month - 1]), day=when.strftime("%d"),
+               time=time))
+    return Text(N_("{count} of the last {span} days, last at {at}"), count=len(recent), span=span, at=at)
 
 
 def _lc(f: Finding) -> dict[str, Any]:
@@ -225,11 +242,14 @@ def _quiet(life: KindLife, cov: Coverage, hours: float, t: Thresholds) -> tuple[
     """Whether ``cov`` (data after the last evidence) makes a quiet (clean) period of ``hours``; and why not."""
     need_h = hours * t.quiet_data_frac
     if cov.hours < need_h:
-        return False, f"{cov.hours:.0f} of {need_h:.0f} h of data since"
+        return False, Text(N_("{hours:.0f} of {need:.0f} h of data since"), hours=cov.hours, need=need_h)
     if life.load and cov.busy_minutes < t.quiet_busy_minutes:
-        return False, f"{cov.busy_minutes:.0f} of {t.quiet_busy_minutes} busy minutes since"
-    return True, f"{hours:.0f} h without it, {cov.hours:.0f} h of data" + (
-        f", {cov.busy_minutes:.0f} busy min" if life.load else "")
+        return False, Text(N_("{minutes:.0f} of {need} busy minutes since"), minutes=cov.busy_minutes,
+                           need=t.quiet_busy_minutes)
+    if life.load:
+        return True, Text(N_("{quiet:.0f} h without it, {hours:.0f} h of data, {minutes:.0f} busy min"), quiet=hours,
+                          hours=cov.hours, minutes=cov.busy_minutes)
+    return True, Text(N_("{quiet:.0f} h without it, {hours:.0f} h of data"), quiet=hours, hours=cov.hours)
 
 
 CoverageFn = Callable[[Finding, float], Coverage]
@@ -360,7 +380,7 @@ def _judge_one(f: Finding | None, entry: LedgerEntry | None, res: Resolution | N
     if recurs_after is not None:
         reason = str(recurs_after.get("reason") or "")
         summary = Text(N_("{summary} [back after it was resolved: {reason}]"), summary=summary,
-                       reason=RESOLVE_REASONS.get(reason, reason))
+                       reason=reason_words(reason))
     return replace(base, state=state, summary=summary, evidence={**_plain(base.evidence), "lifecycle": lc})
 
 
@@ -387,7 +407,8 @@ def _state(life: KindLife, f: Finding, fresh: Finding | None, coverage: Coverage
     if life.cls == "notice":
         if fresh is not None:
             return fresh.state, ""
-        return ("open" if f.last_seen >= now - t.event_resolve_hours * 3600.0 else "resolved"), "notice expired"
+        return ("open" if f.last_seen >= now - t.event_resolve_hours * 3600.0 else "resolved"), Text(
+            N_("notice expired"))
     if life.cls == "state":
         if fresh is not None and fresh.is_open:
             return "open", ""
@@ -397,11 +418,11 @@ def _state(life: KindLife, f: Finding, fresh: Finding | None, coverage: Coverage
         fresh_data = cov.newest is not None and cov.newest > f.last_seen and cov.newest >= now - max(
             t.stale_after_minutes, t.resolve_after_minutes) * 60.0
         if fresh_data:
-            return "resolved", "the latest data no longer shows it"
-        return "open", "no data since to show it gone"
+            return "resolved", Text(N_("the latest data no longer shows it"))
+        return "open", Text(N_("no data since to show it gone"))
     if life.cls == "event":
         if not life.clean or Severity.parse(f.severity) == Severity.CRITICAL:
-            return "open", "waits for an operator's resolution"
+            return "open", Text(N_("waits for an operator's resolution"))
         if recent:
             return "open", ""
         ok, why = _quiet(life, coverage(f, f.last_seen), t.event_clean_hours, t)

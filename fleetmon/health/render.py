@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fleetmon import hostlist
-from fleetmon.i18n import N_, current_language, localized
+from fleetmon.i18n import N_, Text, current_language, localized
 from fleetmon.i18n import gettext as _
 from fleetmon.health.lifecycle import RESOLVE_REASONS
 from fleetmon.health.engine import VERDICTS, NodePreflight, PreflightResult, ReportResult
@@ -115,13 +115,13 @@ def resolution_text(f: Finding) -> str:
         return ""
     res = why.get("resolution")
     if why.get("by") == "operator" and isinstance(res, Mapping):
-        who = f" by {res.get('by')}" if res.get("by") else ""
-        note = f" — {res.get('note')}" if res.get("note") else ""
         reason = str(res.get("reason") or "")
-        return (f"resolved{who} at {_short(res.get('at'))}: "
-                f"{res.get('reason_text') or RESOLVE_REASONS.get(reason, reason)}{note}")
+        words = localized(res.get("reason_text") or RESOLVE_REASONS.get(reason, reason))  # marked reasons
+        text = (_("resolved by {who} at {at}: {reason}") if res.get("by") else _("resolved at {at}: {reason}")).format(
+            who=res.get("by"), at=_short(res.get("at")), reason=words)
+        return _("{text} — {note}").format(text=text, note=res.get("note")) if res.get("note") else text
     if why.get("why"):
-        return f"resolved by data: {why.get('why')}"
+        return _("resolved by data: {why}").format(why=localized(why.get("why")))
     return ""
 
 
@@ -233,10 +233,10 @@ def slurm_state_text(slurm: Mapping[str, Any], node: str) -> str:
     """A node's Slurm state in words, beside its verdict: ``idle``, ``drain (reason; who when)``, ``down``;
     ``Slurm unavailable`` or ``unknown to Slurm`` (never taken for a state)."""
     if not slurm.get("available"):
-        return "Slurm unavailable"
+        return Text(N_("Slurm unavailable"))  # English in the JSON; localized() where shown
     state = (slurm.get("nodes") or {}).get(node)
     if not state:
-        return "unknown to Slurm"
+        return Text(N_("unknown to Slurm"))
     text = str(state.get("short") or state.get("state") or "?")
     if state.get("reason"):
         who = " ".join(str(x) for x in (state.get("reason_by"), state.get("reason_at")) if x)
@@ -247,9 +247,12 @@ def slurm_state_text(slurm: Mapping[str, Any], node: str) -> str:
 def slurm_action_text(a: Mapping[str, Any], with_time: bool = True) -> str:
     """One recorded drain or resume: when (``with_time``), what, by whom, the result and why."""
     result = "ok" if a.get("result") == "ok" else f"{str(a.get('result', '?')).upper()}: {a.get('error') or ''}".rstrip(": ")
-    why = f" — {a['reason']}" if a.get("reason") else ""
-    when = f"{_short(a.get('ts'))} " if with_time else ""
-    return f"{when}{a.get('action')} {a.get('node')} by {a.get('who')} ({a.get('origin')}): {result}{why}"
+    # The action (drain, resume), the result and the origin are Slurm's and fleetmon's identifiers: as they are.
+    text = _("{action} {node} by {who} ({origin}): {result}").format(result=result, **{
+        k: a.get(k) for k in ("action", "node", "who", "origin")})
+    if a.get("reason"):
+        text = _("{text} — {reason}").format(text=text, reason=a["reason"])
+    return f"{_short(a.get('ts'))} {text}" if with_time else text
 
 
 def _slurm_lines(s: Mapping[str, Any], verdicts: Mapping[str, str]) -> list[str]:
@@ -259,13 +262,14 @@ def _slurm_lines(s: Mapping[str, Any], verdicts: Mapping[str, str]) -> list[str]
     out = ["Slurm"]
     if slurm.get("asked"):
         if not slurm.get("available"):
-            out.append(f"  Slurm unavailable: {slurm.get('error')}")
+            out.append("  " + _("Slurm unavailable: {error}").format(error=slurm.get("error")))
         else:
             name_w = max([12, *(len(n) for n in verdicts)])
             for name in sorted(verdicts, key=hostlist.sort_key):
-                out.append(f"  {name:<{name_w}} {verdicts[name].upper():<11} {slurm_state_text(slurm, name)}")
+                out.append(f"  {name:<{name_w}} {W.ljust(W.upper(verdicts[name]), 11)} "
+                           f"{localized(slurm_state_text(slurm, name))}")
     actions = list(slurm.get("actions") or ())
-    out.append(f"  Drains and resumes in the window ({len(actions)})")
+    out.append("  " + _("Drains and resumes in the window ({count})").format(count=len(actions)))
     out += [f"    {slurm_action_text(a)}" for a in actions]
     out.append("")
     return out
@@ -329,7 +333,7 @@ def report_text(result: ReportResult) -> str:
     inventory = s.get("inventory_changes", [])
     out.append("  " + _("Inventory changes ({count})").format(count=len(inventory)))
     for c in inventory:
-        out.append(f"    {_short(c['ts'])}  {c['summary']}")
+        out.append(f"    {_short(c['ts'])}  {localized(c['summary'])}")
     out.append("")
     out.append(_("Nodes"))
     passing = []
@@ -558,9 +562,10 @@ def _page(title: str, body: Sequence[str]) -> str:
 
 def _ack_text(ack: Mapping[str, Any]) -> str:
     """"acknowledged by ann: fan ordered" / "snoozed until 2024-05-02 10:00: …" (an operator's mark)."""
-    who = f" by {ack['by']}" if ack.get("by") else ""
-    when = f"snoozed{who} until {_short(ack['until'])}" if ack.get("until") else f"acknowledged{who}"
-    return f"{when}: {ack.get('note') or '(no note)'}"
+    who, until = ack.get("by"), ack.get("until")
+    text = ((_("snoozed by {who} until {until}: {note}") if who else _("snoozed until {until}: {note}")) if until
+            else _("acknowledged by {who}: {note}") if who else _("acknowledged: {note}"))
+    return text.format(who=who, until=_short(until) if until else "", note=ack.get("note") or _("(no note)"))
 
 
 _FINDING_HEADERS = (N_("Severity"), N_("Where"), N_("Kind"), N_("Summary"), N_("First seen"), N_("Last seen"),
@@ -639,7 +644,7 @@ def report_html(result: ReportResult) -> str:
     body.append(_tag("h3", _("Inventory changes ({count})").format(count=len(inventory))))
     if inventory:
         body.append("<table><tr>" + _tag("th", _("When")) + _tag("th", _("Change")) + "</tr>")
-        body += [f"<tr><td>{_e(_short(c['ts']))}</td><td>{_e(c['summary'])}</td></tr>" for c in inventory]
+        body += [f"<tr><td>{_e(_short(c['ts']))}</td><td>{_e(localized(c['summary']))}</td></tr>" for c in inventory]
         body.append("</table>")
     else:
         body.append(_tag("p", _("None."), "small"))
@@ -660,16 +665,16 @@ def report_html(result: ReportResult) -> str:
         elif verdict == "stale" or name in (s.get("stale") or {}):
             age = _no_data_for(float((s.get("stale") or {}).get(name, 0.0)))
             kinds = ", ".join(k for k in (age, kinds) if k)
-        cell = f"<td>{_e(slurm_state_text(slurm, name))}</td>" if slurm and slurm_col else ""
+        cell = f"<td>{_e(localized(slurm_state_text(slurm, name)))}</td>" if slurm and slurm_col else ""
         body.append(f"<tr><td>{_e(name)}</td><td>{_badge(verdict)}</td>{cell}<td>{_e(kinds)}</td></tr>")
     body.append("</table>")
     if slurm is not None:
         if slurm.get("asked") and not slurm.get("available"):
-            body.append(f'<p class="small">Slurm unavailable: {_e(slurm.get("error"))}</p>')
+            body.append(_tag("p", _("Slurm unavailable: {error}").format(error=slurm.get("error")), "small"))
         actions = list(slurm.get("actions") or ())
-        body.append(f"<h2>Slurm drains and resumes ({len(actions)})</h2>")
+        body.append(_tag("h2", _("Slurm drains and resumes ({count})").format(count=len(actions))))
         if actions:
-            body.append("<table><tr><th>When</th><th>What</th></tr>")
+            body.append("<table><tr>" + _tag("th", _("When")) + _tag("th", _("What")) + "</tr>")
             body += [f"<tr><td>{_e(_short(a.get('ts')))}</td><td>{_e(slurm_action_text(a, with_time=False))}</td></tr>"
                      for a in actions]
             body.append("</table>")

@@ -25,6 +25,7 @@ from fleetmon.health.fleet import FleetHistory, GpuHistory
 from fleetmon.health.rules.helpers import WINDOW_S, condition_resolve_s, effective_thresholds, gpu_finding, gpu_label
 from fleetmon.health.series import Series
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text, listing
 
 __all__ = ["arrival_state", "check_arrival_history", "memory_faults"]
 
@@ -97,25 +98,26 @@ def memory_faults(state: dict[str, Any], t: Thresholds) -> tuple[list[str], bool
     told: list[str] = []
     critical = warning = False
     if unc:
-        told.append(f"{int(unc)} lifetime uncorrectable ECC error{'s' if unc != 1 else ''}")
+        told.append(Text(N_("{count} lifetime uncorrectable ECC errors") if unc != 1
+                         else N_("{count} lifetime uncorrectable ECC error"), count=int(unc)))
         warning = True
         critical |= unc >= t.arrival_unc_ecc_critical
     if pages is not None and pages >= t.arrival_retired_pages_warning:
-        told.append(f"{int(pages)} retired page{'s' if pages != 1 else ''}")
+        told.append(Text(N_("{count} retired pages") if pages != 1 else N_("{count} retired page"), count=int(pages)))
         warning = True
         critical |= pages >= t.arrival_retired_pages_critical
     if pending:
-        told.append("a page retirement pending")
+        told.append(Text(N_("a page retirement pending")))
         warning = True
     if rows is not None and rows >= t.arrival_remapped_rows_warning:
-        told.append(f"{int(rows)} remapped row{'s' if rows != 1 else ''}")
+        told.append(Text(N_("{count} remapped rows") if rows != 1 else N_("{count} remapped row"), count=int(rows)))
         warning = True
         critical |= (rows_unc or 0) >= t.arrival_remapped_rows_critical
     if state.get("remap_pending"):
-        told.append("a row remap pending (applied at the next GPU reset)")
+        told.append(Text(N_("a row remap pending (applied at the next GPU reset)")))
         warning = True
     if failure:
-        told.append("a row remap failure")
+        told.append(Text(N_("a row remap failure")))
         critical = True
     return told, warning, critical
 
@@ -165,14 +167,14 @@ def check_arrival_history(history: FleetHistory, thresholds: Thresholds | None =
             "remap_failure": None if failure is None else bool(failure), "first_sight": sight,
         }
         action = (
-            "Intake: the card arrived with memory faults past the RMA class; return it to the seller "
-            "(or RMA it) rather than put it into service; confirm with `dcgmi diag -r 3`"
+            N_("Intake: the card arrived with memory faults past the RMA class; return it to the seller "
+               "(or RMA it) rather than put it into service; confirm with `dcgmi diag -r 3`")
             if critical else
-            "Intake: the card arrived with a memory history; return it to the seller, or accept it only "
-            "after a burn-in (`dcgmi diag -r 3`, a day under load) shows no new errors")
+            N_("Intake: the card arrived with a memory history; return it to the seller, or accept it only "
+               "after a burn-in (`dcgmi diag -r 3`, a day under load) shows no new errors"))
         out.append(gpu_finding(
             history, gpu, "arrival-history", severity, sight, sight, evidence, action,
-            f"{gpu_label(gpu)}: arrived with {', '.join(told)}", condition_resolve_s(t),
+            Text(N_("{gpu}: arrived with {faults}"), gpu=gpu_label(gpu), faults=listing(told)), condition_resolve_s(t),
             magnitude=float((unc or 0) + (sbe or 0) + (dbe or 0) + (rows_corr or 0) + (rows_unc or 0)
                             + (1 if failure else 0)),
             open_now=True, at=sight,

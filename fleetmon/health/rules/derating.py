@@ -57,6 +57,7 @@ from fleetmon.health.rules.helpers import (
 )
 from fleetmon.health.series import DAY_S, day_of, day_start
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["DAILY_KEYS", "check_derating", "daily_ratios", "model_usual", "weighted_median"]
 
@@ -291,12 +292,14 @@ def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) 
         if model == "unknown":
             # The source names no model ("unknown" is every source's placeholder: xpu-smi's dump, amd-smi
             # metric alone, a rocm-smi table, an NVML name that failed): there is no model to state a spec for.
-            action = ("The source does not name the model: poll or import one that does (amd-smi static, "
-                      "xpu-smi discovery, rocm-smi --showproductname) to judge derating")
-            summary = f"{node}: {count}x card(s) whose source names no model (derating unknown)"
+            action: str = N_("The source does not name the model: poll or import one that does (amd-smi static, "
+                             "xpu-smi discovery, rocm-smi --showproductname) to judge derating")
+            summary = Text(N_("{node}: {count}x card(s) whose source names no model (derating unknown)"),
+                           node=node, count=count)
         else:
             action = unknown_model_action(model)
-            summary = f"{node}: {count}x {model} not in the spec catalog (derating unknown)"
+            summary = Text(N_("{node}: {count}x {model} not in the spec catalog (derating unknown)"), node=node,
+                           count=count, model=model)
         out.append(node_finding(
             history, node, "derating", "info", history.since, history.now,
             {"metric": "unknown-model", "model": model, "gpus": count}, action, summary,
@@ -348,14 +351,11 @@ def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) 
             evidence["explained_by"] = "power-capped"
         out.append(gpu_finding(
             history, gpu, "derating", "info" if capped else "warning", eps[0].start, eps[-1], evidence,
-            "The SM clock under load is well below its peers with no thermal or power-brake reason: "
-            "check power limits and application clocks (`nvidia-smi -q -d CLOCK`), then run a "
-            "GEMM burn-in; RMA if it persists",
-            f"{gpu_label(gpu)}: SM clock {value:.0f} MHz under load, "
-            + (f"{value / ref[0]:.0%} of the {gpu.name} fleet median" if ref and basis == "fleet"
-               else f"{value / spec.boost_clock_mhz:.0%} of nominal boost"
-               + (" (user spec)" if spec.origin == "user" else "") if spec and spec.boost_clock_mhz
-               else ""),
+            N_("The SM clock under load is well below its peers with no thermal or power-brake reason: "
+               "check power limits and application clocks (`nvidia-smi -q -d CLOCK`), then run a "
+               "GEMM burn-in; RMA if it persists"),
+            _clock_summary(gpu_label(gpu), value, gpu.name, ref[0] if ref and basis == "fleet" else None,
+                           spec.boost_clock_mhz if spec else None, bool(spec and spec.origin == "user")),
             condition_resolve_s(t), discriminator="clock",
             magnitude=round(1.0 - value / (ref[0] if ref else limit), 4),
         ))
@@ -369,11 +369,28 @@ def check_derating(history: FleetHistory, thresholds: Thresholds | None = None) 
     return out
 
 
-def unknown_model_action(model: str) -> str:
+def _clock_summary(label: str, value: float, model: str, fleet_median: float | None, boost: float | None,
+                   user_spec: bool) -> Text:
+    """The clock finding's summary: against the model's fleet median, else nominal boost, else the clock alone.
+
+    One whole sentence per case (a translation may order each its own way), the English as before."""
+    if fleet_median is not None:
+        return Text(N_("{gpu}: SM clock {mhz:.0f} MHz under load, {ratio:.0%} of the {model} fleet median"),
+                    gpu=label, mhz=value, ratio=value / fleet_median, model=model)
+    if boost:
+        if user_spec:
+            return Text(N_("{gpu}: SM clock {mhz:.0f} MHz under load, {ratio:.0%} of nominal boost (user spec)"),
+                        gpu=label, mhz=value, ratio=value / boost)
+        return Text(N_("{gpu}: SM clock {mhz:.0f} MHz under load, {ratio:.0%} of nominal boost"),
+                    gpu=label, mhz=value, ratio=value / boost)
+    return Text(N_("{gpu}: SM clock {mhz:.0f} MHz under load, "), gpu=label, mhz=value)
+
+
+def unknown_model_action(model: str) -> Text:
     """What the unknown-model finding tells the operator: how to state the model's spec."""
-    return (f"State its nominal spec in a [[spec]] table of the fleet file (docs/fleet-file.md), e.g. "
-            f'[[spec]] name = "{model}", memory_gb, tdp_w, boost_clock_mhz, mem_bandwidth_gbs (or base = a '
-            "catalog model it is a variant of), to compare it with its nominal specs")
+    return Text(N_("State its nominal spec in a [[spec]] table of the fleet file (docs/fleet-file.md), e.g. "
+                   '[[spec]] name = "{model}", memory_gb, tdp_w, boost_clock_mhz, mem_bandwidth_gbs (or base = a '
+                   "catalog model it is a variant of), to compare it with its nominal specs"), model=model)
 
 
 def _last(values: Sequence[Any]) -> Any:
@@ -381,6 +398,20 @@ def _last(values: Sequence[Any]) -> Any:
         if v is not None:
             return v
     return None
+
+
+_RATIO_ACTIONS = {
+    "memory": N_("Less usable memory than other cards of this model: check for Xid 168 / retired pages and run a "
+                 "memory diagnostic"),
+    "power_limit": N_("The power limit is below the model's fleet: see power-capped"),
+    "pcie": N_("The link is narrower than on other cards of this model: see pcie-link-degraded"),
+}
+_RATIO_SUMMARIES = {
+    "memory": N_("{gpu}: memory at {ratio:.0%} of the {model} fleet"),
+    "power_limit": N_("{gpu}: power limit at {ratio:.0%} of the {model} fleet"),
+    "pcie": N_("{gpu}: pcie at {ratio:.0%} of the {model} fleet"),
+}
+"""The static ratios' advice and summaries (the metric's words in the English as before: "power limit")."""
 
 
 def _static_ratios(history: FleetHistory, t: Thresholds, latest: Mapping[str, dict[str, Any]]) -> list[Finding]:
@@ -407,12 +438,8 @@ def _static_ratios(history: FleetHistory, t: Thresholds, latest: Mapping[str, di
                     history, gpu, "derating", severity, history.since, history.now,
                     {"metric": name, "ratio": v, "fleet_median": round(median, 4),
                      "vs_fleet": round(v / median, 3), "day": r["day"], "spec_origin": r.get("spec_origin")},
-                    {"memory": "Less usable memory than other cards of this model: check for "
-                               "Xid 168 / retired pages and run a memory diagnostic",
-                     "power_limit": "The power limit is below the model's fleet: see power-capped",
-                     "pcie": "The link is narrower than on other cards of this model: see "
-                             "pcie-link-degraded"}[name],
-                    f"{gpu_label(gpu)}: {name.replace('_', ' ')} at {v / median:.0%} of the {model} fleet",
+                    _RATIO_ACTIONS[name],
+                    Text(_RATIO_SUMMARIES[name], gpu=gpu_label(gpu), ratio=v / median, model=model),
                     condition_resolve_s(t), discriminator=name, magnitude=round(1.0 - v / median, 4),
                     open_now=True,
                 ))
@@ -426,10 +453,11 @@ def _static_ratios(history: FleetHistory, t: Thresholds, latest: Mapping[str, di
                     history, gpu, "derating", "info", history.since, history.now,
                     {"metric": "memory-modded", "ratio": v, "memory_total_mib": r["memory_total_mib"],
                      "spec_origin": r.get("spec_origin")},
-                    "More memory than the model's nominal: a memory-modded board; keep it in its own "
-                    "population for reliability statistics, and state its size in a [[spec]] of the fleet "
-                    "file (match_subsystem_id or match_vbios, memory_gb) to judge it against it",
-                    f"{gpu_label(gpu)}: {r['memory_total_mib']} MiB, {v:.0%} of nominal (modded board?)",
+                    N_("More memory than the model's nominal: a memory-modded board; keep it in its own "
+                       "population for reliability statistics, and state its size in a [[spec]] of the fleet "
+                       "file (match_subsystem_id or match_vbios, memory_gb) to judge it against it"),
+                    Text(N_("{gpu}: {mib} MiB, {ratio:.0%} of nominal (modded board?)"), gpu=gpu_label(gpu),
+                         mib=r["memory_total_mib"], ratio=v),
                     condition_resolve_s(t), discriminator="memory-modded", open_now=True,
                 ))
     return out
@@ -475,9 +503,10 @@ def _trends(history: FleetHistory, t: Thresholds, today: Iterable[Mapping[str, A
             history, gpu, "derating", "warning", first_day, history.now,
             {"metric": "clock-trend", "slope_per_week": round(slope * 7, 4), "days": len(points),
              "first": round(points[0][1], 4), "last": round(points[-1][1], 4)},
-            "The SM clock under load keeps falling: check cooling (dust, paste, fans) and power "
-            "delivery; plan a burn-in test", f"{gpu_label(gpu)}: SM clock ratio falling "
-            f"{-slope * 7:.1%} a week over {len(points)} days", condition_resolve_s(t),
+            N_("The SM clock under load keeps falling: check cooling (dust, paste, fans) and power "
+               "delivery; plan a burn-in test"),
+            Text(N_("{gpu}: SM clock ratio falling {rate:.1%} a week over {days} days"), gpu=gpu_label(gpu),
+                 rate=-slope * 7, days=len(points)), condition_resolve_s(t),
             discriminator="clock-trend", magnitude=round(-slope * 7, 4), open_now=True,
         ))
     return out

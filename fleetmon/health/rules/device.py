@@ -25,7 +25,7 @@ from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory, GpuHistory
 from fleetmon.health.rules.helpers import condition_resolve_s, effective_thresholds, event_resolve_s, gpu_finding, gpu_label
 from fleetmon.health.thresholds import Thresholds
-from fleetmon.i18n import N_, Text
+from fleetmon.i18n import N_, Text, listing
 
 __all__ = ["ASCEND_CODES", "ASCEND_HANDLING", "check_bad_pages", "check_device_health", "check_ecc_blocks",
            "check_ecc_deferred", "code_handling"]
@@ -43,13 +43,13 @@ _RESET = {"amd": "amd-smi reset -G -g <gpu>", "hygon": "hy-smi --gpureset -d <dc
 
 
 ASCEND_HANDLING: dict[str, str] = {
-    "NotHandleFault": "no action: the fault can be ignored",
-    "RestartRequest": "re-run the request (inference) or the step (training)",
-    "RestartBusiness": "restart the job on the chip",
-    "FreeRestartNPU": "reset the chip, then restart the job",
-    "RestartNPU": "reset the chip, then restart the job",
-    "SeparateNPU": "isolate the chip: take it out of scheduling",
-    "SubHealthFault": "the chip is sub-healthy: schedule a check",
+    "NotHandleFault": N_("no action: the fault can be ignored"),
+    "RestartRequest": N_("re-run the request (inference) or the step (training)"),
+    "RestartBusiness": N_("restart the job on the chip"),
+    "FreeRestartNPU": N_("reset the chip, then restart the job"),
+    "RestartNPU": N_("reset the chip, then restart the job"),
+    "SeparateNPU": N_("isolate the chip: take it out of scheduling"),
+    "SubHealthFault": N_("the chip is sub-healthy: schedule a check"),
 }
 """Huawei's fault-handling levels of Ascend error codes, in words (Huawei Cloud's "NPU error code"
 troubleshooting page; the levels its Ascend device plugin acts on)."""
@@ -107,21 +107,29 @@ def check_device_health(history: FleetHistory, thresholds: Thresholds | None = N
         handling = code_handling(codes)
         if handling:
             evidence["handling"] = handling
-        code_words = (f", error code{'s' if len(codes) > 1 else ''} {', '.join(codes)}" if codes else "")
-        if severity == "critical":
-            action = ("Move work off this device and check it with the vendor's tool (npu-smi info -t health "
-                      "-i <NPU> -c <chip>); give the error codes to the vendor's support")
-        elif severity == "warning":
-            action = ("Check the device's alarm with the vendor's tool (npu-smi info -t health -i <NPU> "
-                      "-c <chip>) and look its error codes up in the vendor's fault list")
+        # The device's own state and codes stay as the tool printed them (identifiers people search for).
+        if not codes:
+            summary = Text(N_("{gpu}: health {state}"), gpu=gpu_label(gpu), state=text)
         else:
-            action = "The device's tool could not tell its health: check the tool and the driver"
+            summary = Text(N_("{gpu}: health {state}, error codes {codes}") if len(codes) > 1 else
+                           N_("{gpu}: health {state}, error code {codes}"), gpu=gpu_label(gpu), state=text,
+                           codes=", ".join(codes))
+        if severity == "critical":
+            action: str = N_("Move work off this device and check it with the vendor's tool (npu-smi info -t health "
+                             "-i <NPU> -c <chip>); give the error codes to the vendor's support")
+        elif severity == "warning":
+            action = N_("Check the device's alarm with the vendor's tool (npu-smi info -t health -i <NPU> "
+                        "-c <chip>) and look its error codes up in the vendor's fault list")
+        else:
+            action = N_("The device's tool could not tell its health: check the tool and the driver")
         if handling:
-            action += "; Huawei's handling: " + "; ".join(
-                f"{code}: {ASCEND_HANDLING.get(level, level)}" for code, level in handling.items())
+            levels = [Text(N_("{code}: {handling}"), code=code, handling=Text(ASCEND_HANDLING[level])
+                           if level in ASCEND_HANDLING else level) for code, level in handling.items()]
+            action = Text(N_("{action}; Huawei's handling: {levels}"), action=Text(action),
+                          levels=listing(levels, semicolons=True))
         out.append(gpu_finding(
             history, gpu, "device-health", severity, since, history.now, evidence, action,
-            f"{gpu_label(gpu)}: health {text}{code_words}", condition_resolve_s(t), open_now=True,
+            summary, condition_resolve_s(t), open_now=True,
         ))
     return out
 

@@ -189,8 +189,11 @@ def gpu_finding(
     if summary.startswith(current + ":") and place.node:
         idx = place.index if place.index is not None else gpu.index
         label = f"{place.node} gpu{idx}" if idx is not None else f"{place.node} {gpu.uuid}"
-        if isinstance(summary, Text) and summary.args.get("gpu") == current:
-            summary = summary.with_args(gpu=label)  # the same English, and still translatable
+        # The placeholder holding the label ({gpu}, or {where} of an Xid) gets the place: the same English,
+        # and still translatable.
+        named = [k for k, v in summary.args.items() if v == current] if isinstance(summary, Text) else []
+        if isinstance(summary, Text) and named:
+            summary = summary.with_args(**{named[0]: label})
         else:
             summary = label + summary[len(current):]
     if open_now is None:

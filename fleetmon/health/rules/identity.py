@@ -7,6 +7,7 @@ from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import EventRecord, FleetHistory
 from fleetmon.health.rules.helpers import node_finding
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 
 __all__ = ["check_gpus_refused", "check_uuid_conflict"]
 
@@ -35,11 +36,14 @@ def check_uuid_conflict(history: FleetHistory, thresholds: Thresholds | None = N
         out.append(node_finding(
             history, node, "uuid-conflict", "critical", first, last,
             {"holder": holder, "uuids": uuids, "gpus": len(uuids), "dropped_records": dropped},
-            action=(f"One of the two nodes reports cards that are not its own: check the fleet file (two names "
-                    f"for one agent URL?), a second agent or a copied agent buffer on {node}, or a compromised "
-                    f"host. The cards stay with {holder}; {node}'s records of them are not stored meanwhile."),
-            summary=(f"node {node} reports GPU UUIDs already seen on node {holder} at the same time "
-                     f"({len(uuids)} GPU{'s' if len(uuids) != 1 else ''})"),
+            action=Text(N_("One of the two nodes reports cards that are not its own: check the fleet file (two "
+                           "names for one agent URL?), a second agent or a copied agent buffer on {node}, or a "
+                           "compromised host. The cards stay with {holder}; {node}'s records of them are not "
+                           "stored meanwhile."), node=node, holder=holder),
+            summary=Text(N_("node {node} reports GPU UUIDs already seen on node {holder} at the same time "
+                            "({count} GPUs)") if len(uuids) != 1 else
+                         N_("node {node} reports GPU UUIDs already seen on node {holder} at the same time "
+                            "({count} GPU)"), node=node, holder=holder, count=len(uuids)),
             resolve_s=2 * repeat, discriminator=holder, magnitude=float(len(uuids))))
     return out
 
@@ -66,11 +70,14 @@ def check_gpus_refused(history: FleetHistory, thresholds: Thresholds | None = No
         out.append(node_finding(
             history, node, "gpus-refused", "warning", evs[0].ts, last.ts,
             {"refused": refused, "cap": cap, "span_h": span_h, "notice": last.message},
-            action=(f"{node} keeps reporting GPU UUIDs never seen before: check its source (a dcgm-exporter or "
-                    f"script inventing UUIDs, an exporter behind a load balancer, one fleet-file name for many "
-                    f"hosts). Its known cards are still stored; the new ones are not until it reports at most "
-                    f"{cap} within {span_h:g} h."),
-            summary=(f"node {node}: {refused} new GPU UUID{'s' if refused != 1 else ''} refused, the node was seen "
-                     f"with {cap} distinct GPUs within {span_h:g} h (the most one node may have)"),
+            action=Text(N_("{node} keeps reporting GPU UUIDs never seen before: check its source (a dcgm-exporter "
+                           "or script inventing UUIDs, an exporter behind a load balancer, one fleet-file name for "
+                           "many hosts). Its known cards are still stored; the new ones are not until it reports at "
+                           "most {cap} within {hours:g} h."), node=node, cap=cap, hours=span_h),
+            summary=Text(N_("node {node}: {refused} new GPU UUIDs refused, the node was seen with {cap} distinct "
+                            "GPUs within {hours:g} h (the most one node may have)") if refused != 1 else
+                         N_("node {node}: {refused} new GPU UUID refused, the node was seen with {cap} distinct "
+                            "GPUs within {hours:g} h (the most one node may have)"),
+                         node=node, refused=refused, cap=cap, hours=span_h),
             resolve_s=2 * repeat, magnitude=float(refused)))
     return out

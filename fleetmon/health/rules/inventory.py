@@ -20,6 +20,25 @@ __all__ = ["check_inventory_changes"]
 _CHANGE_ALIASES = {"moved": "gpu_moved", "appeared": "gpu_added", "disappeared": "gpu_removed"}
 
 
+_CHANGE_WORDS = {
+    "appeared": N_("appeared"), "disappeared": N_("disappeared"), "moved": N_("moved"),
+    "gpu_added": N_("gpu added"), "gpu_removed": N_("gpu removed"), "gpu_moved": N_("gpu moved"),
+    "driver_changed": N_("driver changed"), "vbios_changed": N_("vbios changed"),
+    "serial_changed": N_("serial changed"), "power_limit_changed": N_("power limit changed"),
+}
+"""The recorded change kinds in words (the kind with spaces, as the English summary always said them); any
+other kind is said as it is, its underscores spaced."""
+
+
+def _change_summary(where: str, kind: str, before: object, after: object) -> Text:
+    """"n1 gpu0: vbios changed (a -> b)"; the values as recorded."""
+    change: str = Text(_CHANGE_WORDS[kind]) if kind in _CHANGE_WORDS else kind.replace("_", " ")
+    if before is not None or after is not None:
+        return Text(N_("{where}: {change} ({before} -> {after})"), where=where, change=change, before=before,
+                    after=after)
+    return Text(N_("{where}: {change}"), where=where, change=change)
+
+
 _ENROLL_S = 300.0
 """Cards first seen within this long of a node's first card came with its first inventory."""
 
@@ -39,11 +58,9 @@ def check_inventory_changes(history: FleetHistory, thresholds: Thresholds | None
         seen.add((_CHANGE_ALIASES.get(c.kind, c.kind), c.gpu_uuid, int(c.ts // 3600)))
         gpu = history.gpu(c.gpu_uuid) if c.gpu_uuid else None
         evidence = {"change": c.kind, "before": c.before, "after": c.after, "detail": c.detail}
-        summary = f"{c.node}: {c.kind.replace('_', ' ')}" + (
-            f" ({c.before} -> {c.after})" if c.before is not None or c.after is not None else "")
+        summary = _change_summary(c.node, c.kind, c.before, c.after)
         if gpu is not None:
-            summary = f"{gpu_label(gpu)}: {c.kind.replace('_', ' ')}" + (
-                f" ({c.before} -> {c.after})" if c.before is not None or c.after is not None else "")
+            summary = _change_summary(gpu_label(gpu), c.kind, c.before, c.after)
             f = gpu_finding(history, gpu, "inventory-change", "info", c.ts, c.ts, evidence,
                              N_("No action if the change was planned"), summary, event_resolve_s(t),
                              discriminator=f"{c.kind}:{int(c.ts)}")

@@ -47,6 +47,13 @@ def _card_at(history: FleetHistory, node: str, pci: str | None, ts: float) -> Gp
     return None
 
 
+def _meaning(info: xidcat.XidInfo) -> Text:
+    """The code's meaning, said in the reader's language where shown (the catalog's rows are marked)."""
+    if info.code in xidcat.XID_CATALOG:
+        return Text(info.meaning)
+    return Text(N_("Xid {code} (not in fleetmon's catalog)"), code=info.code)
+
+
 def check_xid(history: FleetHistory, thresholds: Thresholds | None = None) -> list[Finding]:
     """Xid events by code and card, grouped into bursts and escalated (rules X1-X5, W3).
 
@@ -159,13 +166,13 @@ def check_xid(history: FleetHistory, thresholds: Thresholds | None = None) -> li
             if entry["multi"]:
                 severity = "critical"
                 action = Text(N_("Several GPUs of this node failed together: suspect the PSU or power rail; "
-                                 "check PSU, power cables and risers; {action}"), action=info.action)
+                                 "check PSU, power cables and risers; {action}"), action=Text(info.action))
                 reasons.append("several GPUs in one burst")
             driver = nh.driver_version if nh is not None else None
             suspect_driver = code in GSP_XIDS and driver in regression
             if suspect_driver:
                 action = Text(N_("Same GSP error on several nodes with driver {driver}: suspect a driver "
-                                 "regression; {action}"), driver=driver, action=info.action)
+                                 "regression; {action}"), driver=driver, action=Text(info.action))
                 reasons.append("driver regression suspected")
             evidence = {
                 "code": code, "name": info.name, "category": info.category,
@@ -178,7 +185,7 @@ def check_xid(history: FleetHistory, thresholds: Thresholds | None = None) -> li
             }
             summary_where = gpu_label(card) if card else f"{node} (PCI {entry['pci'] or '?'})"
             summary = Text(N_("{where}: Xid {code} {meaning} ({count}x, {category})"), where=summary_where,
-                           code=code, meaning=info.meaning, count=len(times), category=info.category)
+                           code=code, meaning=_meaning(info), count=len(times), category=info.category)
             if card is not None:
                 place = card.placement_at(times[-1])
                 evidence["slots"] = sorted({card.placement_at(ts).slot for ts in times})
