@@ -1,4 +1,8 @@
-"""Display strings for the UI: pure functions, testable without Qt."""
+"""Display strings for the UI: pure functions, testable without a window.
+
+Their words are marked for Qt's translation (``QCoreApplication.translate`` with the "Format" and "Status"
+contexts: docs/i18n.md); the reader thread calls some of them, which ``translate`` allows.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,13 @@ from typing import Any
 
 from collections.abc import Sequence
 
+from PySide6.QtCore import QCoreApplication
+
 from fleetmon.health.findings import worst_order
 from fleetmon.health.verdict import SILENT, combine
 from fleetmon.vocab import GpuState, Severity
 from fleetmon.vocab import severity_rank as vocab_severity_rank
+from ui.i18n import QT_TRANSLATE_NOOP, verdict_word
 from ui.verdicts import STALE_AFTER_S
 
 DASH = "—"
@@ -62,12 +69,12 @@ def age(ts: Any, now: float | None = None) -> str:
     now = time.time() if now is None else now
     s = max(0.0, now - float(ts))
     if s < 90:
-        return f"{s:.0f} s ago"
+        return QCoreApplication.translate("Format", "{n} s ago").format(n=f"{s:.0f}")
     if s < 90 * 60:
-        return f"{s / 60:.0f} min ago"
+        return QCoreApplication.translate("Format", "{n} min ago").format(n=f"{s / 60:.0f}")
     if s < 36 * 3600:
-        return f"{s / 3600:.0f} h ago"
-    return f"{s / 86400:.0f} d ago"
+        return QCoreApplication.translate("Format", "{n} h ago").format(n=f"{s / 3600:.0f}")
+    return QCoreApplication.translate("Format", "{n} d ago").format(n=f"{s / 86400:.0f}")
 
 
 def gpu_status(node_status: str | None, gpu_state: str | None, latest_ts: Any, now: float | None = None,
@@ -87,6 +94,24 @@ def gpu_status(node_status: str | None, gpu_state: str | None, latest_ts: Any, n
     if now - float(latest_ts) > stale_after_s:
         return "stale"
     return "ok"
+
+
+_STATUS_WORDS = {w: w for w in (QT_TRANSLATE_NOOP("Status", "ok"), QT_TRANSLATE_NOOP("Status", "lost"),
+                                 QT_TRANSLATE_NOOP("Status", "unreachable"), QT_TRANSLATE_NOOP("Status", "stale"),
+                                 QT_TRANSLATE_NOOP("Status", "unknown"))}
+
+
+def status_word(status: str) -> str:
+    """A GPU/node status (:func:`gpu_status`) as the window says it; the status itself stays English (filters,
+    colours, sorting). "lost" (掉卡), "unreachable" and "unknown" stay distinct words, and none reads as 0."""
+    return QCoreApplication.translate("Status", _STATUS_WORDS[status]) if status in _STATUS_WORDS else status
+
+
+def status_text(status: str, error: str | None = None) -> str:
+    """The Status cell: the word, with an unreachable node's error ("unreachable: connection refused")."""
+    if status == "unreachable" and error:
+        return QCoreApplication.translate("Status", "unreachable: {error}").format(error=error)
+    return status_word(status)
 
 
 STATUS_COLORS = {
@@ -117,12 +142,12 @@ def span(seconds: Any) -> str:
         return DASH
     s = max(0.0, float(seconds))
     if s < 90:
-        return f"{s:.0f} s"
+        return QCoreApplication.translate("Format", "{n} s").format(n=f"{s:.0f}")
     if s < 90 * 60:
-        return f"{s / 60:.0f} min"
+        return QCoreApplication.translate("Format", "{n} min").format(n=f"{s / 60:.0f}")
     if s < 48 * 3600:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} d"
+        return QCoreApplication.translate("Format", "{n} h").format(n=f"{s / 3600:.1f}")
+    return QCoreApplication.translate("Format", "{n} d").format(n=f"{s / 86400:.1f}")
 
 
 def verdict_label(verdict: str, findings: Sequence[tuple[str, str]] | Sequence[tuple[str, str, float | None]] = (),
@@ -141,12 +166,19 @@ def verdict_label(verdict: str, findings: Sequence[tuple[str, str]] | Sequence[t
         named = [f for f in findings if str(f[0]) == want and str(f[1]) != "node-unreachable"] or list(findings)
         if named:
             worst = min(named, key=lambda f: worst_order(str(f[0]), str(f[1]), f[2] if len(f) > 2 else None))
-            return f"{verdict}: {worst[1]}" + (f" (+{n - 1})" if n > 1 else "")
-        return verdict
+            # The finding's kind stays as it is (an identifier users search for); the verdict word is translated.
+            if n > 1:
+                return QCoreApplication.translate("Format", "{verdict}: {kind} (+{more})").format(
+                    verdict=verdict_word(verdict), kind=worst[1], more=n - 1)
+            return QCoreApplication.translate("Format", "{verdict}: {kind}").format(
+                verdict=verdict_word(verdict), kind=worst[1])
+        return verdict_word(verdict)
     if verdict == "pass":
-        return "pass"
-    head = f"{verdict} {span(age_s)}" if verdict == "stale" and age_s is not None else verdict
-    return head + (f" (+{n})" if n else "")
+        return verdict_word("pass")
+    head = (QCoreApplication.translate("Format", "{verdict} {age}").format(verdict=verdict_word(verdict),
+                                                                           age=span(age_s))
+            if verdict == "stale" and age_s is not None else verdict_word(verdict))
+    return QCoreApplication.translate("Format", "{label} (+{count})").format(label=head, count=n) if n else head
 
 
 def health(findings: Sequence[tuple[str, str]] | Sequence[tuple[str, str, float | None]],

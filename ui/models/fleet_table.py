@@ -174,10 +174,7 @@ class FleetTableModel(RowsTableModel[FleetRow]):
             if col == _LAST:
                 return fmt.age(r.latest_ts, self._now)
             if col == _LAST + 1:
-                status = self._status(r)
-                if status == "unreachable" and r.last_error:
-                    return f"unreachable: {r.last_error}"
-                return status
+                return fmt.status_text(self._status(r), r.last_error)
             if col == _LAST + 2:
                 return fmt.verdict_label(self._v.gpu(r.uuid), r.findings, self._v.age(r.uuid))
             if col == COL_INTAKE:

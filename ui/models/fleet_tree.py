@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractItemModel, QCoreApplication, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from fleetmon.sources import node_source
@@ -22,7 +22,7 @@ from fleetmon.vendors import runtime_name, vendor_name, vendor_order
 from fleetmon.vocab import Severity
 from storage.rows import FleetRow
 from ui import format as fmt
-from ui.i18n import column
+from ui.i18n import column, verdict_word
 from ui.models.fleet_build import (LEAF, _F0, _LAST, COL_DRIVER, COL_HEALTH, COL_MODEL, COL_STATUS, COL_VENDOR,
                                    COLUMNS, FIELD_COLUMNS, Item, Tree, TreeParams, build_from_roots, build_tree,
                                    gpu_severity, gpu_status, known_uid, sort_items)
@@ -86,12 +86,14 @@ class CellValues:
             if col == _LAST:
                 return fmt.age(r.latest_ts, self._now)
             if col == COL_STATUS:
-                return f"unreachable: {r.last_error}" if it.status == "unreachable" and r.last_error else it.status
+                return fmt.status_text(it.status, r.last_error)
             if col == COL_HEALTH:
                 return fmt.verdict_label(it.verdict, r.findings, self._snap.verdicts.age(r.uuid))
             return None
         # node and group rows: aggregates over their GPUs
         if col == 0:
+            if it.kind == "group" and it.key == "G:":  # nodes without a group (the name stays for sorting)
+                return QCoreApplication.translate("FleetTree", "(no group)")
             return it.name
         if col == COL_VENDOR:  # a mixed group lists its vendors (NVIDIA first)
             vendors = sorted({r.vendor or "" for r in rows}, key=vendor_order)
@@ -104,7 +106,10 @@ class CellValues:
                 models[r.model or "?"] = models.get(r.model or "?", 0) + 1
             gpus = ", ".join(f"{n}× {m}" for m, n in sorted(models.items(), key=lambda kv: -kv[1]))
             if it.kind == "group":
-                return f"{fmt.plural(len(it.children), 'node')} · {gpus}"
+                nodes = len(it.children)
+                return (QCoreApplication.translate("FleetTree", "1 node · {gpus}") if nodes == 1 else
+                        QCoreApplication.translate("FleetTree", "{count} nodes · {gpus}")).format(count=nodes,
+                                                                                                   gpus=gpus)
             return gpus
         if col == COL_DRIVER:
             drivers = sorted({r.driver_version for r in rows if r.driver_version})
@@ -118,18 +123,23 @@ class CellValues:
                 limits = [float(x) for r in rows if isinstance(x := (r.values.get("power_limit_w")
                                                                       or r.power_enforced_w), (int, float))]
                 return fmt.power(sum(vals), sum(limits) if limits else None)
-            return f"max {fmt.number(max(vals), f.unit)}" if f.name.startswith("temp") else \
+            return QCoreApplication.translate("FleetTree", "max {value}").format(
+                value=fmt.number(max(vals), f.unit)) if f.name.startswith("temp") else \
                 fmt.number(sum(vals) / len(vals), f.unit)
         if col == _LAST:
             return fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), self._now)
         if col == COL_STATUS:
-            return it.status
+            return fmt.status_word(it.status)
         if col == COL_HEALTH:
             # The node's own verdict (the report's), the worst of its nodes for a group.
             v = self._snap.verdicts
             if it.verdict in ("fail", "warn"):  # how many of its GPUs read that verdict themselves
                 same = sum(1 for r in rows if v.gpus.get(r.uuid) == it.verdict)
-                return f"{it.verdict} · {same}/{len(rows)} {fmt.noun(len(rows), 'GPU')}" if rows else it.verdict
+                if not rows:
+                    return verdict_word(it.verdict)
+                return (QCoreApplication.translate("FleetTree", "{verdict} · {same}/1 GPU") if len(rows) == 1 else
+                        QCoreApplication.translate("FleetTree", "{verdict} · {same}/{total} GPUs")).format(
+                    verdict=verdict_word(it.verdict), same=same, total=len(rows))
             if it.kind == "node":
                 age = v.age(it.name)
             else:  # a group: the age of its freshest stale node's data
