@@ -1,5 +1,5 @@
 """The window's values in Simplified Chinese (issue 25): the cells ui/format.py and the fleet models build
-(ages, "max 72 °C", "3 nodes · …", health and status words), the GPU detail's title line, status line, range
+(ages, "max 72 °C", "3 nodes · …", health and status words, a finding's evidence line), the GPU detail's title line, status line, range
 buttons and history plots, the derating view and the collector's state line; and English again after."""
 
 from __future__ import annotations
@@ -65,19 +65,25 @@ def format_cells() -> dict[str, str]:
         "pass": fmt.verdict_label("pass"),
         "ok": fmt.status_word("ok"), "lost": fmt.status_word("lost"), "unreachable": fmt.status_word("unreachable"),
         "unknown": fmt.status_word("unknown"), "refused": fmt.status_text("unreachable", "connect: refused"),
+        "evidence": fmt.evidence_text("temperature-high", {"max_temp_c": 88, "limit_c": 85, "critical_c": 95,
+                                                           "minutes": 4}),
+        "gpu_lost": fmt.evidence_text("gpu-lost", {"lost_minutes": 3, "lost_events": 1, "back_events": 0}),
     }
 
 
 ENGLISH_CELLS = {"age_s": "3 s ago", "age_h": "2 h ago", "span": "6.0 h", "fail": "fail: xid (+1)",
                  "stale": "stale 6.0 h (+1)", "pass": "pass", "ok": "ok", "lost": "lost", "unreachable": "unreachable",
-                 "unknown": "unknown", "refused": "unreachable: connect: refused"}
+                 "unknown": "unknown", "refused": "unreachable: connect: refused",
+                 "evidence": "88 °C, limit 85 °C (critical 95 °C) for 4 min", "gpu_lost": "lost 3 min (1 lost, 0 back)"}
 
 
 def test_format_cells_in_chinese_then_english_again(chinese):
     cells = format_cells()
     assert cells == {"age_s": "3 秒前", "age_h": "2 小时前", "span": "6.0 小时", "fail": "不通过：xid（+1）",
                      "stale": "数据过期 6.0 小时（+1）", "pass": "通过", "ok": "正常", "lost": "掉卡",
-                     "unreachable": "不可达", "unknown": "未知", "refused": "不可达：connect: refused"}
+                     "unreachable": "不可达", "unknown": "未知", "refused": "不可达：connect: refused",
+                     "evidence": "88 °C，上限 85 °C（严重 95 °C），持续 4 分钟",
+                     "gpu_lost": "掉卡 3 分钟（掉卡 1 次，恢复 0 次）"}
     # lost, unreachable and unknown stay distinct words, and none reads as a number
     markers = [cells[k] for k in ("ok", "lost", "unreachable", "unknown")]
     assert len(set(markers)) == 4 and not any(re.search(r"\d", m) for m in markers)

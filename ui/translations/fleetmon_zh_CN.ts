@@ -456,6 +456,141 @@ min · median · max</source>
     </message>
 </context>
 <context>
+    <name>Evidence</name>
+    <message>
+        <source>{temp}, limit {limit} (critical {critical}) for {minutes} min</source>
+        <translation>{temp}，上限 {limit}（严重 {critical}），持续 {minutes} 分钟</translation>
+    </message>
+    <message>
+        <source>{temp}, limit {limit} (critical {critical})</source>
+        <translation>{temp}，上限 {limit}（严重 {critical}）</translation>
+    </message>
+    <message>
+        <source>{temp}, limit {limit} for {minutes} min</source>
+        <translation>{temp}，上限 {limit}，持续 {minutes} 分钟</translation>
+    </message>
+    <message>
+        <source>{temp}, limit {limit}</source>
+        <translation>{temp}，上限 {limit}</translation>
+    </message>
+    <message>
+        <source>thermal slowdown {minutes} min ({reasons}), peak {peak}, slowdown {slowdown}</source>
+        <translation>过热降频 {minutes} 分钟（{reasons}），峰值 {peak}，降频温度 {slowdown}</translation>
+    </message>
+    <message>
+        <source>thermal slowdown {minutes} min ({reasons}), peak {peak}</source>
+        <translation>过热降频 {minutes} 分钟（{reasons}），峰值 {peak}</translation>
+    </message>
+    <message>
+        <source>thermal slowdown {minutes} min ({reasons})</source>
+        <translation>过热降频 {minutes} 分钟（{reasons}）</translation>
+    </message>
+    <message>
+        <source>fan 0 % at {temp} for {minutes} min</source>
+        <translation>风扇 0 %，温度 {temp}，持续 {minutes} 分钟</translation>
+    </message>
+    <message>
+        <source>{new} new uncorrectable, volatile {volatile}, aggregate {aggregate}, limit 0</source>
+        <translation>新增不可纠正 {new}，易失计数 {volatile}，累计 {aggregate}，上限 0</translation>
+    </message>
+    <message>
+        <source>{rate} corrected/min, limit {limit}/min (total {total})</source>
+        <translation>可纠正 {rate} 次/分钟，上限 {limit} 次/分钟（共 {total}）</translation>
+    </message>
+    <message>
+        <source>{total} retired pages (SBE {sbe}, DBE {dbe}), limit {limit}, retirement pending (reset needed)</source>
+        <translation>退役页 {total}（SBE {sbe}，DBE {dbe}），上限 {limit}，退役待生效（需重置）</translation>
+    </message>
+    <message>
+        <source>{total} retired pages (SBE {sbe}, DBE {dbe}), limit {limit}</source>
+        <translation>退役页 {total}（SBE {sbe}，DBE {dbe}），上限 {limit}</translation>
+    </message>
+    <message>
+        <source>{total} retired pages (SBE {sbe}, DBE {dbe}), retirement pending (reset needed)</source>
+        <translation>退役页 {total}（SBE {sbe}，DBE {dbe}），退役待生效（需重置）</translation>
+    </message>
+    <message>
+        <source>{total} retired pages (SBE {sbe}, DBE {dbe})</source>
+        <translation>退役页 {total}（SBE {sbe}，DBE {dbe}）</translation>
+    </message>
+    <message>
+        <source>remap failed (no spare rows), rows: {correctable} correctable, {uncorrectable} uncorrectable</source>
+        <translation>行重映射失败（无备用行），行：可纠正 {correctable}，不可纠正 {uncorrectable}</translation>
+    </message>
+    <message>
+        <source>remap pending (reset needed), rows: {correctable} correctable, {uncorrectable} uncorrectable</source>
+        <translation>行重映射待生效（需重置），行：可纠正 {correctable}，不可纠正 {uncorrectable}</translation>
+    </message>
+    <message>
+        <source>Gen{gen} x{width}, max Gen{max_gen} x{max_width} ({ratio} of the bandwidth)</source>
+        <translation>Gen{gen} x{width}，最高 Gen{max_gen} x{max_width}（带宽的 {ratio}）</translation>
+    </message>
+    <message>
+        <source>Gen{gen} x{width}, max Gen{max_gen} x{max_width}</source>
+        <translation>Gen{gen} x{width}，最高 Gen{max_gen} x{max_width}</translation>
+    </message>
+    <message>
+        <source>{rate} replays/min, limit {limit}/min (total {total})</source>
+        <translation>PCIe 重传 {rate} 次/分钟，上限 {limit} 次/分钟（共 {total}）</translation>
+    </message>
+    <message>
+        <source>power brake {minutes} min in {window} min, {temp} (slowdown {slowdown})</source>
+        <translation>{window} 分钟内功耗制动 {minutes} 分钟，{temp}（降频温度 {slowdown}）</translation>
+    </message>
+    <message>
+        <source>power brake {minutes} min in {window} min</source>
+        <translation>{window} 分钟内功耗制动 {minutes} 分钟</translation>
+    </message>
+    <message>
+        <source>{min} to {max} at ≥{util} % load, {minutes} min</source>
+        <translation>负载 ≥{util} % 时 {min} 至 {max}，{minutes} 分钟</translation>
+    </message>
+    <message>
+        <source>SM clock {value} under load, limit {limit} (nominal boost {nominal} MHz, user spec)</source>
+        <translation>负载下 SM 频率 {value}，下限 {limit}（标称加速频率 {nominal} MHz，用户规格）</translation>
+    </message>
+    <message>
+        <source>SM clock {value} under load, limit {limit} (nominal boost {nominal} MHz)</source>
+        <translation>负载下 SM 频率 {value}，下限 {limit}（标称加速频率 {nominal} MHz）</translation>
+    </message>
+    <message>
+        <source>SM clock {value} under load, limit {limit}</source>
+        <translation>负载下 SM 频率 {value}，下限 {limit}</translation>
+    </message>
+    <message>
+        <source>{evidence}, {explained_by}</source>
+        <translation>{evidence}，{explained_by}</translation>
+    </message>
+    <message>
+        <source>lost {minutes} min ({lost} lost, {back} back)</source>
+        <translation>掉卡 {minutes} 分钟（掉卡 {lost} 次，恢复 {back} 次）</translation>
+    </message>
+    <message>
+        <source>unreachable {minutes} min, {polls} failed polls: {error}</source>
+        <translation>不可达 {minutes} 分钟，采集失败 {polls} 次：{error}</translation>
+    </message>
+    <message>
+        <source>unreachable {minutes} min, {polls} failed polls</source>
+        <translation>不可达 {minutes} 分钟，采集失败 {polls} 次</translation>
+    </message>
+    <message>
+        <source>(no majority)</source>
+        <translation>（无多数版本）</translation>
+    </message>
+    <message>
+        <source>CUDA driver {version}, expected {expected} ({basis})</source>
+        <translation>CUDA 驱动 {version}，应为 {expected}（{basis}）</translation>
+    </message>
+    <message>
+        <source>driver {version}, expected {expected} ({basis})</source>
+        <translation>驱动 {version}，应为 {expected}（{basis}）</translation>
+    </message>
+    <message>
+        <source>VBIOS {vbios}, expected {expected}</source>
+        <translation>VBIOS {vbios}，应为 {expected}</translation>
+    </message>
+</context>
+<context>
     <name>EvidenceExport</name>
     <message>
         <source>Export &amp;evidence…</source>

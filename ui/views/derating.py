@@ -316,11 +316,12 @@ class DeratingView(QWidget):
         self._plots: _Plots | None = None  # built when first shown or asked for: see _ensure_plots
         self.strip_reason = QLabel("")
 
-        self.legend = QLabel(" ".join(f"<span style='color:{c}'>━━</span> "
-                                      f"{QCoreApplication.translate('Derating', label)} &nbsp;"
-                                      for _, label, c in RATIOS)
-                             + "<span style='color:#6a1b9a'>┅┅</span> " + self.tr("model's fleet median (clock)")
-                             + " &nbsp;<span style='color:#888'>┄┄</span> " + self.tr("1.0 = nominal"))
+        # Each key whole on its line (a wrapped legend cut "1.0 = nominal" after "1.0").
+        keys = [(c, QCoreApplication.translate("Derating", label)) for _, label, c in RATIOS]
+        keys += [("#6a1b9a", self.tr("model's fleet median (clock)")), ("#888", self.tr("1.0 = nominal"))]
+        marks = ["━━"] * len(RATIOS) + ["┅┅", "┄┄"]
+        self.legend = QLabel(" ".join(f"<span style='white-space:nowrap'><span style='color:{c}'>{mark}</span> "
+                                      f"{text}</span> &nbsp;" for (c, text), mark in zip(keys, marks)))
         self.legend.setTextFormat(Qt.TextFormat.RichText)
         self.card_title = QLabel(self.tr("Click a dot (or a GPU in the fleet view) to see its daily ratios."))
         self.legend.setWordWrap(True)
