@@ -106,20 +106,23 @@ def tree_cells(snap) -> dict[str, str]:
         "node_temp": model.data(n2.siblingAtColumn(temp)), "node_seen": model.data(n2.siblingAtColumn(_LAST)),
         "m2_status": model.data(m2.siblingAtColumn(COL_STATUS)),
         "gpu_status": model.data(model.index_of_gpu("GPU-n2-01").siblingAtColumn(COL_STATUS)),
+        "group_tip": model.data(model.index(a, 0), Qt.ItemDataRole.ToolTipRole),
     }
 
 
 def test_fleet_tree_cells_in_chinese_then_english_again(chinese, snap):
     cells = tree_cells(snap)
     assert cells["group_model"].startswith("3 个节点 · 6× "), cells
-    assert cells["group_health"] == "警告 · 3/6 块 GPU", cells
+    assert cells["group_health"] == "警告 · 3/6 张 GPU", cells
     assert cells["node_temp"] == "最高 88 °C" and cells["node_seen"].endswith("秒前"), cells
     assert cells["m2_status"] == "不可达" and cells["gpu_status"] == "正常", cells
+    assert cells["group_tip"] == "分组 a：3 个节点，6 张 GPU", cells
     ui_i18n.install("en")
     cells = tree_cells(snap)
     assert cells["group_model"].startswith("3 nodes · 6× ") and cells["group_health"] == "warn · 3/6 GPUs", cells
     assert cells["node_temp"] == "max 88 °C" and cells["node_seen"].endswith(" s ago"), cells
     assert cells["m2_status"] == "unreachable" and cells["gpu_status"] == "ok", cells
+    assert cells["group_tip"] == "group a: 3 nodes, 6 GPUs", cells
 
 
 def detail_texts(qtbot, path) -> dict[str, str]:
@@ -140,6 +143,8 @@ def detail_texts(qtbot, path) -> dict[str, str]:
             "rows": " | ".join(t for _, t in plots.throttle.getAxis("left")._tickLevels[0]),
             "readout": plots.readout.text(), "reset": plots.reset_button.text(),
             "ecc_reason": str(plots.reasons.get("ecc")),
+            "change": f"{view.changes.item(0, 1).text()} {view.changes.item(0, 2).text()}",
+            "state": view.inventory.item(view.inventory.rowCount() - 1, 1).text(),
         }
     finally:
         view.shutdown()
@@ -153,11 +158,14 @@ def test_gpu_detail_title_and_plots_in_chinese_then_english_again(chinese, qtbot
     assert "<b>ECC 错误、退役页、行重映射</b> (次数)" in t["ecc"] and "退役页" in t["ecc"], t
     assert t["rows"] == "gpu_idle | 无数据 | Xid", t  # NVML's reason names and "Xid" stay as they are
     assert t["readout"].startswith("鼠标移到图上") and t["reset"] == "复位缩放", t
+    assert t["change"] == "首次登记 位于 n1 #0 00000000:10:00.0", t
+    assert t["state"] == "正常", t  # the card's state: "lost" would read 掉卡
     ui_i18n.install("en")
     t = detail_texts(qtbot, history_db)
     assert not any(CJK.search(v) for v in t.values()), t
     assert "<b>Temperature</b> (°C)" in t["temp"] and " points · minute resolution · read " in t["status"], t
     assert t["rows"] == "gpu_idle | no data | Xid" and t["range"] == "24 h" and t["reset"] == "Reset zoom", t
+    assert t["change"] == "enrolled in n1 #0 00000000:10:00.0" and t["state"] == "ok", t
 
 
 def derating_texts(qtbot, path) -> dict[str, str]:
@@ -194,7 +202,7 @@ def test_derating_view_in_chinese_then_english_again(chinese, qtbot, history_db)
     assert t["headers"].startswith("型号 | 卡数") or "型号" in t["headers"], t
     assert "负载频率 / 加速频率\n最小 · 中位 · 最大" in t["headers"], t
     assert "同型号集群中位数" in t["legend"] and "点击一个点" in t["card_title"], t
-    assert t["reason"] == "请选择一块 GPU" and "每卡频率" in t["strip"], t
+    assert t["reason"] == "请选择一张 GPU" and "每卡频率" in t["strip"], t
     assert "张卡：负载频率 / 加速频率" in t["tip"] and "点击打开此卡" in t["dot"], t
     ui_i18n.install("en")
     t = derating_texts(qtbot, history_db)

@@ -22,7 +22,7 @@ from fleetmon.vendors import runtime_name, vendor_name, vendor_order
 from fleetmon.vocab import Severity
 from storage.rows import FleetRow
 from ui import format as fmt
-from ui.i18n import column, verdict_word
+from ui.i18n import column, severity_text, verdict_word
 from ui.models.fleet_build import (LEAF, _F0, _LAST, COL_DRIVER, COL_HEALTH, COL_MODEL, COL_STATUS, COL_VENDOR,
                                    COLUMNS, FIELD_COLUMNS, Item, Tree, TreeParams, build_from_roots, build_tree,
                                    gpu_severity, gpu_status, known_uid, sort_items)
@@ -370,25 +370,42 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
             lines = [f"{r.node} GPU {r.index}: {r.model}", f"UUID {r.uuid}"]
             inv = self._inventory(r)
             if inv.get("temp_slowdown_c"):
-                lines.append(f"slowdown temperature {inv['temp_slowdown_c']} °C")
-            lines.append(f"verdict: {fmt.verdict_label(it.verdict, r.findings, self._snap.verdicts.age(r.uuid))}")
-            lines += [f"{sev}: {kind}" for sev, kind in r.findings]
+                lines.append(QCoreApplication.translate("FleetTree", "slowdown temperature {value} °C").format(
+                    value=inv["temp_slowdown_c"]))
+            lines.append(QCoreApplication.translate("FleetTree", "verdict: {verdict}").format(
+                verdict=fmt.verdict_label(it.verdict, r.findings, self._snap.verdicts.age(r.uuid))))
+            lines += [f"{severity_text(sev)}: {kind}" for sev, kind in r.findings]
             intake = getattr(self._snap, "intakes", {}).get(r.uuid)
             if intake is not None:
-                lines.append(f"intake: {intake.verdict} ({time.strftime('%Y-%m-%d', time.localtime(intake.ts))})")
+                lines.append(QCoreApplication.translate("FleetTree", "intake: {verdict} ({date})").format(
+                    verdict=intake.verdict, date=time.strftime('%Y-%m-%d', time.localtime(intake.ts))))
             return "\n".join(lines)
         if it.kind == "node":
             n = self._snap.nodes.get(it.name)
             if n is None:
                 return it.name
+            runtime = n.runtime_version or (n.cuda_driver_version if runtime_name(n.vendor) == "CUDA" else None)
+            values = {"vendor": vendor_name(n.vendor), "driver": n.driver_version or "—",
+                      "runtime_name": runtime_name(n.vendor), "runtime": runtime or "—",
+                      "firmware": n.firmware_version}
+            versions = (QCoreApplication.translate(
+                "FleetTree", "{vendor} · driver {driver}, {runtime_name} {runtime}, firmware {firmware}")
+                if n.firmware_version else
+                QCoreApplication.translate("FleetTree", "{vendor} · driver {driver}, {runtime_name} {runtime}"))
             return "\n".join(x for x in (
-                f"{n.name} ({n.group or 'no group'}) · {n.url or ''}", f"{vendor_name(n.vendor)} · driver "
-                f"{n.driver_version or '—'}, {runtime_name(n.vendor)} "
-                f"{n.runtime_version or (n.cuda_driver_version if runtime_name(n.vendor) == 'CUDA' else None) or '—'}"
-                + (f", firmware {n.firmware_version}" if n.firmware_version else ""), f"last poll {fmt.age(n.last_attempt, self._now)}",
+                f"{n.name} ({n.group or QCoreApplication.translate('FleetTree', 'no group')}) · {n.url or ''}",
+                versions.format(**values),
+                QCoreApplication.translate("FleetTree", "last poll {age}").format(
+                    age=fmt.age(n.last_attempt, self._now)),
                 node_source(n.url).note,  # what a dcgm-exporter, ssh or imported node cannot tell ("" for agents)
-                f"last error: {n.last_error}" if n.last_error and n.status == "unreachable" else "") if x)
-        return f"group {it.name}: {fmt.plural(len(it.children), 'node')}, {fmt.plural(len(it.gpus), 'GPU')}"
+                QCoreApplication.translate("FleetTree", "last error: {error}").format(error=n.last_error)
+                if n.last_error and n.status == "unreachable" else "") if x)
+        nodes, gpus = len(it.children), len(it.gpus)
+        return QCoreApplication.translate("FleetTree", "group {name}: {nodes}, {gpus}").format(
+            name=it.name, nodes=(QCoreApplication.translate("FleetTree", "1 node") if nodes == 1 else
+                                 QCoreApplication.translate("FleetTree", "{count} nodes").format(count=nodes)),
+            gpus=(QCoreApplication.translate("FleetTree", "1 GPU") if gpus == 1 else
+                  QCoreApplication.translate("FleetTree", "{count} GPUs").format(count=gpus)))
 
 
 def _release(items: dict[int, Item]) -> None:

@@ -29,6 +29,73 @@
     </message>
 </context>
 <context>
+    <name>CardChange</name>
+    <message>
+        <source>enrolled</source>
+        <translation>首次登记</translation>
+    </message>
+    <message>
+        <source>appeared</source>
+        <translation>出现</translation>
+    </message>
+    <message>
+        <source>moved</source>
+        <translation>移位</translation>
+    </message>
+    <message>
+        <source>disappeared</source>
+        <translation>消失</translation>
+    </message>
+    <message>
+        <source>driver changed</source>
+        <translation>驱动变更</translation>
+    </message>
+    <message>
+        <source>vbios changed</source>
+        <translation>VBIOS 变更</translation>
+    </message>
+    <message>
+        <source>serial changed</source>
+        <translation>序列号变更</translation>
+    </message>
+    <message>
+        <source>power limit changed</source>
+        <translation>功耗上限变更</translation>
+    </message>
+    <message>
+        <source>placed</source>
+        <translation>安装位置</translation>
+    </message>
+    <message>
+        <source>{node} by {who} ({origin}): {why}</source>
+        <translation>{node}，操作人 {who}（{origin}）：{why}</translation>
+    </message>
+    <message>
+        <source>{node} by {who} ({origin})</source>
+        <translation>{node}，操作人 {who}（{origin}）</translation>
+    </message>
+    <message>
+        <source>on {node}: {reason}</source>
+        <translation>在 {node}：{reason}</translation>
+    </message>
+    <message>
+        <source>intake {verdict}</source>
+        <translation>验收 {verdict}</translation>
+    </message>
+    <message>
+        <source>in {place}</source>
+        <translation>位于 {place}</translation>
+    </message>
+    <message>
+        <source>from {place}</source>
+        <translation>原位于 {place}</translation>
+    </message>
+    <message>
+        <source>{node} #{index} until {time}</source>
+        <translation>{node} #{index}，至 {time}</translation>
+    </message>
+</context>
+<context>
     <name>Change</name>
     <message>
         <source>new</source>
@@ -323,7 +390,7 @@
     </message>
     <message>
         <source>select a GPU</source>
-        <translation>请选择一块 GPU</translation>
+        <translation>请选择一张 GPU</translation>
     </message>
     <message>
         <source>reading…</source>
@@ -738,6 +805,17 @@ min · median · max</source>
     </message>
 </context>
 <context>
+    <name>FleetTable</name>
+    <message>
+        <source>intake {verdict} at {time} on {node} (the card&apos;s Changes tab has the reasons)</source>
+        <translation>验收 {verdict}，{time}，在 {node}（原因见该卡的“变更记录”页）</translation>
+    </message>
+    <message>
+        <source>intake {verdict} at {time} (the card&apos;s Changes tab has the reasons)</source>
+        <translation>验收 {verdict}，{time}（原因见该卡的“变更记录”页）</translation>
+    </message>
+</context>
+<context>
     <name>FleetTree</name>
     <message>
         <source>(no group)</source>
@@ -757,11 +835,59 @@ min · median · max</source>
     </message>
     <message>
         <source>{verdict} · {same}/1 GPU</source>
-        <translation>{verdict} · {same}/1 块 GPU</translation>
+        <translation>{verdict} · {same}/1 张 GPU</translation>
     </message>
     <message>
         <source>{verdict} · {same}/{total} GPUs</source>
-        <translation>{verdict} · {same}/{total} 块 GPU</translation>
+        <translation>{verdict} · {same}/{total} 张 GPU</translation>
+    </message>
+    <message>
+        <source>slowdown temperature {value} °C</source>
+        <translation>降频温度 {value} °C</translation>
+    </message>
+    <message>
+        <source>verdict: {verdict}</source>
+        <translation>结论：{verdict}</translation>
+    </message>
+    <message>
+        <source>intake: {verdict} ({date})</source>
+        <translation>验收：{verdict}（{date}）</translation>
+    </message>
+    <message>
+        <source>{vendor} · driver {driver}, {runtime_name} {runtime}, firmware {firmware}</source>
+        <translation>{vendor} · 驱动 {driver}，{runtime_name} {runtime}，固件 {firmware}</translation>
+    </message>
+    <message>
+        <source>{vendor} · driver {driver}, {runtime_name} {runtime}</source>
+        <translation>{vendor} · 驱动 {driver}，{runtime_name} {runtime}</translation>
+    </message>
+    <message>
+        <source>last poll {age}</source>
+        <translation>上次采集 {age}</translation>
+    </message>
+    <message>
+        <source>last error: {error}</source>
+        <translation>最近错误：{error}</translation>
+    </message>
+    <message>
+        <source>group {name}: {nodes}, {gpus}</source>
+        <translation>分组 {name}：{nodes}，{gpus}</translation>
+    </message>
+    <message>
+        <source>1 node</source>
+        <translation>1 个节点</translation>
+    </message>
+    <message>
+        <source>{count} nodes</source>
+        <translation>{count} 个节点</translation>
+    </message>
+    <message>
+        <source>1 GPU</source>
+        <translation>1 张 GPU</translation>
+    </message>
+    <message>
+        <source>{count} GPUs</source>
+        <translation>{count} 张 GPU</translation>
     </message>
 </context>
 <context>

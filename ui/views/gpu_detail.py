@@ -145,7 +145,7 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = C
         ("Nominal spec", nominal),
         ("Spec source", spec.source if spec is not None else fmt.DASH),
         ("First seen", _when(gpu.first_seen if gpu else None)),
-        ("State", (gpu.state if gpu else None) or fmt.DASH),
+        ("State", fmt.status_word(gpu.state) if gpu and gpu.state else fmt.DASH),  # "ok", "lost" (掉卡)
     ]
     return lines
 
@@ -156,6 +156,20 @@ def _place(p: Any) -> str:
     return fmt.DASH if p is None else str(p)
 
 
+_CHANGE_WORDS = {w: w for w in (
+    QT_TRANSLATE_NOOP("CardChange", "enrolled"), QT_TRANSLATE_NOOP("CardChange", "appeared"),
+    QT_TRANSLATE_NOOP("CardChange", "moved"), QT_TRANSLATE_NOOP("CardChange", "disappeared"),
+    QT_TRANSLATE_NOOP("CardChange", "driver changed"), QT_TRANSLATE_NOOP("CardChange", "vbios changed"),
+    QT_TRANSLATE_NOOP("CardChange", "serial changed"), QT_TRANSLATE_NOOP("CardChange", "power limit changed"),
+    QT_TRANSLATE_NOOP("CardChange", "placed"))}
+"""The stored inventory change kinds (``storage.ingest``), as the Changes tab says them."""
+
+
+def _change_word(kind: str) -> str:
+    word = kind.replace("_", " ")
+    return QCoreApplication.translate("CardChange", _CHANGE_WORDS[word]) if word in _CHANGE_WORDS else word
+
+
 def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[PlacementRow],
                  intakes: Sequence[IntakeRow] = (), slurm: Sequence[Any] = ()) -> list[tuple[str, str, str]]:
     """The card's history, newest first: (time, what, detail); its intakes with their verdict and reason; its
@@ -164,25 +178,36 @@ def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[Placeme
     for a in slurm:
         result = "" if a.result == "ok" else f" {a.result.upper()}"
         why = a.error if a.result == "failed" else a.reason
+        who = {"node": a.node, "who": a.who, "origin": a.origin, "why": printable(why, 300) if why else ""}
         out.append((a.ts, f"Slurm {a.action}{result}",
-                    f"{a.node} by {a.who} ({a.origin})" + (f": {printable(why, 300)}" if why else "")))
+                    (QCoreApplication.translate("CardChange", "{node} by {who} ({origin}): {why}") if why else
+                     QCoreApplication.translate("CardChange", "{node} by {who} ({origin})")).format(**who)))
     for i in intakes:
         reason = str(i.result.get("reason") or "") if isinstance(i.result, dict) else ""
-        out.append((i.ts, f"intake {i.verdict}", (f"on {i.node}: " if i.node else "") + (reason or fmt.DASH)))
+        detail = (QCoreApplication.translate("CardChange", "on {node}: {reason}") if i.node else "{reason}").format(
+            node=i.node, reason=reason or fmt.DASH)
+        out.append((i.ts, QCoreApplication.translate("CardChange", "intake {verdict}").format(verdict=i.verdict),
+                    detail))
     for c in changes:
         if c.kind in ("enrolled", "appeared", "moved", "disappeared"):
-            detail = {"enrolled": f"in {_place(c.new)}", "appeared": f"in {_place(c.new)}",
-                      "disappeared": f"from {_place(c.old)}"}.get(c.kind, f"{_place(c.old)} → {_place(c.new)}")
+            if c.kind in ("enrolled", "appeared"):
+                detail = QCoreApplication.translate("CardChange", "in {place}").format(place=_place(c.new))
+            elif c.kind == "disappeared":
+                detail = QCoreApplication.translate("CardChange", "from {place}").format(place=_place(c.old))
+            else:
+                detail = f"{_place(c.old)} → {_place(c.new)}"
         elif isinstance(c.old, dict) or isinstance(c.new, dict):
             old, new = c.old or {}, c.new or {}
             keys = sorted(set(old) | set(new))
             detail = ", ".join(f"{k} {old.get(k)} → {new.get(k)}" for k in keys if old.get(k) != new.get(k))
         else:
             detail = f"{c.old or fmt.DASH} → {c.new or fmt.DASH}"
-        out.append((c.ts, c.kind.replace("_", " "), detail))
+        out.append((c.ts, _change_word(c.kind), detail))
     if not changes:
         for p in places:
-            out.append((p.since, "placed", f"{p.node} #{p.index}" + (f" until {_when(p.until)}" if p.until else "")))
+            out.append((p.since, _change_word("placed"),
+                        QCoreApplication.translate("CardChange", "{node} #{index} until {time}").format(
+                            node=p.node, index=p.index, time=_when(p.until)) if p.until else f"{p.node} #{p.index}"))
     out.sort(key=lambda t: -t[0])
     return [(_when(ts), what, detail) for ts, what, detail in out]
 
