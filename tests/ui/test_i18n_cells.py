@@ -222,3 +222,25 @@ def test_collector_state_line_in_chinese_then_english_again(chinese, tmp_path):
     child = CollectorProcess(str(tmp_path / "f.db"), str(tmp_path / "fleet.toml"))
     child._finished(3, QProcess.ExitStatus.NormalExit)
     assert child.state == "collector: exited with code 3 (Poll now restarts it)"
+
+
+def test_plot_date_axes_name_weekdays_and_months_in_chinese_then_as_pyqtgraph_does(chinese):
+    import pyqtgraph as pg
+    from pyqtgraph.graphicsItems import DateAxisItem as pg_dates
+
+    from ui.views.plots import LocalDateAxis
+
+    ts = [1_796_000_000.0, 1_796_000_000.0 + 86400]  # the last of November 2026 and the first of December
+
+    def ticks(axis: pg.DateAxisItem) -> list[list[str]]:
+        out = []
+        for level in (pg_dates.DAY_HOUR_ZOOM_LEVEL, pg_dates.MONTH_DAY_ZOOM_LEVEL):
+            axis.zoomLevel = level
+            out.append(axis.tickStrings(ts, 1, level.tickSpecs[0].spacing))
+        return out
+
+    days, months = ticks(LocalDateAxis())
+    assert all(re.fullmatch(r"\d\d日 周[一二三四五六日]", d) for d in days), days
+    assert all(re.fullmatch(r"1[12]月", m) for m in months), months
+    ui_i18n.install("en")
+    assert ticks(LocalDateAxis()) == ticks(pg.DateAxisItem())  # English: pyqtgraph's own ("Mon 30", "Nov")

@@ -355,6 +355,17 @@
     </message>
 </context>
 <context>
+    <name>DateAxis</name>
+    <message>
+        <source>%a %d</source>
+        <translation>%d日 %a</translation>
+    </message>
+    <message>
+        <source>%b</source>
+        <translation>%b</translation>
+    </message>
+</context>
+<context>
     <name>Derating</name>
     <message>
         <source>clock under load / boost</source>

@@ -250,7 +250,9 @@ class _Plots:
         strip.showGrid(y=True, alpha=0.2)
         strip.setMinimumWidth(260)
         strip.setMenuEnabled(False)
-        card = pg.PlotWidget(background="w", axisItems={"bottom": pg.DateAxisItem()})
+        from ui.views.plots import LocalDateAxis
+
+        card = pg.PlotWidget(background="w", axisItems={"bottom": LocalDateAxis()})
         card.showGrid(x=True, y=True, alpha=0.2)
         card.setMenuEnabled(False)
         card.setLimits(minXRange=MIN_SPAN_S)

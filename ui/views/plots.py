@@ -30,17 +30,19 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QLocale, QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QPushButton, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout,
                                QWidget)
 
 from fleetmon.fields import THERMAL_THROTTLE_REASONS, THROTTLE_REASONS
 from storage.rows import EventRow, HistoryWindow
+from ui import i18n as ui_i18n
 from ui.i18n import QT_TRANSLATE_NOOP
 
 PANEL_MIN_H = 170
@@ -447,6 +449,36 @@ class SpanItem(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph is untyped
             p.drawRect(QRectF((a + b) / 2 - w / 2, vr.top(), w, vr.height()))
 
 
+_DATE_FORMATS = (QT_TRANSLATE_NOOP("DateAxis", "%a %d"), QT_TRANSLATE_NOOP("DateAxis", "%b"))
+"""pyqtgraph's date-axis formats that name a weekday or a month (the rest are numbers)."""
+
+
+class LocalDateAxis(pg.DateAxisItem):  # type: ignore[misc]  # pyqtgraph is untyped
+    """pyqtgraph's date axis (local time), with weekday and month names in the window's language.
+
+    pyqtgraph formats them with ``strftime`` in the C locale ("Thu 03", "Dec") whatever the window's language;
+    in English this is pyqtgraph's own axis unchanged."""
+
+    def tickStrings(self, values: Sequence[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
+        spec = next((t for t in self.zoomLevel.tickSpecs if t.spacing == spacing), None)
+        lang = ui_i18n.current()
+        if spec is None or spec.format not in _DATE_FORMATS or lang == "en" or self.utcOffset is not None:
+            return list(super().tickStrings(values, scale, spacing))
+        locale = QLocale(lang)
+        form = QCoreApplication.translate("DateAxis", spec.format)  # "%d日 %a": the day first in Chinese
+        out = []
+        for v in values:
+            try:
+                d = datetime.fromtimestamp(float(v))
+            except (OverflowError, ValueError, OSError):
+                out.append("")
+                continue
+            names = form.replace("%a", locale.dayName(d.isoweekday(), QLocale.FormatType.ShortFormat)).replace(
+                "%b", locale.monthName(d.month, QLocale.FormatType.ShortFormat))
+            out.append(d.strftime(names))
+        return out
+
+
 class TimeViewBox(pg.ViewBox):  # type: ignore[misc]  # pyqtgraph is untyped
     """A ViewBox that zooms the time axis on Ctrl+wheel only and resets on a double-click.
 
@@ -683,7 +715,7 @@ class HistoryPlots(QWidget):
     def _add_plot(self, row: int, title: str) -> pg.PlotItem:
         vb = TimeViewBox()
         vb.reset = self.reset_zoom
-        plot = self.graphics.addPlot(row=row, col=0, viewBox=vb, axisItems={"bottom": pg.DateAxisItem()})
+        plot = self.graphics.addPlot(row=row, col=0, viewBox=vb, axisItems={"bottom": LocalDateAxis()})
         plot.setTitle(title, size="9pt", justify="left")
         # A long title line (the ECC panel's legend) must not widen the layout past the view: that clipped the
         # right end of every panel's time axis, the newest data, at the default window size.
