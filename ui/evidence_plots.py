@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QPointF, QRectF, Qt
+from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QIODevice, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QGuiApplication, QImage, QPainter, QPainterPath, QPen
 
 from fleetmon.evidence import PlotPanel, PlotSpec
@@ -138,7 +138,8 @@ def _panel(p: QPainter, spec: PlotSpec, panel: PlotPanel, r: QRectF, lo: float, 
             p.drawText(box, align, _time_label(ts, span))
     if not values:
         p.setPen(QColor("#777"))
-        p.drawText(r, Qt.AlignmentFlag.AlignCenter, "no data (not supported or not recorded)")
+        p.drawText(r, Qt.AlignmentFlag.AlignCenter,
+                   QCoreApplication.translate("EvidencePlots", "no data (not supported or not recorded)"))
         return
     vmin, vmax = min(values), max(values)
     if vmax - vmin < 1e-9:

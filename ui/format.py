@@ -1,4 +1,8 @@
-"""Display strings for the UI: pure functions, testable without Qt."""
+"""Display strings for the UI: pure functions, testable without a window.
+
+Their words are marked for Qt's translation (``QCoreApplication.translate`` with the "Format" and "Status"
+contexts: docs/i18n.md); the reader thread calls some of them, which ``translate`` allows.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +11,13 @@ from typing import Any
 
 from collections.abc import Sequence
 
+from PySide6.QtCore import QCoreApplication
+
 from fleetmon.health.findings import worst_order
 from fleetmon.health.verdict import SILENT, combine
 from fleetmon.vocab import GpuState, Severity
 from fleetmon.vocab import severity_rank as vocab_severity_rank
+from ui.i18n import QT_TRANSLATE_NOOP, verdict_word
 from ui.verdicts import STALE_AFTER_S
 
 DASH = "—"
@@ -62,12 +69,12 @@ def age(ts: Any, now: float | None = None) -> str:
     now = time.time() if now is None else now
     s = max(0.0, now - float(ts))
     if s < 90:
-        return f"{s:.0f} s ago"
+        return QCoreApplication.translate("Format", "{n} s ago").format(n=f"{s:.0f}")
     if s < 90 * 60:
-        return f"{s / 60:.0f} min ago"
+        return QCoreApplication.translate("Format", "{n} min ago").format(n=f"{s / 60:.0f}")
     if s < 36 * 3600:
-        return f"{s / 3600:.0f} h ago"
-    return f"{s / 86400:.0f} d ago"
+        return QCoreApplication.translate("Format", "{n} h ago").format(n=f"{s / 3600:.0f}")
+    return QCoreApplication.translate("Format", "{n} d ago").format(n=f"{s / 86400:.0f}")
 
 
 def gpu_status(node_status: str | None, gpu_state: str | None, latest_ts: Any, now: float | None = None,
@@ -87,6 +94,24 @@ def gpu_status(node_status: str | None, gpu_state: str | None, latest_ts: Any, n
     if now - float(latest_ts) > stale_after_s:
         return "stale"
     return "ok"
+
+
+_STATUS_WORDS = {w: w for w in (QT_TRANSLATE_NOOP("Status", "ok"), QT_TRANSLATE_NOOP("Status", "lost"),
+                                 QT_TRANSLATE_NOOP("Status", "unreachable"), QT_TRANSLATE_NOOP("Status", "stale"),
+                                 QT_TRANSLATE_NOOP("Status", "unknown"))}
+
+
+def status_word(status: str) -> str:
+    """A GPU/node status (:func:`gpu_status`) as the window says it; the status itself stays English (filters,
+    colours, sorting). "lost" (掉卡), "unreachable" and "unknown" stay distinct words, and none reads as 0."""
+    return QCoreApplication.translate("Status", _STATUS_WORDS[status]) if status in _STATUS_WORDS else status
+
+
+def status_text(status: str, error: str | None = None) -> str:
+    """The Status cell: the word, with an unreachable node's error ("unreachable: connection refused")."""
+    if status == "unreachable" and error:
+        return QCoreApplication.translate("Status", "unreachable: {error}").format(error=error)
+    return status_word(status)
 
 
 STATUS_COLORS = {
@@ -117,12 +142,12 @@ def span(seconds: Any) -> str:
         return DASH
     s = max(0.0, float(seconds))
     if s < 90:
-        return f"{s:.0f} s"
+        return QCoreApplication.translate("Format", "{n} s").format(n=f"{s:.0f}")
     if s < 90 * 60:
-        return f"{s / 60:.0f} min"
+        return QCoreApplication.translate("Format", "{n} min").format(n=f"{s / 60:.0f}")
     if s < 48 * 3600:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.1f} d"
+        return QCoreApplication.translate("Format", "{n} h").format(n=f"{s / 3600:.1f}")
+    return QCoreApplication.translate("Format", "{n} d").format(n=f"{s / 86400:.1f}")
 
 
 def verdict_label(verdict: str, findings: Sequence[tuple[str, str]] | Sequence[tuple[str, str, float | None]] = (),
@@ -141,12 +166,19 @@ def verdict_label(verdict: str, findings: Sequence[tuple[str, str]] | Sequence[t
         named = [f for f in findings if str(f[0]) == want and str(f[1]) != "node-unreachable"] or list(findings)
         if named:
             worst = min(named, key=lambda f: worst_order(str(f[0]), str(f[1]), f[2] if len(f) > 2 else None))
-            return f"{verdict}: {worst[1]}" + (f" (+{n - 1})" if n > 1 else "")
-        return verdict
+            # The finding's kind stays as it is (an identifier users search for); the verdict word is translated.
+            if n > 1:
+                return QCoreApplication.translate("Format", "{verdict}: {kind} (+{more})").format(
+                    verdict=verdict_word(verdict), kind=worst[1], more=n - 1)
+            return QCoreApplication.translate("Format", "{verdict}: {kind}").format(
+                verdict=verdict_word(verdict), kind=worst[1])
+        return verdict_word(verdict)
     if verdict == "pass":
-        return "pass"
-    head = f"{verdict} {span(age_s)}" if verdict == "stale" and age_s is not None else verdict
-    return head + (f" (+{n})" if n else "")
+        return verdict_word("pass")
+    head = (QCoreApplication.translate("Format", "{verdict} {age}").format(verdict=verdict_word(verdict),
+                                                                           age=span(age_s))
+            if verdict == "stale" and age_s is not None else verdict_word(verdict))
+    return QCoreApplication.translate("Format", "{label} (+{count})").format(label=head, count=n) if n else head
 
 
 def health(findings: Sequence[tuple[str, str]] | Sequence[tuple[str, str, float | None]],
@@ -217,60 +249,127 @@ def evidence_text(kind: str | None, evidence: Any) -> str:
     e = dict(evidence) if isinstance(evidence, dict) else {}
     g = e.get
     text = ""
+    # Each variant is one whole template (a translation may reorder it); kinds, Xid codes and names, NVML reason
+    # names and versions stay as they are. Context "Evidence" (docs/i18n.md).
     if kind == "temperature-high":
-        text = f"{_num(g('max_temp_c'), '°C')}, limit {_num(g('limit_c'), '°C')}"
-        if g("critical_c") is not None:
-            text += f" (critical {_num(g('critical_c'), '°C')})"
-        if g("minutes") is not None:
-            text += f" for {g('minutes')} min"
+        values = {"temp": _num(g("max_temp_c"), "°C"), "limit": _num(g("limit_c"), "°C"),
+                  "critical": _num(g("critical_c"), "°C"), "minutes": g("minutes")}
+        critical, minutes = g("critical_c") is not None, g("minutes") is not None
+        if critical and minutes:
+            text = QCoreApplication.translate("Evidence",
+                                              "{temp}, limit {limit} (critical {critical}) for {minutes} min")
+        elif critical:
+            text = QCoreApplication.translate("Evidence", "{temp}, limit {limit} (critical {critical})")
+        elif minutes:
+            text = QCoreApplication.translate("Evidence", "{temp}, limit {limit} for {minutes} min")
+        else:
+            text = QCoreApplication.translate("Evidence", "{temp}, limit {limit}")
+        text = text.format(**values)
     elif kind == "thermal-throttle":
-        text = f"thermal slowdown {g('minutes')} min ({', '.join(map(str, g('reasons') or []))})"
-        if g("max_temp_c") is not None:
-            text += f", peak {_num(g('max_temp_c'), '°C')}"
-            if g("slowdown_c"):
-                text += f", slowdown {_num(g('slowdown_c'), '°C')}"
+        values = {"minutes": g("minutes"), "reasons": ", ".join(map(str, g("reasons") or [])),
+                  "peak": _num(g("max_temp_c"), "°C"), "slowdown": _num(g("slowdown_c"), "°C")}
+        if g("max_temp_c") is not None and g("slowdown_c"):
+            text = QCoreApplication.translate(
+                "Evidence", "thermal slowdown {minutes} min ({reasons}), peak {peak}, slowdown {slowdown}")
+        elif g("max_temp_c") is not None:
+            text = QCoreApplication.translate("Evidence", "thermal slowdown {minutes} min ({reasons}), peak {peak}")
+        else:
+            text = QCoreApplication.translate("Evidence", "thermal slowdown {minutes} min ({reasons})")
+        text = text.format(**values)
     elif kind == "fan-stopped":
-        text = f"fan 0 % at {_num(g('max_temp_c'), '°C')} for {g('minutes')} min"
+        text = QCoreApplication.translate("Evidence", "fan 0 % at {temp} for {minutes} min").format(
+            temp=_num(g("max_temp_c"), "°C"), minutes=g("minutes"))
     elif kind == "ecc-uncorrectable":
-        text = f"{g('new')} new uncorrectable, volatile {g('volatile')}, aggregate {g('aggregate')}, limit 0"
+        text = QCoreApplication.translate(
+            "Evidence", "{new} new uncorrectable, volatile {volatile}, aggregate {aggregate}, limit 0").format(
+            new=g("new"), volatile=g("volatile"), aggregate=g("aggregate"))
     elif kind == "ecc-correctable-storm" and g("rate_per_min") is not None:
-        text = f"{g('rate_per_min')} corrected/min, limit {g('threshold_per_min')}/min (total {g('total')})"
+        text = QCoreApplication.translate("Evidence", "{rate} corrected/min, limit {limit}/min (total {total})").format(
+            rate=g("rate_per_min"), limit=g("threshold_per_min"), total=g("total"))
     elif kind == "retired-pages":
-        text = f"{g('total')} retired pages (SBE {g('sbe')}, DBE {g('dbe')})"
-        text += f", limit {g('limit')}" if g("limit") is not None else ""
-        text += ", retirement pending (reset needed)" if g("pending") else ""
+        values = {"total": g("total"), "sbe": g("sbe"), "dbe": g("dbe"), "limit": g("limit")}
+        limit, pending = g("limit") is not None, bool(g("pending"))
+        if limit and pending:
+            text = QCoreApplication.translate(
+                "Evidence", "{total} retired pages (SBE {sbe}, DBE {dbe}), limit {limit}, retirement pending "
+                "(reset needed)")
+        elif limit:
+            text = QCoreApplication.translate("Evidence", "{total} retired pages (SBE {sbe}, DBE {dbe}), limit {limit}")
+        elif pending:
+            text = QCoreApplication.translate(
+                "Evidence", "{total} retired pages (SBE {sbe}, DBE {dbe}), retirement pending (reset needed)")
+        else:
+            text = QCoreApplication.translate("Evidence", "{total} retired pages (SBE {sbe}, DBE {dbe})")
+        text = text.format(**values)
     elif kind == "row-remap":
-        text = "remap failed (no spare rows)" if g("failure") else "remap pending (reset needed)"
-        text += f", rows: {g('correctable_rows')} correctable, {g('uncorrectable_rows')} uncorrectable"
+        if g("failure"):
+            text = QCoreApplication.translate(
+                "Evidence", "remap failed (no spare rows), rows: {correctable} correctable, {uncorrectable} "
+                "uncorrectable")
+        else:
+            text = QCoreApplication.translate(
+                "Evidence", "remap pending (reset needed), rows: {correctable} correctable, {uncorrectable} "
+                "uncorrectable")
+        text = text.format(correctable=g("correctable_rows"), uncorrectable=g("uncorrectable_rows"))
     elif kind == "pcie-link-degraded":
-        text = f"Gen{g('gen')} x{g('width')}, max Gen{g('max_gen')} x{g('max_width')}"
         ratio = g("bandwidth_ratio")
+        values = {"gen": g("gen"), "width": g("width"), "max_gen": g("max_gen"), "max_width": g("max_width")}
         if isinstance(ratio, (int, float)):
-            text += f" ({float(ratio):.0%} of the bandwidth)"
+            text = QCoreApplication.translate(
+                "Evidence", "Gen{gen} x{width}, max Gen{max_gen} x{max_width} ({ratio} of the bandwidth)").format(
+                ratio=f"{float(ratio):.0%}", **values)
+        else:
+            text = QCoreApplication.translate("Evidence", "Gen{gen} x{width}, max Gen{max_gen} x{max_width}").format(
+                **values)
     elif kind == "pcie-replay":
-        text = f"{g('max_per_min')} replays/min, limit {g('threshold_per_min')}/min (total {g('total')})"
+        text = QCoreApplication.translate("Evidence", "{rate} replays/min, limit {limit}/min (total {total})").format(
+            rate=g("max_per_min"), limit=g("threshold_per_min"), total=g("total"))
     elif kind == "power-brake":
-        text = f"power brake {g('minutes')} min in {g('window_min')} min"
+        values = {"minutes": g("minutes"), "window": g("window_min"), "temp": _num(g("max_temp_c"), "°C"),
+                  "slowdown": _num(g("slowdown_c"), "°C")}
         if g("max_temp_c") is not None:
-            text += f", {_num(g('max_temp_c'), '°C')} (slowdown {_num(g('slowdown_c'), '°C')})"
+            text = QCoreApplication.translate(
+                "Evidence", "power brake {minutes} min in {window} min, {temp} (slowdown {slowdown})")
+        else:
+            text = QCoreApplication.translate("Evidence", "power brake {minutes} min in {window} min")
+        text = text.format(**values)
     elif kind == "power-instability":
-        text = f"{_num(g('min_w'), 'W')} to {_num(g('max_w'), 'W')} at ≥{g('util_min_pct')} % load, {g('minutes')} min"
+        text = QCoreApplication.translate("Evidence", "{min} to {max} at ≥{util} % load, {minutes} min").format(
+            min=_num(g("min_w"), "W"), max=_num(g("max_w"), "W"), util=g("util_min_pct"), minutes=g("minutes"))
     elif kind == "derating" and g("value") is not None:
-        text = f"SM clock {_num(g('value'), 'MHz')} under load, limit {_num(g('limit_mhz'), 'MHz')}"
-        if g("nominal"):
-            text += f" (nominal boost {g('nominal')} MHz{', user spec' if g('spec_origin') == 'user' else ''})"
+        values = {"value": _num(g("value"), "MHz"), "limit": _num(g("limit_mhz"), "MHz"), "nominal": g("nominal")}
+        if g("nominal") and g("spec_origin") == "user":
+            text = QCoreApplication.translate(
+                "Evidence", "SM clock {value} under load, limit {limit} (nominal boost {nominal} MHz, user spec)")
+        elif g("nominal"):
+            text = QCoreApplication.translate(
+                "Evidence", "SM clock {value} under load, limit {limit} (nominal boost {nominal} MHz)")
+        else:
+            text = QCoreApplication.translate("Evidence", "SM clock {value} under load, limit {limit}")
+        text = text.format(**values)
         if g("explained_by"):
-            text += f", {g('explained_by')}"
+            text = QCoreApplication.translate("Evidence", "{evidence}, {explained_by}").format(
+                evidence=text, explained_by=g("explained_by"))
     elif kind == "gpu-lost":
-        text = f"lost {g('lost_minutes')} min ({g('lost_events')} lost, {g('back_events')} back)"
+        text = QCoreApplication.translate("Evidence", "lost {minutes} min ({lost} lost, {back} back)").format(
+            minutes=g("lost_minutes"), lost=g("lost_events"), back=g("back_events"))
     elif kind == "node-unreachable":
-        text = f"unreachable {g('minutes')} min, {g('failed_polls')} failed polls" + (
-            f": {g('error')}" if g("error") else "")
+        values = {"minutes": g("minutes"), "polls": g("failed_polls"), "error": g("error")}
+        if g("error"):
+            text = QCoreApplication.translate("Evidence", "unreachable {minutes} min, {polls} failed polls: {error}")
+        else:
+            text = QCoreApplication.translate("Evidence", "unreachable {minutes} min, {polls} failed polls")
+        text = text.format(**values)
     elif kind == "driver-mismatch":
-        word = "CUDA driver" if g("field") == "cuda" else "driver"
-        text = f"{word} {g('version')}, expected {g('expected') or '(no majority)'} ({g('basis')})"
+        expected = g("expected") or QCoreApplication.translate("Evidence", "(no majority)")
+        if g("field") == "cuda":
+            text = QCoreApplication.translate("Evidence", "CUDA driver {version}, expected {expected} ({basis})")
+        else:
+            text = QCoreApplication.translate("Evidence", "driver {version}, expected {expected} ({basis})")
+        text = text.format(version=g("version"), expected=expected, basis=g("basis"))
     elif kind == "vbios-mismatch":
-        text = f"VBIOS {g('vbios')}, expected {g('expected') or '(no majority)'}"
+        text = QCoreApplication.translate("Evidence", "VBIOS {vbios}, expected {expected}").format(
+            vbios=g("vbios"), expected=g("expected") or QCoreApplication.translate("Evidence", "(no majority)"))
     elif kind == "xid" and g("code") is not None:
         text = f"Xid {g('code')} {g('name') or ''} ×{g('count')}".replace("  ", " ")
         escalation = g("escalation")

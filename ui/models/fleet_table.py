@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from types import SimpleNamespace
 from typing import Any
 
-from PySide6.QtCore import QModelIndex, Qt
+from PySide6.QtCore import QCoreApplication, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from fleetmon.fields import CATALOG, Field
@@ -174,10 +174,7 @@ class FleetTableModel(RowsTableModel[FleetRow]):
             if col == _LAST:
                 return fmt.age(r.latest_ts, self._now)
             if col == _LAST + 1:
-                status = self._status(r)
-                if status == "unreachable" and r.last_error:
-                    return f"unreachable: {r.last_error}"
-                return status
+                return fmt.status_text(self._status(r), r.last_error)
             if col == _LAST + 2:
                 return fmt.verdict_label(self._v.gpu(r.uuid), r.findings, self._v.age(r.uuid))
             if col == COL_INTAKE:
@@ -193,7 +190,11 @@ class FleetTableModel(RowsTableModel[FleetRow]):
         if role == Qt.ItemDataRole.ToolTipRole:
             found = self._intakes.get(r.uuid)
             if col == COL_INTAKE and found is not None:
-                return f"intake {found.verdict} at {time.strftime('%Y-%m-%d %H:%M', time.localtime(found.ts))}" + (
-                    f" on {found.node}" if found.node else "") + " (the card's Changes tab has the reasons)"
+                when = time.strftime('%Y-%m-%d %H:%M', time.localtime(found.ts))
+                return (QCoreApplication.translate(
+                    "FleetTable", "intake {verdict} at {time} on {node} (the card's Changes tab has the reasons)")
+                    if found.node else QCoreApplication.translate(
+                        "FleetTable", "intake {verdict} at {time} (the card's Changes tab has the reasons)")).format(
+                    verdict=found.verdict, time=when, node=found.node)
             return f"{r.node} GPU {r.index}: {r.model}\nUUID {r.uuid}"
         return None

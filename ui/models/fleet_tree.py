@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import QAbstractItemModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractItemModel, QCoreApplication, QModelIndex, QPersistentModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
 from fleetmon.sources import node_source
@@ -22,7 +22,7 @@ from fleetmon.vendors import runtime_name, vendor_name, vendor_order
 from fleetmon.vocab import Severity
 from storage.rows import FleetRow
 from ui import format as fmt
-from ui.i18n import column
+from ui.i18n import column, severity_text, verdict_word
 from ui.models.fleet_build import (LEAF, _F0, _LAST, COL_DRIVER, COL_HEALTH, COL_MODEL, COL_STATUS, COL_VENDOR,
                                    COLUMNS, FIELD_COLUMNS, Item, Tree, TreeParams, build_from_roots, build_tree,
                                    gpu_severity, gpu_status, known_uid, sort_items)
@@ -86,12 +86,14 @@ class CellValues:
             if col == _LAST:
                 return fmt.age(r.latest_ts, self._now)
             if col == COL_STATUS:
-                return f"unreachable: {r.last_error}" if it.status == "unreachable" and r.last_error else it.status
+                return fmt.status_text(it.status, r.last_error)
             if col == COL_HEALTH:
                 return fmt.verdict_label(it.verdict, r.findings, self._snap.verdicts.age(r.uuid))
             return None
         # node and group rows: aggregates over their GPUs
         if col == 0:
+            if it.kind == "group" and it.key == "G:":  # nodes without a group (the name stays for sorting)
+                return QCoreApplication.translate("FleetTree", "(no group)")
             return it.name
         if col == COL_VENDOR:  # a mixed group lists its vendors (NVIDIA first)
             vendors = sorted({r.vendor or "" for r in rows}, key=vendor_order)
@@ -104,7 +106,10 @@ class CellValues:
                 models[r.model or "?"] = models.get(r.model or "?", 0) + 1
             gpus = ", ".join(f"{n}× {m}" for m, n in sorted(models.items(), key=lambda kv: -kv[1]))
             if it.kind == "group":
-                return f"{fmt.plural(len(it.children), 'node')} · {gpus}"
+                nodes = len(it.children)
+                return (QCoreApplication.translate("FleetTree", "1 node · {gpus}") if nodes == 1 else
+                        QCoreApplication.translate("FleetTree", "{count} nodes · {gpus}")).format(count=nodes,
+                                                                                                   gpus=gpus)
             return gpus
         if col == COL_DRIVER:
             drivers = sorted({r.driver_version for r in rows if r.driver_version})
@@ -118,18 +123,23 @@ class CellValues:
                 limits = [float(x) for r in rows if isinstance(x := (r.values.get("power_limit_w")
                                                                       or r.power_enforced_w), (int, float))]
                 return fmt.power(sum(vals), sum(limits) if limits else None)
-            return f"max {fmt.number(max(vals), f.unit)}" if f.name.startswith("temp") else \
+            return QCoreApplication.translate("FleetTree", "max {value}").format(
+                value=fmt.number(max(vals), f.unit)) if f.name.startswith("temp") else \
                 fmt.number(sum(vals) / len(vals), f.unit)
         if col == _LAST:
             return fmt.age(max((r.latest_ts for r in rows if r.latest_ts), default=None), self._now)
         if col == COL_STATUS:
-            return it.status
+            return fmt.status_word(it.status)
         if col == COL_HEALTH:
             # The node's own verdict (the report's), the worst of its nodes for a group.
             v = self._snap.verdicts
             if it.verdict in ("fail", "warn"):  # how many of its GPUs read that verdict themselves
                 same = sum(1 for r in rows if v.gpus.get(r.uuid) == it.verdict)
-                return f"{it.verdict} · {same}/{len(rows)} {fmt.noun(len(rows), 'GPU')}" if rows else it.verdict
+                if not rows:
+                    return verdict_word(it.verdict)
+                return (QCoreApplication.translate("FleetTree", "{verdict} · {same}/1 GPU") if len(rows) == 1 else
+                        QCoreApplication.translate("FleetTree", "{verdict} · {same}/{total} GPUs")).format(
+                    verdict=verdict_word(it.verdict), same=same, total=len(rows))
             if it.kind == "node":
                 age = v.age(it.name)
             else:  # a group: the age of its freshest stale node's data
@@ -360,25 +370,42 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
             lines = [f"{r.node} GPU {r.index}: {r.model}", f"UUID {r.uuid}"]
             inv = self._inventory(r)
             if inv.get("temp_slowdown_c"):
-                lines.append(f"slowdown temperature {inv['temp_slowdown_c']} °C")
-            lines.append(f"verdict: {fmt.verdict_label(it.verdict, r.findings, self._snap.verdicts.age(r.uuid))}")
-            lines += [f"{sev}: {kind}" for sev, kind in r.findings]
+                lines.append(QCoreApplication.translate("FleetTree", "slowdown temperature {value} °C").format(
+                    value=inv["temp_slowdown_c"]))
+            lines.append(QCoreApplication.translate("FleetTree", "verdict: {verdict}").format(
+                verdict=fmt.verdict_label(it.verdict, r.findings, self._snap.verdicts.age(r.uuid))))
+            lines += [f"{severity_text(sev)}: {kind}" for sev, kind in r.findings]
             intake = getattr(self._snap, "intakes", {}).get(r.uuid)
             if intake is not None:
-                lines.append(f"intake: {intake.verdict} ({time.strftime('%Y-%m-%d', time.localtime(intake.ts))})")
+                lines.append(QCoreApplication.translate("FleetTree", "intake: {verdict} ({date})").format(
+                    verdict=intake.verdict, date=time.strftime('%Y-%m-%d', time.localtime(intake.ts))))
             return "\n".join(lines)
         if it.kind == "node":
             n = self._snap.nodes.get(it.name)
             if n is None:
                 return it.name
+            runtime = n.runtime_version or (n.cuda_driver_version if runtime_name(n.vendor) == "CUDA" else None)
+            values = {"vendor": vendor_name(n.vendor), "driver": n.driver_version or "—",
+                      "runtime_name": runtime_name(n.vendor), "runtime": runtime or "—",
+                      "firmware": n.firmware_version}
+            versions = (QCoreApplication.translate(
+                "FleetTree", "{vendor} · driver {driver}, {runtime_name} {runtime}, firmware {firmware}")
+                if n.firmware_version else
+                QCoreApplication.translate("FleetTree", "{vendor} · driver {driver}, {runtime_name} {runtime}"))
             return "\n".join(x for x in (
-                f"{n.name} ({n.group or 'no group'}) · {n.url or ''}", f"{vendor_name(n.vendor)} · driver "
-                f"{n.driver_version or '—'}, {runtime_name(n.vendor)} "
-                f"{n.runtime_version or (n.cuda_driver_version if runtime_name(n.vendor) == 'CUDA' else None) or '—'}"
-                + (f", firmware {n.firmware_version}" if n.firmware_version else ""), f"last poll {fmt.age(n.last_attempt, self._now)}",
+                f"{n.name} ({n.group or QCoreApplication.translate('FleetTree', 'no group')}) · {n.url or ''}",
+                versions.format(**values),
+                QCoreApplication.translate("FleetTree", "last poll {age}").format(
+                    age=fmt.age(n.last_attempt, self._now)),
                 node_source(n.url).note,  # what a dcgm-exporter, ssh or imported node cannot tell ("" for agents)
-                f"last error: {n.last_error}" if n.last_error and n.status == "unreachable" else "") if x)
-        return f"group {it.name}: {fmt.plural(len(it.children), 'node')}, {fmt.plural(len(it.gpus), 'GPU')}"
+                QCoreApplication.translate("FleetTree", "last error: {error}").format(error=n.last_error)
+                if n.last_error and n.status == "unreachable" else "") if x)
+        nodes, gpus = len(it.children), len(it.gpus)
+        return QCoreApplication.translate("FleetTree", "group {name}: {nodes}, {gpus}").format(
+            name=it.name, nodes=(QCoreApplication.translate("FleetTree", "1 node") if nodes == 1 else
+                                 QCoreApplication.translate("FleetTree", "{count} nodes").format(count=nodes)),
+            gpus=(QCoreApplication.translate("FleetTree", "1 GPU") if gpus == 1 else
+                  QCoreApplication.translate("FleetTree", "{count} GPUs").format(count=gpus)))
 
 
 def _release(items: dict[int, Item]) -> None:

@@ -29,6 +29,73 @@
     </message>
 </context>
 <context>
+    <name>CardChange</name>
+    <message>
+        <source>enrolled</source>
+        <translation>首次登记</translation>
+    </message>
+    <message>
+        <source>appeared</source>
+        <translation>出现</translation>
+    </message>
+    <message>
+        <source>moved</source>
+        <translation>移位</translation>
+    </message>
+    <message>
+        <source>disappeared</source>
+        <translation>消失</translation>
+    </message>
+    <message>
+        <source>driver changed</source>
+        <translation>驱动变更</translation>
+    </message>
+    <message>
+        <source>vbios changed</source>
+        <translation>VBIOS 变更</translation>
+    </message>
+    <message>
+        <source>serial changed</source>
+        <translation>序列号变更</translation>
+    </message>
+    <message>
+        <source>power limit changed</source>
+        <translation>功耗上限变更</translation>
+    </message>
+    <message>
+        <source>placed</source>
+        <translation>安装位置</translation>
+    </message>
+    <message>
+        <source>{node} by {who} ({origin}): {why}</source>
+        <translation>{node}，操作人 {who}（{origin}）：{why}</translation>
+    </message>
+    <message>
+        <source>{node} by {who} ({origin})</source>
+        <translation>{node}，操作人 {who}（{origin}）</translation>
+    </message>
+    <message>
+        <source>on {node}: {reason}</source>
+        <translation>在 {node}：{reason}</translation>
+    </message>
+    <message>
+        <source>intake {verdict}</source>
+        <translation>验收 {verdict}</translation>
+    </message>
+    <message>
+        <source>in {place}</source>
+        <translation>位于 {place}</translation>
+    </message>
+    <message>
+        <source>from {place}</source>
+        <translation>原位于 {place}</translation>
+    </message>
+    <message>
+        <source>{node} #{index} until {time}</source>
+        <translation>{node} #{index}，至 {time}</translation>
+    </message>
+</context>
+<context>
     <name>Change</name>
     <message>
         <source>new</source>
@@ -72,6 +139,41 @@
     <message>
         <source>node</source>
         <translation>节点</translation>
+    </message>
+</context>
+<context>
+    <name>CollectorProcess</name>
+    <message>
+        <source>collector: starting</source>
+        <translation>采集：启动中</translation>
+    </message>
+    <message>
+        <source>collector: child process {pid}, every {seconds} s</source>
+        <translation>采集：子进程 {pid}，每 {seconds} 秒</translation>
+    </message>
+    <message>
+        <source>collector: stopped</source>
+        <translation>采集：已停止</translation>
+    </message>
+    <message>
+        <source>collector: crashed: {reason} (Poll now restarts it)</source>
+        <translation>采集：崩溃：{reason}（“立即采集”可重新启动）</translation>
+    </message>
+    <message>
+        <source>collector: crashed (Poll now restarts it)</source>
+        <translation>采集：崩溃（“立即采集”可重新启动）</translation>
+    </message>
+    <message>
+        <source>collector: exited with code {code}: {reason} (Poll now restarts it)</source>
+        <translation>采集：已退出，退出码 {code}：{reason}（“立即采集”可重新启动）</translation>
+    </message>
+    <message>
+        <source>collector: exited with code {code} (Poll now restarts it)</source>
+        <translation>采集：已退出，退出码 {code}（“立即采集”可重新启动）</translation>
+    </message>
+    <message>
+        <source>collector: could not start {program}: {error}</source>
+        <translation>采集：无法启动 {program}：{error}</translation>
     </message>
 </context>
 <context>
@@ -253,6 +355,320 @@
     </message>
 </context>
 <context>
+    <name>DateAxis</name>
+    <message>
+        <source>%a %d</source>
+        <translation>%d日 %a</translation>
+    </message>
+    <message>
+        <source>%b</source>
+        <translation>%b</translation>
+    </message>
+</context>
+<context>
+    <name>Derating</name>
+    <message>
+        <source>clock under load / boost</source>
+        <translation>负载频率 / 加速频率</translation>
+    </message>
+    <message>
+        <source>power limit / TDP</source>
+        <translation>功耗上限 / TDP</translation>
+    </message>
+    <message>
+        <source>memory / model&apos;s usual</source>
+        <translation>显存 / 同型号常见值</translation>
+    </message>
+    <message>
+        <source>PCIe link / nominal</source>
+        <translation>PCIe 链路 / 标称</translation>
+    </message>
+    <message>
+        <source>30 days</source>
+        <translation>30 天</translation>
+    </message>
+    <message>
+        <source>90 days</source>
+        <translation>90 天</translation>
+    </message>
+    <message>
+        <source>1 year</source>
+        <translation>1 年</translation>
+    </message>
+    <message>
+        <source>unknown model</source>
+        <translation>未知型号</translation>
+    </message>
+    <message>
+        <source>select a GPU</source>
+        <translation>请选择一张 GPU</translation>
+    </message>
+    <message>
+        <source>reading…</source>
+        <translation>读取中…</translation>
+    </message>
+    <message>
+        <source>no derating days for this GPU in this window</source>
+        <translation>此 GPU 在该时间窗口内没有降额记录</translation>
+    </message>
+    <message>
+        <source> (user spec)</source>
+        <translation>（用户规格）</translation>
+    </message>
+    <message>
+        <source> (some cards: user spec)</source>
+        <translation>（部分卡：用户规格）</translation>
+    </message>
+    <message>
+        <source>{source} for {match}</source>
+        <translation>{source}，适用于 {match}</translation>
+    </message>
+    <message>
+        <source>{source} for every card</source>
+        <translation>{source}，适用于所有卡</translation>
+    </message>
+    <message>
+        <source>{model}: nominal figures from the fleet file&apos;s [[spec]] tables: {sources}</source>
+        <translation>{model}：标称值来自集群文件的 [[spec]] 表：{sources}</translation>
+    </message>
+    <message>
+        <source>{model}, {cards} cards: {ratio}, min · median · max of the cards&apos; medians</source>
+        <translation>{model}，{cards} 张卡：{ratio}，各卡中位数的最小 · 中位 · 最大</translation>
+    </message>
+    <message>
+        <source>against nominal: {min} · {median} · {max} (the model&apos;s usual is {usual} of nominal: what its boards report)</source>
+        <translation>相对标称：{min} · {median} · {max}（该型号常见值为标称的 {usual}：即其板卡上报的值）</translation>
+    </message>
+    <message>
+        <source>{ratio}
+min · median · max</source>
+        <translation>{ratio}
+最小 · 中位 · 最大</translation>
+    </message>
+    <message>
+        <source>Each card&apos;s reported memory against the median of its model&apos;s cards (100 % = as its peers; the nominal share is in the cell&apos;s tooltip)</source>
+        <translation>每张卡上报的显存与同型号各卡中位数之比（100 % = 与同型号一致；相对标称的比例见单元格提示）</translation>
+    </message>
+    <message>
+        <source>Each card&apos;s median daily ratio to the nominal spec (100 % = as specified)</source>
+        <translation>每张卡每日相对标称规格之比的中位数（100 % = 符合规格）</translation>
+    </message>
+    <message>
+        <source>Clock / boost per card (bar: the model&apos;s median)</source>
+        <translation>每卡频率 / 加速频率（横线：该型号中位数）</translation>
+    </message>
+    <message>
+        <source>One dot per card: its median clock under load against the boost clock. Hover a dot to name the card, click it to open it.</source>
+        <translation>每个点代表一张卡：其负载频率中位数与加速频率之比。鼠标悬停显示卡名，点击打开该卡。</translation>
+    </message>
+</context>
+<context>
+    <name>DeratingView</name>
+    <message>
+        <source>&lt;b&gt;Derating&lt;/b&gt;: daily ratio to the nominal spec (1.0 = as specified)</source>
+        <translation>&lt;b&gt;降额&lt;/b&gt;：每日相对标称规格之比（1.0 = 符合规格）</translation>
+    </message>
+    <message>
+        <source>Memory is compared with the model&apos;s usual (its cards&apos; median): no board reports its marketing size.</source>
+        <translation>显存与同型号常见值（各卡中位数）比较：没有板卡会上报其宣传容量。</translation>
+    </message>
+    <message>
+        <source>Window:</source>
+        <translation>时间窗口：</translation>
+    </message>
+    <message>
+        <source>model&apos;s fleet median (clock)</source>
+        <translation>同型号集群中位数（频率）</translation>
+    </message>
+    <message>
+        <source>1.0 = nominal</source>
+        <translation>1.0 = 标称</translation>
+    </message>
+    <message>
+        <source>Click a dot (or a GPU in the fleet view) to see its daily ratios.</source>
+        <translation>点击一个点（或集群视图中的 GPU）查看其每日比值。</translation>
+    </message>
+    <message>
+        <source>1 GPU-day</source>
+        <translation>1 个 GPU·日</translation>
+    </message>
+    <message>
+        <source>{count} GPU-days</source>
+        <translation>{count} 个 GPU·日</translation>
+    </message>
+    <message>
+        <source>1 model</source>
+        <translation>1 个型号</translation>
+    </message>
+    <message>
+        <source>{count} models</source>
+        <translation>{count} 个型号</translation>
+    </message>
+    <message>
+        <source>{days}, {models} · read {ms} ms</source>
+        <translation>{days}，{models} · 读取 {ms} ms</translation>
+    </message>
+    <message>
+        <source>{ratio}: {value} ({nominal} of nominal)</source>
+        <translation>{ratio}：{value}（标称的 {nominal}）</translation>
+    </message>
+    <message>
+        <source>{ratio}: {value}</source>
+        <translation>{ratio}：{value}</translation>
+    </message>
+    <message>
+        <source>click to open this card</source>
+        <translation>点击打开此卡</translation>
+    </message>
+    <message>
+        <source>no derating days in this window</source>
+        <translation>该时间窗口内没有降额记录</translation>
+    </message>
+    <message>
+        <source> · nominal from user spec ({source})</source>
+        <translation> · 标称值来自用户规格（{source}）</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{node} GPU {index}&lt;/b&gt; — {model}</source>
+        <translation>&lt;b&gt;{node} GPU {index}&lt;/b&gt; — {model}</translation>
+    </message>
+</context>
+<context>
+    <name>Evidence</name>
+    <message>
+        <source>{temp}, limit {limit} (critical {critical}) for {minutes} min</source>
+        <translation>{temp}，上限 {limit}（严重 {critical}），持续 {minutes} 分钟</translation>
+    </message>
+    <message>
+        <source>{temp}, limit {limit} (critical {critical})</source>
+        <translation>{temp}，上限 {limit}（严重 {critical}）</translation>
+    </message>
+    <message>
+        <source>{temp}, limit {limit} for {minutes} min</source>
+        <translation>{temp}，上限 {limit}，持续 {minutes} 分钟</translation>
+    </message>
+    <message>
+        <source>{temp}, limit {limit}</source>
+        <translation>{temp}，上限 {limit}</translation>
+    </message>
+    <message>
+        <source>thermal slowdown {minutes} min ({reasons}), peak {peak}, slowdown {slowdown}</source>
+        <translation>过热降频 {minutes} 分钟（{reasons}），峰值 {peak}，降频温度 {slowdown}</translation>
+    </message>
+    <message>
+        <source>thermal slowdown {minutes} min ({reasons}), peak {peak}</source>
+        <translation>过热降频 {minutes} 分钟（{reasons}），峰值 {peak}</translation>
+    </message>
+    <message>
+        <source>thermal slowdown {minutes} min ({reasons})</source>
+        <translation>过热降频 {minutes} 分钟（{reasons}）</translation>
+    </message>
+    <message>
+        <source>fan 0 % at {temp} for {minutes} min</source>
+        <translation>风扇 0 %，温度 {temp}，持续 {minutes} 分钟</translation>
+    </message>
+    <message>
+        <source>{new} new uncorrectable, volatile {volatile}, aggregate {aggregate}, limit 0</source>
+        <translation>新增不可纠正 {new}，易失计数 {volatile}，累计 {aggregate}，上限 0</translation>
+    </message>
+    <message>
+        <source>{rate} corrected/min, limit {limit}/min (total {total})</source>
+        <translation>可纠正 {rate} 次/分钟，上限 {limit} 次/分钟（共 {total}）</translation>
+    </message>
+    <message>
+        <source>{total} retired pages (SBE {sbe}, DBE {dbe}), limit {limit}, retirement pending (reset needed)</source>
+        <translation>退役页 {total}（SBE {sbe}，DBE {dbe}），上限 {limit}，退役待生效（需重置）</translation>
+    </message>
+    <message>
+        <source>{total} retired pages (SBE {sbe}, DBE {dbe}), limit {limit}</source>
+        <translation>退役页 {total}（SBE {sbe}，DBE {dbe}），上限 {limit}</translation>
+    </message>
+    <message>
+        <source>{total} retired pages (SBE {sbe}, DBE {dbe}), retirement pending (reset needed)</source>
+        <translation>退役页 {total}（SBE {sbe}，DBE {dbe}），退役待生效（需重置）</translation>
+    </message>
+    <message>
+        <source>{total} retired pages (SBE {sbe}, DBE {dbe})</source>
+        <translation>退役页 {total}（SBE {sbe}，DBE {dbe}）</translation>
+    </message>
+    <message>
+        <source>remap failed (no spare rows), rows: {correctable} correctable, {uncorrectable} uncorrectable</source>
+        <translation>行重映射失败（无备用行），行：可纠正 {correctable}，不可纠正 {uncorrectable}</translation>
+    </message>
+    <message>
+        <source>remap pending (reset needed), rows: {correctable} correctable, {uncorrectable} uncorrectable</source>
+        <translation>行重映射待生效（需重置），行：可纠正 {correctable}，不可纠正 {uncorrectable}</translation>
+    </message>
+    <message>
+        <source>Gen{gen} x{width}, max Gen{max_gen} x{max_width} ({ratio} of the bandwidth)</source>
+        <translation>Gen{gen} x{width}，最高 Gen{max_gen} x{max_width}（带宽的 {ratio}）</translation>
+    </message>
+    <message>
+        <source>Gen{gen} x{width}, max Gen{max_gen} x{max_width}</source>
+        <translation>Gen{gen} x{width}，最高 Gen{max_gen} x{max_width}</translation>
+    </message>
+    <message>
+        <source>{rate} replays/min, limit {limit}/min (total {total})</source>
+        <translation>PCIe 重传 {rate} 次/分钟，上限 {limit} 次/分钟（共 {total}）</translation>
+    </message>
+    <message>
+        <source>power brake {minutes} min in {window} min, {temp} (slowdown {slowdown})</source>
+        <translation>{window} 分钟内功耗制动 {minutes} 分钟，{temp}（降频温度 {slowdown}）</translation>
+    </message>
+    <message>
+        <source>power brake {minutes} min in {window} min</source>
+        <translation>{window} 分钟内功耗制动 {minutes} 分钟</translation>
+    </message>
+    <message>
+        <source>{min} to {max} at ≥{util} % load, {minutes} min</source>
+        <translation>负载 ≥{util} % 时 {min} 至 {max}，{minutes} 分钟</translation>
+    </message>
+    <message>
+        <source>SM clock {value} under load, limit {limit} (nominal boost {nominal} MHz, user spec)</source>
+        <translation>负载下 SM 频率 {value}，下限 {limit}（标称加速频率 {nominal} MHz，用户规格）</translation>
+    </message>
+    <message>
+        <source>SM clock {value} under load, limit {limit} (nominal boost {nominal} MHz)</source>
+        <translation>负载下 SM 频率 {value}，下限 {limit}（标称加速频率 {nominal} MHz）</translation>
+    </message>
+    <message>
+        <source>SM clock {value} under load, limit {limit}</source>
+        <translation>负载下 SM 频率 {value}，下限 {limit}</translation>
+    </message>
+    <message>
+        <source>{evidence}, {explained_by}</source>
+        <translation>{evidence}，{explained_by}</translation>
+    </message>
+    <message>
+        <source>lost {minutes} min ({lost} lost, {back} back)</source>
+        <translation>掉卡 {minutes} 分钟（掉卡 {lost} 次，恢复 {back} 次）</translation>
+    </message>
+    <message>
+        <source>unreachable {minutes} min, {polls} failed polls: {error}</source>
+        <translation>不可达 {minutes} 分钟，采集失败 {polls} 次：{error}</translation>
+    </message>
+    <message>
+        <source>unreachable {minutes} min, {polls} failed polls</source>
+        <translation>不可达 {minutes} 分钟，采集失败 {polls} 次</translation>
+    </message>
+    <message>
+        <source>(no majority)</source>
+        <translation>（无多数版本）</translation>
+    </message>
+    <message>
+        <source>CUDA driver {version}, expected {expected} ({basis})</source>
+        <translation>CUDA 驱动 {version}，应为 {expected}（{basis}）</translation>
+    </message>
+    <message>
+        <source>driver {version}, expected {expected} ({basis})</source>
+        <translation>驱动 {version}，应为 {expected}（{basis}）</translation>
+    </message>
+    <message>
+        <source>VBIOS {vbios}, expected {expected}</source>
+        <translation>VBIOS {vbios}，应为 {expected}</translation>
+    </message>
+</context>
+<context>
     <name>EvidenceExport</name>
     <message>
         <source>Export &amp;evidence…</source>
@@ -269,6 +685,13 @@
     <message>
         <source>an export is running</source>
         <translation>正在导出</translation>
+    </message>
+</context>
+<context>
+    <name>EvidencePlots</name>
+    <message>
+        <source>no data (not supported or not recorded)</source>
+        <translation>无数据（不支持或未记录）</translation>
     </message>
 </context>
 <context>
@@ -393,6 +816,92 @@
     </message>
 </context>
 <context>
+    <name>FleetTable</name>
+    <message>
+        <source>intake {verdict} at {time} on {node} (the card&apos;s Changes tab has the reasons)</source>
+        <translation>验收 {verdict}，{time}，在 {node}（原因见该卡的“变更记录”页）</translation>
+    </message>
+    <message>
+        <source>intake {verdict} at {time} (the card&apos;s Changes tab has the reasons)</source>
+        <translation>验收 {verdict}，{time}（原因见该卡的“变更记录”页）</translation>
+    </message>
+</context>
+<context>
+    <name>FleetTree</name>
+    <message>
+        <source>(no group)</source>
+        <translation>（无分组）</translation>
+    </message>
+    <message>
+        <source>1 node · {gpus}</source>
+        <translation>1 个节点 · {gpus}</translation>
+    </message>
+    <message>
+        <source>{count} nodes · {gpus}</source>
+        <translation>{count} 个节点 · {gpus}</translation>
+    </message>
+    <message>
+        <source>max {value}</source>
+        <translation>最高 {value}</translation>
+    </message>
+    <message>
+        <source>{verdict} · {same}/1 GPU</source>
+        <translation>{verdict} · {same}/1 张 GPU</translation>
+    </message>
+    <message>
+        <source>{verdict} · {same}/{total} GPUs</source>
+        <translation>{verdict} · {same}/{total} 张 GPU</translation>
+    </message>
+    <message>
+        <source>slowdown temperature {value} °C</source>
+        <translation>降频温度 {value} °C</translation>
+    </message>
+    <message>
+        <source>verdict: {verdict}</source>
+        <translation>结论：{verdict}</translation>
+    </message>
+    <message>
+        <source>intake: {verdict} ({date})</source>
+        <translation>验收：{verdict}（{date}）</translation>
+    </message>
+    <message>
+        <source>{vendor} · driver {driver}, {runtime_name} {runtime}, firmware {firmware}</source>
+        <translation>{vendor} · 驱动 {driver}，{runtime_name} {runtime}，固件 {firmware}</translation>
+    </message>
+    <message>
+        <source>{vendor} · driver {driver}, {runtime_name} {runtime}</source>
+        <translation>{vendor} · 驱动 {driver}，{runtime_name} {runtime}</translation>
+    </message>
+    <message>
+        <source>last poll {age}</source>
+        <translation>上次采集 {age}</translation>
+    </message>
+    <message>
+        <source>last error: {error}</source>
+        <translation>最近错误：{error}</translation>
+    </message>
+    <message>
+        <source>group {name}: {nodes}, {gpus}</source>
+        <translation>分组 {name}：{nodes}，{gpus}</translation>
+    </message>
+    <message>
+        <source>1 node</source>
+        <translation>1 个节点</translation>
+    </message>
+    <message>
+        <source>{count} nodes</source>
+        <translation>{count} 个节点</translation>
+    </message>
+    <message>
+        <source>1 GPU</source>
+        <translation>1 张 GPU</translation>
+    </message>
+    <message>
+        <source>{count} GPUs</source>
+        <translation>{count} 张 GPU</translation>
+    </message>
+</context>
+<context>
     <name>FleetView</name>
     <message>
         <source>Filter: node, gpu[01-16] hostlist, model:A100, vendor:amd, driver:535, status:critical…</source>
@@ -427,6 +936,80 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <message>
         <source>Check the node&apos;s cards first seen in the last 24 h against their spec and fleet</source>
         <translation>对照规格和同型号卡检查该节点 24 小时内首次出现的卡</translation>
+    </message>
+</context>
+<context>
+    <name>Format</name>
+    <message>
+        <source>{n} s ago</source>
+        <translation>{n} 秒前</translation>
+    </message>
+    <message>
+        <source>{n} min ago</source>
+        <translation>{n} 分钟前</translation>
+    </message>
+    <message>
+        <source>{n} h ago</source>
+        <translation>{n} 小时前</translation>
+    </message>
+    <message>
+        <source>{n} d ago</source>
+        <translation>{n} 天前</translation>
+    </message>
+    <message>
+        <source>{n} s</source>
+        <translation>{n} 秒</translation>
+    </message>
+    <message>
+        <source>{n} min</source>
+        <translation>{n} 分钟</translation>
+    </message>
+    <message>
+        <source>{n} h</source>
+        <translation>{n} 小时</translation>
+    </message>
+    <message>
+        <source>{n} d</source>
+        <translation>{n} 天</translation>
+    </message>
+    <message>
+        <source>{verdict}: {kind} (+{more})</source>
+        <translation>{verdict}：{kind}（+{more}）</translation>
+    </message>
+    <message>
+        <source>{verdict}: {kind}</source>
+        <translation>{verdict}：{kind}</translation>
+    </message>
+    <message>
+        <source>{verdict} {age}</source>
+        <translation>{verdict} {age}</translation>
+    </message>
+    <message>
+        <source>{label} (+{count})</source>
+        <translation>{label}（+{count}）</translation>
+    </message>
+</context>
+<context>
+    <name>GpuDetail</name>
+    <message>
+        <source>not in the spec catalog (add a [[spec]] to the fleet file)</source>
+        <translation>不在规格目录中（可在集群文件中添加 [[spec]]）</translation>
+    </message>
+    <message>
+        <source>{origin} · boost {boost} MHz · TDP {tdp} W · {memory} · PCIe {pcie}</source>
+        <translation>{origin} · 加速频率 {boost} MHz · TDP {tdp} W · {memory} · PCIe {pcie}</translation>
+    </message>
+    <message>
+        <source>not reported by {tool}</source>
+        <translation>{tool} 未上报</translation>
+    </message>
+    <message>
+        <source>{node} · index {index} · {bus}</source>
+        <translation>{node} · 序号 {index} · {bus}</translation>
+    </message>
+    <message>
+        <source>card {id}</source>
+        <translation>卡 {id}</translation>
     </message>
 </context>
 <context>
@@ -468,6 +1051,26 @@ Open findings are counted one by one: a node with three warnings is one warn nod
         <translation>正在读取历史…</translation>
     </message>
     <message>
+        <source>not in the spec catalog</source>
+        <translation>不在规格目录中</translation>
+    </message>
+    <message>
+        <source>user spec: boost {boost} MHz, TDP {tdp} W, {memory} GB</source>
+        <translation>用户规格：加速频率 {boost} MHz，TDP {tdp} W，{memory} GB</translation>
+    </message>
+    <message>
+        <source>nominal: boost {boost} MHz, TDP {tdp} W, {memory} GB</source>
+        <translation>标称：加速频率 {boost} MHz，TDP {tdp} W，{memory} GB</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;{node} GPU {index}&lt;/b&gt; — {model} · {nominal}</source>
+        <translation>&lt;b&gt;{node} GPU {index}&lt;/b&gt; — {model} · {nominal}</translation>
+    </message>
+    <message>
+        <source>{node} GPU {index} — {model} · {uuid} · {nominal}</source>
+        <translation>{node} GPU {index} — {model} · {uuid} · {nominal}</translation>
+    </message>
+    <message>
         <source>reading…</source>
         <translation>读取中…</translation>
     </message>
@@ -480,8 +1083,167 @@ Open findings are counted one by one: a node with three warnings is one warn nod
         <translation>无法读取历史</translation>
     </message>
     <message>
+        <source>{points} points · {resolution} resolution · read {ms} ms</source>
+        <translation>{points} 个数据点 · {resolution}粒度 · 读取 {ms} ms</translation>
+    </message>
+    <message>
+        <source>slowdown {value} °C</source>
+        <translation>降频温度 {value} °C</translation>
+    </message>
+    <message>
+        <source>nominal TDP {value} W</source>
+        <translation>标称 TDP {value} W</translation>
+    </message>
+    <message>
+        <source>nominal boost {value} MHz</source>
+        <translation>标称加速频率 {value} MHz</translation>
+    </message>
+    <message>
+        <source>no changes recorded</source>
+        <translation>没有变更记录</translation>
+    </message>
+    <message>
         <source>Changes ({count})</source>
         <translation>变更记录（{count}）</translation>
+    </message>
+</context>
+<context>
+    <name>HistoryPlots</name>
+    <message>
+        <source>Temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>mean</source>
+        <translation>平均</translation>
+    </message>
+    <message>
+        <source>Power</source>
+        <translation>功耗</translation>
+    </message>
+    <message>
+        <source>enforced limit</source>
+        <translation>生效功耗上限</translation>
+    </message>
+    <message>
+        <source>SM clock</source>
+        <translation>SM 频率</translation>
+    </message>
+    <message>
+        <source>ECC errors, retired pages, remapped rows</source>
+        <translation>ECC 错误、退役页、行重映射</translation>
+    </message>
+    <message>
+        <source>ECC corrected</source>
+        <translation>ECC 可纠正</translation>
+    </message>
+    <message>
+        <source>ECC uncorrected</source>
+        <translation>ECC 不可纠正</translation>
+    </message>
+    <message>
+        <source>retired pages</source>
+        <translation>退役页</translation>
+    </message>
+    <message>
+        <source>remapped rows</source>
+        <translation>重映射行</translation>
+    </message>
+    <message>
+        <source>PCIe link while busy: generation (left axis), width (right axis)</source>
+        <translation>负载时 PCIe 链路：代数（左轴），宽度（右轴）</translation>
+    </message>
+    <message>
+        <source>generation</source>
+        <translation>代数</translation>
+    </message>
+    <message>
+        <source>width</source>
+        <translation>宽度</translation>
+    </message>
+    <message>
+        <source>PCIe replays</source>
+        <translation>PCIe 重传</translation>
+    </message>
+    <message>
+        <source>replays</source>
+        <translation>重传</translation>
+    </message>
+    <message>
+        <source>power brake</source>
+        <translation>功耗制动</translation>
+    </message>
+    <message>
+        <source>power dropout</source>
+        <translation>功耗读数中断</translation>
+    </message>
+    <message>
+        <source>thermal</source>
+        <translation>过热降频</translation>
+    </message>
+    <message>
+        <source>PCIe downtrained</source>
+        <translation>PCIe 链路降级</translation>
+    </message>
+    <message>
+        <source>no data</source>
+        <translation>无数据</translation>
+    </message>
+    <message>
+        <source>node unreachable</source>
+        <translation>节点不可达</translation>
+    </message>
+    <message>
+        <source>count</source>
+        <translation>次数</translation>
+    </message>
+    <message>
+        <source>not reported by {tool}</source>
+        <translation>{tool} 未上报</translation>
+    </message>
+    <message>
+        <source>not supported on this GPU</source>
+        <translation>此 GPU 不支持</translation>
+    </message>
+    <message>
+        <source>no data in this window</source>
+        <translation>该时间窗口内无数据</translation>
+    </message>
+    <message>
+        <source>Move the mouse over a plot to read its values · wheel scrolls · Ctrl+wheel or right-drag zooms time, drag pans · double-click resets</source>
+        <translation>鼠标移到图上读取数值 · 滚轮滚动 · Ctrl+滚轮或右键拖动缩放时间 · 拖动平移 · 双击复位</translation>
+    </message>
+    <message>
+        <source>Reset zoom</source>
+        <translation>复位缩放</translation>
+    </message>
+    <message>
+        <source>Show the whole range again (or double-click a plot)</source>
+        <translation>重新显示整个范围（或双击图表）</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Throttle reasons, episodes and Xid events&lt;/b&gt;</source>
+        <translation>&lt;b&gt;降频原因、异常时段与 Xid 事件&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <source>min–max</source>
+        <translation>最小–最大</translation>
+    </message>
+    <message>
+        <source>throttle reasons and Xid events: not reported by {tool}</source>
+        <translation>降频原因与 Xid 事件：{tool} 未上报</translation>
+    </message>
+    <message>
+        <source>no throttling, no episode and no Xid in this window</source>
+        <translation>该时间窗口内无降频、无异常时段、无 Xid</translation>
+    </message>
+    <message>
+        <source>{name} {value}{unit}</source>
+        <translation>{name} {value}{unit}</translation>
+    </message>
+    <message>
+        <source>throttle {reasons}</source>
+        <translation>降频 {reasons}</translation>
     </message>
 </context>
 <context>
@@ -971,6 +1733,44 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
 </context>
 <context>
+    <name>Range</name>
+    <message>
+        <source>24 h</source>
+        <translation>24 小时</translation>
+    </message>
+    <message>
+        <source>7 d</source>
+        <translation>7 天</translation>
+    </message>
+    <message>
+        <source>30 d</source>
+        <translation>30 天</translation>
+    </message>
+    <message>
+        <source>90 d</source>
+        <translation>90 天</translation>
+    </message>
+    <message>
+        <source>1 y</source>
+        <translation>1 年</translation>
+    </message>
+</context>
+<context>
+    <name>Resolution</name>
+    <message>
+        <source>minute</source>
+        <translation>分钟</translation>
+    </message>
+    <message>
+        <source>hour</source>
+        <translation>小时</translation>
+    </message>
+    <message>
+        <source>day</source>
+        <translation>天</translation>
+    </message>
+</context>
+<context>
     <name>ResolveDialog</name>
     <message>
         <source>Resolve finding</source>
@@ -1025,6 +1825,33 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <message>
         <source>Return the drained node to service (asks first; recorded)</source>
         <translation>让已下线的节点恢复服务（先确认；有记录）</translation>
+    </message>
+</context>
+<context>
+    <name>Status</name>
+    <message>
+        <source>ok</source>
+        <translation>正常</translation>
+    </message>
+    <message>
+        <source>lost</source>
+        <translation>掉卡</translation>
+    </message>
+    <message>
+        <source>unreachable</source>
+        <translation>不可达</translation>
+    </message>
+    <message>
+        <source>stale</source>
+        <translation>数据过期</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <source>unreachable: {error}</source>
+        <translation>不可达：{error}</translation>
     </message>
 </context>
 <context>

@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QShowEvent
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QSplitter, QTableView, QVBoxLayout,
                                QWidget)
@@ -42,7 +42,7 @@ from fleetmon.health.rules.derating import model_usual
 from fleetmon.specbook import CATALOG_BOOK, SpecBook
 from storage.rows import DeratingDay, FleetRow, GpuRow
 from ui.history_reader import DeratingData, HistoryService
-from ui import format as fmt
+from ui.i18n import QT_TRANSLATE_NOOP
 from ui.models.base import Index, RowsTableModel
 from ui.widgets.columns import ColumnFitter
 
@@ -51,14 +51,21 @@ if TYPE_CHECKING:  # imported where the plots are built (_Plots.build)
 
 DAY = 86400
 RATIOS: tuple[tuple[str, str, str], ...] = (
-    ("clock_ratio", "clock under load / boost", "#1565c0"),
-    ("power_limit_ratio", "power limit / TDP", "#c62828"),
-    ("memory_ratio", "memory / model's usual", "#2e7d32"),
-    ("pcie_ratio", "PCIe link / nominal", "#ef6c00"),
+    ("clock_ratio", QT_TRANSLATE_NOOP("Derating", "clock under load / boost"), "#1565c0"),
+    ("power_limit_ratio", QT_TRANSLATE_NOOP("Derating", "power limit / TDP"), "#c62828"),
+    ("memory_ratio", QT_TRANSLATE_NOOP("Derating", "memory / model's usual"), "#2e7d32"),
+    ("pcie_ratio", QT_TRANSLATE_NOOP("Derating", "PCIe link / nominal"), "#ef6c00"),
 )
-WINDOWS: tuple[tuple[str, int], ...] = (("30 days", 30 * DAY), ("90 days", 90 * DAY), ("1 year", 365 * DAY))
+WINDOWS: tuple[tuple[str, int], ...] = ((QT_TRANSLATE_NOOP("Derating", "30 days"), 30 * DAY),
+                                        (QT_TRANSLATE_NOOP("Derating", "90 days"), 90 * DAY),
+                                        (QT_TRANSLATE_NOOP("Derating", "1 year"), 365 * DAY))
 MIN_SPAN_S = 4 * DAY
 PEER_RATIOS = ("memory_ratio",)
+UNKNOWN_MODEL = QT_TRANSLATE_NOOP("Derating", "unknown model")
+SELECT_GPU = QT_TRANSLATE_NOOP("Derating", "select a GPU")
+READING = QT_TRANSLATE_NOOP("Derating", "reading…")
+NO_DAYS_FOR_GPU = QT_TRANSLATE_NOOP("Derating", "no derating days for this GPU in this window")
+"""The card plot's reasons: :attr:`DeratingView.reason` keeps them English (tests), the plot shows them translated."""
 """Ratios shown against the model's usual (its cards' median) rather than the nominal spec."""
 DERATED_BELOW = 0.9
 """A model median this far below 1.0 (its usual for memory) is tinted as derating (< 0.75: red)."""
@@ -95,7 +102,7 @@ def summarize(days: Sequence[DeratingDay], models: Mapping[str, str]) -> list[Mo
     """Per model, worst clock median first."""
     by_model: dict[str, list[DeratingDay]] = defaultdict(list)
     for d in days:
-        by_model[models.get(d.gpu_uuid, "unknown model")].append(d)
+        by_model[models.get(d.gpu_uuid, UNKNOWN_MODEL)].append(d)
     out = []
     for model, ds in by_model.items():
         stats: dict[str, tuple[float, float, float] | None] = {}
@@ -161,7 +168,8 @@ class ModelSummaryModel(RowsTableModel[ModelSummary]):
         user = self.spec_book.user_specs_for(model)
         if not user:
             return ""
-        return " (user spec)" if any(u.specificity == 0 for u in user) else " (some cards: user spec)"
+        return (QCoreApplication.translate("Derating", " (user spec)") if any(u.specificity == 0 for u in user)
+                else QCoreApplication.translate("Derating", " (some cards: user spec)"))
 
     def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
@@ -171,7 +179,8 @@ class ModelSummaryModel(RowsTableModel[ModelSummary]):
         stat = s.stats.get(RATIOS[c - 3][0]) if c >= 3 else None
         if role == Qt.ItemDataRole.DisplayRole:
             if c == 0:
-                return s.model + self._spec_word(s.model)
+                model = QCoreApplication.translate("Derating", UNKNOWN_MODEL) if s.model == UNKNOWN_MODEL else s.model
+                return model + self._spec_word(s.model)
             if c == 1:
                 return str(s.cards)
             if c == 2:
@@ -182,26 +191,39 @@ class ModelSummaryModel(RowsTableModel[ModelSummary]):
         if role == Qt.ItemDataRole.TextAlignmentRole and c >= 1:
             return int(Qt.AlignmentFlag.AlignCenter)
         if role == Qt.ItemDataRole.ToolTipRole and c == 0 and self.spec_book.has_user_specs(s.model):
-            return (f"{s.model}: nominal figures from the fleet file's [[spec]] tables: "
-                    + "; ".join(u.spec.source + (f" for {u.match_text()}" if u.match_text() else " for every card")
-                                for u in self.spec_book.user_specs_for(s.model)))
+            sources = "; ".join(
+                QCoreApplication.translate("Derating", "{source} for {match}").format(
+                    source=u.spec.source, match=u.match_text()) if u.match_text() else
+                QCoreApplication.translate("Derating", "{source} for every card").format(source=u.spec.source)
+                for u in self.spec_book.user_specs_for(s.model))
+            return QCoreApplication.translate("Derating", "{model}: nominal figures from the fleet file's [[spec]] "
+                                              "tables: {sources}").format(model=s.model, sources=sources)
         if role == Qt.ItemDataRole.ToolTipRole and c >= 3:
             key, label, _ = RATIOS[c - 3]
-            text = f"{s.model}, {s.cards} cards: {label}, min · median · max of the cards' medians"
+            text = QCoreApplication.translate(
+                "Derating", "{model}, {cards} cards: {ratio}, min · median · max of the cards' medians").format(
+                model=s.model, cards=s.cards, ratio=QCoreApplication.translate("Derating", label))
             nom = s.nominal.get(key)
             if key in s.usual and nom is not None:
-                text += (f"\nagainst nominal: {pct(nom[0])} · {pct(nom[1])} · {pct(nom[2])} "
-                         f"(the model's usual is {pct(s.usual[key])} of nominal: what its boards report)")
+                text += "\n" + QCoreApplication.translate(
+                    "Derating", "against nominal: {min} · {median} · {max} (the model's usual is {usual} of "
+                    "nominal: what its boards report)").format(min=pct(nom[0]), median=pct(nom[1]), max=pct(nom[2]),
+                                                               usual=pct(s.usual[key]))
             return text
         return None
 
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802 - Qt API
                    role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal and section >= 3:
+            return QCoreApplication.translate("Derating", "{ratio}\nmin · median · max").format(
+                ratio=QCoreApplication.translate("Derating", RATIOS[section - 3][1]))
         if role == Qt.ItemDataRole.ToolTipRole and orientation == Qt.Orientation.Horizontal and section >= 3:
             key = RATIOS[section - 3][0]
-            return ("Each card's reported memory against the median of its model's cards (100 % = as its peers;"
-                    " the nominal share is in the cell's tooltip)" if key in PEER_RATIOS else
-                    "Each card's median daily ratio to the nominal spec (100 % = as specified)")
+            return (QCoreApplication.translate(
+                "Derating", "Each card's reported memory against the median of its model's cards (100 % = as its "
+                "peers; the nominal share is in the cell's tooltip)") if key in PEER_RATIOS else
+                QCoreApplication.translate(
+                    "Derating", "Each card's median daily ratio to the nominal spec (100 % = as specified)"))
         return super().headerData(section, orientation, role)
 
 
@@ -220,13 +242,17 @@ class _Plots:
         import pyqtgraph as pg
 
         strip = pg.PlotWidget(background="w")
-        strip.setTitle("Clock / boost per card (bar: the model's median)", size="9pt")
-        strip.setToolTip("One dot per card: its median clock under load against the boost clock. "
-                         "Hover a dot to name the card, click it to open it.")
+        strip.setTitle(QCoreApplication.translate("Derating", "Clock / boost per card (bar: the model's median)"),
+                       size="9pt")
+        strip.setToolTip(QCoreApplication.translate(
+            "Derating", "One dot per card: its median clock under load against the boost clock. Hover a dot to "
+            "name the card, click it to open it."))
         strip.showGrid(y=True, alpha=0.2)
         strip.setMinimumWidth(260)
         strip.setMenuEnabled(False)
-        card = pg.PlotWidget(background="w", axisItems={"bottom": pg.DateAxisItem()})
+        from ui.views.plots import LocalDateAxis
+
+        card = pg.PlotWidget(background="w", axisItems={"bottom": LocalDateAxis()})
         card.showGrid(x=True, y=True, alpha=0.2)
         card.setMenuEnabled(False)
         card.setLimits(minXRange=MIN_SPAN_S)
@@ -235,9 +261,11 @@ class _Plots:
         curves: dict[str, pg.PlotDataItem] = {}
         for key, label, colour in RATIOS:
             curves[key] = card.plot(pen=pg.mkPen(colour, width=2), symbol="o", symbolSize=6,
-                                    symbolBrush=colour, symbolPen=None, connect="finite", name=label)
+                                    symbolBrush=colour, symbolPen=None, connect="finite",
+                                    name=QCoreApplication.translate("Derating", label))
         median_curve = card.plot(pen=pg.mkPen("#6a1b9a", width=2, style=Qt.PenStyle.DotLine), connect="finite")
-        card_reason = pg.TextItem("select a GPU", color="#546e7a", anchor=(0.5, 0.5))
+        card_reason = pg.TextItem(QCoreApplication.translate("Derating", SELECT_GPU), color="#546e7a",
+                                  anchor=(0.5, 0.5))
         card_reason.setParentItem(card.getPlotItem().vb)
         card.getPlotItem().vb.sigResized.connect(lambda vb: card_reason.setPos(vb.width() / 2, vb.height() / 2))
         return cls(strip, card, curves, median_curve, card_reason)
@@ -264,17 +292,17 @@ class DeratingView(QWidget):
         self._card_node: dict[str, str] = {}
         self.window_box = QComboBox()
         for label, seconds in WINDOWS:
-            self.window_box.addItem(label, seconds)
+            self.window_box.addItem(QCoreApplication.translate("Derating", label), seconds)
         self.window_box.setCurrentIndex(1)
         self.window_box.currentIndexChanged.connect(lambda _: self.refresh())
-        self.info = QLabel("reading…")
+        self.info = QLabel(QCoreApplication.translate("Derating", READING))
         top = QHBoxLayout()
-        self.title = QLabel("<b>Derating</b>: daily ratio to the nominal spec (1.0 = as specified)")
-        self.title.setToolTip("Memory is compared with the model's usual (its cards' median): no board "
-                              "reports its marketing size.")
+        self.title = QLabel(self.tr("<b>Derating</b>: daily ratio to the nominal spec (1.0 = as specified)"))
+        self.title.setToolTip(self.tr("Memory is compared with the model's usual (its cards' median): no board "
+                                      "reports its marketing size."))
         top.addWidget(self.title, 1)
         top.addWidget(self.info)
-        top.addWidget(QLabel("Window:"))
+        top.addWidget(QLabel(self.tr("Window:")))
         top.addWidget(self.window_box)
 
         self.model = ModelSummaryModel(self)
@@ -290,12 +318,14 @@ class DeratingView(QWidget):
         self._plots: _Plots | None = None  # built when first shown or asked for: see _ensure_plots
         self.strip_reason = QLabel("")
 
-        self.legend = QLabel(" ".join(f"<span style='color:{c}'>━━</span> {label} &nbsp;"
-                                      for _, label, c in RATIOS)
-                             + "<span style='color:#6a1b9a'>┅┅</span> model's fleet median (clock) &nbsp;"
-                               "<span style='color:#888'>┄┄</span> 1.0 = nominal")
+        # Each key whole on its line (a wrapped legend cut "1.0 = nominal" after "1.0").
+        keys = [(c, QCoreApplication.translate("Derating", label)) for _, label, c in RATIOS]
+        keys += [("#6a1b9a", self.tr("model's fleet median (clock)")), ("#888", self.tr("1.0 = nominal"))]
+        marks = ["━━"] * len(RATIOS) + ["┅┅", "┄┄"]
+        self.legend = QLabel(" ".join(f"<span style='white-space:nowrap'><span style='color:{c}'>{mark}</span> "
+                                      f"{text}</span> &nbsp;" for (c, text), mark in zip(keys, marks)))
         self.legend.setTextFormat(Qt.TextFormat.RichText)
-        self.card_title = QLabel("Click a dot (or a GPU in the fleet view) to see its daily ratios.")
+        self.card_title = QLabel(self.tr("Click a dot (or a GPU in the fleet view) to see its daily ratios."))
         self.legend.setWordWrap(True)
         card_box = QWidget()
         lay = QVBoxLayout(card_box)
@@ -316,7 +346,7 @@ class DeratingView(QWidget):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
         layout.addWidget(split, 1)
-        self.reason: str | None = "select a GPU"
+        self.reason: str | None = SELECT_GPU
         self.refresh()
 
     # -- the plots, built on first use ---------------------------------------------------
@@ -362,7 +392,7 @@ class DeratingView(QWidget):
 
     def refresh(self) -> None:
         until = float(int(self._now()) + DAY)
-        self.info.setText("reading…")
+        self.info.setText(QCoreApplication.translate("Derating", READING))
         self.service.request_derating(until - float(self.window_box.currentData()), until)
 
     def show_gpu(self, row: FleetRow) -> None:
@@ -379,8 +409,11 @@ class DeratingView(QWidget):
             for uuid, v in card_medians(data.days, key).items():
                 self._card_ratios.setdefault(uuid, {})[key] = v
         self._card_node = {d.gpu_uuid: d.node for d in data.days if d.node}  # sorted by day: the latest wins
-        self.info.setText(f"{fmt.plural(len(data.days), 'GPU-day')}, {fmt.plural(len(summary), 'model')} · "
-                          f"read {data.read_ms:.0f} ms")
+        days = (self.tr("1 GPU-day") if len(data.days) == 1 else self.tr("{count} GPU-days").format(
+            count=len(data.days)))
+        models = self.tr("1 model") if len(summary) == 1 else self.tr("{count} models").format(count=len(summary))
+        self.info.setText(self.tr("{days}, {models} · read {ms} ms").format(days=days, models=models,
+                                                                           ms=f"{data.read_ms:.0f}"))
         if self._plots is not None:  # else drawn when they are built
             self._draw_strip(summary)
         self._draw_card()
@@ -407,10 +440,12 @@ class DeratingView(QWidget):
             if v is None:
                 continue
             if key in usual:
-                lines.append(f"{label}: {pct(v / usual[key])} ({pct(v)} of nominal)")
+                lines.append(self.tr("{ratio}: {value} ({nominal} of nominal)").format(
+                    ratio=QCoreApplication.translate("Derating", label), value=pct(v / usual[key]), nominal=pct(v)))
             else:
-                lines.append(f"{label}: {pct(v)}")
-        lines.append("click to open this card")
+                lines.append(self.tr("{ratio}: {value}").format(ratio=QCoreApplication.translate("Derating", label),
+                                                               value=pct(v)))
+        lines.append(self.tr("click to open this card"))
         return "\n".join(lines)
 
     def _on_dot_clicked(self, item: Any, points: Any, ev: Any = None) -> None:
@@ -453,12 +488,12 @@ class DeratingView(QWidget):
         self.strip.setXRange(-0.6, max(len(summary), 1) - 0.4, padding=0)
         self.strip.setYRange(0.0, 1.2)
         if not summary:
-            self.strip.setTitle("no derating days in this window", size="9pt")
+            self.strip.setTitle(self.tr("no derating days in this window"), size="9pt")
 
     def _say(self, reason: str | None) -> None:
         self.reason = reason
         if self._plots is not None:  # else set when they are built
-            self._plots.card_reason.setText(reason or "")
+            self._plots.card_reason.setText(QCoreApplication.translate("Derating", reason) if reason else "")
             self._plots.card_reason.setVisible(reason is not None)
 
     @property
@@ -479,19 +514,19 @@ class DeratingView(QWidget):
                 else self.spec_book.lookup(row.model))
         if spec is None or spec.origin != "user":
             return ""
-        return f" · nominal from user spec ({spec.source.removeprefix('user spec, ')})"
+        return self.tr(" · nominal from user spec ({source})").format(source=spec.source.removeprefix('user spec, '))
 
     def _draw_card(self) -> None:
         if self.row is None:
-            self._say("select a GPU")
+            self._say(SELECT_GPU)
             return
-        self.card_title.setText(f"<b>{self.row.node} GPU {self.row.index}</b> — {self.row.model}"
-                                + self._spec_note(self.row))
+        self.card_title.setText(self.tr("<b>{node} GPU {index}</b> — {model}").format(
+            node=self.row.node, index=self.row.index, model=self.row.model) + self._spec_note(self.row))
         if self.data is None:
-            self._say("reading…")
+            self._say(READING)
             return
         mine = [d for d in self.data.days if d.gpu_uuid == self.row.uuid]
-        self._say(None if mine else "no derating days for this GPU in this window")
+        self._say(None if mine else NO_DAYS_FOR_GPU)
         if self._plots is None:  # drawn when they are built
             return
         import numpy as np

@@ -51,11 +51,13 @@ def card_spec(book: SpecBook, gpu: GpuRow | None, row: FleetRow | None) -> GpuSp
 def nominal_text(spec: GpuSpec | None) -> str:
     """The nominal spec in one line, saying where it came from ("user spec · boost 2520 MHz · …")."""
     if spec is None:
-        return "not in the spec catalog (add a [[spec]] to the fleet file)"
+        return QCoreApplication.translate("GpuDetail", "not in the spec catalog (add a [[spec]] to the fleet file)")
     pcie = fmt.DASH if spec.pcie_gen is None else f"Gen{spec.pcie_gen} ×{spec.pcie_width or fmt.DASH}"
     memory = f"{spec.memory_gb} GB {spec.memory_type}".strip()
-    return (f"{origin_label(spec)} · boost {spec.boost_clock_mhz or fmt.DASH} MHz · TDP {spec.tdp_w or fmt.DASH} W · "
-            f"{memory} · PCIe {pcie}")
+    return QCoreApplication.translate(
+        "GpuDetail", "{origin} · boost {boost} MHz · TDP {tdp} W · {memory} · PCIe {pcie}").format(
+        origin=origin_label(spec), boost=spec.boost_clock_mhz or fmt.DASH, tdp=spec.tdp_w or fmt.DASH, memory=memory,
+        pcie=pcie)
 
 
 def card_vendor(gpu: GpuRow | None, row: FleetRow | None, node: NodeRow | None = None) -> str:
@@ -73,6 +75,11 @@ def source_tool(gpu: GpuRow | None, row: FleetRow | None, node: NodeRow | None =
     for suffix in ("-json", "-csv", "-text", "-table", "-xml", "-q"):  # an import's format name: its tool
         tool = tool.removesuffix(suffix)
     return tool
+
+
+def not_reported(tool: str) -> str:
+    """What another vendor's tool does not give ("not reported by npu-smi"): never a bare dash, never 0."""
+    return QCoreApplication.translate("GpuDetail", "not reported by {tool}").format(tool=tool)
 
 
 def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = CATALOG_BOOK,
@@ -93,7 +100,7 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = C
     def v(key: str, unit: str = "") -> str:
         val = inv.get(key)
         if val is None or val == "":
-            return f"not reported by {tool}" if tool and gpu is not None and missing.get(key) == "unsupported" \
+            return not_reported(tool) if tool and gpu is not None and missing.get(key) == "unsupported" \
                 else fmt.DASH
         return f"{val}{(' ' + unit) if unit else ''}"
 
@@ -103,7 +110,8 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = C
     nominal = nominal_text(spec)
     where = fmt.DASH
     if gpu is not None and gpu.node is not None:
-        where = f"{gpu.node} · index {gpu.index} · {gpu.pci_bus_id or fmt.DASH}"
+        where = QCoreApplication.translate("GpuDetail", "{node} · index {index} · {bus}").format(
+            node=gpu.node, index=gpu.index, bus=gpu.pci_bus_id or fmt.DASH)
     runtime = (node.runtime_version if node else None) or (
         (node.cuda_driver_version if node else None) if vendor == DEFAULT_VENDOR else None)
     firmware = inv.get("firmware_version") or (node.firmware_version if node else None)
@@ -113,7 +121,7 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = C
         ("Where", where),
     ]
     if inv.get("card_id") not in (None, ""):  # an Ascend NPU's chips: the card they sit on
-        lines.append(("Card", f"card {inv['card_id']}"))
+        lines.append(("Card", QCoreApplication.translate("GpuDetail", "card {id}").format(id=inv["card_id"])))
     lines += [
         ("Serial", (gpu.serial if gpu else None) or v("serial")),
         ("UUID", gpu.uuid if gpu else (row.uuid if row else fmt.DASH)),
@@ -126,7 +134,7 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = C
         ("Driver", (row.driver_version if row else None) or (node.driver_version if node else None) or fmt.DASH),
     ]
     if runtime or vendor != DEFAULT_VENDOR:
-        lines.append((runtime_name(vendor), str(runtime) if runtime else (f"not reported by {tool}" if tool
+        lines.append((runtime_name(vendor), str(runtime) if runtime else (not_reported(tool) if tool
                                                                           else fmt.DASH)))
     lines += [
         ("PCIe max", pcie_max),
@@ -137,7 +145,7 @@ def inventory_lines(gpu: GpuRow | None, row: FleetRow | None, book: SpecBook = C
         ("Nominal spec", nominal),
         ("Spec source", spec.source if spec is not None else fmt.DASH),
         ("First seen", _when(gpu.first_seen if gpu else None)),
-        ("State", (gpu.state if gpu else None) or fmt.DASH),
+        ("State", fmt.status_word(gpu.state) if gpu and gpu.state else fmt.DASH),  # "ok", "lost" (掉卡)
     ]
     return lines
 
@@ -148,6 +156,20 @@ def _place(p: Any) -> str:
     return fmt.DASH if p is None else str(p)
 
 
+_CHANGE_WORDS = {w: w for w in (
+    QT_TRANSLATE_NOOP("CardChange", "enrolled"), QT_TRANSLATE_NOOP("CardChange", "appeared"),
+    QT_TRANSLATE_NOOP("CardChange", "moved"), QT_TRANSLATE_NOOP("CardChange", "disappeared"),
+    QT_TRANSLATE_NOOP("CardChange", "driver changed"), QT_TRANSLATE_NOOP("CardChange", "vbios changed"),
+    QT_TRANSLATE_NOOP("CardChange", "serial changed"), QT_TRANSLATE_NOOP("CardChange", "power limit changed"),
+    QT_TRANSLATE_NOOP("CardChange", "placed"))}
+"""The stored inventory change kinds (``storage.ingest``), as the Changes tab says them."""
+
+
+def _change_word(kind: str) -> str:
+    word = kind.replace("_", " ")
+    return QCoreApplication.translate("CardChange", _CHANGE_WORDS[word]) if word in _CHANGE_WORDS else word
+
+
 def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[PlacementRow],
                  intakes: Sequence[IntakeRow] = (), slurm: Sequence[Any] = ()) -> list[tuple[str, str, str]]:
     """The card's history, newest first: (time, what, detail); its intakes with their verdict and reason; its
@@ -156,25 +178,36 @@ def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[Placeme
     for a in slurm:
         result = "" if a.result == "ok" else f" {a.result.upper()}"
         why = a.error if a.result == "failed" else a.reason
+        who = {"node": a.node, "who": a.who, "origin": a.origin, "why": printable(why, 300) if why else ""}
         out.append((a.ts, f"Slurm {a.action}{result}",
-                    f"{a.node} by {a.who} ({a.origin})" + (f": {printable(why, 300)}" if why else "")))
+                    (QCoreApplication.translate("CardChange", "{node} by {who} ({origin}): {why}") if why else
+                     QCoreApplication.translate("CardChange", "{node} by {who} ({origin})")).format(**who)))
     for i in intakes:
         reason = str(i.result.get("reason") or "") if isinstance(i.result, dict) else ""
-        out.append((i.ts, f"intake {i.verdict}", (f"on {i.node}: " if i.node else "") + (reason or fmt.DASH)))
+        detail = (QCoreApplication.translate("CardChange", "on {node}: {reason}") if i.node else "{reason}").format(
+            node=i.node, reason=reason or fmt.DASH)
+        out.append((i.ts, QCoreApplication.translate("CardChange", "intake {verdict}").format(verdict=i.verdict),
+                    detail))
     for c in changes:
         if c.kind in ("enrolled", "appeared", "moved", "disappeared"):
-            detail = {"enrolled": f"in {_place(c.new)}", "appeared": f"in {_place(c.new)}",
-                      "disappeared": f"from {_place(c.old)}"}.get(c.kind, f"{_place(c.old)} → {_place(c.new)}")
+            if c.kind in ("enrolled", "appeared"):
+                detail = QCoreApplication.translate("CardChange", "in {place}").format(place=_place(c.new))
+            elif c.kind == "disappeared":
+                detail = QCoreApplication.translate("CardChange", "from {place}").format(place=_place(c.old))
+            else:
+                detail = f"{_place(c.old)} → {_place(c.new)}"
         elif isinstance(c.old, dict) or isinstance(c.new, dict):
             old, new = c.old or {}, c.new or {}
             keys = sorted(set(old) | set(new))
             detail = ", ".join(f"{k} {old.get(k)} → {new.get(k)}" for k in keys if old.get(k) != new.get(k))
         else:
             detail = f"{c.old or fmt.DASH} → {c.new or fmt.DASH}"
-        out.append((c.ts, c.kind.replace("_", " "), detail))
+        out.append((c.ts, _change_word(c.kind), detail))
     if not changes:
         for p in places:
-            out.append((p.since, "placed", f"{p.node} #{p.index}" + (f" until {_when(p.until)}" if p.until else "")))
+            out.append((p.since, _change_word("placed"),
+                        QCoreApplication.translate("CardChange", "{node} #{index} until {time}").format(
+                            node=p.node, index=p.index, time=_when(p.until)) if p.until else f"{p.node} #{p.index}"))
     out.sort(key=lambda t: -t[0])
     return [(_when(ts), what, detail) for ts, what, detail in out]
 
@@ -201,6 +234,13 @@ _INVENTORY_LABELS = (
     QT_TRANSLATE_NOOP("Inventory", "State"),
 )
 """The inventory's labels (inventory_lines keeps them English; the table shows their translation)."""
+
+_RESOLUTIONS = {r: r for r in (QT_TRANSLATE_NOOP("Resolution", "minute"), QT_TRANSLATE_NOOP("Resolution", "hour"),
+                               QT_TRANSLATE_NOOP("Resolution", "day"))}
+"""The stored resolutions (``storage.history_window.resolution_for``) as the status line says them."""
+_RANGE_LABELS = (QT_TRANSLATE_NOOP("Range", "24 h"), QT_TRANSLATE_NOOP("Range", "7 d"), QT_TRANSLATE_NOOP("Range", "30 d"),
+                 QT_TRANSLATE_NOOP("Range", "90 d"), QT_TRANSLATE_NOOP("Range", "1 y"))
+"""The range buttons' labels (:data:`storage.history_window.RANGES`), translated on the buttons."""
 
 
 class CustomRangeDialog(QDialog):
@@ -265,7 +305,7 @@ class GpuDetailView(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.status, 1)
         for i, (label, _) in enumerate(RANGES):
-            b = QPushButton(label)
+            b = QPushButton(QCoreApplication.translate("Range", label))
             b.setCheckable(True)
             b.setChecked(i == DEFAULT_RANGE)
             self.range_buttons.addButton(b, i)
@@ -379,13 +419,15 @@ class GpuDetailView(QWidget):
         if row is None:
             return
         if spec is None:
-            nominal = "not in the spec catalog"
+            nominal = self.tr("not in the spec catalog")
         else:
-            word = "user spec" if spec.origin == "user" else "nominal"
-            nominal = (f"{word}: boost {spec.boost_clock_mhz or fmt.DASH} MHz, TDP {spec.tdp_w or fmt.DASH} W, "
-                       f"{spec.memory_gb} GB")
-        self.title.setText(f"<b>{row.node} GPU {row.index}</b> — {row.model} · {nominal}")
-        self.title.setToolTip(f"{row.node} GPU {row.index} — {row.model} · {row.uuid} · {nominal}"
+            nominal = (self.tr("user spec: boost {boost} MHz, TDP {tdp} W, {memory} GB") if spec.origin == "user"
+                       else self.tr("nominal: boost {boost} MHz, TDP {tdp} W, {memory} GB")).format(
+                boost=spec.boost_clock_mhz or fmt.DASH, tdp=spec.tdp_w or fmt.DASH, memory=spec.memory_gb)
+        self.title.setText(self.tr("<b>{node} GPU {index}</b> — {model} · {nominal}").format(
+            node=row.node, index=row.index, model=row.model, nominal=nominal))
+        self.title.setToolTip(self.tr("{node} GPU {index} — {model} · {uuid} · {nominal}").format(
+            node=row.node, index=row.index, model=row.model, uuid=row.uuid, nominal=nominal)
                               + (f" ({spec.source})" if spec is not None else ""))
 
     def refresh(self) -> None:
@@ -408,7 +450,9 @@ class GpuDetailView(QWidget):
             return  # an answer for a GPU or a range no longer selected
         self.last = data
         window = data.window
-        self.status.setText(f"{len(window.rows)} points · {window.resolution} resolution · read {data.read_ms:.0f} ms")
+        self.status.setText(self.tr("{points} points · {resolution} resolution · read {ms} ms").format(
+            points=len(window.rows), resolution=QCoreApplication.translate("Resolution", _RESOLUTIONS.get(
+                window.resolution, window.resolution)), ms=f"{data.read_ms:.0f}"))
         self.status.setToolTip("")
         self._fill_inventory(data)
         self.stack.setCurrentWidget(self.plot)
@@ -417,11 +461,12 @@ class GpuDetailView(QWidget):
         inv = data.gpu.inventory if data.gpu is not None else {}
         slowdown = inv.get("temp_slowdown_c")
         self.plot.set_refs({
-            "temp_c": None if slowdown is None else (float(slowdown), f"slowdown {slowdown} °C"),
+            "temp_c": None if slowdown is None else (float(slowdown), self.tr("slowdown {value} °C").format(
+                value=slowdown)),
             "power_w": None if spec is None or spec.tdp_w is None else (
-                float(spec.tdp_w), f"nominal TDP {spec.tdp_w} W"),
+                float(spec.tdp_w), self.tr("nominal TDP {value} W").format(value=spec.tdp_w)),
             "sm_clock_mhz": None if spec is None or spec.boost_clock_mhz is None else (
-                float(spec.boost_clock_mhz), f"nominal boost {spec.boost_clock_mhz} MHz"),
+                float(spec.boost_clock_mhz), self.tr("nominal boost {value} MHz").format(value=spec.boost_clock_mhz)),
         })
         gen, width = inv.get("pcie_max_gen"), inv.get("pcie_max_width")
         try:
@@ -445,7 +490,7 @@ class GpuDetailView(QWidget):
             self.inventory.setItem(r, 1, b)
         hist = change_lines(data.changes, data.placements, data.intakes, data.slurm) if data else []
         if data is not None and not hist:
-            hist = [(fmt.DASH, "no changes recorded", "")]
+            hist = [(fmt.DASH, self.tr("no changes recorded"), "")]
         self.changes.setRowCount(len(hist))
         for r, cells in enumerate(hist):
             for c, text in enumerate(cells):

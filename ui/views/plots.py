@@ -30,17 +30,20 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QLocale, QObject, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QCursor, QFont, QFontMetrics, QPainter
 from PySide6.QtWidgets import (QHBoxLayout, QLabel, QPushButton, QScrollArea, QSizePolicy, QToolTip, QVBoxLayout,
                                QWidget)
 
 from fleetmon.fields import THERMAL_THROTTLE_REASONS, THROTTLE_REASONS
 from storage.rows import EventRow, HistoryWindow
+from ui import i18n as ui_i18n
+from ui.i18n import QT_TRANSLATE_NOOP
 
 PANEL_MIN_H = 170
 AXIS_W = 96
@@ -83,21 +86,29 @@ class Panel:
 
 
 PANELS: tuple[Panel, ...] = (
-    Panel("temp_c", "Temperature", "°C", (Series("temp_c_mean", "mean", "#1565c0"),), ("temp_c",), band="temp_c",
+    Panel("temp_c", QT_TRANSLATE_NOOP("HistoryPlots", "Temperature"), "°C",
+          (Series("temp_c_mean", QT_TRANSLATE_NOOP("HistoryPlots", "mean"), "#1565c0"),), ("temp_c",), band="temp_c",
           episodes=("thermal",)),
-    Panel("power_w", "Power", "W", (Series("power_w_mean", "mean", "#1565c0"),
-                                    Series("power_limit_w_mean", "enforced limit", "#c62828", 1.5)),
+    Panel("power_w", QT_TRANSLATE_NOOP("HistoryPlots", "Power"), "W",
+          (Series("power_w_mean", QT_TRANSLATE_NOOP("HistoryPlots", "mean"), "#1565c0"),
+           Series("power_limit_w_mean", QT_TRANSLATE_NOOP("HistoryPlots", "enforced limit"), "#c62828", 1.5)),
           ("power_w",), band="power_w", episodes=("power_brake", "power_dropout")),
-    Panel("sm_clock_mhz", "SM clock", "MHz", (Series("sm_clock_mhz_mean", "mean", "#1565c0"),), ("sm_clock_mhz",),
+    Panel("sm_clock_mhz", QT_TRANSLATE_NOOP("HistoryPlots", "SM clock"), "MHz",
+          (Series("sm_clock_mhz_mean", QT_TRANSLATE_NOOP("HistoryPlots", "mean"), "#1565c0"),), ("sm_clock_mhz",),
           band="sm_clock_mhz", episodes=("power_brake", "thermal")),
-    Panel("ecc", "ECC errors, retired pages, remapped rows", "count",
-          (Series("ecc_corr_agg", "ECC corrected", "#1565c0"), Series("ecc_unc_agg", "ECC uncorrected", "#c62828"),
-           Series("retired_pages", "retired pages", "#6a1b9a"), Series("remapped_rows", "remapped rows", "#ef6c00")),
+    Panel("ecc", QT_TRANSLATE_NOOP("HistoryPlots", "ECC errors, retired pages, remapped rows"), "count",
+          (Series("ecc_corr_agg", QT_TRANSLATE_NOOP("HistoryPlots", "ECC corrected"), "#1565c0"),
+           Series("ecc_unc_agg", QT_TRANSLATE_NOOP("HistoryPlots", "ECC uncorrected"), "#c62828"),
+           Series("retired_pages", QT_TRANSLATE_NOOP("HistoryPlots", "retired pages"), "#6a1b9a"),
+           Series("remapped_rows", QT_TRANSLATE_NOOP("HistoryPlots", "remapped rows"), "#ef6c00")),
           ("ecc_corr_agg", "ecc_unc_agg", "retired_sbe", "retired_dbe", "remap_corr", "remap_unc")),
-    Panel("pcie", "PCIe link while busy: generation (left axis), width (right axis)", "",
-          (Series("pcie_gen", "generation", "#2e7d32"), Series("pcie_width", "width", "#1565c0")),
+    Panel("pcie",
+          QT_TRANSLATE_NOOP("HistoryPlots", "PCIe link while busy: generation (left axis), width (right axis)"), "",
+          (Series("pcie_gen", QT_TRANSLATE_NOOP("HistoryPlots", "generation"), "#2e7d32"),
+           Series("pcie_width", QT_TRANSLATE_NOOP("HistoryPlots", "width"), "#1565c0")),
           ("pcie_gen", "pcie_width"), episodes=("link_down",)),
-    Panel("pcie_replay", "PCIe replays", "count", (Series("pcie_replay", "replays", "#c62828"),), ("pcie_replay",)),
+    Panel("pcie_replay", QT_TRANSLATE_NOOP("HistoryPlots", "PCIe replays"), "count",
+          (Series("pcie_replay", QT_TRANSLATE_NOOP("HistoryPlots", "replays"), "#c62828"),), ("pcie_replay",)),
 )
 """The line panels; the throttle-reason, episode and Xid timeline comes after them."""
 
@@ -114,15 +125,17 @@ class Episode:
 
 
 EPISODES: tuple[Episode, ...] = (
-    Episode("power_brake", "power brake", (198, 40, 40)),
-    Episode("power_dropout", "power dropout", (230, 81, 0)),
-    Episode("thermal", "thermal", (216, 67, 21)),
-    Episode("link_down", "PCIe downtrained", (106, 27, 154)),
-    Episode("no_data", "no data", (96, 125, 139)),
-    Episode("unreachable", "node unreachable", (55, 71, 79)),
+    Episode("power_brake", QT_TRANSLATE_NOOP("HistoryPlots", "power brake"), (198, 40, 40)),
+    Episode("power_dropout", QT_TRANSLATE_NOOP("HistoryPlots", "power dropout"), (230, 81, 0)),
+    Episode("thermal", QT_TRANSLATE_NOOP("HistoryPlots", "thermal"), (216, 67, 21)),
+    Episode("link_down", QT_TRANSLATE_NOOP("HistoryPlots", "PCIe downtrained"), (106, 27, 154)),
+    Episode("no_data", QT_TRANSLATE_NOOP("HistoryPlots", "no data"), (96, 125, 139)),
+    Episode("unreachable", QT_TRANSLATE_NOOP("HistoryPlots", "node unreachable"), (55, 71, 79)),
 )
 """Episodes shaded as spans: throttle-based ones come from the reasons, the rest from their own rows."""
 _EPISODE = {e.key: e for e in EPISODES}
+_EPISODE_LABELS = {e.label for e in EPISODES}
+_COUNT = QT_TRANSLATE_NOOP("HistoryPlots", "count")  # the ECC and replay panels' unit, translated in their title
 _OUTAGES = ("no_data", "unreachable")
 """Shaded in every line panel (hatched): the lines break there."""
 _THERMAL = THERMAL_THROTTLE_REASONS
@@ -230,8 +243,9 @@ def panel_reason(panel: Panel, has_data: bool, unsupported: set[str], source: st
     if has_data:
         return None
     if panel.fields and all(f in unsupported for f in panel.fields):
-        return f"not reported by {source}" if source else "not supported on this GPU"
-    return "no data in this window"
+        return (QCoreApplication.translate("HistoryPlots", "not reported by {tool}").format(tool=source) if source
+                else QCoreApplication.translate("HistoryPlots", "not supported on this GPU"))
+    return QCoreApplication.translate("HistoryPlots", "no data in this window")
 
 
 def bucket_factor(span_s: float, step_s: int) -> int:
@@ -435,6 +449,36 @@ class SpanItem(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph is untyped
             p.drawRect(QRectF((a + b) / 2 - w / 2, vr.top(), w, vr.height()))
 
 
+_DATE_FORMATS = (QT_TRANSLATE_NOOP("DateAxis", "%a %d"), QT_TRANSLATE_NOOP("DateAxis", "%b"))
+"""pyqtgraph's date-axis formats that name a weekday or a month (the rest are numbers)."""
+
+
+class LocalDateAxis(pg.DateAxisItem):  # type: ignore[misc]  # pyqtgraph is untyped
+    """pyqtgraph's date axis (local time), with weekday and month names in the window's language.
+
+    pyqtgraph formats them with ``strftime`` in the C locale ("Thu 03", "Dec") whatever the window's language;
+    in English this is pyqtgraph's own axis unchanged."""
+
+    def tickStrings(self, values: Sequence[float], scale: float, spacing: float) -> list[str]:  # noqa: N802
+        spec = next((t for t in self.zoomLevel.tickSpecs if t.spacing == spacing), None)
+        lang = ui_i18n.current()
+        if spec is None or spec.format not in _DATE_FORMATS or lang == "en" or self.utcOffset is not None:
+            return list(super().tickStrings(values, scale, spacing))
+        locale = QLocale(lang)
+        form = QCoreApplication.translate("DateAxis", spec.format)  # "%d日 %a": the day first in Chinese
+        out = []
+        for v in values:
+            try:
+                d = datetime.fromtimestamp(float(v))
+            except (OverflowError, ValueError, OSError):
+                out.append("")
+                continue
+            names = form.replace("%a", locale.dayName(d.isoweekday(), QLocale.FormatType.ShortFormat)).replace(
+                "%b", locale.monthName(d.month, QLocale.FormatType.ShortFormat))
+            out.append(d.strftime(names))
+        return out
+
+
 class TimeViewBox(pg.ViewBox):  # type: ignore[misc]  # pyqtgraph is untyped
     """A ViewBox that zooms the time axis on Ctrl+wheel only and resets on a double-click.
 
@@ -530,8 +574,13 @@ class _VerticalScroll(QScrollArea):
             w.setFixedWidth(self.viewport().width())
 
 
-HINT = "Move the mouse over a plot to read its values · wheel scrolls · Ctrl+wheel or right-drag zooms time, " \
-       "drag pans · double-click resets"
+HINT = QT_TRANSLATE_NOOP("HistoryPlots", "Move the mouse over a plot to read its values · wheel scrolls · "
+                                         "Ctrl+wheel or right-drag zooms time, drag pans · double-click resets")
+"""The readout's text until the mouse is over a plot (translated where shown: :func:`hint`)."""
+
+
+def hint() -> str:
+    return QCoreApplication.translate("HistoryPlots", HINT)
 
 
 class HistoryPlots(QWidget):
@@ -542,12 +591,12 @@ class HistoryPlots(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.readout = QLabel(HINT)
+        self.readout = QLabel(hint())
         self.readout.setTextFormat(Qt.TextFormat.PlainText)
         self.readout.setStyleSheet("color: #37474f;")
         self.readout.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
-        self.reset_button = QPushButton("Reset zoom")
-        self.reset_button.setToolTip("Show the whole range again (or double-click a plot)")
+        self.reset_button = QPushButton(self.tr("Reset zoom"))
+        self.reset_button.setToolTip(self.tr("Show the whole range again (or double-click a plot)"))
         self.reset_button.setEnabled(False)
         self.reset_button.clicked.connect(self.reset_zoom)
         self.graphics = pg.GraphicsLayoutWidget()
@@ -628,7 +677,7 @@ class HistoryPlots(QWidget):
             self.plots[key].addItem(line, ignoreBounds=False)
             self.ref_lines[key] = line
 
-        thr = self._add_plot(len(PANELS), "<b>Throttle reasons, episodes and Xid events</b>")
+        thr = self._add_plot(len(PANELS), self.tr("<b>Throttle reasons, episodes and Xid events</b>"))
         thr.setXLink(first)
         thr.showGrid(x=True, y=False)
         # pyqtgraph drops tick labels once they fill more than 60-80 % of the axis (that dropped hw_power_brake);
@@ -666,7 +715,7 @@ class HistoryPlots(QWidget):
     def _add_plot(self, row: int, title: str) -> pg.PlotItem:
         vb = TimeViewBox()
         vb.reset = self.reset_zoom
-        plot = self.graphics.addPlot(row=row, col=0, viewBox=vb, axisItems={"bottom": pg.DateAxisItem()})
+        plot = self.graphics.addPlot(row=row, col=0, viewBox=vb, axisItems={"bottom": LocalDateAxis()})
         plot.setTitle(title, size="9pt", justify="left")
         # A long title line (the ECC panel's legend) must not widen the layout past the view: that clipped the
         # right end of every panel's time axis, the newest data, at the default window size.
@@ -701,14 +750,15 @@ class HistoryPlots(QWidget):
         panel = next(p for p in PANELS if p.key == key)
         keys = []
         if panel.band is not None:
-            keys.append("<span style='color:#90a4ae'>█</span> min–max")
-        keys += [f"<span style='color:{s.colour}'>━</span> {s.label}" for s in panel.series]
+            keys.append("<span style='color:#90a4ae'>█</span> " + self.tr("min–max"))
+        keys += [f"<span style='color:{s.colour}'>━</span> {self.tr(s.label)}" for s in panel.series]
         for kind in panel.episodes:
             c = _EPISODE[kind].colour
-            keys.append(f"<span style='color:rgb({c[0]},{c[1]},{c[2]})'>▮</span> {_EPISODE[kind].label}")
+            keys.append(f"<span style='color:rgb({c[0]},{c[1]},{c[2]})'>▮</span> {self.tr(_EPISODE[kind].label)}")
         if extra:
             keys.append(extra)
-        title = f"<b>{panel.title}</b>" + (f" ({panel.unit})" if panel.unit else "") \
+        unit = self.tr(panel.unit) if panel.unit == "count" else panel.unit
+        title = f"<b>{self.tr(panel.title)}</b>" + (f" ({unit})" if unit else "") \
             + f" &nbsp; <span style='color:#546e7a'>{' '.join(keys)}</span>"
         if self._legends.get(key) == title:
             return  # a title change relays the whole stack out: only when it differs
@@ -721,8 +771,11 @@ class HistoryPlots(QWidget):
             return  # the same rows: no relayout (a GPU switch must stay fast)
         self.rows = list(rows)
         n = len(self.rows)
-        self._fit_left_axes(self.rows)
-        ticks = [(float(n - 1 - i), label) for i, label in enumerate(self.rows)]
+        # A row's name stays its identifier (row_y); an episode's label is shown translated, a throttle reason's
+        # NVML name and "Xid" as they are.
+        shown = [self.tr(label) if label in _EPISODE_LABELS else label for label in self.rows]
+        self._fit_left_axes(shown)
+        ticks = [(float(n - 1 - i), label) for i, label in enumerate(shown)]
         self.throttle.getAxis("left").setTicks([ticks])
         self.throttle.setLimits(yMin=None, yMax=None)  # the old limits would clamp the new range
         self.throttle.setYRange(-0.7, n - 0.3, padding=0)
@@ -765,7 +818,7 @@ class HistoryPlots(QWidget):
         self._x = np.empty(0)
         self._values = {}
         self.drawn = None
-        self._crosshair.reset(HINT)
+        self._crosshair.reset(hint())
         for panel in PANELS:
             for curve in self.curves[panel.key].values():
                 curve.setData([], [])
@@ -802,7 +855,7 @@ class HistoryPlots(QWidget):
 
         ``source``: the tool another vendor's device is read through, named where it reports nothing
         (:func:`panel_reason`)."""
-        self._crosshair.reset(HINT)
+        self._crosshair.reset(hint())
         drawn = prepare(window, since, until, events, power_failed, link_max)
         self.drawn = drawn
         ts = drawn.ts
@@ -846,12 +899,13 @@ class HistoryPlots(QWidget):
         self._events = list(events)
         self._mark_events(xids)
         if not len(ts):
-            self._say("throttle", "no data in this window")
+            self._say("throttle", self.tr("no data in this window"))
         elif not reasons and not kinds and not xids and source and "throttle_mask" in unsupported:
             # Another vendor's tool gives no throttle reasons and no Xid: not "none happened".
-            self._say("throttle", f"throttle reasons and Xid events: not reported by {source}")
+            self._say("throttle", self.tr("throttle reasons and Xid events: not reported by {tool}").format(
+                tool=source))
         elif not reasons and not kinds and not xids:
-            self._say("throttle", "no throttling, no episode and no Xid in this window")
+            self._say("throttle", self.tr("no throttling, no episode and no Xid in this window"))
         else:
             self._say("throttle", None)
         first = min(since, float(ts[0])) if len(ts) else since
@@ -877,7 +931,7 @@ class HistoryPlots(QWidget):
 
     def reset_readout(self) -> None:
         """The plots are about to change: the crosshair and its readout go."""
-        self._crosshair.reset(HINT)
+        self._crosshair.reset(hint())
 
     def reset_zoom(self) -> None:
         """Back to the whole window (the reset button, a double-click, a new GPU or range)."""
@@ -949,16 +1003,17 @@ class HistoryPlots(QWidget):
             head += "–" + time.strftime("%H:%M" if step < 86400 else "%m-%d %H:%M", time.localtime(t0 + step))
         parts = [head]
         if not (t0 <= x < t0 + step * 1.5):
-            parts.append("no data")
+            parts.append(self.tr("no data"))
         else:
             for panel in PANELS:
                 for s in panel.series:
                     v = self._values.get(s.key)
                     if v is None or i >= len(v) or not math.isfinite(v[i]):
                         continue
-                    name = panel.title.split()[0] if s.label == "mean" else s.label
+                    # the mean is named by its panel ("Temperature", "Power", "SM"), another series by itself
+                    name = self.tr(panel.title.split()[0] if s.label == "mean" else s.label)
                     unit = (' ' + panel.unit) if panel.unit in ('°C', 'W', 'MHz') else ''
-                    text = f"{name} {v[i]:.0f}{unit}"
+                    text = self.tr("{name} {value}{unit}").format(name=name, value=f"{v[i]:.0f}", unit=unit)
                     if panel.band is not None and s.label == "mean":
                         lo, hi = self._values.get(f"{panel.band}_min"), self._values.get(f"{panel.band}_max")
                         if lo is not None and hi is not None and math.isfinite(lo[i]) and math.isfinite(hi[i]):
@@ -966,12 +1021,12 @@ class HistoryPlots(QWidget):
                     parts.append(text)
             active = [r.name for r in THROTTLE_REASONS if self.drawn.throttle[r.name][i] > 0]
             if active:
-                parts.append("throttle " + ", ".join(active))
+                parts.append(self.tr("throttle {reasons}").format(reasons=", ".join(active)))
         for e in EPISODES:
             if e.key in ("power_brake", "thermal"):
                 continue
             if any(a <= x < b for a, b in self.drawn.episodes.get(e.key, [])):
-                parts.append(e.label)
+                parts.append(self.tr(e.label))
         tol = max(60.0, (self._x[-1] - self._x[0]) / 200 if len(self._x) > 1 else 60)
         near = [e for e in self._events if e.kind == "xid" and abs(e.ts - x) < tol]
         if near:
