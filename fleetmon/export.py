@@ -186,12 +186,12 @@ class Sheet:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database")
+    p.add_argument("--db", required=True, metavar="FILE", help=_("the fleetmon database"))
     p.add_argument("--format", choices=FORMATS, default=None,
-                   help="output format (default: from the -o extension, .xlsx/.csv/.json; else csv)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output (xlsx needs it)")
-    p.add_argument("--current", action="store_true", help="only cards seen in the current inventory (not gone)")
-    p.add_argument("--group", help="only nodes of this group")
+                   help=_("output format (default: from the -o extension, .xlsx/.csv/.json; else csv)"))
+    p.add_argument("-o", "--output", metavar="FILE", help=_("write here instead of standard output (xlsx needs it)"))
+    p.add_argument("--current", action="store_true", help=_("only cards seen in the current inventory (not gone)"))
+    p.add_argument("--group", help=_("only nodes of this group"))
 
 
 def format_for(path: str | os.PathLike[str] | None, fmt: str | None = None) -> str:

@@ -22,6 +22,7 @@ never marked.
 
 from __future__ import annotations
 
+import datetime as _dt
 import io
 import os
 import threading
@@ -30,7 +31,7 @@ from gettext import GNUTranslations, NullTranslations
 from pathlib import Path
 
 __all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "localized", "ngettext", "set_language",
-           "current_language", "language_from_environment", "normalize_language"]
+           "current_language", "language_from_environment", "normalize_language", "number", "when", "day"]
 
 SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
 """The languages fleetmon speaks: English (the source text) and Simplified Chinese."""
@@ -182,3 +183,60 @@ def set_language(code: str | None) -> str:
 def current_language() -> str:
     """The language set last: "en" or "zh_CN"."""
     return _language
+
+
+# -- numbers and dates in the reader's locale (Babel; English and a node without Babel: as before) ----------------
+
+
+def _babel_locale() -> str | None:
+    """The Babel locale of the current language: None for English (the source formats, byte for byte) and
+    when Babel is missing (a GPU node with the standard library alone: English formats)."""
+    if _language == "en":
+        return None
+    try:
+        import babel  # noqa: F401  (only asks whether Babel is there)
+    except ImportError:
+        return None
+    return _language
+
+
+def number(value: float, decimals: int = 0) -> str:
+    """A figure for people: ``f"{value:.{decimals}f}"`` in English, the locale's decimal format otherwise
+    (grouping and decimal sign as the locale writes them; zh_CN: 12,345.7)."""
+    locale = _babel_locale()
+    if locale is None:
+        return f"{value:.{decimals}f}"
+    from babel.numbers import format_decimal
+
+    pattern = "#,##0" + ("." + "0" * decimals if decimals > 0 else "")
+    return format_decimal(round(float(value), decimals), format=pattern, locale=locale)
+
+
+def _utc(ts: float) -> _dt.datetime:
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc)
+
+
+def when(ts: float, seconds: bool = False) -> str:
+    """A moment (UTC) to the minute, or the second: "2026-12-03 15:30" in English, the locale's date and
+    time otherwise (zh_CN: "2026年12月3日 15:30"). The caller says "UTC" where it did before."""
+    locale = _babel_locale()
+    moment = _utc(ts)
+    if locale is None:
+        return moment.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+    from babel.dates import format_skeleton, get_datetime_format
+
+    date = format_skeleton("yMMMd", moment, locale=locale)
+    time_ = format_skeleton("Hms" if seconds else "Hm", moment, tzinfo=_dt.timezone.utc, locale=locale)
+    # the locale's own way of joining a date and a time ("{1} {0}")
+    joined = str(get_datetime_format("medium", locale=locale))
+    return joined.replace("'", "").replace("{1}", date).replace("{0}", time_)
+
+
+def day(ts: float) -> str:
+    """A day (UTC): "2026-12-03" in English, the locale's date otherwise (zh_CN: "2026年12月3日")."""
+    locale = _babel_locale()
+    if locale is None:
+        return _utc(ts).strftime("%Y-%m-%d")
+    from babel.dates import format_skeleton
+
+    return format_skeleton("yMMMd", _utc(ts), locale=locale)

@@ -13,6 +13,7 @@ import importlib.util
 
 from fleetmon.errors import KnownError
 from fleetmon.paths import default_db_path, default_fleet_path, fleet_file_hint, for_help
+from fleetmon.i18n import gettext as _
 
 
 def require_app_extra(command: str, modules: tuple[str, ...]) -> None:
@@ -51,22 +52,23 @@ def run(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--fleet", metavar="FLEET.toml",
-                   help=f"the fleet file listing the nodes (default: {for_help(default_fleet_path())})")
+                   help=_("the fleet file listing the nodes (default: {path})").format(path=for_help(default_fleet_path())))
     p.add_argument("--db", metavar="FILE",
-                   help=f"SQLite database to write, created if missing (default: {for_help(default_db_path())})")
-    p.add_argument("--once", action="store_true", help="poll every node once, write, and exit")
+                   help=_("SQLite database to write, created if missing (default: {path})").format(
+                       path=for_help(default_db_path())))
+    p.add_argument("--once", action="store_true", help=_("poll every node once, write, and exit"))
     p.add_argument("--interval", type=float, metavar="SECONDS",
-                   help="poll interval (default: the fleet file's poll_interval_s, else 30)")
+                   help=_("poll interval (default: the fleet file's poll_interval_s, else 30)"))
     p.add_argument("--control", choices=("stdio",),
-                   help="stdio: take poll/pause/resume/stop commands on standard input, one per line, report "
+                   help=_("stdio: take poll/pause/resume/stop commands on standard input, one per line, report "
                         "each finished cycle as a JSON line on standard output, and stop at the end of input "
-                        "(how `fleetmon gui` runs its collector in a child process)")
-    p.add_argument("-v", "--verbose", action="store_true", help="log every poll")
+                        "(how `fleetmon gui` runs its collector in a child process)"))
+    p.add_argument("-v", "--verbose", action="store_true", help=_("log every poll"))
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("collect", help="poll the agents of a fleet into an SQLite database",
-                       description="Poll every node of a fleet file on a schedule and record it in SQLite. "
-                                   "With no arguments: the default fleet file and database (see --fleet, --db).")
+    p = sub.add_parser("collect", help=_("poll the agents of a fleet into an SQLite database"),
+                       description=_("Poll every node of a fleet file on a schedule and record it in SQLite. "
+                                   "With no arguments: the default fleet file and database (see --fleet, --db)."))
     add_arguments(p)
     p.set_defaults(func=run)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetmon.errors import ConfigError
+from fleetmon.i18n import gettext as _
 from fleetmon.fleet import (
     DEFAULT_AGENT_PORT,
     IMPORTERS,
@@ -25,44 +26,44 @@ from fleetmon.fleet import (
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``fleetmon fleet import``."""
     parser.add_argument(
-        "source", help="inventory to read: a file, or '-' for standard input"
+        "source", help=_("inventory to read: a file, or '-' for standard input")
     )
     parser.add_argument(
         "--format",
         choices=("auto", "hosts", "ansible", "scontrol"),
         default="auto",
-        help="input format: a host list, an Ansible INI inventory, or "
-        "`scontrol show nodes` output (default: guess from the content)",
+        help=_("input format: a host list, an Ansible INI inventory, or "
+        "`scontrol show nodes` output (default: guess from the content)"),
     )
     parser.add_argument(
         "--port",
         type=int,
         default=DEFAULT_AGENT_PORT,
-        help=f"agent port for hosts that name none (default: {DEFAULT_AGENT_PORT})",
+        help=_("agent port for hosts that name none (default: {port})").format(port=DEFAULT_AGENT_PORT),
     )
     parser.add_argument(
         "-o",
         "--output",
         default=None,
-        help="write the fleet file here instead of standard output",
+        help=_("write the fleet file here instead of standard output"),
     )
     parser.add_argument(
         "--group",
         default=None,
-        help="ansible only: import just this group and its children",
+        help=_("ansible only: import just this group and its children"),
     )
     parser.add_argument(
         "--history-prometheus",
         metavar="URL",
         default=None,
-        help="write [history] prometheus = URL: the GUI and the reports read history through this "
-        "Prometheus-compatible API instead of the local database (docs/prometheus.md)",
+        help=_("write [history] prometheus = URL: the GUI and the reports read history through this "
+        "Prometheus-compatible API instead of the local database (docs/prometheus.md)"),
     )
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``fleetmon fleet check``."""
-    parser.add_argument("file", help="fleet file (TOML) to validate")
+    parser.add_argument("file", help=_("fleet file (TOML) to validate"))
 
 
 def main_import(args: argparse.Namespace) -> int:
@@ -173,10 +174,10 @@ def prometheus_targets(fleet: Any) -> tuple[list[dict[str, Any]], list[str]]:
 
 def add_targets_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``fleetmon fleet prometheus-targets``."""
-    parser.add_argument("file", help="fleet file (TOML)")
+    parser.add_argument("file", help=_("fleet file (TOML)"))
     parser.add_argument("-o", "--output", default=None,
-                        help="write the targets here (atomically, for Prometheus's file_sd to pick up) "
-                             "instead of standard output")
+                        help=_("write the targets here (atomically, for Prometheus's file_sd to pick up) "
+                             "instead of standard output"))
 
 
 def main_targets(args: argparse.Namespace) -> int:
@@ -205,20 +206,20 @@ def main_targets(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("fleet", help="fleet file tools: import, check, prometheus-targets",
-                       description="Build and validate fleet files.")
+    p = sub.add_parser("fleet", help=_("fleet file tools: import, check, prometheus-targets"),
+                       description=_("Build and validate fleet files."))
     fsub = p.add_subparsers(dest="fleet_command", metavar="SUBCOMMAND")
-    fp = fsub.add_parser("import", help="build a fleet file from a host list, Ansible inventory or scontrol output",
-                         description="Build a fleet file from a plain host list, an Ansible INI inventory or "
-                                     "the output of `scontrol show nodes`.")
+    fp = fsub.add_parser("import", help=_("build a fleet file from a host list, Ansible inventory or scontrol output"),
+                         description=_("Build a fleet file from a plain host list, an Ansible INI inventory or "
+                                     "the output of `scontrol show nodes`."))
     add_import_arguments(fp)
     fp.set_defaults(func=main_import)
-    fp = fsub.add_parser("check", help="validate a fleet file", description="Validate a fleet file.")
+    fp = fsub.add_parser("check", help=_("validate a fleet file"), description=_("Validate a fleet file."))
     add_check_arguments(fp)
     fp.set_defaults(func=main_check)
-    fp = fsub.add_parser("prometheus-targets", help="print the fleet's agents as Prometheus file_sd targets",
-                         description="Print the fleet's scrapable nodes (agents and dcgm-exporter endpoints) as "
-                                     "Prometheus file_sd JSON, labelled with their fleetmon node names.")
+    fp = fsub.add_parser("prometheus-targets", help=_("print the fleet's agents as Prometheus file_sd targets"),
+                         description=_("Print the fleet's scrapable nodes (agents and dcgm-exporter endpoints) as "
+                                     "Prometheus file_sd JSON, labelled with their fleetmon node names."))
     add_targets_arguments(fp)
     fp.set_defaults(func=main_targets)
 

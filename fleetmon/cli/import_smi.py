@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING
 
 from fleetmon.errors import KnownError
 from fleetmon.text import printable
+from fleetmon.i18n import gettext as _
+from fleetmon.i18n import N_
 
 if TYPE_CHECKING:
     from fleetmon.records import NodePoll
@@ -37,7 +39,7 @@ if TYPE_CHECKING:
     from fleetmon.sources.formats import Format
     from sqlite_utils import Database
 
-_DESCRIPTION = (
+_DESCRIPTION = N_(
     "Add a capture of one node to the database: the output of `nvidia-smi -q -x` (or `nvidia-smi -q`) saved to a "
     "file. Its GPUs join the inventory (fleetmon export), the node shows in `fleetmon report`, and the readings are "
     "stored as one sample per GPU at the capture time. The capture time is the document's <timestamp> (read as "
@@ -279,30 +281,30 @@ def _iso(ts: float) -> str:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("import", help="add a capture of a node by hand (nvidia-smi, amd-smi, npu-smi, …)",
-                       description=_DESCRIPTION + _FORMATS_TEXT)
-    p.add_argument("file", metavar="FILE", help="the saved output of a device tool (see --format)")
+    p = sub.add_parser("import", help=_("add a capture of a node by hand (nvidia-smi, amd-smi, npu-smi, …)"),
+                       description=_(_DESCRIPTION) + _(_FORMATS_TEXT))
+    p.add_argument("file", metavar="FILE", help=_("the saved output of a device tool (see --format)"))
     _common(p)
     p.set_defaults(func=run, command_name="import")
-    p = sub.add_parser("import-smi", help="add an `nvidia-smi -q -x` capture of a node by hand (`import`'s alias)",
-                       description=_DESCRIPTION + " `import-smi` is `fleetmon import` under its first name: it "
-                       "takes the same files and flags.")
-    p.add_argument("file", metavar="FILE.xml", help="the saved output of `nvidia-smi -q -x` (or `nvidia-smi -q`)")
+    p = sub.add_parser("import-smi", help=_("add an `nvidia-smi -q -x` capture of a node by hand (`import`'s alias)"),
+                       description=_(_DESCRIPTION) + _(" `import-smi` is `fleetmon import` under its first name: it "
+                                                         "takes the same files and flags."))
+    p.add_argument("file", metavar="FILE.xml", help=_("the saved output of `nvidia-smi -q -x` (or `nvidia-smi -q`)"))
     _common(p)
     p.set_defaults(func=run, command_name="import-smi")
 
 
-_FORMATS_TEXT = (" Besides nvidia-smi's XML and text, `import` reads the other vendors' tools named by --format; "
+_FORMATS_TEXT = N_(" Besides nvidia-smi's XML and text, `import` reads the other vendors' tools named by --format; "
                  "with --format auto (the default) the content tells which.")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database (created if missing)")
+    p.add_argument("--db", required=True, metavar="FILE", help=_("the fleetmon database (created if missing)"))
     p.add_argument("--node", metavar="NAME",
-                   help="the node's name in the fleet (default: the file name without its extension); letters, "
-                        "digits, '.', '-', '_' as in the fleet file")
+                   help=_("the node's name in the fleet (default: the file name without its extension); letters, "
+                        "digits, '.', '-', '_' as in the fleet file"))
     # The names are checked when the command runs (fleetmon.sources.formats), so that every other command
     # (the node agent among them) starts without importing the parsers.
     p.add_argument("--format", default="auto", metavar="NAME",
-                   help="the capture's format: auto (the default: told by the content), nvidia-smi-xml, "
-                        "nvidia-smi-text, or another vendor's tool format (the error for a wrong name lists them)")
+                   help=_("the capture's format: auto (the default: told by the content), nvidia-smi-xml, "
+                        "nvidia-smi-text, or another vendor's tool format (the error for a wrong name lists them)"))

@@ -17,6 +17,7 @@ import time
 
 from fleetmon.errors import KnownError
 from fleetmon.paths import default_db_path, default_fleet_path, fleet_file_hint, for_help
+from fleetmon.i18n import gettext as _
 
 
 def _fleet(path: str | None) -> object:
@@ -98,22 +99,23 @@ def run_dead(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("notify", help="notification destinations: send a test, list the dead letters",
-                       description="Check the fleet file's [[notify]] destinations (docs/notifications.md).")
+    p = sub.add_parser("notify", help=_("notification destinations: send a test, list the dead letters"),
+                       description=_("Check the fleet file's [[notify]] destinations (docs/notifications.md)."))
     nsub = p.add_subparsers(dest="notify_command", metavar="SUBCOMMAND")
-    tp = nsub.add_parser("test", help="send a sample message to the destinations",
-                         description="Send a sample message to every [[notify]] destination of the fleet file "
+    tp = nsub.add_parser("test", help=_("send a sample message to the destinations"),
+                         description=_("Send a sample message to every [[notify]] destination of the fleet file "
                                      "(or the one named by --to) now, and say for each whether it was delivered. "
-                                     "Exit status 1 when any was not.")
-    tp.add_argument("--to", metavar="NAME", help="only the destination with this name")
+                                     "Exit status 1 when any was not."))
+    tp.add_argument("--to", metavar="NAME", help=_("only the destination with this name"))
     tp.add_argument("--fleet", metavar="FLEET.toml",
-                    help=f"the fleet file (default: {for_help(default_fleet_path())})")
+                    help=_("the fleet file (default: {path})").format(path=for_help(default_fleet_path())))
     tp.set_defaults(func=run_test)
-    dp = nsub.add_parser("dead", help="list the dead letters (events given up after their retries)",
-                         description="List the notifications the collector gave up on after its retries, "
-                                     "newest first, with the last error.")
-    dp.add_argument("--db", metavar="FILE", help=f"the fleetmon database (default: {for_help(default_db_path())})")
-    dp.add_argument("--to", metavar="NAME", help="only this destination's")
+    dp = nsub.add_parser("dead", help=_("list the dead letters (events given up after their retries)"),
+                         description=_("List the notifications the collector gave up on after its retries, "
+                                     "newest first, with the last error."))
+    dp.add_argument("--db", metavar="FILE", help=_("the fleetmon database (default: {path})").format(
+        path=for_help(default_db_path())))
+    dp.add_argument("--to", metavar="NAME", help=_("only this destination's"))
     dp.set_defaults(func=run_dead)
 
     def _help(args: argparse.Namespace) -> int:

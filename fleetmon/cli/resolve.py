@@ -14,6 +14,7 @@ from typing import Any
 
 from fleetmon.cli.reporting import now_of
 from fleetmon.errors import KnownError
+from fleetmon.i18n import gettext as _
 
 
 def _by(args: argparse.Namespace) -> str | None:
@@ -63,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     from storage import resolutions
 
     if args.history:
-        db, _ = open_for_report(args.db, write=False)
+        db, _writable = open_for_report(args.db, write=False)
         try:
             rows = resolutions.card_resolutions(db, gpu_uuid=args.history) or resolutions.card_resolutions(
                 db, node=args.history)
@@ -79,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     filtering = bool(args.keys or args.node or args.kind or args.gpu is not None)
     if args.list or not filtering:
-        db, _ = open_for_report(args.db, write=False)
+        db, _writable = open_for_report(args.db, write=False)
         try:
             found = [f for f in _open_findings(db) if _matches(f, args)]
         finally:
@@ -119,23 +120,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     from fleetmon.health.lifecycle import RESOLVE_REASONS
 
     p = sub.add_parser(
-        "resolve", help="resolve findings as an operator (card replaced, reseated, driver updated ...)",
-        description="Resolve open findings as an operator's act, apart from acknowledging or snoozing them: the "
+        "resolve", help=_("resolve findings as an operator (card replaced, reseated, driver updated ...)"),
+        description=_("Resolve open findings as an operator's act, apart from acknowledging or snoozing them: the "
                     "finding's current episode closes, the resolution (who, when, why, a note) is kept in the "
                     "card's history and shown in reports, and a fault that comes back afterwards reopens as a "
                     "recurrence linked to it. Point events (an Xid, a GPU off the bus, uncorrectable ECC) stay "
-                    "open until resolved. Without a key or filter it lists the open findings with their keys.")
-    p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database")
-    p.add_argument("keys", nargs="*", metavar="KEY", help="finding keys to resolve (as --list prints them)")
-    p.add_argument("--node", metavar="NODE", help="resolve (or list) the open findings of this node")
-    p.add_argument("--gpu", metavar="INDEX|UUID", help="... of this GPU (its index on --node, or its UUID)")
-    p.add_argument("--kind", metavar="KIND", help="... of this finding kind (e.g. xid, gpu-lost)")
-    p.add_argument("--reason", choices=sorted(RESOLVE_REASONS), help="why it is resolved")
-    p.add_argument("--note", default="", help="free text kept with the resolution (an RMA number, what was done)")
-    p.add_argument("--by", metavar="NAME", help="who resolves it (default: the current user)")
-    p.add_argument("--now", metavar="TIME", help="the time of the resolution (Unix seconds or ISO 8601 UTC; "
-                                                 "default: now)")
-    p.add_argument("--list", action="store_true", help="list the matching open findings and their keys, resolve nothing")
-    p.add_argument("--history", metavar="UUID|NODE", help="print the resolutions recorded for a card or node")
+                    "open until resolved. Without a key or filter it lists the open findings with their keys."))
+    p.add_argument("--db", required=True, metavar="FILE", help=_("the fleetmon database"))
+    p.add_argument("keys", nargs="*", metavar="KEY", help=_("finding keys to resolve (as --list prints them)"))
+    p.add_argument("--node", metavar="NODE", help=_("resolve (or list) the open findings of this node"))
+    p.add_argument("--gpu", metavar="INDEX|UUID", help=_("... of this GPU (its index on --node, or its UUID)"))
+    p.add_argument("--kind", metavar="KIND", help=_("... of this finding kind (e.g. xid, gpu-lost)"))
+    p.add_argument("--reason", choices=sorted(RESOLVE_REASONS), help=_("why it is resolved"))
+    p.add_argument("--note", default="", help=_("free text kept with the resolution (an RMA number, what was done)"))
+    p.add_argument("--by", metavar="NAME", help=_("who resolves it (default: the current user)"))
+    p.add_argument("--now", metavar="TIME", help=_("the time of the resolution (Unix seconds or ISO 8601 UTC; "
+                                                 "default: now)"))
+    p.add_argument("--list", action="store_true", help=_("list the matching open findings and their keys, resolve nothing"))
+    p.add_argument("--history", metavar="UUID|NODE", help=_("print the resolutions recorded for a card or node"))
     p.set_defaults(func=run)
 

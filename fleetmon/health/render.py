@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fleetmon import hostlist
+from fleetmon import i18n
 from fleetmon.i18n import N_, current_language, localized
 from fleetmon.i18n import gettext as _
 from fleetmon.health.lifecycle import RESOLVE_REASONS
@@ -132,9 +133,10 @@ def _iso(ts: float | None) -> str | None:
 
 
 def _short(ts: float | None) -> str:
+    """A moment for people, in the reader's locale (English: "2026-12-03 15:30"; zh_CN: "2026年12月3日 15:30")."""
     if ts is None:
         return "—"
-    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return i18n.when(float(ts))
 
 
 def _finding_dict(f: Finding) -> dict[str, Any]:
@@ -460,7 +462,7 @@ def _power_line(power: Mapping[str, Any]) -> str:
     peak = power.get("max_w")
     return _("Power: mean {mean}, max {peak}, brake {brake} min, unreadable {unreadable} min, "
              "capped GPUs {capped}").format(
-        mean="—" if mean is None else f"{mean:.0f} W", peak="—" if peak is None else f"{peak:.0f} W",
+        mean="—" if mean is None else f"{i18n.number(mean)} W", peak="—" if peak is None else f"{i18n.number(peak)} W",
         brake=power.get("power_brake_minutes", 0), unreadable=power.get("unreadable_minutes", 0),
         capped=power.get("capped_gpus", 0))
 

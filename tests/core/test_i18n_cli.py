@@ -1,0 +1,72 @@
+"""The CLI in Simplified Chinese (docs/i18n.md): argparse help, one-line errors, numbers and dates in the locale;
+English and docs/cli.md as before."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fleetmon import i18n
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def fleetmon(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fleetmon", *args], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env={**os.environ, "COLUMNS": "200", **(env or {})})
+
+
+@pytest.fixture
+def chinese() -> Iterator[None]:
+    i18n.set_language("zh_CN")
+    try:
+        yield
+    finally:
+        i18n.set_language("en")
+
+
+def test_help_in_chinese_with_lang_before_the_command() -> None:
+    proc = fleetmon("--lang", "zh_CN", "report", "--help")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert out.startswith("用法：fleetmon report [-h] --db FILE")  # command, flags and metavars stay
+    assert "集群的日常巡检" in out and "显示此帮助信息并退出" in out and "选项:" in out
+    assert "--since DURATION    检查的时间窗口，如 90m、24h、7d 或 3600s（默认 24h）" in out
+    assert "退出码：0 表示没有严重问题" in out  # the epilog
+    assert "daily inspection" not in out.lower() and "usage:" not in out
+
+
+def test_help_follows_fleetmon_lang_for_every_command() -> None:
+    top = fleetmon("--help", env={"FLEETMON_LANG": "zh_CN"})
+    assert "GPU 集群资产与健康监控。" in top.stdout and "日常巡检" in top.stdout
+    for words, said in ((["notify", "test"], "发送一条示例消息"), (["slurm", "drain"], "下线 (drain)"),
+                        (["intake"], "验收"), (["collect"], "每个节点采集一次")):
+        proc = fleetmon(*words, "--help", env={"FLEETMON_LANG": "zh_CN"})
+        assert proc.returncode == 0 and said in proc.stdout, (words, proc.stdout)
+
+
+def test_help_stays_english_by_default_and_the_reference_is_english(chinese: None) -> None:
+    proc = fleetmon("report", "--help")
+    assert proc.stdout.startswith("usage: fleetmon report") and "The daily inspection" in proc.stdout
+    from fleetmon.cli.reference import render
+
+    # rendered while the process speaks Chinese: still the committed English reference
+    assert render() == (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert i18n.current_language() == "zh_CN"
+
+
+def test_numbers_and_dates_follow_the_locale(chinese: None) -> None:
+    ts = 1796311800.0  # 2026-12-03 15:30 UTC
+    assert i18n.when(ts) == "2026年12月3日 15:30"
+    assert i18n.when(ts, seconds=True) == "2026年12月3日 15:30:00"
+    assert i18n.day(ts) == "2026年12月3日"
+    assert i18n.number(12345.678, 1) == "12,345.7" and i18n.number(7) == "7"
+    i18n.set_language("en")
+    assert (i18n.when(ts), i18n.when(ts, True), i18n.day(ts)) == ("2026-12-03 15:30", "2026-12-03 15:30:00",
+                                                                 "2026-12-03")
+    assert i18n.number(12345.678, 1) == "12345.7" and i18n.number(1234.5) == "1234"
