@@ -26,12 +26,13 @@ import datetime as _dt
 import io
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from gettext import GNUTranslations, NullTranslations
 from pathlib import Path
 
 __all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "localized", "ngettext", "set_language",
-           "current_language", "language_from_environment", "normalize_language", "number", "when", "day"]
+           "current_language", "language_from_environment", "normalize_language", "number", "when", "day", "speaking"]
 
 SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
 """The languages fleetmon speaks: English (the source text) and Simplified Chinese."""
@@ -42,6 +43,16 @@ LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 _lock = threading.Lock()
 _language = "en"
 _translations: NullTranslations = NullTranslations()
+_catalogs: dict[str, NullTranslations] = {}
+"""Each language's catalog once loaded, for :func:`speaking`."""
+_thread = threading.local()
+"""``speaking``: (language, catalog) this thread speaks for a while instead of the process's language."""
+
+
+def _active() -> tuple[str, NullTranslations]:
+    """(language, catalog) of this thread: a :func:`speaking` block's, else the process's."""
+    over: tuple[str, NullTranslations] | None = getattr(_thread, "speaking", None)
+    return over if over is not None else (_language, _translations)
 
 
 def N_(message: str) -> str:
@@ -85,19 +96,20 @@ def localized(text: object) -> str:
     """``text`` in the current language: a :class:`Text` re-made from its translated template, a plain
     string translated when the catalog has it (fixed sentences such as a finding's action), anything else
     as ``str()`` gives it."""
+    language = _active()[0]
     if isinstance(text, Text):
-        if _language == "en":
+        if language == "en":
             return str.__str__(text)
         values = {k: localized(v) if isinstance(v, Text) else v for k, v in text.args.items()}
         return _(text.template).format(**values) if values else _(text.template)
     if isinstance(text, str):
-        return _(text) if text and _language != "en" else text
+        return _(text) if text and language != "en" else text
     return str(text)
 
 
 def _(message: str) -> str:
     """``message`` in the current language (itself when untranslated or the language is English)."""
-    return _translations.gettext(message)
+    return _active()[1].gettext(message)
 
 
 gettext = _
@@ -107,7 +119,7 @@ gettext = _
 
 def ngettext(singular: str, plural: str, n: int) -> str:
     """The singular or plural form for ``n`` in the current language (Chinese has one form)."""
-    return _translations.ngettext(singular, plural, n)
+    return _active()[1].ngettext(singular, plural, n)
 
 
 def normalize_language(code: str | None) -> str:
@@ -181,8 +193,26 @@ def set_language(code: str | None) -> str:
 
 
 def current_language() -> str:
-    """The language set last: "en" or "zh_CN"."""
-    return _language
+    """The language spoken now: a :func:`speaking` block's in this thread, else the one set last ("en", "zh_CN")."""
+    return _active()[0]
+
+
+@contextmanager
+def speaking(code: str | None) -> Iterator[str]:
+    """Speak ``code`` in this thread for the block (None: the process's language), the process's language
+    untouched: a notification destination with its own ``lang`` while the collector's log stays as it is.
+    Yields the language spoken."""
+    language = _language if code is None else normalize_language(code)
+    with _lock:
+        catalog = _catalogs.get(language)
+        if catalog is None:
+            catalog = _catalogs[language] = _load(language)
+    before = getattr(_thread, "speaking", None)
+    _thread.speaking = (language, catalog)
+    try:
+        yield language
+    finally:
+        _thread.speaking = before
 
 
 # -- numbers and dates in the reader's locale (Babel; English and a node without Babel: as before) ----------------
@@ -191,13 +221,14 @@ def current_language() -> str:
 def _babel_locale() -> str | None:
     """The Babel locale of the current language: None for English (the source formats, byte for byte) and
     when Babel is missing (a GPU node with the standard library alone: English formats)."""
-    if _language == "en":
+    language = _active()[0]
+    if language == "en":
         return None
     try:
         import babel  # noqa: F401  (only asks whether Babel is there)
     except ImportError:
         return None
-    return _language
+    return language
 
 
 def number(value: float, decimals: int = 0) -> str:
