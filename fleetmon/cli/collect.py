@@ -13,6 +13,7 @@ import importlib.util
 
 from fleetmon.errors import KnownError
 from fleetmon.paths import default_db_path, default_fleet_path, fleet_file_hint, for_help
+from fleetmon.i18n import N_, Text
 from fleetmon.i18n import gettext as _
 
 
@@ -23,9 +24,9 @@ def require_app_extra(command: str, modules: tuple[str, ...]) -> None:
     """
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        raise KnownError(f"`fleetmon {command}` needs the workstation's dependencies ({', '.join(missing)} "
-                         f"not installed): install fleetmon with its app extra, e.g. "
-                         f"`pipx install 'fleetmon[app]'` or `pip install 'fleetmon[app]'`")
+        raise KnownError(Text(N_("`fleetmon {command}` needs the workstation's dependencies ({missing} not installed): "
+                                 "install fleetmon with its app extra, e.g. `pipx install 'fleetmon[app]'` or "
+                                 "`pip install 'fleetmon[app]'`"), command=command, missing=", ".join(missing)))
 
 
 def resolve_paths(args: argparse.Namespace) -> None:
@@ -33,8 +34,8 @@ def resolve_paths(args: argparse.Namespace) -> None:
     if args.fleet is None:
         fleet = default_fleet_path()
         if not fleet.is_file():
-            raise KnownError(f"no fleet file at {fleet} (the default when --fleet is not given); "
-                             f"{fleet_file_hint(fleet)}")
+            raise KnownError(Text(N_("no fleet file at {path} (the default when --fleet is not given); {hint}"),
+                                  path=str(fleet), hint=fleet_file_hint(fleet)))
         args.fleet = str(fleet)
     if args.db is None:
         db = default_db_path()

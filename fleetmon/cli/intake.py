@@ -6,8 +6,8 @@ import argparse
 import sys
 
 from fleetmon.cli.reporting import fleet_of, now_of, open_for_report, short_lived, write_html
+from fleetmon.i18n import N_, Text
 from fleetmon.i18n import gettext as _
-from fleetmon.i18n import N_
 
 EXITS = N_("Exit status: 0 every card checked is PASS or CONDITIONAL (or no card was new), 2 a card was "
          "REJECTed, 1 an error (bad arguments, unknown node or card, unreadable database). See docs/intake.md.")
@@ -27,12 +27,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         db.close()
     if outcome.save_error:
-        print(f"fleetmon intake: the result was not stored with the card: {outcome.save_error}", file=sys.stderr)
+        print("fleetmon intake: " + _("the result was not stored with the card: {error}").format(
+            error=outcome.save_error), file=sys.stderr)
     if args.html:
         if len(outcome.results) != 1:
-            raise KnownError(f"--html: {len(outcome.results)} cards were checked; a certificate is one card "
-                             "(name it with --gpu)" if outcome.results else
-                             "--html: no card was checked, no certificate written")
+            raise KnownError(Text(N_("--html: {count} cards were checked; a certificate is one card (name it with "
+                                     "--gpu)"), count=len(outcome.results)) if outcome.results else
+                             Text(N_("--html: no card was checked, no certificate written")))
         write_html(args.html, intake.certificate_html(outcome.results[0]))
     sys.stdout.write(intake.results_json(outcome.results, outcome.note) if args.json
                      else intake.result_text(outcome.results, outcome.note))

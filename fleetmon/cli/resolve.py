@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import time
 from typing import Any
 
+from fleetmon import i18n
 from fleetmon.cli.reporting import now_of
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_, Text
 from fleetmon.i18n import gettext as _
 
 
@@ -71,11 +72,11 @@ def run(args: argparse.Namespace) -> int:
         finally:
             db.close()
         if not rows:
-            print(f"no resolutions recorded for {args.history}")
+            print(_("no resolutions recorded for {what}").format(what=args.history))
         for r in rows:
             who = f" by {r.by}" if r.by else ""
             note = f" — {r.note}" if r.note else ""
-            when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r.at))
+            when = i18n.when(r.at)
             print(f"{when} UTC{who}: {RESOLVE_REASONS.get(r.reason, r.reason)}{note}\n    {r.summary or r.kind}  [{r.key}]")
         return 0
     filtering = bool(args.keys or args.node or args.kind or args.gpu is not None)
@@ -86,26 +87,27 @@ def run(args: argparse.Namespace) -> int:
         finally:
             db.close()
         if not found:
-            print("no open findings" + (" match" if filtering else ""))
+            print(_("no open findings match") if filtering else _("no open findings"))
         for f in found:
             print(f"{f.severity:<8} {_where(f):<24} {_summary(f)}\n         key: {f.key}")
         return 0
     if not args.reason:
-        raise KnownError("--reason is required to resolve (one of: " + ", ".join(RESOLVE_REASONS) + ")")
+        raise KnownError(Text(N_("--reason is required to resolve (one of: {reasons})"),
+                              reasons=", ".join(RESOLVE_REASONS)))
     at = now_of(args)
     db, writable = open_for_report(args.db, write=True)
     if not writable:
         db.close()
-        raise KnownError(f"database {args.db}: cannot write to it, nothing resolved")
+        raise KnownError(Text(N_("database {path}: cannot write to it, nothing resolved"), path=str(args.db)))
     try:
         candidates = _open_findings(db)
         chosen = [f for f in candidates if (not args.keys or f.key in args.keys) and _matches(f, args)]
         unknown = [k for k in args.keys if k not in {f.key for f in candidates}]
         if unknown:
-            raise KnownError(f"no open finding with the key {unknown[0]!r} (list them: fleetmon resolve --db "
-                             f"{args.db} --list)")
+            raise KnownError(Text(N_("no open finding with the key {key} (list them: {command})"), key=repr(unknown[0]),
+                                  command=f"fleetmon resolve --db {args.db} --list"))
         if not chosen:
-            raise KnownError("no open finding matches --node/--gpu/--kind (list them with --list)")
+            raise KnownError(Text(N_("no open finding matches --node/--gpu/--kind (list them with --list)")))
         by = _by(args)
         for f in chosen:
             resolutions.resolve(db, f.key, args.reason, args.note or "", at, by)

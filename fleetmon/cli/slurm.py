@@ -14,6 +14,7 @@ from typing import Any
 
 from fleetmon.errors import KnownError
 from fleetmon.paths import default_db_path, default_fleet_path, for_help
+from fleetmon.i18n import N_, Text
 from fleetmon.i18n import gettext as _
 
 
@@ -49,7 +50,7 @@ def _act(args: argparse.Namespace, action: str) -> int:
     node = _known_node(fleet, args.node)
     reason = args.reason if action == "drain" else (args.reason or "")
     if action == "drain" and not reason.strip():
-        raise KnownError("--reason must not be empty")
+        raise KnownError(Text(N_("--reason must not be empty")))
     db = _open_db(args)
     try:
         out = do_action(db, fleet, node, action, reason=reason, origin="cli", who=args.by or None)
@@ -58,7 +59,7 @@ def _act(args: argparse.Namespace, action: str) -> int:
     if out.ok:
         print(out.line(action))
         return 0
-    print(f"fleetmon slurm: {out.line(action)} (recorded as failed)", file=sys.stderr)
+    print("fleetmon slurm: " + _("{what} (recorded as failed)").format(what=out.line(action)), file=sys.stderr)
     return 1
 
 
@@ -69,7 +70,7 @@ def _status(args: argparse.Namespace) -> int:
     fleet = _fleet(args)
     view = client_for(fleet).view(time.time())
     if not view.ok:
-        raise KnownError(f"Slurm unavailable: {view.error}")
+        raise KnownError(Text(N_("Slurm unavailable: {error}"), error=str(view.error)))
     if args.node:
         names = [_known_node(fleet, args.node)]
     elif fleet is not None:

@@ -70,3 +70,20 @@ def test_numbers_and_dates_follow_the_locale(chinese: None) -> None:
     assert (i18n.when(ts), i18n.when(ts, True), i18n.day(ts)) == ("2026-12-03 15:30", "2026-12-03 15:30:00",
                                                                  "2026-12-03")
     assert i18n.number(12345.678, 1) == "12345.7" and i18n.number(1234.5) == "1234"
+
+
+def test_other_commands_errors_are_one_line_in_chinese(tmp_path: Path) -> None:
+    from storage.db import open_database
+
+    db = tmp_path / "f.db"
+    open_database(str(db)).close()
+    proc = fleetmon("--lang", "zh_CN", "resolve", "--db", str(db), "--node", "n1", "--list")
+    assert proc.returncode == 0 and proc.stdout == "没有匹配的未关闭问题\n"
+    proc = fleetmon("--lang", "zh_CN", "resolve", "--db", str(db), "no-such-key", "--reason", "replaced")
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr == (f"fleetmon resolve: 没有 key 为 'no-such-key' 的未关闭问题（列出它们：fleetmon resolve "
+                           f"--db {db} --list）\n")
+    proc = fleetmon("resolve", "--db", str(db), "no-such-key", "--reason", "replaced")
+    assert proc.stderr.startswith("fleetmon resolve: no open finding with the key 'no-such-key'")
+    proc = fleetmon("notify", "test", "--fleet", str(tmp_path / "none.toml"), env={"FLEETMON_LANG": "zh_CN"})
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
