@@ -26,13 +26,14 @@ import datetime as _dt
 import io
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from gettext import GNUTranslations, NullTranslations
 from pathlib import Path
 
 __all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "localized", "ngettext", "set_language",
-           "current_language", "language_from_environment", "normalize_language", "number", "when", "day", "speaking"]
+           "current_language", "language_from_environment", "normalize_language", "number", "when", "day", "speaking",
+           "Joined", "Moment"]
 
 SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
 """The languages fleetmon speaks: English (the source text) and Simplified Chinese."""
@@ -92,15 +93,55 @@ def _remake(template: str, args: dict[str, object]) -> Text:
     return Text(template, **args)
 
 
+LIST_SEPARATOR = N_(", ")
+"""How a list of clauses is joined (a list, not a sentence): "，" in Chinese."""
+
+
+class Joined(str):
+    """Clauses joined into a list: ``Joined([a, b])`` IS "a, b" in English; :func:`localized` says each clause
+    (a :class:`Text`) in the reader's language, joined as the language joins a list."""
+
+    parts: tuple[str, ...]
+
+    def __new__(cls, parts: Sequence[str]) -> Joined:
+        self = super().__new__(cls, LIST_SEPARATOR.join(parts))
+        self.parts = tuple(parts)
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Joined, (self.parts,))
+
+
+class Moment(str):
+    """A moment in text: ``Moment(ts)`` IS "2026-12-03 15:30 UTC" (English, as stored); :func:`localized` says
+    it in the reader's locale ("2026年12月3日 15:30 UTC")."""
+
+    ts: float
+
+    def __new__(cls, ts: float) -> Moment:
+        self = super().__new__(cls, _utc(float(ts)).strftime("%Y-%m-%d %H:%M UTC"))
+        self.ts = float(ts)
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Moment, (self.ts,))
+
+
 def localized(text: object) -> str:
     """``text`` in the current language: a :class:`Text` re-made from its translated template, a plain
     string translated when the catalog has it (fixed sentences such as a finding's action), anything else
     as ``str()`` gives it."""
     language = _active()[0]
+    if isinstance(text, (Joined, Moment)):
+        if language == "en":
+            return str.__str__(text)
+        if isinstance(text, Moment):
+            return f"{when(text.ts)} UTC"
+        return _(LIST_SEPARATOR).join(localized(p) for p in text.parts)
     if isinstance(text, Text):
         if language == "en":
             return str.__str__(text)
-        values = {k: localized(v) if isinstance(v, Text) else v for k, v in text.args.items()}
+        values = {k: localized(v) if isinstance(v, (Text, Joined, Moment)) else v for k, v in text.args.items()}
         return _(text.template).format(**values) if values else _(text.template)
     if isinstance(text, str):
         return _(text) if text and language != "en" else text
