@@ -462,7 +462,8 @@ def _power_line(power: Mapping[str, Any]) -> str:
     peak = power.get("max_w")
     return _("Power: mean {mean}, max {peak}, brake {brake} min, unreadable {unreadable} min, "
              "capped GPUs {capped}").format(
-        mean="—" if mean is None else f"{i18n.number(mean)} W", peak="—" if peak is None else f"{i18n.number(peak)} W",
+        mean="—" if mean is None else f"{i18n.number(mean)} W",
+        peak="—" if peak is None else f"{i18n.number(peak)} W",
         brake=power.get("power_brake_minutes", 0), unreadable=power.get("unreadable_minutes", 0),
         capped=power.get("capped_gpus", 0))
 

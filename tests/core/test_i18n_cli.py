@@ -87,3 +87,24 @@ def test_other_commands_errors_are_one_line_in_chinese(tmp_path: Path) -> None:
     assert proc.stderr.startswith("fleetmon resolve: no open finding with the key 'no-such-key'")
     proc = fleetmon("notify", "test", "--fleet", str(tmp_path / "none.toml"), env={"FLEETMON_LANG": "zh_CN"})
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_the_agents_help_and_errors_in_chinese() -> None:
+    proc = fleetmon("--lang", "zh_CN", "agent", "--interval", "0.01")
+    assert proc.returncode == 1 and proc.stderr == "fleetmon agent: --interval 必须在 0.2 到 3600 秒之间\n"
+    proc = fleetmon("agent", "--interval", "0.01")
+    assert proc.stderr == "fleetmon agent: --interval must be between 0.2 and 3600 seconds\n"
+    proc = fleetmon("--lang", "zh_CN", "agent", "--help")
+    assert "--interval SECONDS" in proc.stdout and "采样间隔（默认 5）" in proc.stdout
+
+
+def test_import_errors_in_chinese(tmp_path: Path) -> None:
+    folder = tmp_path / "node7.xml"
+    folder.mkdir()
+    proc = fleetmon("--lang", "zh_CN", "import", "--db", str(tmp_path / "f.db"), str(folder))
+    assert proc.returncode == 1 and proc.stderr == f"fleetmon import: {folder}：是目录，不是采集文件\n"
+    bad = tmp_path / "bad name!.xml"
+    bad.write_text("<nvidia_smi_log/>", encoding="utf-8")
+    proc = fleetmon("--lang", "zh_CN", "import", "--db", str(tmp_path / "f.db"), str(bad))
+    assert proc.returncode == 1 and "不是合法的节点名" in proc.stderr and "例如 --node bad-name" in proc.stderr
+    assert proc.stderr.count("\n") == 1
