@@ -30,9 +30,10 @@ def run(args: argparse.Namespace) -> int:
     renderer, why = (None, "Plots skipped: --no-plots") if args.no_plots else plot_renderer()
     result = build_evidence(args.db, args.gpu, args.output, now=now, since_s=since_s, force=args.force,
                             plots=renderer, plots_missing=why)
-    note = f"; {result.plots_note}" if result.plots_note else ""
-    print(f"wrote {result.path}: {len(result.files)} files, {result.size / 1024:,.0f} KiB, for GPU {result.uuid}"
-          f" (serial {result.serial or 'none'}){note}", file=sys.stderr)
+    said = _("wrote {file}: {count} files, {size} KiB, for GPU {uuid} (serial {serial})").format(
+        file=result.path, count=len(result.files), size=f"{result.size / 1024:,.0f}", uuid=result.uuid,
+        serial=result.serial or _("none"))
+    print(said + (f"; {result.plots_note}" if result.plots_note else ""), file=sys.stderr)
     return 0
 
 

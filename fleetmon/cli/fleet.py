@@ -75,14 +75,14 @@ def main_import(args: argparse.Namespace) -> int:
         else:
             text = Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        print(f"error: {source}: cannot read: {err}", file=sys.stderr)
+        print(_("error: {file}: cannot read: {error}").format(file=source, error=err), file=sys.stderr)
         return 1
     fmt = getattr(args, "format", "auto") or "auto"
     if fmt == "auto":
         fmt = detect_format(text)
     port = getattr(args, "port", None) or DEFAULT_AGENT_PORT
     if not 0 < port < 65536:
-        print(f"error: --port {port} is out of range", file=sys.stderr)
+        print(_("error: --port {port} is out of range").format(port=port), file=sys.stderr)
         return 1
     group = getattr(args, "group", None)
     try:
@@ -91,30 +91,28 @@ def main_import(args: argparse.Namespace) -> int:
         elif fmt in IMPORTERS:
             nodes = IMPORTERS[fmt](text)
         else:
-            print(f"error: unknown format {fmt!r}", file=sys.stderr)
+            print(_("error: unknown format {format}").format(format=repr(fmt)), file=sys.stderr)
             return 1
     except ValueError as err:
-        print(f"error: {source}: {err}", file=sys.stderr)
+        print(_("error: {file}: {error}").format(file=source, error=err), file=sys.stderr)
         return 1
     if not nodes:
-        print(f"error: {source}: no hosts found ({fmt} format)", file=sys.stderr)
+        print(_("error: {file}: no hosts found ({format} format)").format(file=source, format=fmt), file=sys.stderr)
         return 1
     rendered = render_fleet_toml(nodes, port=port, history_prometheus=getattr(args, "history_prometheus", None))
     try:
         fleet = parse_fleet(rendered, path=args.output or "<output>")
     except ConfigError as err:
-        print(f"error: the imported fleet is not valid:\n{err}", file=sys.stderr)
+        print(_("error: the imported fleet is not valid:\n{error}").format(error=err), file=sys.stderr)
         return 1
     if args.output:
         try:
             Path(args.output).write_text(rendered, encoding="utf-8")
         except OSError as err:
-            print(f"error: {args.output}: cannot write: {err}", file=sys.stderr)
+            print(_("error: {file}: cannot write: {error}").format(file=args.output, error=err), file=sys.stderr)
             return 1
-        print(
-            f"wrote {args.output}: {len(fleet.nodes)} nodes in {len(fleet.groups)} groups",
-            file=sys.stderr,
-        )
+        print(_("wrote {file}: {nodes} nodes in {groups} groups").format(
+            file=args.output, nodes=len(fleet.nodes), groups=len(fleet.groups)), file=sys.stderr)
     else:
         sys.stdout.write(rendered)
     return 0
@@ -127,10 +125,13 @@ def main_check(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1
-    specs = f", {len(fleet.specs)} user specs ([[spec]])" if fleet.specs else ""
-    print(f"OK: {len(fleet.nodes)} nodes in {len(fleet.groups)} groups{specs}")
+    if fleet.specs:
+        print(_("OK: {nodes} nodes in {groups} groups, {specs} user specs ([[spec]])").format(
+            nodes=len(fleet.nodes), groups=len(fleet.groups), specs=len(fleet.specs)))
+    else:
+        print(_("OK: {nodes} nodes in {groups} groups").format(nodes=len(fleet.nodes), groups=len(fleet.groups)))
     for warning in fleet.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(_("warning: {warning}").format(warning=warning), file=sys.stderr)
     return 0
 
 
@@ -189,7 +190,7 @@ def main_targets(args: argparse.Namespace) -> int:
         return 1
     groups, skipped = prometheus_targets(fleet)
     for line in skipped:
-        print(f"warning: left out {line}", file=sys.stderr)
+        print(_("warning: left out {what}").format(what=line), file=sys.stderr)
     text = json.dumps(groups, indent=2) + "\n"
     if not args.output:
         sys.stdout.write(text)
@@ -199,9 +200,9 @@ def main_targets(args: argparse.Namespace) -> int:
         Path(tmp).write_text(text, encoding="utf-8")
         os.replace(tmp, args.output)
     except OSError as err:
-        print(f"error: {args.output}: cannot write: {err}", file=sys.stderr)
+        print(_("error: {file}: cannot write: {error}").format(file=args.output, error=err), file=sys.stderr)
         return 1
-    print(f"wrote {args.output}: {len(groups)} targets", file=sys.stderr)
+    print(_("wrote {file}: {count} targets").format(file=args.output, count=len(groups)), file=sys.stderr)
     return 0
 
 

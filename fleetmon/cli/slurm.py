@@ -82,13 +82,13 @@ def _status(args: argparse.Namespace) -> int:
         try:
             name = slurm_name_of(fleet, node)
         except SlurmError as exc:
-            print(f"{node:<24} error: {exc}")
+            print(f"{node:<24} " + _("error: {error}").format(error=exc))
             failed = True
             continue
         state = view.nodes.get(name)
         shown = node if name == node else f"{node} ({name})"
         if state is None:
-            print(f"{shown:<24} unknown to Slurm")
+            print(f"{shown:<24} " + _("unknown to Slurm"))
             failed = failed or bool(args.node)
         else:
             print(f"{shown:<24} {state.label()}")
@@ -100,7 +100,7 @@ def _auto(args: argparse.Namespace) -> int:
 
     fleet = _fleet(args)
     if fleet is None or fleet.slurm is None or not fleet.slurm.auto_drain:
-        print("auto-drain is off: the fleet file's [slurm] auto_drain names no finding kinds")
+        print(_("auto-drain is off: the fleet file's [slurm] auto_drain names no finding kinds"))
         return 0
     db = _open_db(args)
     try:
@@ -121,7 +121,8 @@ def _history(args: argparse.Namespace) -> int:
     finally:
         db.close()
     if not rows:
-        print("no Slurm drains or resumes recorded" + (f" for {args.node}" if args.node else ""))
+        print(_("no Slurm drains or resumes recorded for {node}").format(node=args.node) if args.node else
+              _("no Slurm drains or resumes recorded"))
     for r in rows:
         print(action_line(r))
     return 0

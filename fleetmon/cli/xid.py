@@ -60,7 +60,8 @@ def main_parse(path: str, gpu_map_file: str | None = None, stdout: IO[str] = sys
         try:
             gpu_map = _load_gpu_map(gpu_map_file)
         except (OSError, ValueError) as e:
-            print(f"{_PROG}: cannot read {gpu_map_file}: {_reason(e)}", file=sys.stderr)
+            print(f"{_PROG}: " + _("cannot read {file}: {why}").format(file=gpu_map_file, why=_reason(e)),
+                  file=sys.stderr)
             return 1
     try:
         if path == "-":
@@ -78,7 +79,7 @@ def main_parse(path: str, gpu_map_file: str | None = None, stdout: IO[str] = sys
         _silence_stdout(stdout)
         return 0
     except OSError as e:
-        print(f"{_PROG}: cannot read {path}: {_reason(e)}", file=sys.stderr)
+        print(f"{_PROG}: " + _("cannot read {file}: {why}").format(file=path, why=_reason(e)), file=sys.stderr)
         return 1
     return 0
 

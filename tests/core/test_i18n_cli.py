@@ -108,3 +108,11 @@ def test_import_errors_in_chinese(tmp_path: Path) -> None:
     proc = fleetmon("--lang", "zh_CN", "import", "--db", str(tmp_path / "f.db"), str(bad))
     assert proc.returncode == 1 and "不是合法的节点名" in proc.stderr and "例如 --node bad-name" in proc.stderr
     assert proc.stderr.count("\n") == 1
+
+
+def test_fleet_check_says_ok_in_chinese(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_text('[[node]]\nname = "n1"\nurl = "http://127.0.0.1:9414"\ngroup = "a100"\n', encoding="utf-8")
+    proc = fleetmon("--lang", "zh_CN", "fleet", "check", str(path))
+    assert proc.returncode == 0 and proc.stdout == "OK：1 个分组中共 1 个节点\n", proc
+    assert fleetmon("fleet", "check", str(path)).stdout == "OK: 1 nodes in 1 groups\n"
