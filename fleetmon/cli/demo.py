@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         # the temporary folder goes when this block ends.
         rc = run_demo(demo, interval_s=args.interval, max_seconds=args.duration, generate=generate)
         if db_path is not None and db_path.exists():
-            print(f"fleetmon demo: kept the database {db_path}", file=sys.stderr)
+            print("fleetmon demo: " + _("kept the database {path}").format(path=db_path), file=sys.stderr)
         return rc
 
 
@@ -60,8 +60,9 @@ def _history(db_path: Path, args: argparse.Namespace, progress: Callable[[int, i
     # The history ends at the demo's epoch: where its agents (started just before) took over.
     if prepare_history(db_path, nodes=args.nodes, days=args.history_days, seed=args.seed, progress=progress,
                        now=epoch):
-        return f"fleetmon demo: generated {args.history_days:g} days of history in {db_path}"
-    return f"fleetmon demo: reusing the existing database {db_path} (not regenerated)"
+        return "fleetmon demo: " + _("generated {days} days of history in {path}").format(
+            days=f"{args.history_days:g}", path=db_path)
+    return "fleetmon demo: " + _("reusing the existing database {path} (not regenerated)").format(path=db_path)
 
 
 def _run_headless(demo: Demo, args: argparse.Namespace) -> int:
@@ -74,7 +75,8 @@ def _run_headless(demo: Demo, args: argparse.Namespace) -> int:
 
     stop_on_signals(stop)
     collector.start()
-    print(f"fleetmon demo: collecting into {demo.db_path} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    print("fleetmon demo: " + _("collecting into {path} (Ctrl-C stops)").format(path=demo.db_path), file=sys.stderr,
+          flush=True)
     stop.wait(args.duration or None)
     collector.stop()
     collector.db.close()

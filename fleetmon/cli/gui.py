@@ -16,6 +16,7 @@ import sys
 from fleetmon.cli.collect import require_app_extra
 from fleetmon.paths import default_db_path, default_fleet_path, fleet_file_hint, for_help
 from fleetmon.i18n import gettext as _
+from fleetmon.i18n import localized
 
 
 def resolve_paths(args: argparse.Namespace) -> bool:
@@ -35,8 +36,8 @@ def resolve_paths(args: argparse.Namespace) -> bool:
         if fleet.is_file():
             args.fleet = str(fleet)
         else:
-            print(f"fleetmon gui: no fleet file at {fleet}, so not collecting; {fleet_file_hint(fleet)}",
-                  file=sys.stderr)
+            print("fleetmon gui: " + _("no fleet file at {path}, so not collecting; {hint}").format(
+                path=fleet, hint=localized(fleet_file_hint(fleet))), file=sys.stderr)
     return True
 
 
