@@ -11,14 +11,16 @@ and nvidia-ml-py.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from fleetmon import __version__, i18n
 from fleetmon.cli import (agent, collect, demo, evidence, export, fleet, gui, import_smi, intake, notify, preflight, report,
                           resolve, slurm, xid)
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_
 from fleetmon.i18n import gettext as _
 
 __all__ = ["build_parser", "main"]
@@ -58,6 +60,56 @@ class _Parser(argparse.ArgumentParser):
             if isinstance(action, argparse._HelpAction):
                 action.help = _("show this help message and exit")
 
+    def error(self, message: str) -> NoReturn:
+        """A usage error: argparse's own in English; otherwise the usage, then one line in the reader's language."""
+        if i18n.current_language() == "en":
+            super().error(message)
+        self.print_usage(sys.stderr)
+        self.exit(2, _("{prog}: error: {message}").format(prog=self.prog, message=_argparse_said(message)) + "\n")
+
+
+# argparse's usage errors, said again in the reader's language. Hand-written: argparse formats its messages
+# with the standard library's gettext domain "argparse", for which Python ships no catalog; these are the
+# messages a command line of fleetmon can meet (Python 3.10 to 3.13 spell them so). Another stays English.
+_ARGPARSE_MESSAGES: tuple[tuple[str, str], ...] = (
+    (r"the following arguments are required: (?P<args>.+)", N_("the following arguments are required: {args}")),
+    (r"unrecognized arguments: (?P<args>.+)", N_("unrecognized arguments: {args}")),
+    (r"one of the arguments (?P<args>.+) is required", N_("one of the arguments {args} is required")),
+    (r"argument (?P<arg>\S+): invalid choice: (?P<value>.+?) \(choose from (?P<choices>.+)\)",
+     N_("argument {arg}: invalid choice: {value} (choose from {choices})")),
+    (r"argument (?P<arg>\S+): invalid (?P<type>\w+) value: (?P<value>.+)",
+     N_("argument {arg}: invalid {type} value: {value}")),
+    (r"argument (?P<arg>\S+): expected one argument", N_("argument {arg}: expected one argument")),
+    (r"argument (?P<arg>\S+): expected at least one argument", N_("argument {arg}: expected at least one argument")),
+    (r"argument (?P<arg>\S+): not allowed with argument (?P<other>.+)",
+     N_("argument {arg}: not allowed with argument {other}")),
+    (r"argument (?P<arg>\S+): ignored explicit argument (?P<value>.+)",
+     N_("argument {arg}: ignored explicit argument {value}")),
+)
+_ARGPARSE_ERRORS = tuple((re.compile(pattern), template) for pattern, template in _ARGPARSE_MESSAGES)
+
+
+def _argparse_said(message: str) -> str:
+    """An argparse error message in the reader's language (itself when not one of :data:`_ARGPARSE_ERRORS`)."""
+    for pattern, template in _ARGPARSE_ERRORS:
+        match = pattern.fullmatch(message)
+        if match:
+            return _(template).format(**match.groupdict())
+    return message
+
+
+def _command_word(words: Sequence[str]) -> str | None:
+    """The command named in ``words``: the first word after the global options (``--lang zh_CN report …``)."""
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--lang":
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
+
 
 def _language_asked(words: Sequence[str]) -> str | None:
     """``--lang`` as given before the command (``fleetmon --lang zh_CN report --help``), read ahead of the
@@ -95,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:
         # report, preflight and intake keep 2 for "something critical": their usage errors exit 1.
-        if exc.code == 2 and words and words[0] in ("report", "preflight", "intake"):
+        if exc.code == 2 and _command_word(words) in ("report", "preflight", "intake"):
             raise SystemExit(1) from None
         raise
     func = getattr(args, "func", None)

@@ -116,3 +116,17 @@ def test_fleet_check_says_ok_in_chinese(tmp_path: Path) -> None:
     proc = fleetmon("--lang", "zh_CN", "fleet", "check", str(path))
     assert proc.returncode == 0 and proc.stdout == "OK：1 个分组中共 1 个节点\n", proc
     assert fleetmon("fleet", "check", str(path)).stdout == "OK: 1 nodes in 1 groups\n"
+
+
+def test_usage_errors_in_chinese_keep_their_exit_status() -> None:
+    proc = fleetmon("--lang", "zh_CN", "report")
+    assert proc.returncode == 1  # report's usage errors exit 1 (2 means "something critical"), --lang or not
+    assert proc.stderr.startswith("用法：fleetmon report ")
+    assert proc.stderr.endswith("\nfleetmon report：错误：缺少必需的参数：--db\n")
+    proc = fleetmon("--lang", "zh_CN", "preflight", "--db", "x", "--nodes", "n1", "--days", "abc")
+    assert proc.returncode == 1 and proc.stderr.endswith("fleetmon preflight：错误：参数 --days：无效的 float 值 'abc'\n")
+    proc = fleetmon("--lang", "zh_CN", "export", "--format", "pdf", "--db", "x")
+    assert proc.returncode == 2 and "参数 --format：无效的取值 'pdf'（可选：" in proc.stderr
+    english = fleetmon("report")
+    assert english.returncode == 1 and english.stderr.endswith(
+        "fleetmon report: error: the following arguments are required: --db\n")
