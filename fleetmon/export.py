@@ -635,7 +635,7 @@ def main(args: argparse.Namespace) -> int:
         raise KnownError(Text(N_("no database at {path}"), path=str(args.db)))
     if args.output:
         n = export_database(args.db, args.output, fmt, current=args.current, group=args.group)
-        print(f"wrote {n} GPUs to {args.output}", file=sys.stderr)
+        print(_("wrote {count} GPUs to {file}").format(count=n, file=args.output), file=sys.stderr)
         return 0
     if fmt == "xlsx":
         raise KnownError(Text(N_("an XLSX workbook needs a file: give -o FILE.xlsx")))

@@ -395,10 +395,10 @@ def run(args: argparse.Namespace) -> int:
                         before_serve=before_serve, http_limits=limits)
 
     stop_on_signals(agent.stop)
-    print(f"fleetmon agent: serving {len(agent.session.indices())} device(s) of {agent.state.node().hostname} "
-          f"through {spec.name} on "
-          f"{agent.url}; "
-          f"Xid source: {agent.watcher.source}", file=sys.stderr, flush=True)
+    print("fleetmon agent: " + _("serving {count} device(s) of {node} through {backend} on {url}; Xid source: "
+                                 "{source}").format(count=len(agent.session.indices()), node=agent.state.node().hostname,
+                                                    backend=spec.name, url=agent.url, source=agent.watcher.source),
+          file=sys.stderr, flush=True)
     if args.port_file:
         tmp = Path(args.port_file + ".tmp")
         tmp.write_text(str(agent.port))

@@ -24,8 +24,8 @@ def run(args: argparse.Namespace) -> int:
         db.close()
     result = outcome.result
     if outcome.save_error:
-        print(f"fleetmon report: this report was not saved, the next one compares with the last saved: "
-              f"{outcome.save_error}", file=sys.stderr)
+        print("fleetmon report: " + _("this report was not saved, the next one compares with the last saved: "
+                                      "{error}").format(error=outcome.save_error), file=sys.stderr)
     if args.html:
         write_html(args.html, render.report_html(result))
     sys.stdout.write(render.report_json(result) if args.json else render.report_text(result))

@@ -73,7 +73,7 @@ def open_for_report(path: str, *, write: bool) -> tuple[Database, bool]:
         except StorageError as exc:
             if "read-only" not in str(exc) and "locked" not in str(exc):
                 raise
-            print(f"fleetmon: {exc}; reporting without saving this report", file=sys.stderr)
+            print("fleetmon: " + _("{error}; reporting without saving this report").format(error=exc), file=sys.stderr)
     return open_database(path, readonly=True), False
 
 
