@@ -44,7 +44,7 @@ def test_help_in_chinese_with_lang_before_the_command() -> None:
 def test_help_follows_fleetmon_lang_for_every_command() -> None:
     top = fleetmon("--help", env={"FLEETMON_LANG": "zh_CN"})
     assert "GPU 集群资产与健康监控。" in top.stdout and "日常巡检" in top.stdout
-    for words, said in ((["notify", "test"], "发送一条示例消息"), (["slurm", "drain"], "下线 (drain)"),
+    for words, said in ((["notify", "test"], "发送一条示例消息"), (["slurm", "drain"], "下线（drain）"),
                         (["intake"], "验收"), (["collect"], "每个节点采集一次")):
         proc = fleetmon(*words, "--help", env={"FLEETMON_LANG": "zh_CN"})
         assert proc.returncode == 0 and said in proc.stdout, (words, proc.stdout)
