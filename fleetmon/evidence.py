@@ -497,13 +497,13 @@ def _plot_specs(card: _Card) -> list[PlotSpec]:
     return specs
 
 
-_CSS = render._CSS + """img{max-width:100%;border:1px solid #ddd;margin:.4em 0}.focus{background:#fff8e1}
+_CSS = render.CSS + """img{max-width:100%;border:1px solid #ddd;margin:.4em 0}.focus{background:#fff8e1}
 @media print{img{page-break-inside:avoid}}
 """
 """The report pages' style (fleetmon.health.render), with images and the finding an export was made for."""
 
 
-_e = render._e  # the report's escaping: control characters shown, then HTML-escaped
+_e = render.esc  # the report's escaping: control characters shown, then HTML-escaped
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], raw: Sequence[int] = ()) -> str:
@@ -514,7 +514,7 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], raw: Sequence[i
 
 
 def _badge(sev: Any) -> str:
-    return render._badge(str(sev or ""))
+    return render.badge(str(sev or ""))
 
 
 def _summary_html(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note: str | None,

@@ -187,12 +187,12 @@ class Sheet:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database")
+    p.add_argument("--db", required=True, metavar="FILE", help=_("the fleetmon database"))
     p.add_argument("--format", choices=FORMATS, default=None,
-                   help="output format (default: from the -o extension, .xlsx/.csv/.json; else csv)")
-    p.add_argument("-o", "--output", metavar="FILE", help="write here instead of standard output (xlsx needs it)")
-    p.add_argument("--current", action="store_true", help="only cards seen in the current inventory (not gone)")
-    p.add_argument("--group", help="only nodes of this group")
+                   help=_("output format (default: from the -o extension, .xlsx/.csv/.json; else csv)"))
+    p.add_argument("-o", "--output", metavar="FILE", help=_("write here instead of standard output (xlsx needs it)"))
+    p.add_argument("--current", action="store_true", help=_("only cards seen in the current inventory (not gone)"))
+    p.add_argument("--group", help=_("only nodes of this group"))
 
 
 def format_for(path: str | os.PathLike[str] | None, fmt: str | None = None) -> str:
@@ -663,7 +663,7 @@ def main(args: argparse.Namespace) -> int:
         raise KnownError(Text(N_("no database at {path}"), path=str(args.db)))
     if args.output:
         n = export_database(args.db, args.output, fmt, current=args.current, group=args.group)
-        print(f"wrote {n} GPUs to {args.output}", file=sys.stderr)
+        print(_("wrote {count} GPUs to {file}").format(count=n, file=args.output), file=sys.stderr)
         return 0
     if fmt == "xlsx":
         raise KnownError(Text(N_("an XLSX workbook needs a file: give -o FILE.xlsx")))

@@ -22,15 +22,18 @@ never marked.
 
 from __future__ import annotations
 
+import datetime as _dt
 import io
 import os
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from gettext import GNUTranslations, NullTranslations
 from pathlib import Path
 
-__all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "listing", "localized", "ngettext",
-           "set_language", "current_language", "language_from_environment", "normalize_language"]
+__all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "localized", "ngettext", "set_language",
+           "listing", "current_language", "language_from_environment", "normalize_language", "number", "when", "day",
+           "speaking", "Joined", "Moment"]
 
 SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
 """The languages fleetmon speaks: English (the source text) and Simplified Chinese."""
@@ -41,6 +44,16 @@ LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 _lock = threading.Lock()
 _language = "en"
 _translations: NullTranslations = NullTranslations()
+_catalogs: dict[str, NullTranslations] = {}
+"""Each language's catalog once loaded, for :func:`speaking`."""
+_thread = threading.local()
+"""``speaking``: (language, catalog) this thread speaks for a while instead of the process's language."""
+
+
+def _active() -> tuple[str, NullTranslations]:
+    """(language, catalog) of this thread: a :func:`speaking` block's, else the process's."""
+    over: tuple[str, NullTranslations] | None = getattr(_thread, "speaking", None)
+    return over if over is not None else (_language, _translations)
 
 
 def N_(message: str) -> str:
@@ -92,23 +105,64 @@ def listing(items: Sequence[str], semicolons: bool = False) -> str:
     return Text(N_("{first}, {rest}"), first=items[0], rest=rest)
 
 
+LIST_SEPARATOR = N_(", ")
+"""How a list of clauses is joined (a list, not a sentence): "，" in Chinese."""
+
+
+class Joined(str):
+    """Clauses joined into a list: ``Joined([a, b])`` IS "a, b" in English; :func:`localized` says each clause
+    (a :class:`Text`) in the reader's language, joined as the language joins a list."""
+
+    parts: tuple[str, ...]
+
+    def __new__(cls, parts: Sequence[str]) -> Joined:
+        self = super().__new__(cls, LIST_SEPARATOR.join(parts))
+        self.parts = tuple(parts)
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Joined, (self.parts,))
+
+
+class Moment(str):
+    """A moment in text: ``Moment(ts)`` IS "2026-12-03 15:30 UTC" (English, as stored); :func:`localized` says
+    it in the reader's locale ("2026年12月3日 15:30 UTC")."""
+
+    ts: float
+
+    def __new__(cls, ts: float) -> Moment:
+        self = super().__new__(cls, _utc(float(ts)).strftime("%Y-%m-%d %H:%M UTC"))
+        self.ts = float(ts)
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Moment, (self.ts,))
+
+
 def localized(text: object) -> str:
     """``text`` in the current language: a :class:`Text` re-made from its translated template, a plain
     string translated when the catalog has it (fixed sentences such as a finding's action), anything else
     as ``str()`` gives it."""
-    if isinstance(text, Text):
-        if _language == "en":
+    language = _active()[0]
+    if isinstance(text, (Joined, Moment)):
+        if language == "en":
             return str.__str__(text)
-        values = {k: localized(v) if isinstance(v, Text) else v for k, v in text.args.items()}
+        if isinstance(text, Moment):
+            return f"{when(text.ts)} UTC"
+        return _(LIST_SEPARATOR).join(localized(p) for p in text.parts)
+    if isinstance(text, Text):
+        if language == "en":
+            return str.__str__(text)
+        values = {k: localized(v) if isinstance(v, (Text, Joined, Moment)) else v for k, v in text.args.items()}
         return _(text.template).format(**values) if values else _(text.template)
     if isinstance(text, str):
-        return _(text) if text and _language != "en" else text
+        return _(text) if text and language != "en" else text
     return str(text)
 
 
 def _(message: str) -> str:
     """``message`` in the current language (itself when untranslated or the language is English)."""
-    return _translations.gettext(message)
+    return _active()[1].gettext(message)
 
 
 gettext = _
@@ -118,7 +172,7 @@ gettext = _
 
 def ngettext(singular: str, plural: str, n: int) -> str:
     """The singular or plural form for ``n`` in the current language (Chinese has one form)."""
-    return _translations.ngettext(singular, plural, n)
+    return _active()[1].ngettext(singular, plural, n)
 
 
 def normalize_language(code: str | None) -> str:
@@ -192,5 +246,81 @@ def set_language(code: str | None) -> str:
 
 
 def current_language() -> str:
-    """The language set last: "en" or "zh_CN"."""
-    return _language
+    """The language spoken now: a :func:`speaking` block's in this thread, else the one set last ("en", "zh_CN")."""
+    return _active()[0]
+
+
+@contextmanager
+def speaking(code: str | None) -> Iterator[str]:
+    """Speak ``code`` in this thread for the block (None: the process's language), the process's language
+    untouched: a notification destination with its own ``lang`` while the collector's log stays as it is.
+    Yields the language spoken."""
+    language = _language if code is None else normalize_language(code)
+    with _lock:
+        catalog = _catalogs.get(language)
+        if catalog is None:
+            catalog = _catalogs[language] = _load(language)
+    before = getattr(_thread, "speaking", None)
+    _thread.speaking = (language, catalog)
+    try:
+        yield language
+    finally:
+        _thread.speaking = before
+
+
+# -- numbers and dates in the reader's locale (Babel; English and a node without Babel: as before) ----------------
+
+
+def _babel_locale() -> str | None:
+    """The Babel locale of the current language: None for English (the source formats, byte for byte) and
+    when Babel is missing (a GPU node with the standard library alone: English formats)."""
+    language = _active()[0]
+    if language == "en":
+        return None
+    try:
+        import babel  # noqa: F401  (only asks whether Babel is there)
+    except ImportError:
+        return None
+    return language
+
+
+def number(value: float, decimals: int = 0) -> str:
+    """A figure for people: ``f"{value:.{decimals}f}"`` in English, the locale's decimal format otherwise
+    (grouping and decimal sign as the locale writes them; zh_CN: 12,345.7)."""
+    locale = _babel_locale()
+    if locale is None:
+        return f"{value:.{decimals}f}"
+    from babel.numbers import format_decimal
+
+    pattern = "#,##0" + ("." + "0" * decimals if decimals > 0 else "")
+    return format_decimal(round(float(value), decimals), format=pattern, locale=locale)
+
+
+def _utc(ts: float) -> _dt.datetime:
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc)
+
+
+def when(ts: float, seconds: bool = False) -> str:
+    """A moment (UTC) to the minute, or the second: "2026-12-03 15:30" in English, the locale's date and
+    time otherwise (zh_CN: "2026年12月3日 15:30"). The caller says "UTC" where it did before."""
+    locale = _babel_locale()
+    moment = _utc(ts)
+    if locale is None:
+        return moment.strftime("%Y-%m-%d %H:%M:%S" if seconds else "%Y-%m-%d %H:%M")
+    from babel.dates import format_skeleton, get_datetime_format
+
+    date = format_skeleton("yMMMd", moment, locale=locale)
+    time_ = format_skeleton("Hms" if seconds else "Hm", moment, tzinfo=_dt.timezone.utc, locale=locale)
+    # the locale's own way of joining a date and a time ("{1} {0}")
+    joined = str(get_datetime_format("medium", locale=locale))
+    return joined.replace("'", "").replace("{1}", date).replace("{0}", time_)
+
+
+def day(ts: float) -> str:
+    """A day (UTC): "2026-12-03" in English, the locale's date otherwise (zh_CN: "2026年12月3日")."""
+    locale = _babel_locale()
+    if locale is None:
+        return _utc(ts).strftime("%Y-%m-%d")
+    from babel.dates import format_skeleton
+
+    return format_skeleton("yMMMd", _utc(ts), locale=locale)

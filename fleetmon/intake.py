@@ -39,19 +39,20 @@ import datetime as _dt
 import json
 import math
 import re
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from fleetmon import specs
+from fleetmon import i18n, specs
 from fleetmon.errors import KnownError
 from fleetmon.health.fleet import EventRecord, FleetHistory, GpuHistory
 from fleetmon.health.rules.arrival import arrival_state, memory_faults
 from fleetmon.health.rules.derating import daily_ratios, model_usual
 from fleetmon.health.series import DAY_S, HOUR_S
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Joined, Moment, Text, localized
+from fleetmon.i18n import gettext as _
 from fleetmon.xid import catalog as xidcat
 
 __all__ = [
@@ -74,17 +75,25 @@ STATUSES = (PASS, CONDITIONAL, REJECT, UNKNOWN)
 VERDICTS = (PASS, CONDITIONAL, REJECT)
 
 CHECKS: dict[str, str] = {
-    "spec": "Model and spec",
-    "memory-size": "Memory size",
-    "pcie-capability": "PCIe capability",
-    "power-limits": "Power limits",
-    "vbios": "VBIOS",
-    "memory-history": "ECC, retired pages, remapped rows",
-    "xid": "Xid history",
-    "pcie-under-load": "PCIe link under load",
-    "load": "Clocks under load",
+    "spec": N_("Model and spec"),
+    "memory-size": N_("Memory size"),
+    "pcie-capability": N_("PCIe capability"),
+    "power-limits": N_("Power limits"),
+    "vbios": N_("VBIOS"),
+    "memory-history": N_("ECC, retired pages, remapped rows"),
+    "xid": N_("Xid history"),
+    "pcie-under-load": N_("PCIe link under load"),
+    "load": N_("Clocks under load"),
 }
-"""The checks in the order they are shown, with their titles."""
+"""The checks in the order they are shown, with their titles (marked; said with ``_()`` where shown)."""
+
+STATUS_WORDS = {PASS: N_("PASS"), CONDITIONAL: N_("CONDITIONAL"), REJECT: N_("REJECT"), UNKNOWN: N_("NOT CHECKED")}
+"""A check's status and a card's verdict as people read them (the JSON keeps the identifiers)."""
+
+
+def status_word(status: str) -> str:
+    """PASS / CONDITIONAL / REJECT / NOT CHECKED in the reader's language."""
+    return _(STATUS_WORDS[status]) if status in STATUS_WORDS else status
 
 SCHEMA = 1
 
@@ -225,7 +234,7 @@ def _last(values: Sequence[Any]) -> Any:
 
 
 def _link(gen: Any, width: Any) -> str:
-    return f"Gen{gen} x{width}" if gen is not None and width is not None else "unknown"
+    return f"Gen{gen} x{width}" if gen is not None and width is not None else Text(N_("unknown"))
 
 
 def _bandwidth(gen: int | None, width: int | None) -> float | None:
@@ -247,40 +256,50 @@ def _peers(history: FleetHistory, gpu: GpuHistory) -> list[GpuHistory]:
 
 def _check_spec(gpu: GpuHistory, spec: specs.GpuSpec | None) -> Check:
     if spec is None:
-        return Check("spec", UNKNOWN, f"not checked: {gpu.name or 'the model'} is not in the spec catalog; add a "
-                     "[[spec]] to the fleet file (docs/fleet-file.md) to judge it against its nominal spec",
+        return Check("spec", UNKNOWN, Text(N_("not checked: {model} is not in the spec catalog; add a [[spec]] to the "
+                                              "fleet file (docs/fleet-file.md) to judge it against its nominal spec"),
+                                           model=gpu.name or Text(N_("the model"))),
                      evidence={"model": gpu.name})
     origin = spec.origin
-    return Check("spec", PASS, f"{spec.nvml_name}: {'user spec' if origin != 'catalog' else 'catalog spec'} "
-                 f"({spec.source})", evidence=_spec_summary(spec))
+    if origin != "catalog":
+        said = Text(N_("{model}: user spec ({source})"), model=spec.nvml_name, source=spec.source)
+    else:
+        said = Text(N_("{model}: catalog spec ({source})"), model=spec.nvml_name, source=spec.source)
+    return Check("spec", PASS, said, evidence=_spec_summary(spec))
 
 
 def _check_memory(history: FleetHistory, gpu: GpuHistory, spec: specs.GpuSpec | None, t: Thresholds) -> Check:
     mib = _num(gpu.inv("memory_total_mib"))
     if mib is None:
-        return Check("memory-size", UNKNOWN, "not checked: the card did not report its memory size")
+        return Check("memory-size", UNKNOWN, Text(N_("not checked: the card did not report its memory size")))
     if spec is None:
-        return Check("memory-size", UNKNOWN, f"not checked: {mib:.0f} MiB reported, no spec to compare with",
+        return Check("memory-size", UNKNOWN, Text(N_("not checked: {mib} MiB reported, no spec to compare with"),
+                                                  mib=f"{mib:.0f}"),
                      evidence={"memory_total_mib": mib})
     ratio = specs.memory_ratio(mib, spec) or 0.0
     peers = [_num(g.inv("memory_total_mib")) for g in _peers(history, gpu)]
     fleet = model_usual(peers, t.intake_vbios_min_peers)
     ev = {"memory_total_mib": mib, "nominal_mib": spec.memory_gb * 1024, "ratio": round(ratio, 4),
           "fleet_median_mib": fleet}
-    said = f"{mib:.0f} MiB reported, {_pct(ratio)} of the nominal {spec.memory_gb} GB"
+    said = Text(N_("{mib} MiB reported, {ratio} of the nominal {gb} GB"), mib=f"{mib:.0f}", ratio=_pct(ratio),
+                gb=spec.memory_gb)
     if ratio < t.intake_memory_reject_frac:
-        return Check("memory-size", REJECT, f"{said} (below {_pct(t.intake_memory_reject_frac)}): a fake or a "
-                     "board with memory disabled", evidence=ev)
+        return Check("memory-size", REJECT, Text(N_("{said} (below {limit}): a fake or a board with memory disabled"),
+                                                 said=said, limit=_pct(t.intake_memory_reject_frac)), evidence=ev)
     if ratio > t.intake_memory_modded_frac:
-        return Check("memory-size", CONDITIONAL, f"{said} (above {_pct(t.intake_memory_modded_frac)}): a "
-                     "memory-modded board; declare it with a [[spec]] in the fleet file", evidence=ev)
+        return Check("memory-size", CONDITIONAL, Text(N_("{said} (above {limit}): a memory-modded board; declare it "
+                                                         "with a [[spec]] in the fleet file"),
+                                                      said=said, limit=_pct(t.intake_memory_modded_frac)), evidence=ev)
     if ratio < t.intake_memory_low_frac:
-        return Check("memory-size", CONDITIONAL, f"{said} (below {_pct(t.intake_memory_low_frac)})", evidence=ev)
+        return Check("memory-size", CONDITIONAL, Text(N_("{said} (below {limit})"), said=said,
+                                                      limit=_pct(t.intake_memory_low_frac)), evidence=ev)
     if fleet is not None and mib < (1.0 - t.intake_memory_fleet_frac) * fleet:
-        return Check("memory-size", CONDITIONAL, f"{said}, less than the {gpu.name} fleet's {fleet:.0f} MiB",
+        return Check("memory-size", CONDITIONAL, Text(N_("{said}, less than the {model} fleet's {fleet} MiB"),
+                                                      said=said, model=gpu.name, fleet=f"{fleet:.0f}"), evidence=ev)
+    if fleet is not None:
+        return Check("memory-size", PASS, Text(N_("{said}, as the fleet's {fleet} MiB"), said=said, fleet=f"{fleet:.0f}"),
                      evidence=ev)
-    return Check("memory-size", PASS, said + (f", as the fleet's {fleet:.0f} MiB" if fleet is not None else ""),
-                 evidence=ev)
+    return Check("memory-size", PASS, said, evidence=ev)
 
 
 def _check_pcie_capability(gpu: GpuHistory, spec: specs.GpuSpec | None) -> Check:
@@ -289,21 +308,25 @@ def _check_pcie_capability(gpu: GpuHistory, spec: specs.GpuSpec | None) -> Check
     ev = {"gpu_max": _link(gpu_gen, gpu_width), "link_max": _link(max_gen, max_width),
           "spec": _link(spec.pcie_gen, spec.pcie_width) if spec else None}
     if gpu_gen is None and max_gen is None:
-        return Check("pcie-capability", UNKNOWN, "not checked: the card did not report its PCIe capability",
+        return Check("pcie-capability", UNKNOWN, Text(N_("not checked: the card did not report its PCIe capability")),
                      evidence=ev)
     if spec is None or spec.pcie_gen is None or spec.pcie_width is None:
-        return Check("pcie-capability", UNKNOWN, f"not checked: {ev['link_max']} reported, no spec link to "
-                     "compare with", evidence=ev)
+        return Check("pcie-capability", UNKNOWN, Text(N_("not checked: {link} reported, no spec link to compare with"),
+                                                      link=ev["link_max"]), evidence=ev)
     nominal = _link(spec.pcie_gen, spec.pcie_width)
     # The card's own capability (pcie_gpu_max_*: NVML's GPU maximum, independent of the slot).
     if gpu_gen is not None and (gpu_gen < spec.pcie_gen or (gpu_width is not None and gpu_width < spec.pcie_width)):
-        return Check("pcie-capability", REJECT, f"the card reports {_link(gpu_gen, gpu_width or spec.pcie_width)} "
-                     f"capability, the spec says {nominal}: not the board it claims to be, or a damaged one",
+        return Check("pcie-capability", REJECT, Text(N_("the card reports {link} capability, the spec says {nominal}: "
+                                                        "not the board it claims to be, or a damaged one"),
+                                                     link=_link(gpu_gen, gpu_width or spec.pcie_width), nominal=nominal),
                      evidence=ev)
     if max_gen is not None and (max_gen < spec.pcie_gen or (max_width is not None and max_width < spec.pcie_width)):
-        return Check("pcie-capability", CONDITIONAL, f"the link can reach {ev['link_max']} of the spec's {nominal}: "
-                     "the slot or riser limits it (move the card to a full slot to use it fully)", evidence=ev)
-    return Check("pcie-capability", PASS, f"{ev['link_max']} supported, as the spec's {nominal}", evidence=ev)
+        return Check("pcie-capability", CONDITIONAL, Text(N_("the link can reach {link} of the spec's {nominal}: the "
+                                                             "slot or riser limits it (move the card to a full slot "
+                                                             "to use it fully)"), link=ev["link_max"], nominal=nominal),
+                     evidence=ev)
+    return Check("pcie-capability", PASS, Text(N_("{link} supported, as the spec's {nominal}"), link=ev["link_max"],
+                                               nominal=nominal), evidence=ev)
 
 
 def _check_power(history: FleetHistory, gpu: GpuHistory, spec: specs.GpuSpec | None, t: Thresholds) -> Check:
@@ -313,47 +336,64 @@ def _check_power(history: FleetHistory, gpu: GpuHistory, spec: specs.GpuSpec | N
     enforced = measured if measured is not None else _num(gpu.inv("power_enforced_w"))
     ev = {"default_w": default, "enforced_w": enforced, "tdp_w": spec.tdp_w if spec else None}
     if default is None and enforced is None:
-        return Check("power-limits", UNKNOWN, "not checked: the card did not report its power limits", evidence=ev)
+        return Check("power-limits", UNKNOWN, Text(N_("not checked: the card did not report its power limits")),
+                     evidence=ev)
     if spec is None or spec.tdp_w is None:
-        return Check("power-limits", UNKNOWN, "not checked: no spec TDP to compare the limits with", evidence=ev)
+        return Check("power-limits", UNKNOWN, Text(N_("not checked: no spec TDP to compare the limits with")),
+                     evidence=ev)
     tdp = float(spec.tdp_w)
     peers = [_num(g.inv("power_enforced_w")) for g in _peers(history, gpu)]
     fleet = model_usual(peers, t.intake_vbios_min_peers)
     ev["fleet_median_w"] = fleet
-    said = (f"default {default:.0f} W" if default is not None else "default unknown") + (
-        f", enforced {enforced:.0f} W" if enforced is not None else "") + f" against the TDP of {tdp:.0f} W"
+    tdp_w = f"{tdp:.0f}"
+    if default is None:
+        said = Text(N_("default unknown, enforced {enforced} W against the TDP of {tdp} W"), enforced=f"{enforced:.0f}",
+                    tdp=tdp_w) if enforced is not None else Text(N_("default unknown against the TDP of {tdp} W"),
+                                                                  tdp=tdp_w)
+    elif enforced is None:
+        said = Text(N_("default {default} W against the TDP of {tdp} W"), default=f"{default:.0f}", tdp=tdp_w)
+    else:
+        said = Text(N_("default {default} W, enforced {enforced} W against the TDP of {tdp} W"),
+                    default=f"{default:.0f}", enforced=f"{enforced:.0f}", tdp=tdp_w)
     if default is not None and default < t.intake_power_default_reject_frac * tdp:
-        return Check("power-limits", REJECT, f"{said}: a default limit of {_pct(default / tdp)} of TDP is set by the "
-                     "VBIOS (a capped or foreign VBIOS)", evidence=ev)
+        return Check("power-limits", REJECT, Text(N_("{said}: a default limit of {share} of TDP is set by the VBIOS (a "
+                                                     "capped or foreign VBIOS)"), said=said, share=_pct(default / tdp)),
+                     evidence=ev)
     if default is not None and default < t.intake_power_default_frac * tdp:
-        return Check("power-limits", CONDITIONAL, f"{said}: the default limit is {_pct(default / tdp)} of TDP "
-                     "(a capped VBIOS?)", evidence=ev)
+        return Check("power-limits", CONDITIONAL, Text(N_("{said}: the default limit is {share} of TDP (a capped "
+                                                          "VBIOS?)"), said=said, share=_pct(default / tdp)), evidence=ev)
     base = default if default is not None else tdp
     if enforced is not None and enforced < t.intake_power_enforced_frac * base:
-        return Check("power-limits", CONDITIONAL, f"{said}: the enforced limit is {_pct(enforced / base)} of the "
-                     "default, lowered by software (a previous owner's `nvidia-smi -pl`?); reset it with "
-                     "`nvidia-smi -pl` and check again", evidence=ev)
-    return Check("power-limits", PASS, said + (f"; the fleet's enforced median {fleet:.0f} W" if fleet else ""),
-                 evidence=ev)
+        return Check("power-limits", CONDITIONAL, Text(N_("{said}: the enforced limit is {share} of the default, "
+                                                          "lowered by software (a previous owner's `nvidia-smi -pl`?); "
+                                                          "reset it with `nvidia-smi -pl` and check again"),
+                                                       said=said, share=_pct(enforced / base)), evidence=ev)
+    if fleet:
+        return Check("power-limits", PASS, Text(N_("{said}; the fleet's enforced median {fleet} W"), said=said,
+                                                fleet=f"{fleet:.0f}"), evidence=ev)
+    return Check("power-limits", PASS, said, evidence=ev)
 
 
 def _check_vbios(history: FleetHistory, gpu: GpuHistory, t: Thresholds) -> Check:
     mine = gpu.inv("vbios")
     others = [str(g.inv("vbios")) for g in _peers(history, gpu) if g.inv("vbios")]
     if not mine:
-        return Check("vbios", UNKNOWN, "not checked: the card did not report its VBIOS", required=False)
+        return Check("vbios", UNKNOWN, Text(N_("not checked: the card did not report its VBIOS")), required=False)
     if len(others) < t.intake_vbios_min_peers:
-        return Check("vbios", UNKNOWN, f"not checked: {mine}; fewer than {t.intake_vbios_min_peers} other "
-                     f"{gpu.name} cards to take a baseline from", required=False,
+        return Check("vbios", UNKNOWN, Text(N_("not checked: {vbios}; fewer than {peers} other {model} cards to take a "
+                                               "baseline from"), vbios=mine, peers=t.intake_vbios_min_peers,
+                                            model=gpu.name), required=False,
                      evidence={"vbios": mine, "peers": len(others)})
     counts = Counter(others)
     baseline, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
     ev = {"vbios": mine, "baseline": baseline, "baseline_cards": n, "peers": len(others)}
     if str(mine) == baseline:
-        return Check("vbios", PASS, f"{mine}, as {n} of {len(others)} other {gpu.name} cards", required=False,
-                     evidence=ev)
-    return Check("vbios", CONDITIONAL, f"{mine} differs from the fleet's {baseline} ({n} of {len(others)} other "
-                 f"{gpu.name} cards): a foreign or modified VBIOS; flash the fleet's version or keep the card apart",
+        return Check("vbios", PASS, Text(N_("{vbios}, as {count} of {peers} other {model} cards"), vbios=mine, count=n,
+                                         peers=len(others), model=gpu.name), required=False, evidence=ev)
+    return Check("vbios", CONDITIONAL, Text(N_("{vbios} differs from the fleet's {baseline} ({count} of {peers} other "
+                                               "{model} cards): a foreign or modified VBIOS; flash the fleet's version "
+                                               "or keep the card apart"), vbios=mine, baseline=baseline, count=n,
+                                            peers=len(others), model=gpu.name),
                  required=False, evidence=ev)
 
 
@@ -381,9 +421,10 @@ def _check_memory_history(gpu: GpuHistory, spec: specs.GpuSpec | None, first_see
     required = not (no_ecc or ecc_off)
     ev: dict[str, Any] = {"now": now_state, "at_first_sight": arrived}
     if not known:
-        why = ("the card has no ECC" if no_ecc else "ECC is off on this card" if ecc_off
-               else "no ECC, page retirement or row remap readings")
-        return Check("memory-history", UNKNOWN, f"not checked: {why}", required=required, evidence=ev)
+        why = (Text(N_("not checked: the card has no ECC")) if no_ecc else
+               Text(N_("not checked: ECC is off on this card")) if ecc_off
+               else Text(N_("not checked: no ECC, page retirement or row remap readings")))
+        return Check("memory-history", UNKNOWN, why, required=required, evidence=ev)
     unc = now_state["ecc_unc_agg"]
     sbe, dbe = now_state["retired_sbe"], now_state["retired_dbe"]
     pages = None if sbe is None and dbe is None else (sbe or 0) + (dbe or 0)
@@ -393,26 +434,29 @@ def _check_memory_history(gpu: GpuHistory, spec: specs.GpuSpec | None, first_see
     if arrived is not None:
         a_pages = (arrived.get("retired_sbe") or 0) + (arrived.get("retired_dbe") or 0)
         if told and (a_pages or arrived.get("ecc_unc_agg") or arrived.get("remap_unc")):
-            told.append(f"at first sight: {a_pages} retired pages, {arrived.get('ecc_unc_agg') or 0} uncorrectable")
+            told.append(Text(N_("at first sight: {pages} retired pages, {unc} uncorrectable"), pages=a_pages,
+                             unc=arrived.get("ecc_unc_agg") or 0))
     if reject:
-        return Check("memory-history", REJECT, ", ".join(told) + ": past the RMA class; return it to the seller",
-                     required=required, evidence=ev)
+        return Check("memory-history", REJECT, Text(N_("{faults}: past the RMA class; return it to the seller"),
+                                                    faults=Joined(told)), required=required, evidence=ev)
     if conditional:
-        return Check("memory-history", CONDITIONAL, ", ".join(told) + ": accept only after a burn-in "
-                     "(`dcgmi diag -r 3`, a day under load) shows no new errors", required=required, evidence=ev)
-    parts = []
+        return Check("memory-history", CONDITIONAL, Text(N_("{faults}: accept only after a burn-in (`dcgmi diag -r 3`, "
+                                                            "a day under load) shows no new errors"),
+                                                         faults=Joined(told)), required=required, evidence=ev)
+    parts: list[str] = []
     if unc is not None:
-        parts.append("no lifetime uncorrectable ECC errors")
+        parts.append(Text(N_("no lifetime uncorrectable ECC errors")))
     if pages is not None:
-        parts.append(f"{pages:.0f} retired pages")
+        parts.append(Text(N_("{count} retired pages"), count=f"{pages:.0f}"))
     if rows is not None:
-        parts.append(f"{rows:.0f} remapped rows")
-    return Check("memory-history", PASS, ", ".join(parts) or "clean", required=required, evidence=ev)
+        parts.append(Text(N_("{count} remapped rows"), count=f"{rows:.0f}"))
+    return Check("memory-history", PASS, Joined(parts) if parts else Text(N_("clean")), required=required,
+                 evidence=ev)
 
 
 def _check_xid(gpu: GpuHistory, xids: Sequence[EventRecord], xid_source: str | None,
                first_seen: float | None) -> Check:
-    since = "" if first_seen is None else f" since {_when(first_seen)}"
+    since = "" if first_seen is None else Text(N_(" since {when}"), when=Moment(first_seen))
     mine = [e for e in xids if e.kind == "xid" and e.code is not None]
     if mine:
         codes = Counter(int(e.code or 0) for e in mine)
@@ -421,16 +465,20 @@ def _check_xid(gpu: GpuHistory, xids: Sequence[EventRecord], xid_source: str | N
         ev = {"codes": {str(c): n for c, n in codes.items()}, "first": min(e.ts for e in mine),
               "last": max(e.ts for e in mine)}
         if any(i.severity == "critical" for i in infos.values()):
-            return Check("xid", REJECT, f"{listed}{since}: a critical Xid", evidence=ev)
+            return Check("xid", REJECT, Text(N_("{xids}{since}: a critical Xid"), xids=listed, since=since),
+                         evidence=ev)
         if any(i.category not in ("application", "secondary") for i in infos.values()):
-            return Check("xid", CONDITIONAL, f"{listed}{since}", evidence=ev)
-        return Check("xid", PASS, f"{listed}{since}: application errors only", evidence=ev)
+            return Check("xid", CONDITIONAL, Text(N_("{xids}{since}"), xids=listed, since=since), evidence=ev)
+        return Check("xid", PASS, Text(N_("{xids}{since}: application errors only"), xids=listed, since=since),
+                     evidence=ev)
     source = (xid_source or "").strip()
     if not source or source.lower().startswith("none"):
-        why = source.split(":", 1)[1].strip() if ":" in source else "the node does not say it collects them"
-        return Check("xid", UNKNOWN, f"not checked: Xid events are not collected on {gpu.node} ({why})",
+        why = source.split(":", 1)[1].strip() if ":" in source else Text(N_("the node does not say it collects them"))
+        return Check("xid", UNKNOWN, Text(N_("not checked: Xid events are not collected on {node} ({why})"),
+                                          node=gpu.node, why=why),
                      evidence={"xid_source": source or None})
-    return Check("xid", PASS, f"no Xid{since} (source: {source})", evidence={"xid_source": source})
+    return Check("xid", PASS, Text(N_("no Xid{since} (source: {source})"), since=since, source=source),
+                 evidence={"xid_source": source})
 
 
 def _busy_link(gpu: GpuHistory) -> tuple[tuple[int, int] | None, int]:
@@ -453,9 +501,7 @@ def _busy_minutes(rows: Sequence[Mapping[str, Any]]) -> int:
 def _check_pcie_load(gpu: GpuHistory, spec: specs.GpuSpec | None, busy: int, t: Thresholds) -> Check:
     link, rows = _busy_link(gpu)
     if link is None or busy < t.intake_min_busy_minutes:
-        return Check("pcie-under-load", UNKNOWN, f"not checked: {busy} busy minutes in the window (at least "
-                     f"{t.intake_min_busy_minutes} needed): run a load on the card within the intake window",
-                     evidence={"busy_minutes": busy})
+        return Check("pcie-under-load", UNKNOWN, _not_loaded(busy, t), evidence={"busy_minutes": busy})
     gen, width = link
     # What the link should reach here: the spec's link, capped by what the slot and card report.
     gens = [x for x in (spec.pcie_gen if spec else None, _int(gpu.inv("pcie_max_gen"))) if x is not None]
@@ -466,16 +512,19 @@ def _check_pcie_load(gpu: GpuHistory, spec: specs.GpuSpec | None, busy: int, t: 
     ev = {"link": _link(gen, width), "expected": _link(cap_gen, cap_width), "busy_minutes": busy,
           "ratio_nominal": None if ratio_nominal is None else round(ratio_nominal, 4)}
     if got is None or want is None:
-        return Check("pcie-under-load", UNKNOWN, f"not checked: {_link(gen, width)} under load, nothing to compare "
-                     "it with", evidence=ev)
+        return Check("pcie-under-load", UNKNOWN, Text(N_("not checked: {link} under load, nothing to compare it "
+                                                         "with"), link=_link(gen, width)), evidence=ev)
     ratio = got / want
     ev["ratio"] = round(ratio, 4)
-    said = f"{_link(gen, width)} under load, {_pct(ratio)} of the {_link(cap_gen, cap_width)} the card and slot allow"
+    said = Text(N_("{link} under load, {share} of the {allowed} the card and slot allow"), link=_link(gen, width),
+                share=_pct(ratio), allowed=_link(cap_gen, cap_width))
     if ratio < t.intake_pcie_reject_frac:
-        return Check("pcie-under-load", REJECT, f"{said}: the link trains down under load (reseat the card, try "
-                     "another slot or riser, and check again before accepting)", evidence=ev)
+        return Check("pcie-under-load", REJECT, Text(N_("{said}: the link trains down under load (reseat the card, "
+                                                        "try another slot or riser, and check again before "
+                                                        "accepting)"), said=said), evidence=ev)
     if ratio < 0.999:
-        return Check("pcie-under-load", CONDITIONAL, f"{said}: reseat the card or try another slot", evidence=ev)
+        return Check("pcie-under-load", CONDITIONAL, Text(N_("{said}: reseat the card or try another slot"),
+                                                             said=said), evidence=ev)
     return Check("pcie-under-load", PASS, said, evidence=ev)
 
 
@@ -507,35 +556,42 @@ def _check_load(history: FleetHistory, gpu: GpuHistory, spec: specs.GpuSpec | No
           "power_limit_ratio": _r(power), "power_fleet_median": _r(fleet_power),
           "pcie_ratio": _r(pcie), "pcie_fleet_median": _r(fleet_pcie)}
     if busy < t.intake_min_busy_minutes or mhz is None:
-        return Check("load", UNKNOWN, f"not checked: {busy} busy minutes in the window (at least "
-                     f"{t.intake_min_busy_minutes} needed): run a load on the card within the intake window",
-                     evidence=ev)
-    parts = [f"{busy} busy minutes at {mhz:.0f} MHz"]
+        return Check("load", UNKNOWN, _not_loaded(busy, t), evidence=ev)
+    parts: list[str] = [Text(N_("{busy} busy minutes at {mhz} MHz"), busy=busy, mhz=f"{mhz:.0f}")]
     if clock is not None:
-        parts.append(f"{_pct(clock)} of nominal boost")
+        parts.append(Text(N_("{share} of nominal boost"), share=_pct(clock)))
     if fleet_clock and clock is not None:
-        parts.append(f"{_pct(clock / fleet_clock)} of the {gpu.name} fleet median")
+        parts.append(Text(N_("{share} of the {model} fleet median"), share=_pct(clock / fleet_clock), model=gpu.name))
     if power is not None:
-        parts.append(f"power limit {_pct(power)} of TDP" + (f" (fleet {_pct(fleet_power)})" if fleet_power else ""))
+        parts.append(Text(N_("power limit {share} of TDP (fleet {fleet})"), share=_pct(power), fleet=_pct(fleet_power))
+                     if fleet_power else Text(N_("power limit {share} of TDP"), share=_pct(power)))
     if pcie is not None:
-        parts.append(f"link {_pct(pcie)} of nominal" + (f" (fleet {_pct(fleet_pcie)})" if fleet_pcie else ""))
-    said = ", ".join(parts)
+        parts.append(Text(N_("link {share} of nominal (fleet {fleet})"), share=_pct(pcie), fleet=_pct(fleet_pcie))
+                     if fleet_pcie else Text(N_("link {share} of nominal"), share=_pct(pcie)))
+    said = Joined(parts)
     if clock is None:
-        return Check("load", UNKNOWN, f"not checked: {said}; no nominal boost clock to compare with", evidence=ev)
+        return Check("load", UNKNOWN, Text(N_("not checked: {said}; no nominal boost clock to compare with"),
+                                           said=said), evidence=ev)
     if fleet_clock:
         vs = clock / fleet_clock
         if vs < 1.0 - t.intake_clock_reject_frac:
-            return Check("load", REJECT, f"{said}: derated (more than {_pct(t.intake_clock_reject_frac)} below its "
-                         "peers)", evidence=ev)
+            return Check("load", REJECT, Text(N_("{said}: derated (more than {limit} below its peers)"), said=said,
+                                              limit=_pct(t.intake_clock_reject_frac)), evidence=ev)
         if vs < 1.0 - t.intake_clock_conditional_frac:
-            return Check("load", CONDITIONAL, f"{said}: below its peers (more than "
-                         f"{_pct(t.intake_clock_conditional_frac)})", evidence=ev)
+            return Check("load", CONDITIONAL, Text(N_("{said}: below its peers (more than {limit})"), said=said,
+                                                   limit=_pct(t.intake_clock_conditional_frac)), evidence=ev)
         return Check("load", PASS, said, evidence=ev)
     if clock < t.derate_nominal_frac:
-        return Check("load", REJECT, f"{said}: derated (below {_pct(t.derate_nominal_frac)} of nominal boost; fewer "
-                     f"than {t.derate_min_peers} peers to compare with)", evidence=ev)
-    return Check("load", PASS, said + f" (fewer than {t.derate_min_peers} peers: judged against nominal)",
-                 evidence=ev)
+        return Check("load", REJECT, Text(N_("{said}: derated (below {limit} of nominal boost; fewer than {peers} peers "
+                                             "to compare with)"), said=said, limit=_pct(t.derate_nominal_frac),
+                                          peers=t.derate_min_peers), evidence=ev)
+    return Check("load", PASS, Text(N_("{said} (fewer than {peers} peers: judged against nominal)"), said=said,
+                                    peers=t.derate_min_peers), evidence=ev)
+
+
+def _not_loaded(busy: int, t: Thresholds) -> Text:
+    return Text(N_("not checked: {busy} busy minutes in the window (at least {needed} needed): run a load on the "
+                   "card within the intake window"), busy=busy, needed=t.intake_min_busy_minutes)
 
 
 def _r(v: float | None) -> float | None:
@@ -548,18 +604,25 @@ def _r(v: float | None) -> float | None:
 def overall(checks: Sequence[Check]) -> tuple[str, str]:
     """(verdict, reason): REJECT if any check rejects; CONDITIONAL if any is conditional or a required check
     is UNKNOWN (missing data is not health); else PASS."""
+    # Said in the current language (the checks' reasons localized): evaluate() stores it in English; the
+    # terminal text and the certificate say it again in the reader's language.
+    sep = _("; ")
     rejected = [c for c in checks if c.status == REJECT]
     if rejected:
-        return REJECT, "; ".join(f"{c.title}: {c.reason}" for c in rejected)
+        return REJECT, sep.join(_("{check}: {reason}").format(check=_(c.title), reason=localized(c.reason))
+                                for c in rejected)
     conditional = [c for c in checks if c.status == CONDITIONAL]
     unknown = [c for c in checks if c.status == UNKNOWN and c.required]
     if conditional or unknown:
-        parts = [f"{c.title}: {c.reason}" for c in conditional]
+        parts = [_("{check}: {reason}").format(check=_(c.title), reason=localized(c.reason)) for c in conditional]
         if unknown:
-            parts.append("not checked: " + ", ".join(c.title for c in unknown))
-        return CONDITIONAL, "; ".join(parts)
-    return PASS, "every check passed" + (" (not checked, not required: " + ", ".join(
-        c.title for c in checks if c.status == UNKNOWN) + ")" if any(c.status == UNKNOWN for c in checks) else "")
+            parts.append(_("not checked: {checks}").format(checks=localized(Joined([Text(c.title) for c in unknown]))))
+        return CONDITIONAL, sep.join(parts)
+    skipped = [Text(c.title) for c in checks if c.status == UNKNOWN]
+    if skipped:
+        return PASS, _("every check passed (not checked, not required: {checks})").format(
+            checks=localized(Joined(skipped)))
+    return PASS, _("every check passed")
 
 
 def evaluate(history: FleetHistory, uuid: str, *, xids: Iterable[EventRecord] = (), xid_source: str | None = None,
@@ -603,7 +666,8 @@ def evaluate(history: FleetHistory, uuid: str, *, xids: Iterable[EventRecord] = 
         _check_pcie_load(gpu, spec, busy, t),
         _check_load(history, gpu, spec, rows, peer_rows, busy, t),
     )
-    verdict, reason = overall(checks)
+    with i18n.speaking("en"):  # stored with the card in English (a script reads it); shown localized
+        verdict, reason = overall(checks)
     used = {k: v for k, v in t.to_dict().items() if k.startswith(_THRESHOLD_PREFIXES)}
     return IntakeResult(
         uuid=uuid, node=gpu.node, verdict=verdict, reason=reason, checks=checks, now=float(history.now),
@@ -637,7 +701,8 @@ def _time(text: str) -> float:
     try:
         value = _dt.datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError:
-        raise KnownError(f"--window: {text!r} is not a time (Unix seconds or ISO 8601 UTC)") from None
+        raise KnownError(Text(N_("--window: {text} is not a time (Unix seconds or ISO 8601 UTC)"),
+                              text=repr(text))) from None
     if value.tzinfo is None:
         value = value.replace(tzinfo=_dt.timezone.utc)
     return value.timestamp()
@@ -657,14 +722,16 @@ def parse_window(text: str, now: float) -> tuple[float, float]:
     else:
         m = _DURATION.match(text)
         if not m:
-            raise KnownError(f"--window {text!r}: expected a duration such as 24h or 7d, or FROM..TO")
+            raise KnownError(Text(N_("--window {text}: expected a duration such as 24h or 7d, or FROM..TO"),
+                                  text=repr(text)))
         lo, hi = now - float(m.group(1)) * _UNIT_S[m.group(2).lower()], now
     if not lo < hi:
-        raise KnownError(f"--window {text!r}: the window is empty (it must start before it ends)")
+        raise KnownError(Text(N_("--window {text}: the window is empty (it must start before it ends)"),
+                              text=repr(text)))
     if hi > now + 60:
-        raise KnownError(f"--window {text!r}: it ends after now")
+        raise KnownError(Text(N_("--window {text}: it ends after now"), text=repr(text)))
     if hi - lo > 366 * DAY_S:
-        raise KnownError(f"--window {text!r}: at most a year")
+        raise KnownError(Text(N_("--window {text}: at most a year"), text=repr(text)))
     return lo, hi
 
 
@@ -684,22 +751,24 @@ class IntakeRun:
 def _pick(history: FleetHistory, node: str, gpu: str | None, window_from: float) -> tuple[list[GpuHistory], str]:
     if history.node(node) is None and not history.gpus_on(node):
         known = sorted(n.name for n in history.nodes)
-        raise KnownError(f"unknown node {node!r}; known nodes: {', '.join(known[:20]) or '(none)'}"
-                         + (" …" if len(known) > 20 else ""))
+        names = (", ".join(known[:20]) + (" …" if len(known) > 20 else "")) if known else Text(N_("(none)"))
+        raise KnownError(Text(N_("unknown node {node}; known nodes: {names}"), node=repr(node), names=names))
     if gpu is None:
         cards = new_cards(history, node, window_from)
         if not cards:
-            return [], (f"no card of {node} was first seen in the window (since {_when(window_from)}); "
-                        "name one with --gpu INDEX|UUID to check it anyway")
+            return [], Text(N_("no card of {node} was first seen in the window (since {when}); name one with --gpu "
+                               "INDEX|UUID to check it anyway"), node=node, when=Moment(window_from))
         return cards, ""
     on_node = history.gpus_on(node)
     found = [g for g in on_node if g.uuid == gpu or (g.index is not None and str(g.index) == gpu.strip())]
     if not found:
         other = history.gpu(gpu)
         if other is not None:
-            raise KnownError(f"--gpu {gpu}: that card is on {other.node}, not {node}")
+            raise KnownError(Text(N_("--gpu {gpu}: that card is on {other}, not {node}"), gpu=gpu, other=other.node,
+                                  node=node))
         listed = ", ".join(f"{g.index}" for g in on_node if g.index is not None)
-        raise KnownError(f"--gpu {gpu}: no such card on {node} (indices: {listed or 'none'}; or give a UUID)")
+        raise KnownError(Text(N_("--gpu {gpu}: no such card on {node} (indices: {listed}; or give a UUID)"), gpu=gpu,
+                              node=node, listed=listed or Text(N_("none"))))
     return found[:1], ""
 
 
@@ -755,9 +824,10 @@ def _plain_event(e: Any) -> dict[str, Any]:
 
 
 def _when(ts: float | None) -> str:
+    """A moment for people, in the reader's locale ("2026-12-03 15:30 UTC"; zh_CN "2026年12月3日 15:30 UTC")."""
     if ts is None:
         return "—"
-    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(float(ts)))
+    return f"{i18n.when(float(ts))} UTC"
 
 
 def _where(r: IntakeResult) -> str:
@@ -766,18 +836,26 @@ def _where(r: IntakeResult) -> str:
 
 def result_text(results: Sequence[IntakeResult], note: str = "") -> str:
     """Plain text for the terminal: per card the verdict, its reason and every check."""
+    from fleetmon.health.wording import cols, ljust  # terminal columns: a CJK character takes two
+
     out: list[str] = []
     if note:
-        out.append(note)
+        out.append(localized(note))
     for r in results:
-        out.append(f"{_where(r)}  {r.model}  {r.uuid}" + (f"  serial {r.serial}" if r.serial else ""))
-        out.append(f"  intake: {r.verdict}  ({'new to the fleet' if r.new else 'on request'}; window "
-                   f"{_when(r.window_from)} .. {_when(r.window_to)})")
-        out.append(f"  {r.reason}")
-        width = max(len(c.title) for c in r.checks) if r.checks else 10
-        for c in r.checks:
-            shown = "NOT CHECKED" if c.status == UNKNOWN else c.status
-            out.append(f"    {shown:<11}  {c.title:<{width}}  {c.reason}")
+        out.append(f"{_where(r)}  {r.model}  {r.uuid}" + (
+            "  " + _("serial {serial}").format(serial=r.serial) if r.serial else ""))
+        window = _("{start} .. {end}").format(start=_when(r.window_from), end=_when(r.window_to))
+        if r.new:
+            head = _("  intake: {verdict}  (new to the fleet; window {window})")
+        else:
+            head = _("  intake: {verdict}  (on request; window {window})")
+        out.append(head.format(verdict=status_word(r.verdict), window=window))
+        out.append(f"  {_reason(r)}")
+        titles = [_(c.title) for c in r.checks]
+        width = max(cols(t) for t in titles) if r.checks else 10
+        shown_w = max(11, *(cols(status_word(s)) for s in STATUSES))
+        for c, title in zip(r.checks, titles):
+            out.append(f"    {ljust(status_word(c.status), shown_w)}  {ljust(title, width)}  {localized(c.reason)}")
         out.append("")
     return "\n".join(out) + ("\n" if out and out[-1] != "" else "")
 
@@ -786,6 +864,13 @@ def results_json(results: Sequence[IntakeResult], note: str = "") -> str:
     """The results as JSON (schema 1): ``{"schema", "note", "intakes": [IntakeResult.to_dict, ...]}``."""
     return json.dumps({"schema": SCHEMA, "note": note or None, "intakes": [r.to_dict() for r in results]},
                       indent=2, default=str) + "\n"
+
+
+def _reason(r: IntakeResult) -> str:
+    """The verdict's reason in the reader's language (made again from the checks; English: as stored)."""
+    if i18n.current_language() == "en" or not r.checks:
+        return r.reason
+    return overall(r.checks)[1]
 
 
 def exit_status(results: Sequence[IntakeResult]) -> int:
@@ -797,52 +882,68 @@ _BADGE = {PASS: "pass", CONDITIONAL: "warn", REJECT: "fail", UNKNOWN: "info"}
 
 
 def _badge(status: str) -> str:
-    from fleetmon.health.render import _e  # the report's escaping (control characters shown, HTML escaped)
+    from fleetmon.health.render import esc as _e  # the report's escaping (control characters shown, HTML escaped)
 
-    word = "NOT CHECKED" if status == UNKNOWN else status
+    word = status_word(status)
     return f'<span class="b {_BADGE.get(status, "info")}">{_e(word)}</span>'
 
 
 def certificate_html(r: IntakeResult) -> str:
-    """The intake certificate: one self-contained, printable HTML page (inline CSS, every value escaped)."""
+    """The intake certificate: one self-contained, printable HTML page (inline CSS, every value escaped), in the
+    reader's language (labels, verdicts, the checks' titles and reasons; identifiers as they are)."""
     from fleetmon import __version__
-    from fleetmon.health.render import _CSS, _e  # one look for every printable page of fleetmon
+    from fleetmon.health.render import CSS as _CSS, esc as _e  # one look for every printable page of fleetmon
 
     spec = r.spec or {}
+    if spec:
+        template = (_("{name} (user spec): TDP {tdp} W · {memory} GB {memory_type} · boost {boost} MHz · PCIe "
+                      "Gen{gen} x{width} — {source}") if spec.get("origin", "catalog") != "catalog" else
+                    _("{name} (catalog): TDP {tdp} W · {memory} GB {memory_type} · boost {boost} MHz · PCIe "
+                      "Gen{gen} x{width} — {source}"))
+        nominal = template.format(name=spec.get("name"), tdp=spec.get("tdp_w"), memory=spec.get("memory_gb"),
+                                  memory_type=spec.get("memory_type"), boost=spec.get("boost_clock_mhz") or "—",
+                                  gen=spec.get("pcie_gen"), width=spec.get("pcie_width"), source=spec.get("source"))
+    else:
+        nominal = _("not in the spec catalog")
+    first = (_("{when} (new to the fleet)") if r.new else _("{when} (intake on request)")).format(
+        when=_when(r.first_seen))
     ident = [
-        ("Model", r.model), ("Serial", r.serial or "—"), ("UUID", r.uuid), ("VBIOS", r.vbios or "—"),
-        ("Board part number", r.board_part_number or "—"), ("Where", f"{_where(r)} · {r.pci_bus_id or '—'}"),
-        ("First seen", _when(r.first_seen) + (" (new to the fleet)" if r.new else " (intake on request)")),
-        ("Nominal spec", (f"{spec.get('name')} ({'user spec' if spec.get('origin', 'catalog') != 'catalog' else 'catalog'}): "
-                          f"TDP {spec.get('tdp_w')} W · {spec.get('memory_gb')} GB {spec.get('memory_type')} · "
-                          f"boost {spec.get('boost_clock_mhz') or '—'} MHz · PCIe Gen{spec.get('pcie_gen')} "
-                          f"x{spec.get('pcie_width')} — {spec.get('source')}") if spec else "not in the spec catalog"),
+        (_("Model"), r.model), (_("Serial"), r.serial or "—"), ("UUID", r.uuid), ("VBIOS", r.vbios or "—"),
+        (_("Board part number"), r.board_part_number or "—"), (_("Where"), f"{_where(r)} · {r.pci_bus_id or '—'}"),
+        (_("First seen"), first), (_("Nominal spec"), nominal),
     ]
+    title = _("Intake certificate — {card}").format(card=_where(r))
+    card_h, checks_h, thresholds_h = _("Card"), _("Checks"), _("Thresholds")
+    heads = (_("Check"), _("Result"), _("Reason"))
     body = [
-        f"<h1>Intake certificate — {_e(_where(r))}</h1>",
-        f'<p class="meta">{_e(r.model)} · {_e(r.uuid)} · judged {_e(_when(r.now))} over '
-        f"{_e(_when(r.window_from))} .. {_e(_when(r.window_to))}</p>",
-        f'<p style="font-size:1.3em">Verdict: {_badge(r.verdict)}</p>',
-        f"<p>{_e(r.reason)}</p>",
-        "<h2>Card</h2>",
+        f"<h1>{_e(title)}</h1>",
+        '<p class="meta">' + _e(_("{model} · {uuid} · judged {now} over {start} .. {end}").format(
+            model=r.model, uuid=r.uuid, now=_when(r.now), start=_when(r.window_from), end=_when(r.window_to))) + "</p>",
+        '<p style="font-size:1.3em">' + _e(_("Verdict:")) + f" {_badge(r.verdict)}</p>",
+        f"<p>{_e(_reason(r))}</p>",
+        f"<h2>{_e(card_h)}</h2>",
         '<table><tbody>' + "".join(f'<tr><th class="nw">{_e(k)}</th><td class="tok">{_e(v)}</td></tr>'
                                    for k, v in ident) + "</tbody></table>",
-        "<h2>Checks</h2>",
-        "<table><thead><tr><th>Check</th><th>Result</th><th>Reason</th></tr></thead><tbody>",
+        f"<h2>{_e(checks_h)}</h2>",
+        "<table><thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in heads) + "</tr></thead><tbody>",
     ]
     for c in r.checks:
-        req = "" if c.required else ' <span class="small">(not required)</span>'
-        body.append(f'<tr><td class="nw">{_e(c.title)}{req}</td><td class="nw">{_badge(c.status)}</td>'
-                    f"<td>{_e(c.reason)}</td></tr>")
+        req = "" if c.required else ' <span class="small">' + _e(_("(not required)")) + "</span>"
+        body.append(f'<tr><td class="nw">{_e(_(c.title))}{req}</td><td class="nw">{_badge(c.status)}</td>'
+                    f"<td>{_e(localized(c.reason))}</td></tr>")
     body.append("</tbody></table>")
-    body.append('<p class="small">Rule: REJECT when any check rejects; CONDITIONAL when any check is conditional '
-                "or a required check could not be made (missing data is not health); otherwise PASS.</p>")
+    body.append('<p class="small">' + _e(_("Rule: REJECT when any check rejects; CONDITIONAL when any check is "
+                                            "conditional or a required check could not be made (missing data is not "
+                                            "health); otherwise PASS.")) + "</p>")
     if r.thresholds:
-        body.append("<h2>Thresholds</h2>")
+        body.append(f"<h2>{_e(thresholds_h)}</h2>")
         body.append('<p class="small">' + " · ".join(f"<code>{_e(k)}</code> = {_e(v)}"
                                                    for k, v in sorted(r.thresholds.items())) + "</p>")
-    body.append(f'<p class="small">fleetmon {_e(__version__)} · override thresholds in the fleet file\'s '
-                "[thresholds] (docs/findings.md) · signature: ____________________</p>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e('Intake certificate ' + _where(r) + ' ' + r.uuid)}</title><style>{_CSS}</style>"
+    body.append('<p class="small">' + _e(_("fleetmon {version} · override thresholds in the fleet file's "
+                                            "[thresholds] (docs/findings.md) · signature: ____________________").format(
+        version=__version__)) + "</p>")
+    lang = "zh-CN" if i18n.current_language() == "zh_CN" else "en"
+    page_title = _("Intake certificate {card} {uuid}").format(card=_where(r), uuid=r.uuid)
+    return (f"<!DOCTYPE html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">"
+            f"<title>{_e(page_title)}</title><style>{_CSS}</style>"
             "</head><body>\n" + "\n".join(body) + "\n</body></html>\n")

@@ -63,9 +63,11 @@ def default_fleet_path() -> Path:
 
 def fleet_file_hint(path: Path) -> str:
     """How to create a missing fleet file at ``path``, in one sentence for an error message."""
-    return (f"create one with `fleetmon fleet import HOSTS.txt -o {path}` (a host list such as "
-            f"'gpu[01-16]', an Ansible inventory or `scontrol show nodes` output), or write it by hand "
-            f"(docs/fleet-file.md has an example), or name another with --fleet")
+    from fleetmon.i18n import N_, Text
+
+    return Text(N_("create one with `fleetmon fleet import HOSTS.txt -o {path}` (a host list such as 'gpu[01-16]', an "
+                   "Ansible inventory or `scontrol show nodes` output), or write it by hand (docs/fleet-file.md has an "
+                   "example), or name another with --fleet"), path=str(path))
 
 
 def for_help(path: Path) -> str:

@@ -70,7 +70,7 @@ def inspect(db_path: str, now: float, group: str | None = None, fleet: Any = Non
     health pass uses them), or None.
     """
     from fleetmon import assess
-    from fleetmon.health import render
+    from fleetmon.health import render, render_html
     from storage.db import open_database
     from storage.signoffs import signoffs
 
@@ -81,7 +81,7 @@ def inspect(db_path: str, now: float, group: str | None = None, fleet: Any = Non
         history = tuple(signoffs(db, assess.report_scope(group), limit=20))
     finally:
         db.close()
-    return Inspection(run, baseline_html(render.report_html(run.result), run.signoff), run.signoff, history)
+    return Inspection(run, baseline_html(render_html.report_html(run.result), run.signoff), run.signoff, history)
 
 
 def sign_off(db_path: str, name: str, note: str, now: float, result: Any, checked: Iterable[str] = ()
@@ -103,7 +103,7 @@ def review(db_path: str, now: float, nodes: str | Sequence[str], days: float, fl
     """The pre-run review (:func:`fleetmon.assess.run_preflight`) of ``nodes`` over the last ``days``
     (``fleet``: the app's fleet file, as for :func:`inspect`)."""
     from fleetmon import assess
-    from fleetmon.health import render
+    from fleetmon.health import render, render_html
     from storage.db import open_database
 
     db = open_database(db_path, readonly=True)
@@ -111,7 +111,7 @@ def review(db_path: str, now: float, nodes: str | Sequence[str], days: float, fl
         run = assess.run_preflight(db, now, nodes, days, fleet)
     finally:
         db.close()
-    return Review(run, render.preflight_html(run.result))
+    return Review(run, render_html.preflight_html(run.result))
 
 
 class _Signals(QObject):

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fleetmon.errors import KnownError, NvmlUnavailable
+from fleetmon.i18n import N_, Text
+from fleetmon.i18n import gettext as _
 from fleetmon.stopping import stop_on_signals
 from fleetmon.tokens import read_token_file
 
@@ -34,44 +36,46 @@ log = logging.getLogger("fleetmon.agent")
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--bind", default=DEFAULT_BIND,
-                   help=f"address to listen on (default {DEFAULT_BIND}; any other address needs --token-file)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0 = any free)")
+                   help=_("address to listen on (default {bind}; any other address needs --token-file)").format(
+                       bind=DEFAULT_BIND))
+    p.add_argument("--port", type=int, default=DEFAULT_PORT,
+                   help=_("TCP port (default {port}; 0 = any free)").format(port=DEFAULT_PORT))
     p.add_argument("--simulate", metavar="SCENARIO",
-                   help="serve a simulated node instead of the real GPUs (see `fleetmon agent --list-scenarios`)")
-    p.add_argument("--list-scenarios", action="store_true", help="list the simulated scenarios and exit")
+                   help=_("serve a simulated node instead of the real GPUs (see `fleetmon agent --list-scenarios`)"))
+    p.add_argument("--list-scenarios", action="store_true", help=_("list the simulated scenarios and exit"))
     p.add_argument("--backend", default="auto", metavar="NAME",
-                   help="the device library or tool to read: auto (the first the node has, in the order of "
-                        "`--list-backends`), or a backend's name (default auto)")
+                   help=_("the device library or tool to read: auto (the first the node has, in the order of "
+                        "`--list-backends`), or a backend's name (default auto)"))
     p.add_argument("--list-backends", action="store_true",
-                   help="list the device backends, what each needs, and whether this node has it; then exit")
+                   help=_("list the device backends, what each needs, and whether this node has it; then exit"))
     p.add_argument("--interval", type=float, default=5.0, metavar="SECONDS",
-                   help="sampling interval (default 5)")
+                   help=_("sampling interval (default 5)"))
     p.add_argument("--buffer", metavar="FILE",
-                   help="local record buffer (default $STATE_DIRECTORY/agent.db or ~/.local/state/fleetmon/agent.db)")
+                   help=_("local record buffer (default $STATE_DIRECTORY/agent.db or ~/.local/state/fleetmon/agent.db)"))
     p.add_argument("--keep-days", type=float, default=8.0,
-                   help="keep buffered records this long (default 8, at least 7)")
+                   help=_("keep buffered records this long (default 8, at least 7)"))
     p.add_argument("--max-buffer-mb", type=float, default=256.0,
-                   help="disk cap of the buffer in MiB (default 256: about 19 days of 8 GPUs)")
-    p.add_argument("--token-file", help="file holding the bearer token clients must send (mode 0600)")
-    p.add_argument("--tls-cert", help="serve HTTPS with this certificate (PEM)")
-    p.add_argument("--tls-key", help="private key for --tls-cert (PEM)")
+                   help=_("disk cap of the buffer in MiB (default 256: about 19 days of 8 GPUs)"))
+    p.add_argument("--token-file", help=_("file holding the bearer token clients must send (mode 0600)"))
+    p.add_argument("--tls-cert", help=_("serve HTTPS with this certificate (PEM)"))
+    p.add_argument("--tls-key", help=_("private key for --tls-cert (PEM)"))
     p.add_argument("--http-timeout", type=float, default=10.0, metavar="SECONDS",
-                   help="drop a client that sends nothing for this long (default 10)")
+                   help=_("drop a client that sends nothing for this long (default 10)"))
     p.add_argument("--collector-address", action="append", default=[], metavar="IP",
-                   help="the collector's address: under a flood of connections it keeps a reserved slot "
-                        "(repeatable; without it the slot goes to requests with a valid token)")
-    p.add_argument("--node-name", help="report this host name instead of the real one (simulations; with "
+                   help=_("the collector's address: under a flood of connections it keeps a reserved slot "
+                        "(repeatable; without it the slot goes to requests with a valid token)"))
+    p.add_argument("--node-name", help=_("report this host name instead of the real one (simulations; with "
                                        "--simulate it also seeds the simulated cards, so nodes running one "
-                                       "scenario hold distinct GPUs: UUIDs, serials, noise)")
-    p.add_argument("--port-file", help="write the bound port to this file once listening (for tests and demo)")
+                                       "scenario hold distinct GPUs: UUIDs, serials, noise)"))
+    p.add_argument("--port-file", help=_("write the bound port to this file once listening (for tests and demo)"))
     p.add_argument("--backfill-minutes", type=float, default=0.0, metavar="N",
-                   help="with --simulate: before serving, simulate the last N minutes through the real sampler "
+                   help=_("with --simulate: before serving, simulate the last N minutes through the real sampler "
                         "(a clock fast-forwarded from now - N minutes to now, no sleeping), so the buffer "
                         "already holds N minutes of history; faults with onset 0 are active from its start. "
-                        "Then sampling goes on live (default 0: none; at most 10080)")
+                        "Then sampling goes on live (default 0: none; at most 10080)"))
     p.add_argument("--backfill-step", type=float, default=15.0, metavar="SECONDS",
-                   help="simulated sampling interval of --backfill-minutes (default 15; 1 to 60)")
-    p.add_argument("-v", "--verbose", action="store_true", help="log more")
+                   help=_("simulated sampling interval of --backfill-minutes (default 15; 1 to 60)"))
+    p.add_argument("-v", "--verbose", action="store_true", help=_("log more"))
 
 
 def default_buffer_path() -> Path:
@@ -85,31 +89,32 @@ def default_buffer_path() -> Path:
 def _check_args(args: argparse.Namespace) -> str | None:
     """Validate options before anything starts; returns the token (or None)."""
     if args.interval < 0.2 or args.interval > 3600:
-        raise KnownError("--interval must be between 0.2 and 3600 seconds")
+        raise KnownError(Text(N_("--interval must be between 0.2 and 3600 seconds")))
     if args.keep_days < 7:
-        raise KnownError("--keep-days must be at least 7")
+        raise KnownError(Text(N_("--keep-days must be at least 7")))
     if args.max_buffer_mb < 16:
-        raise KnownError("--max-buffer-mb must be at least 16")
+        raise KnownError(Text(N_("--max-buffer-mb must be at least 16")))
     if not 0.5 <= args.http_timeout <= 600:
-        raise KnownError("--http-timeout must be between 0.5 and 600 seconds")
+        raise KnownError(Text(N_("--http-timeout must be between 0.5 and 600 seconds")))
     token = None
     if args.token_file:
         token = read_token_file(args.token_file)
     elif args.bind not in _LOOPBACK:
-        raise KnownError(f"refusing to listen on {args.bind} without authentication: "
-                         "pass --token-file FILE (mode 0600), or bind 127.0.0.1")
+        raise KnownError(Text(N_("refusing to listen on {bind} without authentication: pass --token-file FILE "
+                                 "(mode 0600), or bind 127.0.0.1"), bind=args.bind))
     if bool(args.tls_cert) != bool(args.tls_key):
-        raise KnownError("--tls-cert and --tls-key go together")
+        raise KnownError(Text(N_("--tls-cert and --tls-key go together")))
     backfill = getattr(args, "backfill_minutes", 0.0) or 0.0
     if backfill:
         if not args.simulate:
-            raise KnownError("--backfill-minutes works only with --simulate (real GPUs have no past to replay)")
+            raise KnownError(Text(N_("--backfill-minutes works only with --simulate (real GPUs have no past to "
+                                     "replay)")))
         if not 0 < backfill <= 10080:
-            raise KnownError("--backfill-minutes must be between 0 and 10080 (7 days)")
+            raise KnownError(Text(N_("--backfill-minutes must be between 0 and 10080 (7 days)")))
         if backfill * 60 > args.keep_days * 86400:
-            raise KnownError("--backfill-minutes must fit in --keep-days")
+            raise KnownError(Text(N_("--backfill-minutes must fit in --keep-days")))
     if not 1 <= getattr(args, "backfill_step", 15.0) <= 60:
-        raise KnownError("--backfill-step must be between 1 and 60 seconds")
+        raise KnownError(Text(N_("--backfill-step must be between 1 and 60 seconds")))
     return token
 
 
@@ -260,7 +265,8 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
         except BufferLocked:
             raise
         except Exception as exc:
-            raise KnownError(f"cannot open the buffer {buffer}: {exc}") from exc
+            raise KnownError(Text(N_("cannot open the buffer {path}: {error}"), path=str(buffer),
+                                  error=str(exc))) from exc
     try:
         host = node_name or socket.gethostname()
         buffer.claim_node(host)  # another host's buffer goes aside before its inventory is used
@@ -298,8 +304,9 @@ def start_agent(module: Any = None, *, buffer: Any, bind: str = DEFAULT_BIND, po
         buffer.close()
         session.close()
         if isinstance(exc, ssl.SSLError):
-            raise KnownError(f"cannot load --tls-cert/--tls-key: {exc}") from exc
-        raise KnownError(f"cannot listen on {bind}:{port}: {exc.strerror or exc}") from exc
+            raise KnownError(Text(N_("cannot load --tls-cert/--tls-key: {error}"), error=str(exc))) from exc
+        raise KnownError(Text(N_("cannot listen on {bind}:{port}: {error}"), bind=bind, port=port,
+                              error=str(exc.strerror or exc))) from exc
     agent = RunningAgent(session=session, buffer=buffer, sampler=sampler, watcher=watcher, server=server,
                          state=state, scheme="https" if tls_cert else "http")
     buffer.append_event(Event(seq=0, ts=started, kind="agent_start", message=f"fleetmon agent {__version__} started",
@@ -344,7 +351,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         limits = HttpLimits(collector_addresses=parse_addresses(args.collector_address))
     except ValueError as exc:
-        raise KnownError(f"--collector-address: {exc}") from exc
+        raise KnownError(Text(N_("--collector-address: {error}"), error=str(exc))) from exc
     clock: Callable[[], float] = time.time
     before_serve = None
     if args.simulate:
@@ -368,7 +375,8 @@ def run(args: argparse.Namespace) -> int:
         try:
             name = vendors.resolve(args.simulate)["backend"] if vendors.is_vendor_scenario(args.simulate) else "nvml"
         except (KeyError, ValueError) as exc:
-            raise KnownError(f"invalid scenario {args.simulate!r}: {exc}") from exc
+            raise KnownError(Text(N_("invalid scenario {name}: {error}"), name=repr(args.simulate),
+                                  error=str(exc))) from exc
     spec = choose_backend(name)
 
     def open_backend(**kw: Any) -> Any:
@@ -376,7 +384,8 @@ def run(args: argparse.Namespace) -> int:
             return spec.open(simulate=args.simulate or None, clock=clock, node_name=args.node_name or None, **kw)
         except (KeyError, ValueError, OSError) as exc:
             detail = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # str(KeyError) adds quotes
-            raise KnownError(f"unknown or invalid scenario {args.simulate!r}: {detail}") from exc
+            raise KnownError(Text(N_("unknown or invalid scenario {name}: {error}"), name=repr(args.simulate),
+                                  error=str(detail))) from exc
 
     agent = start_agent(open_backend=open_backend, buffer=Path(args.buffer) if args.buffer else default_buffer_path(),
                         bind=args.bind, port=args.port, interval_s=args.interval, token=token,
@@ -386,10 +395,10 @@ def run(args: argparse.Namespace) -> int:
                         before_serve=before_serve, http_limits=limits)
 
     stop_on_signals(agent.stop)
-    print(f"fleetmon agent: serving {len(agent.session.indices())} device(s) of {agent.state.node().hostname} "
-          f"through {spec.name} on "
-          f"{agent.url}; "
-          f"Xid source: {agent.watcher.source}", file=sys.stderr, flush=True)
+    print("fleetmon agent: " + _("serving {count} device(s) of {node} through {backend} on {url}; Xid source: "
+                                 "{source}").format(count=len(agent.session.indices()), node=agent.state.node().hostname,
+                                                    backend=spec.name, url=agent.url, source=agent.watcher.source),
+          file=sys.stderr, flush=True)
     if args.port_file:
         tmp = Path(args.port_file + ".tmp")
         tmp.write_text(str(agent.port))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from fleetmon.stopping import stop_on_signals
+from fleetmon.i18n import gettext as _
 
 if TYPE_CHECKING:
     from fleetmon.demo import Demo
@@ -47,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         # the temporary folder goes when this block ends.
         rc = run_demo(demo, interval_s=args.interval, max_seconds=args.duration, generate=generate)
         if db_path is not None and db_path.exists():
-            print(f"fleetmon demo: kept the database {db_path}", file=sys.stderr)
+            print("fleetmon demo: " + _("kept the database {path}").format(path=db_path), file=sys.stderr)
         return rc
 
 
@@ -59,8 +60,9 @@ def _history(db_path: Path, args: argparse.Namespace, progress: Callable[[int, i
     # The history ends at the demo's epoch: where its agents (started just before) took over.
     if prepare_history(db_path, nodes=args.nodes, days=args.history_days, seed=args.seed, progress=progress,
                        now=epoch):
-        return f"fleetmon demo: generated {args.history_days:g} days of history in {db_path}"
-    return f"fleetmon demo: reusing the existing database {db_path} (not regenerated)"
+        return "fleetmon demo: " + _("generated {days} days of history in {path}").format(
+            days=f"{args.history_days:g}", path=db_path)
+    return "fleetmon demo: " + _("reusing the existing database {path} (not regenerated)").format(path=db_path)
 
 
 def _run_headless(demo: Demo, args: argparse.Namespace) -> int:
@@ -73,7 +75,8 @@ def _run_headless(demo: Demo, args: argparse.Namespace) -> int:
 
     stop_on_signals(stop)
     collector.start()
-    print(f"fleetmon demo: collecting into {demo.db_path} (Ctrl-C stops)", file=sys.stderr, flush=True)
+    print("fleetmon demo: " + _("collecting into {path} (Ctrl-C stops)").format(path=demo.db_path), file=sys.stderr,
+          flush=True)
     stop.wait(args.duration or None)
     collector.stop()
     collector.db.close()
@@ -81,27 +84,27 @@ def _run_headless(demo: Demo, args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("demo", help="run the app on a built-in simulated fleet",
-                       description="Start simulated agents on 127.0.0.1, a collector and the GUI on a fresh "
+    p = sub.add_parser("demo", help=_("run the app on a built-in simulated fleet"),
+                       description=_("Start simulated agents on 127.0.0.1, a collector and the GUI on a fresh "
                                    "database in a temporary folder (or --db FILE, kept) with a month of generated history of a "
                                    "24-node fleet, with an AMD, an Ascend and a Hygon box beside it; closing the window stops "
-                                   "everything.")
+                                   "everything."))
     p.add_argument("--nodes", type=int, default=24,
-                   help="number of simulated NVIDIA nodes (default 24); an AMD, an Ascend and a Hygon box join them")
+                   help=_("number of simulated NVIDIA nodes (default 24); an AMD, an Ascend and a Hygon box join them"))
     p.add_argument("--no-vendors", action="store_true",
-                   help="leave out the AMD, Ascend and Hygon boxes (NVIDIA nodes only)")
+                   help=_("leave out the AMD, Ascend and Hygon boxes (NVIDIA nodes only)"))
     p.add_argument("--history-days", type=float, default=30, metavar="N",
-                   help="days of generated history of the demo fleet before live polling starts "
-                        "(default 30; 0 = none, the agents' --backfill instead)")
-    p.add_argument("--seed", type=int, default=None, help="seed of the generated fleet and history (fixed default)")
+                   help=_("days of generated history of the demo fleet before live polling starts "
+                        "(default 30; 0 = none, the agents' --backfill instead)"))
+    p.add_argument("--seed", type=int, default=None, help=_("seed of the generated fleet and history (fixed default)"))
     p.add_argument("--db", metavar="FILE",
-                   help="keep the database in FILE (an existing one is reused, not regenerated); "
-                        "default: a temporary database deleted on close")
-    p.add_argument("--interval", type=float, default=2.0, help="poll interval in seconds (default 2)")
-    p.add_argument("--keep", action="store_true", help="keep the temporary folder afterwards")
+                   help=_("keep the database in FILE (an existing one is reused, not regenerated); "
+                        "default: a temporary database deleted on close"))
+    p.add_argument("--interval", type=float, default=2.0, help=_("poll interval in seconds (default 2)"))
+    p.add_argument("--keep", action="store_true", help=_("keep the temporary folder afterwards"))
     p.add_argument("--backfill", type=int, default=120, metavar="MINUTES",
-                   help="history each simulated agent holds at start (default 120; 0 = none)")
-    p.add_argument("--no-gui", action="store_true", help="run agents and collector only (until Ctrl-C)")
+                   help=_("history each simulated agent holds at start (default 120; 0 = none)"))
+    p.add_argument("--no-gui", action="store_true", help=_("run agents and collector only (until Ctrl-C)"))
     p.add_argument("--duration", type=float, default=0.0,
-                   help="stop after this many seconds (0 = until the window closes)")
+                   help=_("stop after this many seconds (0 = until the window closes)"))
     p.set_defaults(func=run)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetmon.errors import ConfigError
+from fleetmon.i18n import gettext as _
 from fleetmon.fleet import (
     DEFAULT_AGENT_PORT,
     IMPORTERS,
@@ -25,44 +26,44 @@ from fleetmon.fleet import (
 def add_import_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``fleetmon fleet import``."""
     parser.add_argument(
-        "source", help="inventory to read: a file, or '-' for standard input"
+        "source", help=_("inventory to read: a file, or '-' for standard input")
     )
     parser.add_argument(
         "--format",
         choices=("auto", "hosts", "ansible", "scontrol"),
         default="auto",
-        help="input format: a host list, an Ansible INI inventory, or "
-        "`scontrol show nodes` output (default: guess from the content)",
+        help=_("input format: a host list, an Ansible INI inventory, or "
+        "`scontrol show nodes` output (default: guess from the content)"),
     )
     parser.add_argument(
         "--port",
         type=int,
         default=DEFAULT_AGENT_PORT,
-        help=f"agent port for hosts that name none (default: {DEFAULT_AGENT_PORT})",
+        help=_("agent port for hosts that name none (default: {port})").format(port=DEFAULT_AGENT_PORT),
     )
     parser.add_argument(
         "-o",
         "--output",
         default=None,
-        help="write the fleet file here instead of standard output",
+        help=_("write the fleet file here instead of standard output"),
     )
     parser.add_argument(
         "--group",
         default=None,
-        help="ansible only: import just this group and its children",
+        help=_("ansible only: import just this group and its children"),
     )
     parser.add_argument(
         "--history-prometheus",
         metavar="URL",
         default=None,
-        help="write [history] prometheus = URL: the GUI and the reports read history through this "
-        "Prometheus-compatible API instead of the local database (docs/prometheus.md)",
+        help=_("write [history] prometheus = URL: the GUI and the reports read history through this "
+        "Prometheus-compatible API instead of the local database (docs/prometheus.md)"),
     )
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``fleetmon fleet check``."""
-    parser.add_argument("file", help="fleet file (TOML) to validate")
+    parser.add_argument("file", help=_("fleet file (TOML) to validate"))
 
 
 def main_import(args: argparse.Namespace) -> int:
@@ -74,14 +75,14 @@ def main_import(args: argparse.Namespace) -> int:
         else:
             text = Path(source).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        print(f"error: {source}: cannot read: {err}", file=sys.stderr)
+        print(_("error: {file}: cannot read: {error}").format(file=source, error=err), file=sys.stderr)
         return 1
     fmt = getattr(args, "format", "auto") or "auto"
     if fmt == "auto":
         fmt = detect_format(text)
     port = getattr(args, "port", None) or DEFAULT_AGENT_PORT
     if not 0 < port < 65536:
-        print(f"error: --port {port} is out of range", file=sys.stderr)
+        print(_("error: --port {port} is out of range").format(port=port), file=sys.stderr)
         return 1
     group = getattr(args, "group", None)
     try:
@@ -90,30 +91,28 @@ def main_import(args: argparse.Namespace) -> int:
         elif fmt in IMPORTERS:
             nodes = IMPORTERS[fmt](text)
         else:
-            print(f"error: unknown format {fmt!r}", file=sys.stderr)
+            print(_("error: unknown format {format}").format(format=repr(fmt)), file=sys.stderr)
             return 1
     except ValueError as err:
-        print(f"error: {source}: {err}", file=sys.stderr)
+        print(_("error: {file}: {error}").format(file=source, error=err), file=sys.stderr)
         return 1
     if not nodes:
-        print(f"error: {source}: no hosts found ({fmt} format)", file=sys.stderr)
+        print(_("error: {file}: no hosts found ({format} format)").format(file=source, format=fmt), file=sys.stderr)
         return 1
     rendered = render_fleet_toml(nodes, port=port, history_prometheus=getattr(args, "history_prometheus", None))
     try:
         fleet = parse_fleet(rendered, path=args.output or "<output>")
     except ConfigError as err:
-        print(f"error: the imported fleet is not valid:\n{err}", file=sys.stderr)
+        print(_("error: the imported fleet is not valid:\n{error}").format(error=err), file=sys.stderr)
         return 1
     if args.output:
         try:
             Path(args.output).write_text(rendered, encoding="utf-8")
         except OSError as err:
-            print(f"error: {args.output}: cannot write: {err}", file=sys.stderr)
+            print(_("error: {file}: cannot write: {error}").format(file=args.output, error=err), file=sys.stderr)
             return 1
-        print(
-            f"wrote {args.output}: {len(fleet.nodes)} nodes in {len(fleet.groups)} groups",
-            file=sys.stderr,
-        )
+        print(_("wrote {file}: {nodes} nodes in {groups} groups").format(
+            file=args.output, nodes=len(fleet.nodes), groups=len(fleet.groups)), file=sys.stderr)
     else:
         sys.stdout.write(rendered)
     return 0
@@ -126,10 +125,13 @@ def main_check(args: argparse.Namespace) -> int:
     except ConfigError as err:
         print(err, file=sys.stderr)
         return 1
-    specs = f", {len(fleet.specs)} user specs ([[spec]])" if fleet.specs else ""
-    print(f"OK: {len(fleet.nodes)} nodes in {len(fleet.groups)} groups{specs}")
+    if fleet.specs:
+        print(_("OK: {nodes} nodes in {groups} groups, {specs} user specs ([[spec]])").format(
+            nodes=len(fleet.nodes), groups=len(fleet.groups), specs=len(fleet.specs)))
+    else:
+        print(_("OK: {nodes} nodes in {groups} groups").format(nodes=len(fleet.nodes), groups=len(fleet.groups)))
     for warning in fleet.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(_("warning: {warning}").format(warning=warning), file=sys.stderr)
     return 0
 
 
@@ -173,10 +175,10 @@ def prometheus_targets(fleet: Any) -> tuple[list[dict[str, Any]], list[str]]:
 
 def add_targets_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the arguments of ``fleetmon fleet prometheus-targets``."""
-    parser.add_argument("file", help="fleet file (TOML)")
+    parser.add_argument("file", help=_("fleet file (TOML)"))
     parser.add_argument("-o", "--output", default=None,
-                        help="write the targets here (atomically, for Prometheus's file_sd to pick up) "
-                             "instead of standard output")
+                        help=_("write the targets here (atomically, for Prometheus's file_sd to pick up) "
+                             "instead of standard output"))
 
 
 def main_targets(args: argparse.Namespace) -> int:
@@ -188,7 +190,7 @@ def main_targets(args: argparse.Namespace) -> int:
         return 1
     groups, skipped = prometheus_targets(fleet)
     for line in skipped:
-        print(f"warning: left out {line}", file=sys.stderr)
+        print(_("warning: left out {what}").format(what=line), file=sys.stderr)
     text = json.dumps(groups, indent=2) + "\n"
     if not args.output:
         sys.stdout.write(text)
@@ -198,27 +200,27 @@ def main_targets(args: argparse.Namespace) -> int:
         Path(tmp).write_text(text, encoding="utf-8")
         os.replace(tmp, args.output)
     except OSError as err:
-        print(f"error: {args.output}: cannot write: {err}", file=sys.stderr)
+        print(_("error: {file}: cannot write: {error}").format(file=args.output, error=err), file=sys.stderr)
         return 1
-    print(f"wrote {args.output}: {len(groups)} targets", file=sys.stderr)
+    print(_("wrote {file}: {count} targets").format(file=args.output, count=len(groups)), file=sys.stderr)
     return 0
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("fleet", help="fleet file tools: import, check, prometheus-targets",
-                       description="Build and validate fleet files.")
+    p = sub.add_parser("fleet", help=_("fleet file tools: import, check, prometheus-targets"),
+                       description=_("Build and validate fleet files."))
     fsub = p.add_subparsers(dest="fleet_command", metavar="SUBCOMMAND")
-    fp = fsub.add_parser("import", help="build a fleet file from a host list, Ansible inventory or scontrol output",
-                         description="Build a fleet file from a plain host list, an Ansible INI inventory or "
-                                     "the output of `scontrol show nodes`.")
+    fp = fsub.add_parser("import", help=_("build a fleet file from a host list, Ansible inventory or scontrol output"),
+                         description=_("Build a fleet file from a plain host list, an Ansible INI inventory or "
+                                     "the output of `scontrol show nodes`."))
     add_import_arguments(fp)
     fp.set_defaults(func=main_import)
-    fp = fsub.add_parser("check", help="validate a fleet file", description="Validate a fleet file.")
+    fp = fsub.add_parser("check", help=_("validate a fleet file"), description=_("Validate a fleet file."))
     add_check_arguments(fp)
     fp.set_defaults(func=main_check)
-    fp = fsub.add_parser("prometheus-targets", help="print the fleet's agents as Prometheus file_sd targets",
-                         description="Print the fleet's scrapable nodes (agents and dcgm-exporter endpoints) as "
-                                     "Prometheus file_sd JSON, labelled with their fleetmon node names.")
+    fp = fsub.add_parser("prometheus-targets", help=_("print the fleet's agents as Prometheus file_sd targets"),
+                         description=_("Print the fleet's scrapable nodes (agents and dcgm-exporter endpoints) as "
+                                     "Prometheus file_sd JSON, labelled with their fleetmon node names."))
     add_targets_arguments(fp)
     fp.set_defaults(func=main_targets)
 

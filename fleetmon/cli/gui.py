@@ -15,6 +15,8 @@ import sys
 
 from fleetmon.cli.collect import require_app_extra
 from fleetmon.paths import default_db_path, default_fleet_path, fleet_file_hint, for_help
+from fleetmon.i18n import gettext as _
+from fleetmon.i18n import localized
 
 
 def resolve_paths(args: argparse.Namespace) -> bool:
@@ -34,8 +36,8 @@ def resolve_paths(args: argparse.Namespace) -> bool:
         if fleet.is_file():
             args.fleet = str(fleet)
         else:
-            print(f"fleetmon gui: no fleet file at {fleet}, so not collecting; {fleet_file_hint(fleet)}",
-                  file=sys.stderr)
+            print("fleetmon gui: " + _("no fleet file at {path}, so not collecting; {hint}").format(
+                path=fleet, hint=localized(fleet_file_hint(fleet))), file=sys.stderr)
     return True
 
 
@@ -72,19 +74,19 @@ def run(args: argparse.Namespace) -> int:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="FILE",
-                   help=f"SQLite database to show (default: {for_help(default_db_path())}, created quietly when missing; "
-                        f"asks before creating any other that does not exist)")
+                   help=_("SQLite database to show (default: {path}, created quietly when missing; "
+                          "asks before creating any other that does not exist)").format(path=for_help(default_db_path())))
     p.add_argument("--fleet", metavar="FLEET.toml",
-                   help=f"also run the collector for this fleet (unless another collector holds the database); "
-                        f"without --db and --fleet: {for_help(default_fleet_path())} when it exists")
-    p.add_argument("--interval", type=float, metavar="SECONDS", help="poll interval when collecting")
+                   help=_("also run the collector for this fleet (unless another collector holds the database); "
+                          "without --db and --fleet: {path} when it exists").format(path=for_help(default_fleet_path())))
+    p.add_argument("--interval", type=float, metavar="SECONDS", help=_("poll interval when collecting"))
     p.add_argument("--refresh", type=float, default=2.0, metavar="SECONDS",
-                   help="how often the window re-reads the database (default 2)")
+                   help=_("how often the window re-reads the database (default 2)"))
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("gui", help="open the desktop app on a database",
-                       description="Open the fleetmon desktop app on a database; with --fleet it also collects. "
-                                   "With no arguments: the default database and fleet file (see --db, --fleet).")
+    p = sub.add_parser("gui", help=_("open the desktop app on a database"),
+                       description=_("Open the fleetmon desktop app on a database; with --fleet it also collects. "
+                                   "With no arguments: the default database and fleet file (see --db, --fleet)."))
     add_arguments(p)
     p.set_defaults(func=run)

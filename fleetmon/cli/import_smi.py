@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import datetime as dt
 import os
 import re
 import stat
@@ -30,6 +29,8 @@ from typing import TYPE_CHECKING
 
 from fleetmon.errors import KnownError
 from fleetmon.text import printable
+from fleetmon.i18n import N_, Text, localized
+from fleetmon.i18n import gettext as _
 
 if TYPE_CHECKING:
     from fleetmon.records import NodePoll
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from fleetmon.sources.formats import Format
     from sqlite_utils import Database
 
-_DESCRIPTION = (
+_DESCRIPTION = N_(
     "Add a capture of one node to the database: the output of `nvidia-smi -q -x` (or `nvidia-smi -q`) saved to a "
     "file. Its GPUs join the inventory (fleetmon export), the node shows in `fleetmon report`, and the readings are "
     "stored as one sample per GPU at the capture time. The capture time is the document's <timestamp> (read as "
@@ -81,14 +82,16 @@ def run(args: argparse.Namespace) -> int:
     finally:
         db.close()
     for note in ready.notes:
-        print(f"fleetmon {_name(args)}: note: {printable(note, 400)}", file=sys.stderr)
+        print(f"fleetmon {_name(args)}: " + _("note: {note}").format(note=printable(localized(note), 400)),
+              file=sys.stderr)
     dropped = len(ready.poll.minutes) - stored
     if dropped > 0:
-        print(f"fleetmon {_name(args)}: note: {dropped} GPU(s) not stored: held by another node that answers "
-              "(uuid-conflict)", file=sys.stderr)
+        print(f"fleetmon {_name(args)}: " + _("note: {count} GPU(s) not stored: held by another node that answers "
+                                              "(uuid-conflict)").format(count=dropped), file=sys.stderr)
     assert ready.capture.ts is not None
-    print(f"{ready.poll.node}: {stored} GPU(s) from {printable(path.name, 200)} ({ready.capture.source}), captured "
-          f"{_iso(ready.capture.ts)} ({ready.when})")
+    print(_("{node}: {count} GPU(s) from {file} ({source}), captured {when} ({how})").format(
+        node=ready.poll.node, count=stored, file=printable(path.name, 200), source=ready.capture.source,
+        when=_iso(ready.capture.ts), how=localized(ready.when)))
     return 0
 
 
@@ -128,7 +131,7 @@ def prepare(path: Path, node_arg: str | None, now: float | None = None, fmt: str
         try:
             formats.by_name(fmt)
         except SourceError as exc:
-            raise KnownError(f"--format: {exc}") from None
+            raise KnownError(Text(N_("--format: {error}"), error=str(exc))) from None
     data, mtime = _read_capped(path, shown, MAX_BYTES)
     node = _node_name(node_arg, path)
     body = data.lstrip()
@@ -141,7 +144,7 @@ def prepare(path: Path, node_arg: str | None, now: float | None = None, fmt: str
             try:
                 text = formats.decode(data)
             except SourceError:
-                raise KnownError(f"{shown}: not a capture (neither UTF-8 nor UTF-16 text)") from None
+                raise KnownError(Text(N_("{file}: not a capture (neither UTF-8 nor UTF-16 text)"), file=shown)) from None
             try:
                 capture = parse_smi_report(text, MAX_GPUS_PER_NODE)
             except SourceError as exc:
@@ -154,34 +157,39 @@ def prepare(path: Path, node_arg: str | None, now: float | None = None, fmt: str
     except SourceError as exc:
         raise KnownError(f"{shown}: {exc}") from None
     if not capture.gpus:
-        raise KnownError(f"{shown}: the capture describes no GPU")
+        raise KnownError(Text(N_("{file}: the capture describes no GPU"), file=shown))
     now = time.time() if now is None else now
     notes = list(capture.notes)
-    when = "the document's timestamp"
+    when: str = Text(N_("the document's timestamp"))
     if capture.ts is None:
         if mtime > now + MAX_FUTURE_S:
-            raise KnownError(f"{shown}: the document has no timestamp and the file's modification time "
-                             f"({_iso(mtime)}) is more than {MAX_FUTURE_S / 86_400:g} days ahead of this "
-                             "machine's clock: not a capture time (set it with `touch -d`)")
+            raise KnownError(Text(N_("{file}: the document has no timestamp and the file's modification time ({when}) "
+                                     "is more than {days} days ahead of this machine's clock: not a capture time "
+                                     "(set it with `touch -d`)"), file=shown, when=_iso(mtime),
+                                  days=f"{MAX_FUTURE_S / 86_400:g}"))
         if mtime > now:
-            notes.append(f"the file's modification time ({_iso(mtime)}) is ahead of this machine's clock: "
-                         "the capture is stored as taken now")
-            capture, when = capture.with_time(now), "now (the document has no timestamp, the file's time is ahead)"
+            notes.append(Text(N_("the file's modification time ({when}) is ahead of this machine's clock: the capture "
+                                 "is stored as taken now"), when=_iso(mtime)))
+            capture, when = capture.with_time(now), Text(N_("now (the document has no timestamp, the file's time is "
+                                                            "ahead)"))
         else:
-            capture, when = capture.with_time(mtime), "the file's modification time (the document has no timestamp)"
+            capture, when = capture.with_time(mtime), Text(N_("the file's modification time (the document has no "
+                                                              "timestamp)"))
     elif capture.ts > now + MAX_FUTURE_S:
-        raise KnownError(f"{shown}: the document's timestamp ({_iso(capture.ts)}) is more than "
-                         f"{MAX_FUTURE_S / 86_400:g} days ahead of this machine's clock")
+        raise KnownError(Text(N_("{file}: the document's timestamp ({when}) is more than {days} days ahead of this "
+                                 "machine's clock"), file=shown, when=_iso(capture.ts),
+                              days=f"{MAX_FUTURE_S / 86_400:g}"))
     assert capture.ts is not None
     try:
         _check_capture(capture, shown)
     except BadAnswer as exc:
-        raise KnownError(f"refused: {printable(' '.join(str(exc).split()), 400)}") from None
+        raise KnownError(Text(N_("refused: {why}"), why=printable(" ".join(str(exc).split()), 400))) from None
     poll = capture_poll(capture, node, path.resolve().as_uri(), capture.ts)
     try:
         check_poll(poll)  # the store's own checks, before anything is written
     except RefusedPoll as exc:
-        raise KnownError(f"{shown}: the database refuses the capture: {printable(str(exc), 400)}") from None
+        raise KnownError(Text(N_("{file}: the database refuses the capture: {why}"), file=shown,
+                              why=printable(str(exc), 400))) from None
     return Prepared(poll, capture, notes, when, shown)
 
 
@@ -198,11 +206,11 @@ def store(db: Database, ready: Prepared) -> int:
     stored = ingest_polls(db, [ready.poll], refused=refused)
     node = ready.poll.node
     if node in refused:
-        raise KnownError(f"{ready.shown}: nothing stored, {printable(refused[node], 400)}")
+        raise KnownError(Text(N_("{file}: nothing stored, {why}"), file=ready.shown, why=printable(refused[node], 400)))
     maintain(db)
     if stored == 0:
-        raise KnownError(f"{ready.shown}: no GPU stored: every GPU of the capture is held by another node that "
-                         "answers (see `fleetmon report`: uuid-conflict)")
+        raise KnownError(Text(N_("{file}: no GPU stored: every GPU of the capture is held by another node that "
+                                 "answers (see `fleetmon report`: uuid-conflict)"), file=ready.shown))
     return stored
 
 
@@ -217,13 +225,16 @@ def _node_name(given: str | None, path: Path) -> str:
     name = path.stem if given is None else given
     if _HOSTNAME.fullmatch(name):
         return name
-    rule = "a node name is letters, digits, '.', '-', '_', starting and ending with a letter or digit"
+    rule = Text(N_("a node name is letters, digits, '.', '-', '_', starting and ending with a letter or digit"))
     if given is not None:
-        raise KnownError(f"--node {printable(repr(given), 300)}: {rule}")
+        raise KnownError(Text(N_("--node {name}: {rule}"), name=printable(repr(given), 300), rule=rule))
     fixed = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-._")[:253].strip("-._")
-    hint = f" (e.g. --node {fixed})" if fixed and _HOSTNAME.fullmatch(fixed) else ""
-    raise KnownError(f"{printable(str(path), 300)}: the file name {printable(repr(name), 300)} is no valid node "
-                     f"name ({rule}): give one with --node{hint}")
+    if fixed and _HOSTNAME.fullmatch(fixed):
+        raise KnownError(Text(N_("{file}: the file name {name} is no valid node name ({rule}): give one with --node "
+                                 "(e.g. --node {fixed})"), file=printable(str(path), 300),
+                              name=printable(repr(name), 300), rule=rule, fixed=fixed))
+    raise KnownError(Text(N_("{file}: the file name {name} is no valid node name ({rule}): give one with --node"),
+                          file=printable(str(path), 300), name=printable(repr(name), 300), rule=rule))
 
 
 def _read_capped(path: Path, shown: str, cap: int) -> tuple[bytes, float]:
@@ -232,14 +243,14 @@ def _read_capped(path: Path, shown: str, cap: int) -> tuple[bytes, float]:
     try:
         before = os.stat(path)
     except OSError as exc:
-        raise KnownError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+        raise KnownError(_unreadable(shown, exc)) from None
     _check_kind(before, shown, cap)
     try:
         # O_NONBLOCK: should the path have become a FIFO since the stat, the open does not wait for a writer.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
                      | getattr(os, "O_BINARY", 0))
     except OSError as exc:
-        raise KnownError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+        raise KnownError(_unreadable(shown, exc)) from None
     try:
         st = os.fstat(fd)
         _check_kind(st, shown, cap)
@@ -252,57 +263,68 @@ def _read_capped(path: Path, shown: str, cap: int) -> tuple[bytes, float]:
             chunks.append(chunk)
             got += len(chunk)
     except OSError as exc:
-        raise KnownError(f"{shown}: cannot read it ({exc.strerror or exc})") from None
+        raise KnownError(_unreadable(shown, exc)) from None
     finally:
         os.close(fd)
     if got > cap:
-        raise KnownError(f"{shown}: more than {cap} bytes, larger than an nvidia-smi capture may be")
+        raise KnownError(Text(N_("{file}: more than {cap} bytes, larger than an nvidia-smi capture may be"),
+                              file=shown, cap=cap))
     return b"".join(chunks), st.st_mtime
+
+
+def _unreadable(shown: str, exc: OSError) -> Text:
+    return Text(N_("{file}: cannot read it ({why})"), file=shown, why=str(exc.strerror or exc))
 
 
 def _check_kind(st: os.stat_result, shown: str, cap: int) -> None:
     if stat.S_ISDIR(st.st_mode):
-        raise KnownError(f"{shown}: a directory, not a capture file")
+        raise KnownError(Text(N_("{file}: a directory, not a capture file"), file=shown))
     if not stat.S_ISREG(st.st_mode):
-        kind = ("a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or
-                stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "a special file")
-        raise KnownError(f"{shown}: {kind}, not a regular file: save the capture to a file first")
+        kind = (Text(N_("a FIFO")) if stat.S_ISFIFO(st.st_mode) else Text(N_("a device")) if stat.S_ISCHR(st.st_mode)
+                or stat.S_ISBLK(st.st_mode) else Text(N_("a socket")) if stat.S_ISSOCK(st.st_mode)
+                else Text(N_("a special file")))
+        raise KnownError(Text(N_("{file}: {kind}, not a regular file: save the capture to a file first"), file=shown,
+                              kind=kind))
     if st.st_size > cap:
-        raise KnownError(f"{shown}: {st.st_size} bytes, more than the {cap} an nvidia-smi capture may have")
+        raise KnownError(Text(N_("{file}: {size} bytes, more than the {cap} an nvidia-smi capture may have"),
+                              file=shown, size=st.st_size, cap=cap))
 
 
 def _iso(ts: float) -> str:
+    """A capture time for people, in the reader's locale ("2026-12-03 15:30:00 UTC"; zh_CN "2026年12月3日 …")."""
+    from fleetmon import i18n
+
     try:
-        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+        return f"{i18n.when(ts, seconds=True)} UTC"
     except (OverflowError, OSError, ValueError):
-        return f"{ts:.0f} s after 1970"
+        return _("{seconds} s after 1970").format(seconds=f"{ts:.0f}")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("import", help="add a capture of a node by hand (nvidia-smi, amd-smi, npu-smi, …)",
-                       description=_DESCRIPTION + _FORMATS_TEXT)
-    p.add_argument("file", metavar="FILE", help="the saved output of a device tool (see --format)")
+    p = sub.add_parser("import", help=_("add a capture of a node by hand (nvidia-smi, amd-smi, npu-smi, …)"),
+                       description=_(_DESCRIPTION) + _(_FORMATS_TEXT))
+    p.add_argument("file", metavar="FILE", help=_("the saved output of a device tool (see --format)"))
     _common(p)
     p.set_defaults(func=run, command_name="import")
-    p = sub.add_parser("import-smi", help="add an `nvidia-smi -q -x` capture of a node by hand (`import`'s alias)",
-                       description=_DESCRIPTION + " `import-smi` is `fleetmon import` under its first name: it "
-                       "takes the same files and flags.")
-    p.add_argument("file", metavar="FILE.xml", help="the saved output of `nvidia-smi -q -x` (or `nvidia-smi -q`)")
+    p = sub.add_parser("import-smi", help=_("add an `nvidia-smi -q -x` capture of a node by hand (`import`'s alias)"),
+                       description=_(_DESCRIPTION) + _(" `import-smi` is `fleetmon import` under its first name: it "
+                                                         "takes the same files and flags."))
+    p.add_argument("file", metavar="FILE.xml", help=_("the saved output of `nvidia-smi -q -x` (or `nvidia-smi -q`)"))
     _common(p)
     p.set_defaults(func=run, command_name="import-smi")
 
 
-_FORMATS_TEXT = (" Besides nvidia-smi's XML and text, `import` reads the other vendors' tools named by --format; "
+_FORMATS_TEXT = N_(" Besides nvidia-smi's XML and text, `import` reads the other vendors' tools named by --format; "
                  "with --format auto (the default) the content tells which.")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database (created if missing)")
+    p.add_argument("--db", required=True, metavar="FILE", help=_("the fleetmon database (created if missing)"))
     p.add_argument("--node", metavar="NAME",
-                   help="the node's name in the fleet (default: the file name without its extension); letters, "
-                        "digits, '.', '-', '_' as in the fleet file")
+                   help=_("the node's name in the fleet (default: the file name without its extension); letters, "
+                        "digits, '.', '-', '_' as in the fleet file"))
     # The names are checked when the command runs (fleetmon.sources.formats), so that every other command
     # (the node agent among them) starts without importing the parsers.
     p.add_argument("--format", default="auto", metavar="NAME",
-                   help="the capture's format: auto (the default: told by the content), nvidia-smi-xml, "
-                        "nvidia-smi-text, or another vendor's tool format (the error for a wrong name lists them)")
+                   help=_("the capture's format: auto (the default: told by the content), nvidia-smi-xml, "
+                        "nvidia-smi-text, or another vendor's tool format (the error for a wrong name lists them)"))

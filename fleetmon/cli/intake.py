@@ -6,8 +6,10 @@ import argparse
 import sys
 
 from fleetmon.cli.reporting import fleet_of, now_of, open_for_report, short_lived, write_html
+from fleetmon.i18n import N_, Text
+from fleetmon.i18n import gettext as _
 
-EXITS = ("Exit status: 0 every card checked is PASS or CONDITIONAL (or no card was new), 2 a card was "
+EXITS = N_("Exit status: 0 every card checked is PASS or CONDITIONAL (or no card was new), 2 a card was "
          "REJECTed, 1 an error (bad arguments, unknown node or card, unreadable database). See docs/intake.md.")
 
 
@@ -25,12 +27,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         db.close()
     if outcome.save_error:
-        print(f"fleetmon intake: the result was not stored with the card: {outcome.save_error}", file=sys.stderr)
+        print("fleetmon intake: " + _("the result was not stored with the card: {error}").format(
+            error=outcome.save_error), file=sys.stderr)
     if args.html:
         if len(outcome.results) != 1:
-            raise KnownError(f"--html: {len(outcome.results)} cards were checked; a certificate is one card "
-                             "(name it with --gpu)" if outcome.results else
-                             "--html: no card was checked, no certificate written")
+            raise KnownError(Text(N_("--html: {count} cards were checked; a certificate is one card (name it with "
+                                     "--gpu)"), count=len(outcome.results)) if outcome.results else
+                             Text(N_("--html: no card was checked, no certificate written")))
         write_html(args.html, intake.certificate_html(outcome.results[0]))
     sys.stdout.write(intake.results_json(outcome.results, outcome.note) if args.json
                      else intake.result_text(outcome.results, outcome.note))
@@ -38,26 +41,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("intake", help="check a card new to the fleet: PASS / CONDITIONAL / REJECT with reasons",
-                       description="The intake check of the cards of a node new to the fleet (first seen within "
+    p = sub.add_parser("intake", help=_("check a card new to the fleet: PASS / CONDITIONAL / REJECT with reasons"),
+                       description=_("The intake check of the cards of a node new to the fleet (first seen within "
                                    "the window), or of one card on request (--gpu): memory size, PCIe capability "
                                    "and link under load, power limits against the spec, VBIOS against the model's "
                                    "fleet, lifetime ECC / retired pages / remapped rows, Xids since first seen, "
                                    "and clocks under load against nominal and the fleet. Each result is stored "
-                                   "with the card (its history in the app).",
-                       epilog=EXITS)
-    p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database (as written by `fleetmon collect`)")
-    p.add_argument("--node", required=True, metavar="NAME", help="the node the card sits in")
-    p.add_argument("--gpu", metavar="INDEX|UUID", help="check this card (default: every card of the node first "
-                                                       "seen within the window)")
+                                   "with the card (its history in the app)."),
+                       epilog=_(EXITS))
+    p.add_argument("--db", required=True, metavar="FILE", help=_("the fleetmon database (as written by `fleetmon collect`)"))
+    p.add_argument("--node", required=True, metavar="NAME", help=_("the node the card sits in"))
+    p.add_argument("--gpu", metavar="INDEX|UUID", help=_("check this card (default: every card of the node first "
+                                                       "seen within the window)"))
     p.add_argument("--window", default="24h", metavar="SPEC",
-                   help="the intake window: a duration back from now (24h, 3d) or FROM..TO (Unix seconds or ISO "
-                        "8601 UTC); the checks under load look at it (default 24h)")
-    p.add_argument("--fleet", metavar="FLEET.toml", help="apply this fleet file's [thresholds] overrides")
-    p.add_argument("--no-save", action="store_true", help="do not store the result with the card")
-    out = p.add_argument_group("output (text on stdout by default)")
-    out.add_argument("--json", action="store_true", help="print JSON instead of text (schema 1, docs/intake.md)")
-    out.add_argument("--html", metavar="FILE", help="also write the intake certificate (one card) as a printable, "
-                                                    "self-contained HTML page to FILE")
-    p.add_argument("--now", metavar="TIME", help="judge as of TIME (Unix seconds or ISO 8601 UTC; default: now)")
+                   help=_("the intake window: a duration back from now (24h, 3d) or FROM..TO (Unix seconds or ISO "
+                        "8601 UTC); the checks under load look at it (default 24h)"))
+    p.add_argument("--fleet", metavar="FLEET.toml", help=_("apply this fleet file's [thresholds] overrides"))
+    p.add_argument("--no-save", action="store_true", help=_("do not store the result with the card"))
+    out = p.add_argument_group(_("output (text on stdout by default)"))
+    out.add_argument("--json", action="store_true", help=_("print JSON instead of text (schema 1, docs/intake.md)"))
+    out.add_argument("--html", metavar="FILE", help=_("also write the intake certificate (one card) as a printable, "
+                                                    "self-contained HTML page to FILE"))
+    p.add_argument("--now", metavar="TIME", help=_("judge as of TIME (Unix seconds or ISO 8601 UTC; default: now)"))
     p.set_defaults(func=run)

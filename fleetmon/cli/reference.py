@@ -229,9 +229,16 @@ def _anchor(title: str) -> str:
 def render(parser: argparse.ArgumentParser | None = None) -> str:
     """The whole reference as Markdown (``parser`` defaults to the `fleetmon` command's)."""
     if parser is None:
+        from fleetmon import i18n
         from fleetmon.cli import build_parser
 
-        parser = build_parser()
+        # the reference is English whatever the language of the process (the help follows it when built)
+        was = i18n.current_language()
+        i18n.set_language("en")
+        try:
+            parser = build_parser()
+        finally:
+            i18n.set_language(was)
     lines = [HEADER, "## Commands", "", "| command | what |", "|---|---|"]
     lines += [f"| [`{prog}`](#{_anchor(prog)}) | {_cell(_expand(h))} |" for prog, h, _ in _walk(parser)]
     lines.append("")

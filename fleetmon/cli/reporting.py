@@ -8,25 +8,26 @@ from typing import TYPE_CHECKING
 
 from fleetmon.errors import KnownError
 from fleetmon.i18n import N_, Text
+from fleetmon.i18n import gettext as _
 
 if TYPE_CHECKING:
     from fleetmon.fleet import Fleet
     from sqlite_utils import Database
 
-EXITS = ("Exit status: 0 nothing critical, 2 something critical was found (so cron can alert), "
+EXITS = N_("Exit status: 0 nothing critical, 2 something critical was found (so cron can alert), "
          "1 an error (bad arguments, unreadable database). See docs/reports.md.")
 
 
 def add_report_common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database (as written by `fleetmon collect`)")
+    p.add_argument("--db", required=True, metavar="FILE", help=_("the fleetmon database (as written by `fleetmon collect`)"))
     p.add_argument("--fleet", metavar="FLEET.toml",
-                   help="apply this fleet file's group expectations, node groups and [thresholds] overrides")
-    out = p.add_argument_group("output (text on stdout by default)")
+                   help=_("apply this fleet file's group expectations, node groups and [thresholds] overrides"))
+    out = p.add_argument_group(_("output (text on stdout by default)"))
     out.add_argument("--json", action="store_true",
-                     help="print JSON instead of text (schema 1, stable fields: docs/reports.md)")
-    out.add_argument("--html", metavar="FILE", help="also write a printable, self-contained HTML page to FILE")
-    p.add_argument("--now", metavar="TIME", help="judge the fleet as of TIME (Unix seconds or ISO 8601 UTC; "
-                                                 "default: now), e.g. to reproduce an earlier report")
+                     help=_("print JSON instead of text (schema 1, stable fields: docs/reports.md)"))
+    out.add_argument("--html", metavar="FILE", help=_("also write a printable, self-contained HTML page to FILE"))
+    p.add_argument("--now", metavar="TIME", help=_("judge the fleet as of TIME (Unix seconds or ISO 8601 UTC; "
+                                                 "default: now), e.g. to reproduce an earlier report"))
 
 
 def now_of(args: argparse.Namespace) -> float:
@@ -72,7 +73,7 @@ def open_for_report(path: str, *, write: bool) -> tuple[Database, bool]:
         except StorageError as exc:
             if "read-only" not in str(exc) and "locked" not in str(exc):
                 raise
-            print(f"fleetmon: {exc}; reporting without saving this report", file=sys.stderr)
+            print("fleetmon: " + _("{error}; reporting without saving this report").format(error=exc), file=sys.stderr)
     return open_database(path, readonly=True), False
 
 

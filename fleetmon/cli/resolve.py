@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import time
 from typing import Any
 
+from fleetmon import i18n
 from fleetmon.cli.reporting import now_of
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_, Text
+from fleetmon.i18n import gettext as _
 
 
 def _by(args: argparse.Namespace) -> str | None:
@@ -63,48 +65,49 @@ def run(args: argparse.Namespace) -> int:
     from storage import resolutions
 
     if args.history:
-        db, _ = open_for_report(args.db, write=False)
+        db, _writable = open_for_report(args.db, write=False)
         try:
             rows = resolutions.card_resolutions(db, gpu_uuid=args.history) or resolutions.card_resolutions(
                 db, node=args.history)
         finally:
             db.close()
         if not rows:
-            print(f"no resolutions recorded for {args.history}")
+            print(_("no resolutions recorded for {what}").format(what=args.history))
         for r in rows:
             who = f" by {r.by}" if r.by else ""
             note = f" — {r.note}" if r.note else ""
-            when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r.at))
+            when = i18n.when(r.at)
             print(f"{when} UTC{who}: {RESOLVE_REASONS.get(r.reason, r.reason)}{note}\n    {r.summary or r.kind}  [{r.key}]")
         return 0
     filtering = bool(args.keys or args.node or args.kind or args.gpu is not None)
     if args.list or not filtering:
-        db, _ = open_for_report(args.db, write=False)
+        db, _writable = open_for_report(args.db, write=False)
         try:
             found = [f for f in _open_findings(db) if _matches(f, args)]
         finally:
             db.close()
         if not found:
-            print("no open findings" + (" match" if filtering else ""))
+            print(_("no open findings match") if filtering else _("no open findings"))
         for f in found:
             print(f"{f.severity:<8} {_where(f):<24} {_summary(f)}\n         key: {f.key}")
         return 0
     if not args.reason:
-        raise KnownError("--reason is required to resolve (one of: " + ", ".join(RESOLVE_REASONS) + ")")
+        raise KnownError(Text(N_("--reason is required to resolve (one of: {reasons})"),
+                              reasons=", ".join(RESOLVE_REASONS)))
     at = now_of(args)
     db, writable = open_for_report(args.db, write=True)
     if not writable:
         db.close()
-        raise KnownError(f"database {args.db}: cannot write to it, nothing resolved")
+        raise KnownError(Text(N_("database {path}: cannot write to it, nothing resolved"), path=str(args.db)))
     try:
         candidates = _open_findings(db)
         chosen = [f for f in candidates if (not args.keys or f.key in args.keys) and _matches(f, args)]
         unknown = [k for k in args.keys if k not in {f.key for f in candidates}]
         if unknown:
-            raise KnownError(f"no open finding with the key {unknown[0]!r} (list them: fleetmon resolve --db "
-                             f"{args.db} --list)")
+            raise KnownError(Text(N_("no open finding with the key {key} (list them: {command})"), key=repr(unknown[0]),
+                                  command=f"fleetmon resolve --db {args.db} --list"))
         if not chosen:
-            raise KnownError("no open finding matches --node/--gpu/--kind (list them with --list)")
+            raise KnownError(Text(N_("no open finding matches --node/--gpu/--kind (list them with --list)")))
         by = _by(args)
         for f in chosen:
             resolutions.resolve(db, f.key, args.reason, args.note or "", at, by)
@@ -119,23 +122,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     from fleetmon.health.lifecycle import RESOLVE_REASONS
 
     p = sub.add_parser(
-        "resolve", help="resolve findings as an operator (card replaced, reseated, driver updated ...)",
-        description="Resolve open findings as an operator's act, apart from acknowledging or snoozing them: the "
+        "resolve", help=_("resolve findings as an operator (card replaced, reseated, driver updated ...)"),
+        description=_("Resolve open findings as an operator's act, apart from acknowledging or snoozing them: the "
                     "finding's current episode closes, the resolution (who, when, why, a note) is kept in the "
                     "card's history and shown in reports, and a fault that comes back afterwards reopens as a "
                     "recurrence linked to it. Point events (an Xid, a GPU off the bus, uncorrectable ECC) stay "
-                    "open until resolved. Without a key or filter it lists the open findings with their keys.")
-    p.add_argument("--db", required=True, metavar="FILE", help="the fleetmon database")
-    p.add_argument("keys", nargs="*", metavar="KEY", help="finding keys to resolve (as --list prints them)")
-    p.add_argument("--node", metavar="NODE", help="resolve (or list) the open findings of this node")
-    p.add_argument("--gpu", metavar="INDEX|UUID", help="... of this GPU (its index on --node, or its UUID)")
-    p.add_argument("--kind", metavar="KIND", help="... of this finding kind (e.g. xid, gpu-lost)")
-    p.add_argument("--reason", choices=sorted(RESOLVE_REASONS), help="why it is resolved")
-    p.add_argument("--note", default="", help="free text kept with the resolution (an RMA number, what was done)")
-    p.add_argument("--by", metavar="NAME", help="who resolves it (default: the current user)")
-    p.add_argument("--now", metavar="TIME", help="the time of the resolution (Unix seconds or ISO 8601 UTC; "
-                                                 "default: now)")
-    p.add_argument("--list", action="store_true", help="list the matching open findings and their keys, resolve nothing")
-    p.add_argument("--history", metavar="UUID|NODE", help="print the resolutions recorded for a card or node")
+                    "open until resolved. Without a key or filter it lists the open findings with their keys."))
+    p.add_argument("--db", required=True, metavar="FILE", help=_("the fleetmon database"))
+    p.add_argument("keys", nargs="*", metavar="KEY", help=_("finding keys to resolve (as --list prints them)"))
+    p.add_argument("--node", metavar="NODE", help=_("resolve (or list) the open findings of this node"))
+    p.add_argument("--gpu", metavar="INDEX|UUID", help=_("... of this GPU (its index on --node, or its UUID)"))
+    p.add_argument("--kind", metavar="KIND", help=_("... of this finding kind (e.g. xid, gpu-lost)"))
+    p.add_argument("--reason", choices=sorted(RESOLVE_REASONS), help=_("why it is resolved"))
+    p.add_argument("--note", default="", help=_("free text kept with the resolution (an RMA number, what was done)"))
+    p.add_argument("--by", metavar="NAME", help=_("who resolves it (default: the current user)"))
+    p.add_argument("--now", metavar="TIME", help=_("the time of the resolution (Unix seconds or ISO 8601 UTC; "
+                                                 "default: now)"))
+    p.add_argument("--list", action="store_true", help=_("list the matching open findings and their keys, resolve nothing"))
+    p.add_argument("--history", metavar="UUID|NODE", help=_("print the resolutions recorded for a card or node"))
     p.set_defaults(func=run)
 

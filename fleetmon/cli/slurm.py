@@ -14,6 +14,8 @@ from typing import Any
 
 from fleetmon.errors import KnownError
 from fleetmon.paths import default_db_path, default_fleet_path, for_help
+from fleetmon.i18n import N_, Text
+from fleetmon.i18n import gettext as _
 
 
 def _fleet(args: argparse.Namespace) -> Any:
@@ -48,7 +50,7 @@ def _act(args: argparse.Namespace, action: str) -> int:
     node = _known_node(fleet, args.node)
     reason = args.reason if action == "drain" else (args.reason or "")
     if action == "drain" and not reason.strip():
-        raise KnownError("--reason must not be empty")
+        raise KnownError(Text(N_("--reason must not be empty")))
     db = _open_db(args)
     try:
         out = do_action(db, fleet, node, action, reason=reason, origin="cli", who=args.by or None)
@@ -57,7 +59,7 @@ def _act(args: argparse.Namespace, action: str) -> int:
     if out.ok:
         print(out.line(action))
         return 0
-    print(f"fleetmon slurm: {out.line(action)} (recorded as failed)", file=sys.stderr)
+    print("fleetmon slurm: " + _("{what} (recorded as failed)").format(what=out.line(action)), file=sys.stderr)
     return 1
 
 
@@ -68,7 +70,7 @@ def _status(args: argparse.Namespace) -> int:
     fleet = _fleet(args)
     view = client_for(fleet).view(time.time())
     if not view.ok:
-        raise KnownError(f"Slurm unavailable: {view.error}")
+        raise KnownError(Text(N_("Slurm unavailable: {error}"), error=str(view.error)))
     if args.node:
         names = [_known_node(fleet, args.node)]
     elif fleet is not None:
@@ -80,13 +82,13 @@ def _status(args: argparse.Namespace) -> int:
         try:
             name = slurm_name_of(fleet, node)
         except SlurmError as exc:
-            print(f"{node:<24} error: {exc}")
+            print(f"{node:<24} " + _("error: {error}").format(error=exc))
             failed = True
             continue
         state = view.nodes.get(name)
         shown = node if name == node else f"{node} ({name})"
         if state is None:
-            print(f"{shown:<24} unknown to Slurm")
+            print(f"{shown:<24} " + _("unknown to Slurm"))
             failed = failed or bool(args.node)
         else:
             print(f"{shown:<24} {state.label()}")
@@ -98,7 +100,7 @@ def _auto(args: argparse.Namespace) -> int:
 
     fleet = _fleet(args)
     if fleet is None or fleet.slurm is None or not fleet.slurm.auto_drain:
-        print("auto-drain is off: the fleet file's [slurm] auto_drain names no finding kinds")
+        print(_("auto-drain is off: the fleet file's [slurm] auto_drain names no finding kinds"))
         return 0
     db = _open_db(args)
     try:
@@ -119,7 +121,8 @@ def _history(args: argparse.Namespace) -> int:
     finally:
         db.close()
     if not rows:
-        print("no Slurm drains or resumes recorded" + (f" for {args.node}" if args.node else ""))
+        print(_("no Slurm drains or resumes recorded for {node}").format(node=args.node) if args.node else
+              _("no Slurm drains or resumes recorded"))
     for r in rows:
         print(action_line(r))
     return 0
@@ -137,54 +140,55 @@ def action_line(r: Any) -> str:
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
-        "slurm", help="drain and resume nodes in Slurm; their Slurm state; the automatic drain",
-        description="Drain and resume nodes through the system's Slurm commands (scontrol, sinfo), recording "
+        "slurm", help=_("drain and resume nodes in Slurm; their Slurm state; the automatic drain"),
+        description=_("Drain and resume nodes through the system's Slurm commands (scontrol, sinfo), recording "
                     "each request (who, when, why, Slurm's answer) in the database; show each node's Slurm "
                     "state; plan or run the automatic drain of [slurm] auto_drain. Fleet names map to Slurm "
-                    "names by slurm_name or [slurm] name_pattern (docs/slurm.md).")
+                    "names by slurm_name or [slurm] name_pattern (docs/slurm.md)."))
     actions = p.add_subparsers(dest="slurm_command", metavar="ACTION", required=True)
 
     def common(q: argparse.ArgumentParser) -> None:
         q.add_argument("--db", metavar="FILE",
-                       help=f"the fleetmon database that records it (default: {for_help(default_db_path())})")
+                       help=_("the fleetmon database that records it (default: {path})").format(
+                           path=for_help(default_db_path())))
         q.add_argument("--fleet", metavar="FILE",
-                       help=f"the fleet file: Slurm names and [slurm] (default: {for_help(default_fleet_path())} "
-                            "when it exists)")
+                       help=_("the fleet file: Slurm names and [slurm] (default: {path} when it exists)").format(
+                           path=for_help(default_fleet_path())))
 
-    d = actions.add_parser("drain", help="drain a node (no new jobs; running ones finish)",
-                           description="Drain NODE in Slurm with REASON (one line, prefixed 'fleetmon:', at most "
-                                       "240 characters; the full text stays in the record).")
-    d.add_argument("node", metavar="NODE", help="the fleet's node name (mapped to its Slurm name)")
-    d.add_argument("--reason", required=True, metavar="TEXT", help="why (Slurm shows it with who set it)")
-    d.add_argument("--by", metavar="NAME", help="who drains it, for the record (default: user@host)")
+    d = actions.add_parser("drain", help=_("drain a node (no new jobs; running ones finish)"),
+                           description=_("Drain NODE in Slurm with REASON (one line, prefixed 'fleetmon:', at most "
+                                       "240 characters; the full text stays in the record)."))
+    d.add_argument("node", metavar="NODE", help=_("the fleet's node name (mapped to its Slurm name)"))
+    d.add_argument("--reason", required=True, metavar="TEXT", help=_("why (Slurm shows it with who set it)"))
+    d.add_argument("--by", metavar="NAME", help=_("who drains it, for the record (default: user@host)"))
     common(d)
     d.set_defaults(func=lambda a: _act(a, "drain"))
 
-    r = actions.add_parser("resume", help="return a drained node to service",
-                           description="Resume NODE in Slurm (State=RESUME). fleetmon never resumes on its own.")
-    r.add_argument("node", metavar="NODE", help="the fleet's node name")
-    r.add_argument("--reason", metavar="TEXT", help="why, for the record")
-    r.add_argument("--by", metavar="NAME", help="who resumes it, for the record (default: user@host)")
+    r = actions.add_parser("resume", help=_("return a drained node to service"),
+                           description=_("Resume NODE in Slurm (State=RESUME). fleetmon never resumes on its own."))
+    r.add_argument("node", metavar="NODE", help=_("the fleet's node name"))
+    r.add_argument("--reason", metavar="TEXT", help=_("why, for the record"))
+    r.add_argument("--by", metavar="NAME", help=_("who resumes it, for the record (default: user@host)"))
     common(r)
     r.set_defaults(func=lambda a: _act(a, "resume"))
 
-    s = actions.add_parser("status", help="each node's Slurm state (idle, alloc, drain with its reason, down)",
-                           description="Print the Slurm state of NODE, or of every node of the fleet file (every "
-                                       "node Slurm knows without one). Exit 1 when Slurm cannot be asked.")
-    s.add_argument("node", nargs="?", metavar="NODE", help="one node (default: all)")
-    s.add_argument("--fleet", metavar="FILE", help="the fleet file (default: the default one when it exists)")
+    s = actions.add_parser("status", help=_("each node's Slurm state (idle, alloc, drain with its reason, down)"),
+                           description=_("Print the Slurm state of NODE, or of every node of the fleet file (every "
+                                       "node Slurm knows without one). Exit 1 when Slurm cannot be asked."))
+    s.add_argument("node", nargs="?", metavar="NODE", help=_("one node (default: all)"))
+    s.add_argument("--fleet", metavar="FILE", help=_("the fleet file (default: the default one when it exists)"))
     s.set_defaults(func=_status)
 
-    a = actions.add_parser("auto", help="the automatic drain of [slurm] auto_drain, now (--dry-run: only say)",
-                           description="Drain the nodes that open findings of the [slurm] auto_drain kinds call "
+    a = actions.add_parser("auto", help=_("the automatic drain of [slurm] auto_drain, now (--dry-run: only say)"),
+                           description=_("Drain the nodes that open findings of the [slurm] auto_drain kinds call "
                                        "for, on data younger than the stale limit, never more than [slurm] "
                                        "max_fraction of the fleet by fleetmon at once. The collector runs this "
-                                       "after each health pass; --dry-run prints what it would do.")
-    a.add_argument("--dry-run", action="store_true", help="print what it would drain and why others are left")
+                                       "after each health pass; --dry-run prints what it would do."))
+    a.add_argument("--dry-run", action="store_true", help=_("print what it would drain and why others are left"))
     common(a)
     a.set_defaults(func=_auto)
 
-    h = actions.add_parser("history", help="the recorded drains and resumes (newest first)")
-    h.add_argument("node", nargs="?", metavar="NODE", help="one node (default: all)")
-    h.add_argument("--db", metavar="FILE", help=f"the database (default: {for_help(default_db_path())})")
+    h = actions.add_parser("history", help=_("the recorded drains and resumes (newest first)"))
+    h.add_argument("node", nargs="?", metavar="NODE", help=_("one node (default: all)"))
+    h.add_argument("--db", metavar="FILE", help=_("the database (default: {path})").format(path=for_help(default_db_path())))
     h.set_defaults(func=_history)

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO
 
 from fleetmon.xid import parse_kernel_events, to_json
+from fleetmon.i18n import gettext as _
 
 _PROG = "fleetmon xid parse"
 
@@ -24,11 +25,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add ``FILE`` and ``--gpus MAP.json`` to the ``xid parse`` subparser."""
     parser.add_argument(
         "file", metavar="FILE",
-        help="kernel log to read (dmesg, journalctl -k, /var/log/kern.log); '-' reads stdin",
+        help=_("kernel log to read (dmesg, journalctl -k, /var/log/kern.log); '-' reads stdin"),
     )
     parser.add_argument(
         "--gpus", metavar="MAP.json", default=None,
-        help="JSON object mapping PCI address to GPU UUID, used to fill the 'gpu' field",
+        help=_("JSON object mapping PCI address to GPU UUID, used to fill the 'gpu' field"),
     )
 
 
@@ -59,7 +60,8 @@ def main_parse(path: str, gpu_map_file: str | None = None, stdout: IO[str] = sys
         try:
             gpu_map = _load_gpu_map(gpu_map_file)
         except (OSError, ValueError) as e:
-            print(f"{_PROG}: cannot read {gpu_map_file}: {_reason(e)}", file=sys.stderr)
+            print(f"{_PROG}: " + _("cannot read {file}: {why}").format(file=gpu_map_file, why=_reason(e)),
+                  file=sys.stderr)
             return 1
     try:
         if path == "-":
@@ -77,7 +79,7 @@ def main_parse(path: str, gpu_map_file: str | None = None, stdout: IO[str] = sys
         _silence_stdout(stdout)
         return 0
     except OSError as e:
-        print(f"{_PROG}: cannot read {path}: {_reason(e)}", file=sys.stderr)
+        print(f"{_PROG}: " + _("cannot read {file}: {why}").format(file=path, why=_reason(e)), file=sys.stderr)
         return 1
     return 0
 
@@ -109,12 +111,12 @@ def _run_parse(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("xid", help="Xid tools: parse kernel logs",
-                       description="Xid event tools.")
+    p = sub.add_parser("xid", help=_("Xid tools: parse kernel logs"),
+                       description=_("Xid event tools."))
     xsub = p.add_subparsers(dest="xid_command", metavar="SUBCOMMAND")
-    xp = xsub.add_parser("parse", help="print the Xid events of a kernel log as JSON lines",
-                         description="Read a kernel log (dmesg, journalctl -k, /var/log/kern.log) and print "
-                                     "one JSON object per Xid event.")
+    xp = xsub.add_parser("parse", help=_("print the Xid events of a kernel log as JSON lines"),
+                         description=_("Read a kernel log (dmesg, journalctl -k, /var/log/kern.log) and print "
+                                     "one JSON object per Xid event."))
     add_arguments(xp)
     xp.set_defaults(func=_run_parse)
 

@@ -29,7 +29,7 @@ __all__ = ["NOTIFY_KEYS", "SECRET", "TOKEN_SCHEMES", "NotifySpec", "parse_clock"
            "validate_notify"]
 
 NOTIFY_KEYS: tuple[str, ...] = ("name", "url", "url_file", "secret_file", "min_severity", "groups", "quiet_hours",
-                                "timezone", "digest", "digest_at", "max_per_hour")
+                                "timezone", "digest", "digest_at", "max_per_hour", "lang")
 """The keys of a ``[[notify]]`` table."""
 
 SECRET = "{secret}"
@@ -71,6 +71,8 @@ class NotifySpec:
     digest: bool = True
     digest_at: int = 7 * 60
     max_per_hour: int = DEFAULT_MAX_PER_HOUR
+    lang: str | None = None
+    """The language of this destination's messages ("en", "zh_CN"); None: the collector's own."""
 
 
 def parse_clock(text: str) -> int | None:
@@ -199,7 +201,17 @@ def _one(v: Any, item: dict[str, Any], name: str, where: Where, groups: Any) -> 
     if "max_per_hour" in item:
         value = v._integer(item["max_per_hour"], *where("max_per_hour"), low=1, high=3600)
         per_hour = value if value is not None else per_hour
-    return NotifySpec(name, url, url_file, secret_file, severity, wanted, quiet, timezone, digest, digest_at, per_hour)
+    lang = None
+    if "lang" in item:
+        from fleetmon.i18n import SUPPORTED
+
+        text = v._string(item["lang"], *where("lang"))
+        if text is not None and text not in SUPPORTED:
+            v.error(*where("lang"), f"must be one of {', '.join(SUPPORTED)} (got {text!r})")
+        elif text is not None:
+            lang = text
+    return NotifySpec(name, url, url_file, secret_file, severity, wanted, quiet, timezone, digest, digest_at, per_hour,
+                      lang)
 
 
 def _url(v: Any, value: Any, line: int, key: str) -> str | None:

@@ -6,6 +6,8 @@ Inputs are the pure results of :mod:`fleetmon.health.engine`
 clock or a file; the HTML is one self-contained page (inline CSS, every
 value escaped) that prints cleanly.
 
+The HTML pages are :mod:`fleetmon.health.render_html`'s (``report_html``, ``preflight_html``).
+
 JSON documents carry ``"schema": 1``; their fields are documented in
 docs/findings.md and only ever gain keys within one schema version.
 
@@ -24,6 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from fleetmon import hostlist
+from fleetmon import i18n
 from fleetmon.i18n import N_, Text, current_language, localized
 from fleetmon.i18n import gettext as _
 from fleetmon.health.lifecycle import RESOLVE_REASONS
@@ -39,11 +42,9 @@ __all__ = [
     "SCHEMA",
     "exit_status",
     "preflight_dict",
-    "preflight_html",
     "preflight_json",
     "preflight_text",
     "report_dict",
-    "report_html",
     "report_json",
     "report_text",
 ]
@@ -53,7 +54,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CRITICAL = 2
 
-def _hosts(names: Sequence[str]) -> str:
+def hosts(names: Sequence[str]) -> str:
     """Host names as a readable hostlist: ``a, b, gpu[01-03,07]`` (a space after each top-level comma).
 
     A name no hostlist can hold (it came from outside unchecked) is listed after it, quoted: a report
@@ -68,7 +69,7 @@ def _hosts(names: Sequence[str]) -> str:
     return ", ".join(([("".join(out))] if text else []) + [hostlist.quoted(h) for h in bad])
 
 
-def _worst_kinds(findings: Iterable[Finding], with_severity: bool = False) -> list[str]:
+def worst_kinds(findings: Iterable[Finding], with_severity: bool = False) -> list[str]:
     """Distinct kinds of ``findings``, worst first (:func:`worst_order`)."""
     seen: dict[str, str] = {}
     for f in sorted(findings, key=lambda f: worst_order(f.severity, f.kind, f.first_seen)):
@@ -76,12 +77,12 @@ def _worst_kinds(findings: Iterable[Finding], with_severity: bool = False) -> li
     return list(seen.values())
 
 
-def _verdict_counts(verdicts: Mapping[str, str]) -> dict[str, int]:
+def verdict_counts(verdicts: Mapping[str, str]) -> dict[str, int]:
     values = list(verdicts.values())
     return {v: values.count(v) for v in VERDICTS}
 
 
-def _counts_line(counts: Mapping[str, int]) -> str:
+def counts_line(counts: Mapping[str, int]) -> str:
     """"1 fail, 0 warn, 2 pass" and, where there are any, "1 unreachable", "1 unknown"."""
     parts = [_("{count} {verdict}").format(count=counts.get(v, 0), verdict=W.word(v))
              for v in VERDICTS if v in ("fail", "warn", "pass") or counts.get(v)]
@@ -101,7 +102,7 @@ def exit_status(result: ReportResult | PreflightResult | Iterable[Finding]) -> i
     return EXIT_CRITICAL if any(f.is_open and f.severity == "critical" for f in result) else EXIT_OK
 
 
-def _stale_line(stale: Mapping[str, float]) -> str:
+def stale_line(stale: Mapping[str, float]) -> str:
     return ", ".join(f"{n} ({W.age(float(a))})" for n, a in stale.items()) or _("none")
 
 
@@ -118,7 +119,7 @@ def resolution_text(f: Finding) -> str:
         reason = str(res.get("reason") or "")
         words = localized(res.get("reason_text") or RESOLVE_REASONS.get(reason, reason))  # marked reasons
         text = (_("resolved by {who} at {at}: {reason}") if res.get("by") else _("resolved at {at}: {reason}")).format(
-            who=res.get("by"), at=_short(res.get("at")), reason=words)
+            who=res.get("by"), at=short_time(res.get("at")), reason=words)
         return _("{text} — {note}").format(text=text, note=res.get("note")) if res.get("note") else text
     if why.get("why"):
         return _("resolved by data: {why}").format(why=localized(why.get("why")))
@@ -131,10 +132,11 @@ def _iso(ts: float | None) -> str | None:
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _short(ts: float | None) -> str:
+def short_time(ts: float | None) -> str:
+    """A moment for people, in the reader's locale (English: "2026-12-03 15:30"; zh_CN: "2026年12月3日 15:30")."""
     if ts is None:
         return "—"
-    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    return i18n.when(float(ts))
 
 
 def _finding_dict(f: Finding) -> dict[str, Any]:
@@ -221,11 +223,11 @@ def _where_width(findings: Iterable[Finding]) -> int:
     return max([18, *(len(f.where()) for f in findings)])
 
 
-def _models_line(models: Mapping[str, int]) -> str:
+def models_line(models: Mapping[str, int]) -> str:
     return ", ".join(f"{n}x {m}" for m, n in models.items()) or _("none")
 
 
-def _drivers_line(drivers: Mapping[str, int]) -> str:
+def drivers_line(drivers: Mapping[str, int]) -> str:
     return ", ".join(f"{v} ({W.nodes(n)})" for v, n in drivers.items()) or _("none")
 
 
@@ -252,7 +254,7 @@ def slurm_action_text(a: Mapping[str, Any], with_time: bool = True) -> str:
         k: a.get(k) for k in ("action", "node", "who", "origin")})
     if a.get("reason"):
         text = _("{text} — {reason}").format(text=text, reason=a["reason"])
-    return f"{_short(a.get('ts'))} {text}" if with_time else text
+    return f"{short_time(a.get('ts'))} {text}" if with_time else text
 
 
 def _slurm_lines(s: Mapping[str, Any], verdicts: Mapping[str, str]) -> list[str]:
@@ -275,12 +277,12 @@ def _slurm_lines(s: Mapping[str, Any], verdicts: Mapping[str, str]) -> list[str]
     return out
 
 
-def _mixed(summary: Mapping[str, Any]) -> bool:
+def mixed_vendors(summary: Mapping[str, Any]) -> bool:
     """Whether the report speaks of vendors: any device not NVIDIA's (an NVIDIA-only report reads as before)."""
     return any(v != "nvidia" for v in (summary.get("nodes_by_vendor") or {}))
 
 
-def _vendors_line(s: Mapping[str, Any]) -> str:
+def vendors_line(s: Mapping[str, Any]) -> str:
     """"NVIDIA 8 GPUs on 2 nodes (driver 550.54.15 ×2, CUDA 12.4 ×2); AMD 4 GPUs on 1 node (driver 6.3.6 ×1)"."""
     from fleetmon.vendors import runtime_name, vendor_name
 
@@ -300,26 +302,26 @@ def _vendors_line(s: Mapping[str, Any]) -> str:
 def report_text(result: ReportResult) -> str:
     """The report as plain text for a terminal or a mail."""
     s = result.summary
-    counts = _verdict_counts(result.verdicts)
+    counts = verdict_counts(result.verdicts)
     never = set(s.get("never_reached") or ())
     down = [n for n in s.get("unreachable") or () if n not in never and n not in (s.get("stale") or {})]
     ww = _where_width([*result.findings, *result.new, *result.resolved, *result.worsened])
     out = [
-        _report_title(result.group),
-        _("Window: {since} .. {now} UTC ({span})").format(since=_short(result.since), now=_short(result.now),
+        report_title(result.group),
+        _("Window: {since} .. {now} UTC ({span})").format(since=short_time(result.since), now=short_time(result.now),
                                                         span=W.span(result.now - result.since)),
         _("Status: {status} — {counts} ({nodes}, {gpus})").format(
-            status=W.upper(result.status), counts=_counts_line(counts), nodes=W.nodes(s.get("nodes", 0)),
+            status=W.upper(result.status), counts=counts_line(counts), nodes=W.nodes(s.get("nodes", 0)),
             gpus=W.gpus(s.get("gpus", 0))),
         "",
         _("Fleet"),
-        _("  GPUs by model: {models}").format(models=_models_line(s.get("gpus_by_model", {}))),
-        _("  Drivers:       {drivers}").format(drivers=_drivers_line(s.get("driver_versions", {}))),
-        *([_("  By vendor:     {vendors}").format(vendors=_vendors_line(s))] if _mixed(s) else []),
-        _("  Unreachable:   {nodes}").format(nodes=_hosts(down) if down else _("none")),
+        _("  GPUs by model: {models}").format(models=models_line(s.get("gpus_by_model", {}))),
+        _("  Drivers:       {drivers}").format(drivers=drivers_line(s.get("driver_versions", {}))),
+        *([_("  By vendor:     {vendors}").format(vendors=vendors_line(s))] if mixed_vendors(s) else []),
+        _("  Unreachable:   {nodes}").format(nodes=hosts(down) if down else _("none")),
         _("  Never reached: {nodes}").format(
-            nodes=_hosts(sorted(never, key=hostlist.sort_key)) if never else _("none")),
-        _("  Stale:         {nodes}").format(nodes=_stale_line(s.get("stale") or {})),
+            nodes=hosts(sorted(never, key=hostlist.sort_key)) if never else _("none")),
+        _("  Stale:         {nodes}").format(nodes=stale_line(s.get("stale") or {})),
         "",
     ]
     if result.previous:
@@ -333,7 +335,7 @@ def report_text(result: ReportResult) -> str:
     inventory = s.get("inventory_changes", [])
     out.append("  " + _("Inventory changes ({count})").format(count=len(inventory)))
     for c in inventory:
-        out.append(f"    {_short(c['ts'])}  {localized(c['summary'])}")
+        out.append(f"    {short_time(c['ts'])}  {localized(c['summary'])}")
     out.append("")
     out.append(_("Nodes"))
     passing = []
@@ -348,16 +350,16 @@ def report_text(result: ReportResult) -> str:
         if verdict == "pass":
             passing.append(name)
             continue
-        kinds = _worst_kinds(by_node.get(name, ()), with_severity=True)
+        kinds = worst_kinds(by_node.get(name, ()), with_severity=True)
         if verdict == "unknown":
             kinds = [_("never reached: no evidence")]
         elif verdict == "unreachable" and not any(k.startswith("node-unreachable") for k in kinds):
             kinds = [_("not answering now"), *kinds]
         elif verdict == "stale" or name in (s.get("stale") or {}):
-            kinds = [_no_data_for(float((s.get("stale") or {}).get(name, 0.0))), *kinds]
+            kinds = [no_data_for(float((s.get("stale") or {}).get(name, 0.0))), *kinds]
         out.append(f"  {W.ljust(W.upper(verdict), verdict_w)}  {name:<{name_w}} {', '.join(kinds)}".rstrip())
     if passing:
-        out.append(f"  {W.ljust(W.upper('pass'), verdict_w)}  {W.nodes(len(passing))}: {_hosts(passing)}")
+        out.append(f"  {W.ljust(W.upper('pass'), verdict_w)}  {W.nodes(len(passing))}: {hosts(passing)}")
     elif not result.verdicts:
         out.append("  " + _("(no nodes)"))
     out.append("")
@@ -369,13 +371,13 @@ def report_text(result: ReportResult) -> str:
     for f in open_findings:
         out.append(_finding_line(f, ww))
         if f.key in acked:
-            out.append(f"        {_ack_text(acked[f.key])}")
+            out.append(f"        {ack_text(acked[f.key])}")
         out.append("        " + _("since {first}, last {last}; action: {action}").format(
-            first=_short(f.first_seen), last=_short(f.last_seen), action=localized(f.action)))
+            first=short_time(f.first_seen), last=short_time(f.last_seen), action=localized(f.action)))
     out.append("")
     out.append(_("Resolved in the window ({count})").format(count=len(resolved)))
     for f in resolved:
-        out.append(_finding_line(f, ww) + "  " + _("(last {last})").format(last=_short(f.last_seen)))
+        out.append(_finding_line(f, ww) + "  " + _("(last {last})").format(last=short_time(f.last_seen)))
         how = resolution_text(f)
         if how:
             out.append(f"        {how}")
@@ -386,11 +388,11 @@ def report_text(result: ReportResult) -> str:
     return _lines(out)
 
 
-def _report_title(group: str | None) -> str:
+def report_title(group: str | None) -> str:
     return _("fleetmon report — group {group}").format(group=group) if group else _("fleetmon report")
 
 
-def _no_data_for(seconds: float) -> str:
+def no_data_for(seconds: float) -> str:
     return _("no data for {age}").format(age=W.age(seconds))
 
 
@@ -456,7 +458,7 @@ def preflight_json(result: PreflightResult) -> str:
     return json.dumps(preflight_dict(result), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def _ecc_line(ecc: Mapping[str, Any]) -> str:
+def ecc_line(ecc: Mapping[str, Any]) -> str:
     if not ecc:
         return _("ECC: no data")
     return _("ECC: {corrected} corrected, {uncorrected} uncorrected, retired pages {retired}, pending {pending}, "
@@ -466,19 +468,20 @@ def _ecc_line(ecc: Mapping[str, Any]) -> str:
         remap_pending=ecc.get("remap_pending", 0), remap_failed=ecc.get("remap_failure", 0))
 
 
-def _power_line(power: Mapping[str, Any]) -> str:
+def power_line(power: Mapping[str, Any]) -> str:
     if not power:
         return _("Power: no data")
     mean = power.get("mean_w")
     peak = power.get("max_w")
     return _("Power: mean {mean}, max {peak}, brake {brake} min, unreadable {unreadable} min, "
              "capped GPUs {capped}").format(
-        mean="—" if mean is None else f"{mean:.0f} W", peak="—" if peak is None else f"{peak:.0f} W",
+        mean="—" if mean is None else f"{i18n.number(mean)} W",
+        peak="—" if peak is None else f"{i18n.number(peak)} W",
         brake=power.get("power_brake_minutes", 0), unreadable=power.get("unreadable_minutes", 0),
         capped=power.get("capped_gpus", 0))
 
 
-def _preflight_vendors_line(result: PreflightResult) -> str:
+def preflight_vendors_line(result: PreflightResult) -> str:
     """"By vendor: NVIDIA 2 GO, 0 NO-GO (16 GPUs); AMD 1 GO, 1 NO-GO (8 GPUs)"."""
     from fleetmon.vendors import vendor_name
 
@@ -492,11 +495,11 @@ def preflight_text(result: PreflightResult) -> str:
     """The preflight as plain text."""
     out = [
         _("fleetmon preflight — {nodes}, window {days} ({since} .. {now} UTC)").format(
-            nodes=W.nodes(len(result.nodes)), days=W.days(result.days), since=_short(result.since),
-            now=_short(result.now)),
+            nodes=W.nodes(len(result.nodes)), days=W.days(result.days), since=short_time(result.since),
+            now=short_time(result.now)),
         _("GO {go}   NO-GO {no_go}").format(go=len(result.go), no_go=len(result.no_go)),
         _("Exclude: {hosts}").format(hosts=result.exclude or _("(none)")),
-        *([_preflight_vendors_line(result)] if any(v != "nvidia" for v in result.vendors.values()) else []),
+        *([preflight_vendors_line(result)] if any(v != "nvidia" for v in result.vendors.values()) else []),
         "",
     ]
     mixed = any(v != "nvidia" for v in result.vendors.values())
@@ -510,8 +513,8 @@ def preflight_text(result: PreflightResult) -> str:
         out.append(f"{W.ljust(W.upper(n.verdict), 6)} {n.name}  ({gpus})")
         out += [f"    - {localized(r)}" for r in n.reasons]
         out += [f"    ~ {localized(w)}" for w in n.warnings]
-        out.append(f"    {_ecc_line(n.ecc)}")
-        out.append(f"    {_power_line(n.power)}")
+        out.append(f"    {ecc_line(n.ecc)}")
+        out.append(f"    {power_line(n.power)}")
     out.append("")
     code = exit_status(result)
     out.append(_("Exit status: {code} (no-go nodes)").format(code=code) if code == EXIT_CRITICAL
@@ -522,7 +525,7 @@ def preflight_text(result: PreflightResult) -> str:
 # ---------------------------------------------------------------------------
 # HTML
 
-_CSS = """
+CSS = """
 body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:2em;color:#222;font-size:14px}
 h1{font-size:1.5em;margin-bottom:.2em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid #ccc}
 table{border-collapse:collapse;width:100%;margin:.5em 0;table-layout:auto}th,td{border:1px solid #ddd;
@@ -537,179 +540,17 @@ th{background:#f3f3f3}.meta{color:#555}.nw{white-space:nowrap}.tok{overflow-wrap
 """
 
 
-def _e(value: Any) -> str:
+def esc(value: Any) -> str:
     """Text for the page: control characters as visible escapes (as in the terminal), then HTML-escaped."""
     return html.escape(printable("" if value is None else str(value)), quote=True)
 
 
-def _badge(word: str) -> str:
-    return f'<span class="b {_e(word)}">{_e(W.upper(word))}</span>'
+def badge(word: str) -> str:
+    return f'<span class="b {esc(word)}">{esc(W.upper(word))}</span>'
 
-
-# Simplified Chinese faces first (Noto/Source Han SC on Linux, PingFang on macOS, YaHei on Windows): a generic
-# sans-serif may resolve to a Japanese CJK face (LibreOffice did), whose forms of some characters differ.
-# Dates in table cells keep to one line ("2026年12月3日 15:30" breaks at any character in a narrow column).
-_CSS_ZH = ('body{font-family:"Noto Sans CJK SC","Source Han Sans SC","PingFang SC","Microsoft YaHei",'
-           'system-ui,sans-serif}td.nw,th{white-space:nowrap}\n')
-
-
-def _page(title: str, body: Sequence[str]) -> str:
-    lang = current_language().replace("_", "-")  # "en", "zh-CN": the browser picks a CJK font for zh-CN
-    return (f"<!DOCTYPE html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e(title)}</title><style>{_CSS}{_CSS_ZH if lang == 'zh-CN' else ''}</style></head><body>\n"
-            + "\n".join(body) + "\n</body></html>\n")
-
-
-def _ack_text(ack: Mapping[str, Any]) -> str:
+def ack_text(ack: Mapping[str, Any]) -> str:
     """"acknowledged by ann: fan ordered" / "snoozed until 2024-05-02 10:00: …" (an operator's mark)."""
     who, until = ack.get("by"), ack.get("until")
     text = ((_("snoozed by {who} until {until}: {note}") if who else _("snoozed until {until}: {note}")) if until
             else _("acknowledged by {who}: {note}") if who else _("acknowledged: {note}"))
-    return text.format(who=who, until=_short(until) if until else "", note=ack.get("note") or _("(no note)"))
-
-
-_FINDING_HEADERS = (N_("Severity"), N_("Where"), N_("Kind"), N_("Summary"), N_("First seen"), N_("Last seen"),
-                    N_("Action"))
-
-
-def _findings_table(findings: Sequence[Finding], resolved: bool = False,
-                    acked: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    if not findings:
-        return _tag("p", _("None."), "small")
-    rows = ["<table><tr>" + "".join(_tag("th", _(h)) for h in _FINDING_HEADERS) + "</tr>"]
-    for f in findings:
-        cls = ' class="resolved"' if resolved or not f.is_open else ""
-        rows.append(
-            f"<tr{cls}><td class=\"nw\">{_badge(f.severity)}</td><td class=\"tok\">{_e(f.where())}</td>"
-            f"<td class=\"nw\"><code>{_e(f.kind)}</code></td><td>{_e(localized(f.summary))}{_ack_cell(acked, f.key)}"
-            f"{_resolution_cell(f)}</td>"
-            f"<td class=\"nw\">{_e(_short(f.first_seen))}</td><td class=\"nw\">{_e(_short(f.last_seen))}</td>"
-            f"<td class=\"small\">{_e(localized(f.action))}</td></tr>")
-    rows.append("</table>")
-    return "\n".join(rows)
-
-
-def _resolution_cell(f: Finding) -> str:
-    how = resolution_text(f)
-    return f'<br><span class="small">{_e(how)}</span>' if how else ""
-
-
-def _ack_cell(acked: Mapping[str, Mapping[str, Any]] | None, key: str) -> str:
-    return f'<br><span class="small">{_e(_ack_text(acked[key]))}</span>' if acked and key in acked else ""
-
-
-def _row(label: str, value: str) -> str:
-    """One row of a two-column table: the label (marked with N_, said here) and the value."""
-    return f"<tr>{_tag('th', _(label))}<td>{_e(value)}</td></tr>"
-
-
-def _tag(tag: str, text: str, cls: str = "") -> str:
-    """``<tag class="cls">text</tag>``, the text escaped (marked text stays outside f-strings: on Python 3.11
-    Babel's extractor does not look into them)."""
-    return f'<{tag} class="{cls}">{_e(text)}</{tag}>' if cls else f"<{tag}>{_e(text)}</{tag}>"
-
-
-def report_html(result: ReportResult) -> str:
-    """The report as one printable, self-contained HTML page."""
-    s = result.summary
-    counts = _verdict_counts(result.verdicts)
-    never = set(s.get("never_reached") or ())
-    down = [n for n in s.get("unreachable") or () if n not in never and n not in (s.get("stale") or {})]
-    title = _report_title(result.group)
-    none = _("none")
-    body = [
-        f"<h1>{_e(title)} {_badge(result.status)}</h1>",
-        '<p class="meta">' + _e(_("Window {since} .. {now} UTC ({span}) · {counts} · {nodes}, {gpus} · "
-                                  "exit status {code}").format(
-            since=_short(result.since), now=_short(result.now), span=W.span(result.now - result.since),
-            counts=_counts_line(counts), nodes=W.nodes(s.get("nodes", 0)), gpus=W.gpus(s.get("gpus", 0)),
-            code=exit_status(result))) + "</p>",
-        _tag("h2", _("Fleet")) + "<table>",
-        _row(N_("GPUs by model"), _models_line(s.get("gpus_by_model", {}))),
-        _row(N_("Driver versions"), _drivers_line(s.get("driver_versions", {}))),
-        *([_row(N_("By vendor"), _vendors_line(s))] if _mixed(s) else []),
-        _row(N_("Unreachable"), _hosts(down) if down else none),
-        _row(N_("Never reached"), _hosts(sorted(never, key=hostlist.sort_key)) if never else none),
-        _row(N_("Stale"), _stale_line(s.get("stale") or {})) + "</table>",
-        _tag("h2", _("Changes since the previous report")),
-    ]
-    if result.previous:
-        for label, items in ((N_("New ({count})"), result.new), (N_("Resolved ({count})"), result.resolved),
-                             (N_("Worsened ({count})"), result.worsened)):
-            body.append(_tag("h3", _(label).format(count=len(items))))
-            body.append(_findings_table(items, resolved=label == "Resolved ({count})"))
-    else:
-        body.append(_tag("p", _("No previous report to compare with."), "small"))
-    inventory = s.get("inventory_changes", [])
-    body.append(_tag("h3", _("Inventory changes ({count})").format(count=len(inventory))))
-    if inventory:
-        body.append("<table><tr>" + _tag("th", _("When")) + _tag("th", _("Change")) + "</tr>")
-        body += [f"<tr><td>{_e(_short(c['ts']))}</td><td>{_e(localized(c['summary']))}</td></tr>" for c in inventory]
-        body.append("</table>")
-    else:
-        body.append(_tag("p", _("None."), "small"))
-    slurm = s.get("slurm") if isinstance(s.get("slurm"), Mapping) else None
-    slurm_col = bool(slurm and slurm.get("asked"))
-    body.append(_tag("h2", _("Nodes")) + "<table><tr>" + _tag("th", _("Node")) + _tag("th", _("Verdict"))
-                + ("<th>Slurm</th>" if slurm_col else "") + _tag("th", _("Open findings")) + "</tr>")
-    by_node: dict[str, list[Finding]] = {}
-    for f in result.findings:
-        if f.is_open and f.severity != "info":
-            by_node.setdefault(f.node, []).append(f)
-    for name, verdict in result.verdicts.items():
-        kinds = ", ".join(_worst_kinds(by_node.get(name, ())))
-        if verdict == "unknown":
-            kinds = _("never reached: no evidence")
-        elif verdict == "unreachable" and "node-unreachable" not in kinds:
-            kinds = ", ".join(k for k in (_("not answering now"), kinds) if k)
-        elif verdict == "stale" or name in (s.get("stale") or {}):
-            age = _no_data_for(float((s.get("stale") or {}).get(name, 0.0)))
-            kinds = ", ".join(k for k in (age, kinds) if k)
-        cell = f"<td>{_e(localized(slurm_state_text(slurm, name)))}</td>" if slurm and slurm_col else ""
-        body.append(f"<tr><td>{_e(name)}</td><td>{_badge(verdict)}</td>{cell}<td>{_e(kinds)}</td></tr>")
-    body.append("</table>")
-    if slurm is not None:
-        if slurm.get("asked") and not slurm.get("available"):
-            body.append(_tag("p", _("Slurm unavailable: {error}").format(error=slurm.get("error")), "small"))
-        actions = list(slurm.get("actions") or ())
-        body.append(_tag("h2", _("Slurm drains and resumes ({count})").format(count=len(actions))))
-        if actions:
-            body.append("<table><tr>" + _tag("th", _("When")) + _tag("th", _("What")) + "</tr>")
-            body += [f"<tr><td>{_e(_short(a.get('ts')))}</td><td>{_e(slurm_action_text(a, with_time=False))}</td></tr>"
-                     for a in actions]
-            body.append("</table>")
-        else:
-            body.append(_tag("p", _("None."), "small"))
-    body.append(_tag("h2", _("Open findings")))
-    body.append(_findings_table([f for f in result.findings if f.is_open], acked=s.get("acknowledged")))
-    body.append(_tag("h2", _("Resolved in the window")))
-    body.append(_findings_table([f for f in result.findings if not f.is_open], resolved=True))
-    return _page(title, body)
-
-
-def preflight_html(result: PreflightResult) -> str:
-    """The preflight as one printable, self-contained HTML page."""
-    title = _("fleetmon preflight")
-    body = [
-        f"<h1>{_e(title)}</h1>",
-        '<p class="meta">' + _e(_("{nodes}, window {days} ({since} .. {now} UTC) · GO {go} · NO-GO {no_go} · "
-                                  "exit status {code}").format(
-            nodes=W.nodes(len(result.nodes)), days=W.days(result.days), since=_short(result.since),
-            now=_short(result.now), go=len(result.go), no_go=len(result.no_go), code=exit_status(result))) + "</p>",
-        "<p>" + _e(_("Exclude:")) + " <code>" + _e(result.exclude or _("(none)")) + "</code></p>",
-        *([f"<p>{_e(_preflight_vendors_line(result))}</p>"] if any(v != "nvidia" for v in result.vendors.values())
-          else []),
-        "<table><tr>" + "".join(_tag("th", _(h)) for h in (N_("Node"), N_("Verdict"), N_("Reasons"), "ECC",
-                                                                 N_("Power"))) + "</tr>",
-    ]
-    for n in sorted(result.nodes, key=lambda n: (n.go, hostlist.sort_key(n.name))):
-        reasons = "".join(f"<li>{_e(localized(r))}</li>" for r in n.reasons)
-        warnings = "".join(f'<li class="small">{_e(localized(w))}</li>' for w in n.warnings)
-        listing = f"<ul>{reasons}{warnings}</ul>" if reasons or warnings else ""
-        body.append(
-            f"<tr><td>{_e(n.name)}</td><td>{_badge(n.verdict)}</td><td>{listing}</td>"
-            f'<td class="small">{_e(_ecc_line(n.ecc))}</td><td class="small">{_e(_power_line(n.power))}</td></tr>')
-    body.append("</table>")
-    body.append(_tag("h2", _("Findings in the window")))
-    body.append(_findings_table(list(result.findings)))
-    return _page(title, body)
+    return text.format(who=who, until=short_time(until) if until else "", note=ack.get("note") or _("(no note)"))

@@ -9,12 +9,15 @@ event) or a folded one (a storm: many events, one message listing them).
 from __future__ import annotations
 
 import shlex
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from fleetmon import i18n
+from fleetmon.health import wording as W
+from fleetmon.i18n import N_, localized, ngettext
+from fleetmon.i18n import gettext as _
 from fleetmon.text import printable
 from fleetmon.vocab import Severity
 
@@ -102,15 +105,35 @@ def finding_event(finding: Any, transition: str, db: str, *, group: str | None =
                  group=group, at=float(finding.last_seen))
 
 
+STALE_ACTION = N_("Check that the collector still polls this node and that the node and its agent are up")
+
+
+def _stale_evidence(node: str, last_ok: float, now: float) -> str:
+    """"n3: no good poll for 42 min (last at 2026-12-03 15:30 UTC)", in the current language."""
+    minutes = max(0, int((now - last_ok) // 60))
+    return _("{node}: no good poll for {minutes} min (last at {when} UTC)").format(
+        node=node, minutes=minutes, when=i18n.when(last_ok))
+
+
 def stale_event(node: str, last_ok: float, now: float, db: str, *, group: str | None = None) -> Event:
     """The event of a node whose newest good poll is older than the staleness limit (one per stale spell)."""
-    minutes = max(0, int((now - last_ok) // 60))
+    with i18n.speaking("en"):  # stored English, said again in each destination's language by compose()
+        evidence = _stale_evidence(node, last_ok, now)
     return Event(key=f"stale:{node}:{int(last_ok)}", transition="stale", kind="node-stale", severity="critical",
-                 node=node, gpu=None,
-                 evidence=f"{node}: no good poll for {minutes} min (last at "
-                          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(last_ok))})",
-                 action="Check that the collector still polls this node and that the node and its agent are up",
+                 node=node, gpu=None, evidence=evidence, action=STALE_ACTION,
                  command=open_command(db, node), group=group, at=now)
+
+
+def _evidence(e: Event) -> str:
+    """The event's evidence in the current language: a stale node's is made again from its key (the outbox
+    keeps the English text); a finding's summary is shown as stored (docs/i18n.md)."""
+    if e.transition == "stale" and e.node and i18n.current_language() != "en":
+        try:
+            last_ok = float(e.key.rsplit(":", 1)[1])
+        except (IndexError, ValueError):
+            return e.evidence
+        return _one_line(_stale_evidence(e.node, last_ok, e.at))
+    return e.evidence
 
 
 def _rank(severity: str) -> int:
@@ -120,42 +143,62 @@ def _rank(severity: str) -> int:
         return 0
 
 
-def compose(events: Sequence[Event], *, db: str = "") -> tuple[str, str]:
-    """(title, body) of one message for ``events``: one event in full, or (more than one) a folded list."""
+_CHANGES = {"new": N_("new"), "reopened": N_("back"), "stale": N_("stale")}
+
+
+def compose(events: Sequence[Event], *, db: str = "", lang: str | None = None) -> tuple[str, str]:
+    """(title, body) of one message for ``events``: one event in full, or (more than one) a folded list.
+
+    Said in ``lang`` (a destination's ``lang``; None: the process's language); kinds, node and GPU names and
+    commands stay as they are. English is as it always was.
+    """
+    with i18n.speaking(lang):
+        return _compose(events, db)
+
+
+def _compose(events: Sequence[Event], db: str) -> tuple[str, str]:
     if len(events) == 1:
         e = events[0]
         if e.transition in ("digest", "test"):
             return e.title, e.body
-        change = {"new": "new", "reopened": "back", "worsened": "worsened to " + e.severity,
-                  "stale": "stale"}.get(e.transition, e.transition)
-        title = f"[fleetmon] {e.severity.upper()} {e.kind}: {e.where}"
+        severity = W.word(e.severity)
+        if e.transition == "worsened":
+            change = _("worsened to {severity}").format(severity=severity)
+        else:
+            change = _(_CHANGES[e.transition]) if e.transition in _CHANGES else e.transition
+        where = e.where if e.where != "fleet" else _("fleet")
+        title = _("[fleetmon] {severity} {kind}: {where}").format(severity=W.upper(e.severity), kind=e.kind,
+                                                                  where=where)
         body = "\n".join([
-            f"{e.where}: {e.kind}, {e.severity} ({change})",
-            f"Node: {e.node or '-'}   GPU: {e.gpu or '-'}",
-            f"Evidence: {e.evidence}",
-            f"Action: {e.action}",
-            f"Open: {e.command}",
+            _("{where}: {kind}, {severity} ({change})").format(where=where, kind=e.kind, severity=severity,
+                                                               change=change),
+            _("Node: {node}   GPU: {gpu}").format(node=e.node or "-", gpu=e.gpu or "-"),
+            _("Evidence: {evidence}").format(evidence=_evidence(e)),
+            _("Action: {action}").format(action=localized(e.action)),
+            _("Open: {command}").format(command=e.command),
         ])
         return title, body
     worst = max(events, key=lambda e: _rank(e.severity)).severity
     kinds = Counter(e.kind for e in events)
     nodes = sorted({e.node for e in events if e.node})
     kind_text = ", ".join(f"{n} × {k}" for k, n in kinds.most_common())
-    title = f"[fleetmon] {worst.upper()}: {len(events)} events on {len(nodes)} node{'s' if len(nodes) != 1 else ''} " \
-            f"({kind_text})"
-    lines = [f"{len(events)} events ({kind_text}), worst {worst}:"]
+    title = ngettext("[fleetmon] {worst}: {count} events on {nodes} node ({kinds})",
+                     "[fleetmon] {worst}: {count} events on {nodes} nodes ({kinds})", len(nodes)).format(
+        worst=W.upper(worst), count=len(events), nodes=len(nodes), kinds=kind_text)
+    lines = [_("{count} events ({kinds}), worst {worst}:").format(count=len(events), kinds=kind_text,
+                                                                   worst=W.word(worst))]
     for e in sorted(events, key=lambda e: (-_rank(e.severity), e.kind, e.node or "", e.gpu or ""))[:MAX_LISTED]:
         if e.transition in ("digest", "test"):
             lines.append(f"- {e.title}")
             continue
-        lines.append(f"- {e.where}  {e.kind}  {e.severity}  {e.evidence}")
+        lines.append(f"- {e.where}  {e.kind}  {W.word(e.severity)}  {_evidence(e)}")
     if len(events) > MAX_LISTED:
-        lines.append(f"… and {len(events) - MAX_LISTED} more")
+        lines.append(_("… and {count} more").format(count=len(events) - MAX_LISTED))
     actions = list(dict.fromkeys(e.action for e in events if e.action))[:3]
     for action in actions:
-        lines.append(f"Action: {action}")
+        lines.append(_("Action: {action}").format(action=localized(action)))
     if db:
-        lines.append(f"Open: fleetmon report --db {shlex.quote(db)}")
+        lines.append(_("Open: {command}").format(command=f"fleetmon report --db {shlex.quote(db)}"))
     return title, "\n".join(lines)
 
 

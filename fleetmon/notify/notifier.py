@@ -39,7 +39,9 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from fleetmon import i18n
 from fleetmon.fleet.notify import NotifySpec
+from fleetmon.i18n import gettext as _
 from fleetmon.notify.message import FOLD_OVER, Event, compose, finding_event, stale_event, transitions_of
 from fleetmon.notify.send import DeliveryError, Destination, destinations
 from fleetmon.vocab import Severity
@@ -154,7 +156,7 @@ class Notifier:
         from storage.queries import nodes
 
         pairs = list(transitions_of(changes))
-        index = outbox.gpu_indexes(db, [f.gpu_uuid for f, _ in pairs if f.gpu_uuid]) if pairs else {}
+        index = outbox.gpu_indexes(db, [f.gpu_uuid for f, _t in pairs if f.gpu_uuid]) if pairs else {}
         events = [finding_event(f, how, self.db_path, group=self.groups.get(f.node or ""),
                                 gpu_index=index.get(f.gpu_uuid or ""))
                   for f, how in pairs]
@@ -182,7 +184,7 @@ class Notifier:
         woke = outbox.enqueue(db, items, now, due_at=float(self.clock()))  # due by the senders' clock
         for name in woke:
             self.senders[name].wake()
-        return sum(1 for _ in items) if woke else 0
+        return sum(1 for _item in items) if woke else 0
 
     def flush(self, timeout_s: float) -> bool:
         """Wait until every sender has tried what is due now (``collect --once`` before it exits); False when
@@ -245,22 +247,24 @@ class Notifier:
 
         try:
             reader = open_database(self.db_path, readonly=True)
-            texts: dict[str | None, tuple[str, str]] = {}
+            texts: dict[tuple[str | None, str | None], tuple[str, str]] = {}
             try:
-                for name, _ in wanted:
+                for name, _key in wanted:
                     spec = self.senders[name].spec
                     group = spec.groups[0] if len(spec.groups) == 1 else None
-                    if group not in texts:
+                    if (group, spec.lang) not in texts:
                         window = assess.inspection_window(reader, now, group)
                         run = assess.run_report(reader, now, window, group, self.fleet, save=False)
-                        texts[group] = digest_text(run.result, report_text(run.result), self.db_path, group)
+                        with i18n.speaking(spec.lang):  # the destination's language, this thread only
+                            texts[group, spec.lang] = digest_text(run.result, report_text(run.result), self.db_path,
+                                                                  group)
             finally:
                 reader.close()
             writer = open_database(self.db_path)
             try:
                 for name, key in wanted:
                     spec = self.senders[name].spec
-                    title, body = texts[spec.groups[0] if len(spec.groups) == 1 else None]
+                    title, body = texts[spec.groups[0] if len(spec.groups) == 1 else None, spec.lang]
                     event = Event(key=key, transition="digest", kind="digest", severity="info", node=None, gpu=None,
                                   evidence="", action="", command="", at=now, title=title, body=body)
                     self.enqueue(writer, [event], now, to=[name])
@@ -276,14 +280,18 @@ def digest_text(result: Any, text: str, db_path: str, group: str | None) -> tupl
     import shlex
 
     lines = text.splitlines()
-    status = lines[2] if len(lines) > 2 else f"Status: {getattr(result, 'status', '?')}"
-    scope = f" (group {group})" if group else ""
-    title = f"[fleetmon] daily inspection{scope}: {status.removeprefix('Status: ')}"
+    # the report's status line, less its "Status: " as the report's language says it
+    prefix = _("Status: {status} — {counts} ({nodes}, {gpus})").split("{status}", 1)[0]
+    status = lines[2].removeprefix(prefix) if len(lines) > 2 else str(getattr(result, "status", "?"))
+    if group:
+        title = _("[fleetmon] daily inspection (group {group}): {status}").format(group=group, status=status)
+    else:
+        title = _("[fleetmon] daily inspection: {status}").format(status=status)
     body = lines[:DIGEST_TEXT_LINES]
     if len(lines) > DIGEST_TEXT_LINES:
-        body.append(f"… {len(lines) - DIGEST_TEXT_LINES} more lines")
+        body.append(_("… {count} more lines").format(count=len(lines) - DIGEST_TEXT_LINES))
     command = ["fleetmon", "report", "--db", db_path] + (["--group", group] if group else [])
-    body.append(f"Open: {' '.join(shlex.quote(p) for p in command)}")
+    body.append(_("Open: {command}").format(command=" ".join(shlex.quote(p) for p in command)))
     return title, "\n".join(body)
 
 
@@ -390,7 +398,7 @@ class _Sender(threading.Thread):
         from storage import notify as outbox
 
         events = [Event.from_payload(r.payload) for r in rows]
-        title, body = compose(events, db=self.owner.db_path)
+        title, body = compose(events, db=self.owner.db_path, lang=self.spec.lang)
         ids = [r.id for r in rows]
         try:
             self.destination.send(title, body)

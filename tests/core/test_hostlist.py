@@ -139,7 +139,7 @@ def test_compress_lenient_lists_unwritable_names_apart() -> None:
 
 
 def test_report_hosts_never_fail_for_one_name() -> None:
-    from fleetmon.health.render import _hosts
+    from fleetmon.health.render import hosts as _hosts
 
     assert _hosts(["gpu01", "gpu02", "gpu07"]) == "gpu[01-02,07]"
     assert _hosts(["gpu01", "dgx 07", "n,1"]) == 'gpu01, "dgx 07", "n,1"'

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from fleetmon import i18n
-from fleetmon.health import engine, lifecycle, render
+from fleetmon.health import engine, lifecycle, render, render_html
 from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import EventRecord, FleetHistory, InventoryChange
 from fleetmon.health.isolate import Problem, unjudgeable_findings
@@ -131,7 +131,7 @@ def test_lifecycle_recurrence_and_resolution_lines_in_chinese() -> None:
     i18n.set_language("zh_CN")
     assert localized(today) == "近 7 天中有 5 天出现，最近一次 11:13 UTC"
     assert localized(earlier) == "近 7 天中有 5 天出现，最近一次 12月02日 12:13 UTC"
-    assert render.resolution_text(resolved) == "ann 于 2026-12-03 12:03 处理完成：散热已修复 — fan replaced"
+    assert render.resolution_text(resolved) == "ann 于 2026年12月3日 12:03 处理完成：散热已修复 — fan replaced"
     assert render.resolution_text(by_data) == "数据表明已恢复：12 小时未出现，30 小时的数据"
     assert localized(lifecycle.reason_words("replaced")) == "已更换卡"
 
@@ -181,7 +181,7 @@ def test_a_chinese_report_shows_every_family_the_slurm_section_and_the_acknowled
         assert summary in text, summary
     for kind in ("derating", "arrival-history", "device-health", "uuid-conflict", "gpus-refused", "xid"):
         assert kind in text, kind  # identifiers stay
-    html = render.report_html(result)
+    html = render_html.report_html(result)
     assert "<h2>Slurm 下线与恢复上线（1）</h2>" in html and "<th>内容</th>" in html
     assert "Slurm 中无此节点" in html and "Drains and resumes" not in html
     assert "<td>n2：驱动变更（535 -&gt; 550）</td>" in html
@@ -195,7 +195,7 @@ def test_slurm_unavailable_in_chinese_and_english_in_the_json() -> None:
     i18n.set_language("zh_CN")
     assert "  Slurm 不可用：no 'sinfo' on PATH" in render.report_text(down)
     assert {n["slurm"] for n in render.report_dict(down)["nodes"]} == {"Slurm unavailable"}
-    assert "Slurm 不可用：no &#x27;sinfo&#x27; on PATH" in render.report_html(down)
+    assert "Slurm 不可用：no &#x27;sinfo&#x27; on PATH" in render_html.report_html(down)
 
 
 @pytest.fixture(autouse=True)

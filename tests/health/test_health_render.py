@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from fleetmon import hostlist
-from fleetmon.health import engine, render
+from fleetmon.health import engine, render, render_html
 from fleetmon.health.findings import KINDS, Finding, kinds_markdown
 from fleetmon.health.thresholds import describe
 from fleetmon.sim.synthetic import SimFault, SimNode, generate
@@ -153,7 +153,7 @@ def test_html_is_self_contained_printable_and_escaped(scenario) -> None:
     evil = Finding("xid", "critical", "gpu03", None, NOW - 60, NOW, {"code": 1},
                    "<script>alert(1)</script>", 'Xid "1" <b>bold</b> & more', state="open")
     result = engine.report(history, findings=findings + [evil])
-    page = render.report_html(result)
+    page = render_html.report_html(result)
     assert page.startswith("<!DOCTYPE html>") and "<style>" in page and "@media print" in page
     assert "<script" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "&lt;b&gt;bold&lt;/b&gt; &amp; more" in page
@@ -161,7 +161,7 @@ def test_html_is_self_contained_printable_and_escaped(scenario) -> None:
     parser = _Collect()
     parser.feed(page)
     assert "table" in parser.tags and "script" not in parser.tags
-    pf = render.preflight_html(engine.preflight(history, "gpu[01-08]", findings=findings))
+    pf = render_html.preflight_html(engine.preflight(history, "gpu[01-08]", findings=findings))
     assert "gpu[03,05,07-08]" in pf and "<script" not in pf
 
 
@@ -223,4 +223,4 @@ def test_slurm_beside_the_verdict_and_unavailable_never_as_a_state(scenario) -> 
     assert "  Slurm unavailable: Slurm is not installed here: no 'sinfo' on PATH" in text
     assert not re.search(r"\b(idle|drain|down)\b", text.split("\nSlurm\n", 1)[1].split("Open findings")[0])
     assert {n["slurm"] for n in render.report_dict(down)["nodes"]} == {"Slurm unavailable"}
-    assert "Slurm unavailable: Slurm is not installed here" in render.report_html(down)
+    assert "Slurm unavailable: Slurm is not installed here" in render_html.report_html(down)

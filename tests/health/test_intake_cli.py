@@ -158,3 +158,36 @@ def test_a_missing_database_and_a_usage_error_exit_1(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "fleetmon", "intake", "--node", "n1"], capture_output=True,
                           text=True, timeout=60, cwd=REPO)
     assert proc.returncode == 1 and "--db" in proc.stderr
+
+
+def test_intake_and_its_certificate_in_chinese(db_copy: Path, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """`fleetmon --lang zh_CN intake` (docs/i18n.md): the text, the certificate and the errors in Chinese; the
+    stored result and the JSON in English."""
+    page = tmp_path / "cert.html"
+    code = main(["--lang", "zh_CN", "intake", "--db", str(db_copy), "--node", "n2", "--now", str(NOW), "--window",
+                 WINDOW, "--html", str(page)])
+    out = capsys.readouterr().out
+    try:
+        assert code == 2
+        assert out.startswith("n2 gpu2  NVIDIA A100-SXM4-80GB  GPU-n2-02  序列号 SN-n2-2\n  验收：拒收（新加入集群；时间窗口 ")
+        assert "显存容量：报告为 40960 MiB，是标称 80 GB 的 50%（低于 " in out  # the verdict's reason
+        assert "拒收" in out and "显存容量" in out and "负载下的 PCIe 链路" in out
+        html = page.read_text(encoding="utf-8")
+        assert '<html lang="zh-CN">' in html and "<h1>验收证书 — n2 gpu2</h1>" in html
+        for said in ("<h2>检查项</h2>", "<th class=\"nw\">板卡料号</th>", "结论：", ">拒收</span>", "报告为 40960 MiB", "签字确认：",
+                     "年", "UTC"):
+            assert said in html, said
+        assert "Memory size" not in html and "reported" not in html
+        db = open_database(db_copy, readonly=True)
+        try:
+            (row,) = intakes(db, "GPU-n2-02")
+            assert row.result["reason"].startswith("Memory size: 40960 MiB reported")  # stored English
+        finally:
+            db.close()
+        assert main(["--lang", "zh_CN", "intake", "--db", str(db_copy), "--node", "zz", "--now", str(NOW)]) == 1
+        assert capsys.readouterr().err == "fleetmon intake: 未知节点 'zz'；已知节点：n1, n2\n"
+    finally:
+        from fleetmon import i18n
+
+        i18n.set_language("en")

@@ -112,3 +112,25 @@ def test_errors_are_one_line_in_chinese(faulty: Path, tmp_path: Path) -> None:
     assert proc.stderr == "fleetmon report: --since 'yesterday'：应为时长，例如 90m、24h、7d 或 3600s\n"
     proc = fleetmon("report", "--db", str(tmp_path / "missing.db"), env={"FLEETMON_LANG": "zh_CN"})
     assert proc.returncode == 1 and proc.stderr == f"fleetmon report: 数据库 {tmp_path / 'missing.db'}：文件不存在\n"
+
+
+def test_dates_and_figures_follow_the_locale(faulty: Path, tmp_path: Path) -> None:
+    """zh_CN reads "2023年11月14日 02:00" where English reads "2023-11-14 02:00" (docs/i18n.md); UTC stays said."""
+    import datetime as dt
+
+    def chinese(ts: float) -> str:
+        d = dt.datetime.fromtimestamp(ts, dt.timezone.utc)
+        return f"{d.year}年{d.month}月{d.day}日 {d:%H:%M}"
+
+    page = tmp_path / "r.html"
+    zh = fleetmon("--lang", "zh_CN", "report", "--db", _copy(faulty, tmp_path, "d.db"), "--now", str(NOW),
+                  "--since", "2h", "--html", str(page))
+    assert f"时间窗口：{chinese(NOW - 7200)} .. {chinese(NOW)} UTC" in zh.stdout, zh.stdout[:200]
+    assert chinese(NOW) in page.read_text(encoding="utf-8")
+    iso = dt.datetime.fromtimestamp(NOW, dt.timezone.utc).strftime("%Y-%m-%d %H:%M")
+    assert iso not in zh.stdout
+    en = fleetmon("report", "--db", _copy(faulty, tmp_path, "den.db"), "--now", str(NOW), "--since", "2h")
+    assert f".. {iso} UTC" in en.stdout  # English as before
+    pre = fleetmon("--lang", "zh_CN", "preflight", "--db", _copy(faulty, tmp_path, "dp.db"), "--nodes", "n[1-3]",
+                   "--now", str(NOW))
+    assert chinese(NOW) in pre.stdout

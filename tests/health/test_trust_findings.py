@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from fleetmon import assess, specs
-from fleetmon.health import engine, render
+from fleetmon.health import engine, render, render_html
 from fleetmon.health.findings import KIND_PRIORITY, KINDS, Finding, worst_order
 from fleetmon.health.fleet import FleetHistory, GpuHistory, GroupExpect, NodeHistory
 from fleetmon.health.rules.versions import check_driver_versions
@@ -54,7 +54,7 @@ def test_a_node_never_reached_is_unknown_and_a_dead_agent_unreachable_in_every_f
     assert {n["name"]: n["verdict"] for n in doc["nodes"]} == result.verdicts
     assert doc["summary"]["unreachable"] == ["ghost", "n2"] and doc["summary"]["never_reached"] == ["ghost"]
     assert doc["summary"]["verdicts"]["unknown"] == 1 and doc["summary"]["verdicts"]["unreachable"] == 1
-    html = render.report_html(result)
+    html = render_html.report_html(result)
     assert '<td>ghost</td><td><span class="b unknown">UNKNOWN</span>' in html
     assert '<td>n2</td><td><span class="b unreachable">UNREACHABLE</span>' in html
 
@@ -150,7 +150,7 @@ def test_first_seen_is_the_real_onset_not_the_start_of_the_window(db: Any) -> No
     result = assess.run_report(db, T0 + 7200, 86400, None).result
     [f] = [f for f in result.findings if f.kind == "driver-mismatch"]
     assert f.first_seen == T0 and f.first_seen > result.since
-    assert "since " + render._short(T0) in render.report_text(result)
+    assert "since " + render.short_time(T0) in render.report_text(result)
 
 
 def test_a_report_carries_the_stored_onset_of_a_finding_older_than_its_window(db: Any) -> None:
@@ -226,7 +226,7 @@ def test_text_columns_stay_aligned_for_long_names(db: Any) -> None:
 def test_html_never_breaks_words_mid_way(db: Any) -> None:
     feeder = Feeder(db)
     feeder.feed(T0, T0 + 3600, {("n2", 1): between(T0 + 1800, T0 + 3600, HOT)})
-    html = render.report_html(assess.run_report(db, T0 + 3600, 86400, None).result)
+    html = render_html.report_html(assess.run_report(db, T0 + 3600, 86400, None).result)
     assert "break-all" not in html and "word-break:break-word" not in html
     css = html.split("<style>", 1)[1].split("</style>", 1)[0]
     assert re.findall(r"([.\w,]+)\{[^}]*overflow-wrap:anywhere", css) == [".tok"]

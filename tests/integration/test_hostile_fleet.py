@@ -44,7 +44,7 @@ from fleetmon import assess
 from fleetmon.collector.limits import MEMORY_PER_NODE_BYTES
 from fleetmon.collector.poller import Collector
 from fleetmon.fleet import load_fleet
-from fleetmon.health import render
+from fleetmon.health import render, render_html
 from fleetmon.sim.fleet import SimNode, make_node
 from storage.db import open_database, query
 
@@ -469,11 +469,11 @@ def _reports(path: Path, fleet: Any, names: list[str]) -> list[str]:
         run = assess.run_report(db, now, 86400, None, fleet, save=False)
         json.loads(render.report_json(run.result))
         render.report_text(run.result)
-        render.report_html(run.result)
+        render_html.report_html(run.result)
         pre = assess.run_preflight(db, now, ",".join(names), 1.0, fleet)
         json.loads(render.preflight_json(pre.result))
         render.preflight_text(pre.result)
-        render.preflight_html(pre.result)
+        render_html.preflight_html(pre.result)
     except Exception as exc:  # the figure the suite exists for
         problems.append(f"{type(exc).__name__}: {exc}"[:300])
     finally:

@@ -86,7 +86,8 @@ def test_report_lists_an_acknowledged_finding_with_its_note(tmp_path):
     from fleetmon.assess import _with_acks
     from fleetmon.health.engine import ReportResult
     from fleetmon.health.findings import Finding
-    from fleetmon.health.render import report_html, report_text
+    from fleetmon.health.render import report_text
+    from fleetmon.health.render_html import report_html
     from storage import acks
     from storage.db import open_database
 
