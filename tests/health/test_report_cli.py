@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -17,26 +16,11 @@ from helpers import T0
 
 REPO = Path(__file__).resolve().parents[2]
 NOW = T0 + 7200
-_CHILD_ENV: dict[str, str] = {}
-"""The commands' environment: this one, with a bytecode cache of the module's own (:func:`_bytecode_cache`)."""
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _bytecode_cache(tmp_path_factory):
-    """The module runs ~20 commands: the first compiles fleetmon into a cache in a temporary folder
-    (PYTHONPYCACHEPREFIX), the others load it, as an installed fleetmon does. Where PYTHONDONTWRITEBYTECODE
-    is set (as on the project's shared machines) each would compile every module it imports again (0.3 s of CPU
-    each; nothing is written into the worktree either way)."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPYCACHEPREFIX"] = str(tmp_path_factory.mktemp("pycache"))
-    _CHILD_ENV.update(env)
-    yield
-    _CHILD_ENV.clear()
 
 
 def fleetmon(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "fleetmon", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=REPO, env=_CHILD_ENV or None)
+                          timeout=timeout, cwd=REPO)
 
 
 @pytest.fixture(scope="module")
