@@ -11,7 +11,9 @@
   fake exporters on 127.0.0.1 beside a real simulated agent, polled by the real collector into a real
   SQLite file: the healthy node's rows land in every cycle and every cycle ends.
 
-``FLEETMON_FUZZ_SEED`` replays another seed. The figures are printed (``-rP``).
+``FLEETMON_FUZZ_SEED`` replays another seed; ``FLEETMON_FUZZ_SCALE`` multiplies both counts for a deeper
+run (``=3``: 2,700 and 300, about what the suite ran before; tests/helpers/fuzz.py). The figures are printed
+(``-rP``).
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ from fleetmon.fleet import load_fleet
 from fleetmon.sim.fleet import make_node
 from fleetmon.sources import SourceError, SourceKind
 from helpers.fake_dcgm import FakeExporter
+from helpers.fuzz import rounds
 from storage.db import open_database, query
 
 SEED = int(os.environ.get("FLEETMON_FUZZ_SEED", "20260611"))
-TARGET = 3_000
-HTTP_TARGET = 200
+TARGET = rounds(900)
+HTTP_TARGET = rounds(100)
 HOSTILE_PER_CYCLE = 10
 
 VALUES = ["+Inf", "-Inf", "Inf", "NaN", "nan", "1e400", "-1e400", "1e308", "-1e308", "9" * 400, "-" + "9" * 400,

@@ -16,6 +16,8 @@ dropped GPU blocks, and combines them.
   hangs and no ssh process is left.
 
 Seeded (``FLEETMON_FUZZ_SEED``), bounded in time; the figures print with ``pytest -rP``.
+``FLEETMON_FUZZ_SCALE`` multiplies both counts for a deeper run (``=3``: 2,400 in-process, about what the
+suite ran before; tests/helpers/fuzz.py); ``FLEETMON_SSH_FUZZ_N`` sets the in-process count alone.
 """
 
 from __future__ import annotations
@@ -37,14 +39,15 @@ from fleetmon.records import NodePoll
 from fleetmon.sim.fleet import make_node
 from fleetmon.sources import SourceError, SourceKind
 from fleetmon.text import printable
+from helpers.fuzz import rounds
 from storage.db import open_database, query
 
 SEED = int(os.environ.get("FLEETMON_FUZZ_SEED", "20260520"))
-IN_PROCESS = int(os.environ.get("FLEETMON_SSH_FUZZ_N", "2500"))
+IN_PROCESS = int(os.environ.get("FLEETMON_SSH_FUZZ_N", str(rounds(800))))
 """Mutations through the ssh source's parse and checks, in this process."""
-IN_PROCESS_S = 45.0
-"""A bound against a hang, not a target: the 2,500 take about 10 s on a quiet 2-core machine, 20 s on a busy one."""
-THROUGH_SSH = 100
+IN_PROCESS_S = 45.0 * max(1.0, IN_PROCESS / 2500)
+"""A bound against a hang, not a target: 2,500 take about 10 s on a quiet 2-core machine, 20 s on a busy one."""
+THROUGH_SSH = rounds(100)
 """Mutations served by the fake ssh to real collector cycles (10 ssh nodes a cycle)."""
 SSH_NODES = 10
 NODE_FAILURES = (FetchFailed, SourceError, *_HTTP_FAILURES)

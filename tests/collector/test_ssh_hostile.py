@@ -132,6 +132,25 @@ def _group(pgid: int) -> list[int]:
     return out
 
 
+def _hanging(fake: FakeSsh, host: str, pgid: int, wait_s: float = 10.0) -> None:
+    """Wait until the fake ssh for ``host`` hangs: ``stderr-flood-hang`` has written its flood (the poll read
+    it) and exec'd into ``sleep``; ``ignore-term`` has set its trap and started its child. The poll is then
+    under way and waiting on a process that will not end by itself."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        if host == "ignore-term":
+            if fake.kid(host) is not None:
+                return
+        else:
+            try:
+                if Path(f"/proc/{pgid}/comm").read_text().strip() == "sleep":
+                    return
+            except OSError:
+                pass
+        assert time.monotonic() < deadline, f"the fake ssh for {host} never reached its hang"
+        time.sleep(0.02)
+
+
 def _gone(pgid: int, wait_s: float = 5.0) -> list[int]:
     """What is left of the group after ``wait_s`` (empty: all gone)."""
     deadline = time.monotonic() + wait_s
@@ -189,9 +208,10 @@ def test_a_stderr_flood_ends_with_its_first_line(fake_ssh: FakeSsh) -> None:
 
 
 def test_a_stderr_flood_then_a_hang_is_killed_at_the_deadline(fake_ssh: FakeSsh) -> None:
-    poll, took = _poll("stderr-flood-hang")
-    assert _one_line(poll) == "ssh: no answer within 3 s (the ssh command was killed)", poll.error
-    assert 2.5 < took < 3.0 + 3, took
+    # A 0.5 s timeout: the deadline (3 × the timeout) is 1.5 s; the test waits for it.
+    poll, took = _poll("stderr-flood-hang", timeout_s=0.5)
+    assert _one_line(poll) == "ssh: no answer within 1.5 s (the ssh command was killed)", poll.error
+    assert 1.25 < took < 1.5 + 3, took
     assert _gone(fake_ssh.pid("stderr-flood-hang")) == []
 
 
@@ -261,9 +281,9 @@ def test_a_child_that_left_the_session_cannot_keep_the_poll(fake_ssh: FakeSsh) -
 
 
 def test_a_child_that_ignores_sigterm_is_killed_with_its_group(fake_ssh: FakeSsh) -> None:
-    poll, took = _poll("ignore-term")
-    assert _one_line(poll) == "ssh: no answer within 3 s (the ssh command was killed)", poll.error
-    assert took < 3.0 + 3, took
+    poll, took = _poll("ignore-term", timeout_s=0.5)  # the deadline: 1.5 s
+    assert _one_line(poll) == "ssh: no answer within 1.5 s (the ssh command was killed)", poll.error
+    assert took < 1.5 + 3, took
     kid = fake_ssh.kid("ignore-term")
     assert _gone(fake_ssh.pid("ignore-term")) == [] and kid is not None and not _live(kid)
 
@@ -317,7 +337,7 @@ def test_the_collector_answers_sigterm_while_an_ssh_poll_hangs(tmp_path: Path, f
     try:
         pgid = fake_ssh.pid(host, wait_s=30)  # the second cycle: the first stored both nodes
         assert _stored(db) == {"healthy": ("ok", None), "hostile": ("ok", None)}
-        time.sleep(1.0)  # the hostile poll is well under way (its deadline is 30 s away)
+        _hanging(fake_ssh, host, pgid)  # the hostile poll is well under way (its deadline is 30 s away)
         assert _group(pgid), "the hostile ssh should still be running"
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
@@ -420,7 +440,7 @@ def test_collect_once_answers_sigterm_while_an_ssh_poll_hangs(tmp_path: Path, fa
                             env=dict(os.environ, PYTHONPATH=str(REPO), PATH=fake_ssh.path), cwd=REPO)
     try:
         pgid = fake_ssh.pid("stderr-flood-hang", wait_s=30)
-        time.sleep(0.5)
+        _hanging(fake_ssh, "stderr-flood-hang", pgid)
         proc.send_signal(signal.SIGTERM)
         try:
             rc = proc.wait(8)

@@ -4,14 +4,17 @@ Realistic ``query_range`` and ``query`` answers (label sets of the real dcgm-exp
 ../shared/fixtures when present, else dcgm-exporter's usual labels) are mutated: types swapped, values huge,
 NaN, infinite or strings, times far away or off the step grid, labels mangled, deep nesting, bytes flipped,
 cut or repeated. Each mutation must give a result or the documented one-line :class:`PrometheusError`,
-never another exception: 2,500 through the parser and the window assembly in-process, 100 through a real
-fake HTTP server on 127.0.0.1, and reports rendered from mutated answers.
+never another exception: :data:`IN_PROCESS` (800) through the parser and the window assembly in-process,
+:data:`THROUGH_HTTP` through a real fake HTTP server on 127.0.0.1, and reports rendered from mutated answers.
+``FLEETMON_FUZZ_SCALE`` multiplies the counts for a deeper run (``=3``: 2,400 in-process, about what the
+suite ran before), ``FLEETMON_FUZZ_SEED`` replays another seed (tests/helpers/fuzz.py).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import random
 import re
 import threading
@@ -25,14 +28,15 @@ from fleetmon.remote import prometheus
 from fleetmon.remote.answer import Budget, Drops, Grid, PrometheusError, parse_answer
 from fleetmon.remote.prometheus import PromClient, detail_window, fleet_gpus
 from helpers.fake_prometheus import fake_gpus, fake_prometheus
+from helpers.fuzz import SCALE, rounds
 
 pytestmark = pytest.mark.integration
 
-SEED = 20_2005
-IN_PROCESS = 2_500
-THROUGH_HTTP = 100
-REPORTS = 12
-BUDGET_S = 120.0  # a guard against a hang, not a budget: 2,500 take about 7 s alone
+SEED = int(os.environ.get("FLEETMON_FUZZ_SEED", "202005"))
+IN_PROCESS = rounds(800)
+THROUGH_HTTP = rounds(40)
+REPORTS = rounds(12)
+BUDGET_S = 120.0 * max(1.0, SCALE)  # a guard against a hang, not a budget: 2,500 take about 7 s alone
 
 FIXTURES = Path(__file__).resolve().parents[2] / ".." / "shared" / "fixtures" / "C_dcgm_exporter"
 _LABELS = re.compile(r'^DCGM_FI_DEV_GPU_TEMP\{([^}]*)\}', re.MULTILINE)

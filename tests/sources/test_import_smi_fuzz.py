@@ -6,15 +6,17 @@ cut and repeated spans, hostile tokens in a value: ``inf``, ``1e400``, 400 digit
 ESC/BEL/NUL, entity and DOCTYPE tricks, deep nesting, a bogus encoding, a
 duplicated GPU, a huge attribute, a timestamp in 2446, …) is written to a file and
 imported through the command's own entry point (:func:`fleetmon.cli.main`,
-in-process) into one database, and ~30 of them through the real command in a
-subprocess. Every import must either exit 0 having stored one poll of the node,
+in-process) into one database, and :data:`SUBPROCESS_RUNS` of them through the real
+command in a subprocess. Every import must either exit 0 having stored one poll of the node,
 or exit 1 with one line on stderr and nothing stored; never a traceback, another
 exit status, or a hang. Afterwards `fleetmon report` and `fleetmon export` still
 work on the database.
 
-Bounded: the in-process part runs :data:`TARGET` mutations (about 14 s here);
+Bounded: the in-process part runs :data:`TARGET` mutations (800, about 5 s here);
 :data:`FUZZ_S` only stops a run that hangs or crawls (the target then fails). The
-figures are printed (``pytest -rP``). ``FLEETMON_FUZZ_SEED`` changes the seed.
+figures are printed (``pytest -rP``). ``FLEETMON_FUZZ_SEED`` changes the seed,
+``FLEETMON_FUZZ_SCALE`` multiplies both counts (``=3``: 2,400 and 18, about what the
+suite ran before; tests/helpers/fuzz.py).
 """
 
 from __future__ import annotations
@@ -35,14 +37,15 @@ from typing import Any
 
 from fleetmon.cli import import_smi, main
 from fleetmon.errors import KnownError
+from helpers.fuzz import SCALE, rounds
 from storage.db import open_database
 
 SEED = int(os.environ.get("FLEETMON_FUZZ_SEED", "20261203"))
-TARGET = 2500
-FUZZ_S = 120.0
+TARGET = rounds(800)
+FUZZ_S = 120.0 * max(1.0, SCALE)
 """A guard against a hang, not a time budget: 2,500 took 13.7 s alone, and 20 s was not enough with the
 suite on two workers and other work on the machine (2,357 and 1,977 done)."""
-SUBPROCESS_RUNS = 15  # each a fresh interpreter (~1 s); the 2,500 in-process mutations are the bulk
+SUBPROCESS_RUNS = rounds(6)  # each a fresh interpreter (~1 s); the in-process mutations are the bulk
 FULL_EVERY = 100
 """Every 100th in-process mutation goes through fleetmon.cli.main whole (argument parsing, opening the database)."""
 
@@ -208,7 +211,8 @@ def _report_and_export_render(db: Path) -> None:
 
 
 def test_import_smi_fuzz_through_the_real_command(shared_fixtures: Path, tmp_path: Path) -> None:
-    """~30 mutations through `python -m fleetmon import-smi` (four at a time, each into its own database)."""
+    """:data:`SUBPROCESS_RUNS` mutations through `python -m fleetmon import-smi` (four at a time, each into its
+    own database)."""
     corpus = _corpus(shared_fixtures)
     rng = random.Random(SEED + 1)
     runs = []

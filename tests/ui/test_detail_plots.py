@@ -5,6 +5,7 @@ as gaps with a marker."""
 
 from __future__ import annotations
 
+import shutil
 import time
 
 import numpy as np
@@ -28,16 +29,17 @@ DROP_HOUR = NOW - 8 * 86400  # an hour whose power reading failed, eight days ag
 DOWN_FROM, DOWN_TO = NOW - 10 * 86400, NOW - 10 * 86400 + 2 * 3600  # n2 unreachable, no minutes
 
 
-@pytest.fixture
-def month_db(tmp_path):
+@pytest.fixture(scope="module")
+def month_db_built(tmp_path_factory):
     """n1 and n2 (two GPUs each): 30 days as hourly rollups (one stored minute per hour, as the demo writes
     them) and the last 3 hours as minutes; idle one hour in four.
 
     n1 GPU 0: a few minutes of hw_power_brake five days ago, a failed power reading eight days ago, an Xid 79
     half an hour ago; n1 GPU 1: hw_thermal in the last hours; n2 unreachable for two hours ten days ago (no
-    minutes, node_unreachable / node_back events).
+    minutes, node_unreachable / node_back events). Built once for the module (about a second);
+    each test gets its own copy (:func:`month_db`).
     """
-    path = tmp_path / "fleet.db"
+    path = tmp_path_factory.mktemp("month") / "fleet.db"
     db = open_database(path)
     polls = []
     for day in range(START, MINUTES_FROM, 86400):
@@ -67,6 +69,14 @@ def month_db(tmp_path):
                                                     code=79, message="GPU has fallen off the bus")],
                            events_cursor=1)])
     db.close()
+    return path
+
+
+@pytest.fixture
+def month_db(month_db_built, tmp_path):
+    """A copy of the month's database of its own for the test (the view may write to the file it opens)."""
+    path = tmp_path / "fleet.db"
+    shutil.copyfile(month_db_built, path)
     return path
 
 

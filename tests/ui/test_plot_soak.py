@@ -3,6 +3,8 @@
 PySide6 6.12.0 with pyqtgraph 0.14.0 aborted the process ("Fatal Python error",
 a refcount error in a deallocator) within a few thousand repaints; 6.11.3 did
 not. The check runs in a subprocess because the failure kills the interpreter.
+The widget is small (200 × 150, with its axes and a 500-point curve): the count of
+repaints is what the pin guards, and painting fewer pixels halves the test's time.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ SCRIPT = textwrap.dedent("""
 
     app = QApplication(sys.argv[:1])
     w = pg.PlotWidget()
-    w.resize(400, 300)
+    w.resize(200, 150)
     curve = w.plot(pen="y")
     w.show()
     x = np.arange(500, dtype=float)
