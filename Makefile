@@ -50,9 +50,11 @@ demo: deps-demo $(STAMP) i18n
 # pytest-randomly shuffles the order on every run and the summary prints its seed: repeat an order
 # with `-p randomly --randomly-seed=N`, or add `-p no:randomly` for file order. The 15 slowest tests are listed
 # (the suite must stay under 10 minutes on 2 cores).
+# PYTHONDONTWRITEBYTECODE (set on some machines) is cleared for the run: the suite starts a few hundred
+# `python -m fleetmon` children (agents, CLI runs), and without cached bytecode each compiles fleetmon again.
 test: deps-test $(STAMP) i18n
 	$(BIN)/python -m mypy
-	QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
+	PYTHONDONTWRITEBYTECODE= QT_QPA_PLATFORM=offscreen $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
