@@ -50,7 +50,7 @@ class CollectorProcess(QObject):
         super().__init__(parent)
         self.command = collect_command(db_path, fleet_path, interval_s)
         self.interval_s = interval_s
-        self.state = "collector: starting"
+        self.state = self.tr("collector: starting")
         self.paused = False
         self.cycles = 0
         self.stderr_tail: deque[str] = deque(maxlen=20)
@@ -79,7 +79,7 @@ class CollectorProcess(QObject):
             return
         self._stopping = False
         self.paused = False
-        self._set_state("collector: starting")
+        self._set_state(self.tr("collector: starting"))
         self.process.start(self.command[0], self.command[1:])
 
     def _send(self, command: str) -> None:
@@ -136,7 +136,8 @@ class CollectorProcess(QObject):
             kind = event.get("event") if isinstance(event, dict) else None
             if kind == "ready":
                 self.interval_s = float(event.get("interval") or 0) or self.interval_s
-                self._set_state(f"collector: child process {self.pid}, every {self.interval_s:g} s")
+                self._set_state(self.tr("collector: child process {pid}, every {interval} s").format(
+                    pid=self.pid, interval=f"{self.interval_s:g}"))
             elif kind == "cycle":
                 self.cycles += 1
                 self.cycle_finished.emit(int(event.get("polled", 0)), int(event.get("unreachable", 0)))
@@ -161,12 +162,19 @@ class CollectorProcess(QObject):
             self.stderr_tail.append(self._err.decode("utf-8", "replace").rstrip())
             self._err = b""
         if self._stopping:
-            self._set_state("collector: stopped")
+            self._set_state(self.tr("collector: stopped"))
             return
-        how = "crashed" if status == QProcess.ExitStatus.CrashExit else f"exited with code {code}"
         reason = self.last_error()
-        self._set_state(f"collector: {how}" + (f": {reason}" if reason else "") + " (Poll now restarts it)")
+        crashed = status == QProcess.ExitStatus.CrashExit
+        if reason:
+            state = (self.tr("collector: crashed: {reason} (Poll now restarts it)") if crashed else
+                     self.tr("collector: exited with code {code}: {reason} (Poll now restarts it)"))
+        else:
+            state = (self.tr("collector: crashed (Poll now restarts it)") if crashed else
+                     self.tr("collector: exited with code {code} (Poll now restarts it)"))
+        self._set_state(state.format(code=code, reason=reason))
 
     def _error(self, error: QProcess.ProcessError) -> None:
         if error == QProcess.ProcessError.FailedToStart:
-            self._set_state(f"collector: could not start {self.command[0]}: {self.process.errorString()}")
+            self._set_state(self.tr("collector: could not start {program}: {error}").format(
+                program=self.command[0], error=self.process.errorString()))
