@@ -41,6 +41,18 @@ def show_error(message: str) -> None:
     QMessageBox.critical(None, "fleetmon", message)
 
 
+def install_language() -> str:
+    """Install the app's language (``FLEETMON_LANG``, else View ▸ Language's choice, else the locale) before any
+    window or dialog: :func:`run_gui`, and the demo's history dialog before it. Returns the language."""
+    from PySide6.QtCore import QSettings
+
+    from ui import i18n as ui_i18n
+    from ui.main_window import SETTINGS_APP, SETTINGS_ORG
+
+    return ui_i18n.install(ui_i18n.chosen_language(QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope,
+                                                             SETTINGS_ORG, SETTINGS_APP)))
+
+
 def open_checks(db_path: str, fleet: str | None, interval: float | None, *, confirm_create: Confirm,
                 error: ShowError) -> tuple[Any, Any, str] | None:
     """Everything that can refuse to open, as a clear message instead of a traceback.
@@ -50,6 +62,8 @@ def open_checks(db_path: str, fleet: str | None, interval: float | None, *, conf
     database, an unreadable fleet file: ``error`` shows why. Returns what
     :func:`fleetmon.collector.main.prepare_database` returns, or None (do not open).
     """
+    from PySide6.QtCore import QCoreApplication
+
     from fleetmon.collector.main import prepare_database
     from fleetmon.errors import KnownError
     from storage.db import open_database
@@ -62,10 +76,10 @@ def open_checks(db_path: str, fleet: str | None, interval: float | None, *, conf
         if collector is None and lock is None and "another process" in note:
             open_database(db_path, readonly=True).close()  # held by another collector: still check it reads
     except KnownError as exc:
-        error(f"Cannot open {db_path}:\n\n{exc}")
+        error(QCoreApplication.translate("app", "Cannot open {path}:\n\n{error}").format(path=db_path, error=exc))
         return None
     except OSError as exc:
-        error(f"Cannot open {db_path}: {exc}")
+        error(QCoreApplication.translate("app", "Cannot open {path}: {error}").format(path=db_path, error=exc))
         return None
     return collector, lock, note
 
@@ -136,7 +150,7 @@ def fleet_name(fleet_path: str | None) -> str | None:
 def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_create: Confirm | None = None,
             error: ShowError | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from PySide6.QtCore import QTimer
+    from PySide6.QtCore import QCoreApplication, QTimer
     from PySide6.QtGui import QIcon
     from PySide6.QtWidgets import QApplication
 
@@ -151,13 +165,8 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
     app.setDesktopFileName("io.github.fleetmon.Fleetmon")
     app.setWindowIcon(QIcon(str(Path(__file__).with_name("icons") / "io.github.fleetmon.Fleetmon.svg")))
     follow_color_scheme(app)
-    from PySide6.QtCore import QSettings
-
-    from ui import i18n as ui_i18n
-
     # The language before any window or dialog: FLEETMON_LANG, else View ▸ Language's choice, else the locale.
-    ui_i18n.install(ui_i18n.chosen_language(QSettings(QSettings.Format.IniFormat, QSettings.Scope.UserScope,
-                                                      SETTINGS_ORG, SETTINGS_APP)))
+    install_language()
     db_path = str(Path(args.db))
 
     def _error(message: str) -> None:
@@ -176,7 +185,8 @@ def run_gui(args: argparse.Namespace, *, max_seconds: float = 0.0, confirm_creat
         child = CollectorProcess(db_path, args.fleet, collector.interval_s)
         collector.db.close()
         lock.release()
-        note = f"collector: starting, every {collector.interval_s:g} s"
+        note = QCoreApplication.translate("app", "collector: starting, every {interval} s").format(
+            interval=f"{collector.interval_s:g}")
     _history_source(args.fleet)
     window = MainWindow(db_path, refresh_s=args.refresh, collector_note=note, collector=child,
                         stale_after_s=stale_after_s(args.fleet), fleet_file=fleet_file(args.fleet))

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ui.app import run_gui
+from ui.app import install_language, run_gui
 
 if TYPE_CHECKING:
     from fleetmon.demo import Demo
@@ -62,11 +62,13 @@ def _generate_with_dialog(generate: Callable[[Progress], None]) -> str:
     Escape) or "interrupted" (SIGINT, Ctrl-C in the terminal); in both last
     cases the worker was asked to stop and has ended.
     """
-    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtCore import QCoreApplication, QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication, QProgressDialog
 
     found = QApplication.instance()
     app = found if isinstance(found, QApplication) else QApplication(sys.argv[:1])
+    if found is None:
+        install_language()  # the dialog comes before the window (run_gui installs it for the window)
     state = {"done": 0, "total": 1}
     failure: list[BaseException] = []
     stop = threading.Event()
@@ -85,8 +87,9 @@ def _generate_with_dialog(generate: Callable[[Progress], None]) -> str:
         except BaseException as exc:  # handed to the GUI thread
             failure.append(exc)
 
-    dialog = QProgressDialog("Generating the demo fleet's history…", "Cancel", 0, 100)
-    dialog.setWindowTitle("fleetmon demo")
+    dialog = QProgressDialog(QCoreApplication.translate("demo", "Generating the demo fleet's history…"),
+                             QCoreApplication.translate("demo", "Cancel"), 0, 100)
+    dialog.setWindowTitle(QCoreApplication.translate("demo", "fleetmon demo"))
     dialog.setMinimumDuration(0)
     # No auto-reset: the last report must not reset (and re-show) the dialog while the work finishes.
     dialog.setAutoReset(False)

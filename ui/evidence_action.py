@@ -47,14 +47,15 @@ def proposed_path(settings: QSettings, serial: str | None, uuid: str, today: dt.
 
 
 def ask_save_path(parent: QWidget, proposed: str) -> str | None:
-    path, _ = QFileDialog.getSaveFileName(parent, "Export evidence", proposed, "Zip archive (*.zip)")
+    path, _ = QFileDialog.getSaveFileName(parent, QCoreApplication.translate("EvidenceExport", "Export evidence"),
+                                          proposed, QCoreApplication.translate("EvidenceExport", "Zip archive (*.zip)"))
     if not path:
         return None
     return path if path.lower().endswith(".zip") else path + ".zip"
 
 
 def show_error_box(parent: QWidget, message: str) -> None:
-    QMessageBox.warning(parent, "Export evidence failed", message)
+    QMessageBox.warning(parent, QCoreApplication.translate("EvidenceExport", "Export evidence failed"), message)
 
 
 class _Worker(QObject):
@@ -83,7 +84,8 @@ class _Worker(QObject):
         except KnownError as exc:
             self.failed.emit(str(exc))
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message, not a dead thread
-            self.failed.emit(f"cannot export evidence to {output}: {type(exc).__name__}: {exc}")
+            self.failed.emit(QCoreApplication.translate("EvidenceExport", "cannot export evidence to {path}: {error}")
+                             .format(path=output, error=f"{type(exc).__name__}: {exc}"))
         else:
             self.finished.emit(result.path, result.size)
 
@@ -140,7 +142,7 @@ class EvidenceExport(QObject):
         worker.finished.connect(self._on_finished)
         worker.failed.connect(self._on_failed)
         self.worker = worker
-        self._status(f"exporting evidence for {uuid} to {Path(path).name}…")
+        self._status(self.tr("exporting evidence for {gpu} to {file}…").format(gpu=uuid, file=Path(path).name))
         worker.start()
 
     def wait(self, timeout_s: float = 60.0) -> bool:
@@ -158,7 +160,7 @@ class EvidenceExport(QObject):
 
     def _on_finished(self, path: str, size: int) -> None:
         self.worker = None
-        self._status(f"evidence written to {path} ({size / 1024:,.0f} KiB)")
+        self._status(self.tr("evidence written to {path} ({size} KiB)").format(path=path, size=f"{size / 1024:,.0f}"))
         self.finished.emit(path, size)
 
     def _on_failed(self, message: str) -> None:

@@ -26,7 +26,11 @@ from PySide6.QtCore import QCoreApplication, QObject, QSettings, QStandardPaths,
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QProgressDialog, QWidget
 
-FILTERS = {"Excel workbook (*.xlsx)": ".xlsx", "CSV (*.csv)": ".csv", "JSON (*.json)": ".json"}
+from ui.i18n import QT_TRANSLATE_NOOP
+
+FILTERS = {QT_TRANSLATE_NOOP("InventoryExport", "Excel workbook (*.xlsx)"): ".xlsx", "CSV (*.csv)": ".csv",
+           "JSON (*.json)": ".json"}
+"""The save dialog's filters (English, as marked) and each one's extension; :func:`filters` shows them translated."""
 
 FOLDER_KEY = "export/folder"
 SUFFIX_KEY = "export/suffix"
@@ -63,21 +67,28 @@ def remember_path(settings: QSettings, path: str) -> None:
         settings.setValue(SUFFIX_KEY, suffix)
 
 
+def filters() -> dict[str, str]:
+    """:data:`FILTERS` as the dialog shows them (a name translated, its ``(*.xlsx)`` pattern kept)."""
+    return {QCoreApplication.translate("InventoryExport", f): ext for f, ext in FILTERS.items()}
+
+
 def ask_save_path(parent: QWidget, proposed: str) -> str | None:
     """The save dialog, offering ``proposed``; the chosen filter's extension is added when the name has none
     of ours."""
+    shown = filters()
     suffix = Path(proposed).suffix.lower()
-    selected = next((f for f, ext in FILTERS.items() if ext == suffix), next(iter(FILTERS)))
-    path, chosen = QFileDialog.getSaveFileName(parent, "Export inventory", proposed, ";;".join(FILTERS), selected)
+    selected = next((f for f, ext in shown.items() if ext == suffix), next(iter(shown)))
+    title = QCoreApplication.translate("InventoryExport", "Export inventory")
+    path, chosen = QFileDialog.getSaveFileName(parent, title, proposed, ";;".join(shown), selected)
     if not path:
         return None
     if Path(path).suffix.lower() not in FILTERS.values():
-        path += FILTERS.get(chosen, ".xlsx")
+        path += shown.get(chosen, ".xlsx")
     return path
 
 
 def show_error_box(parent: QWidget, message: str) -> None:
-    QMessageBox.warning(parent, "Export failed", message)
+    QMessageBox.warning(parent, QCoreApplication.translate("InventoryExport", "Export failed"), message)
 
 
 class ExportWorker(QObject):
@@ -124,7 +135,8 @@ class ExportWorker(QObject):
         except KnownError as exc:
             self.failed.emit(str(exc))
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message, not a dead thread
-            self.failed.emit(f"cannot export to {self.output}: {type(exc).__name__}: {exc}")
+            self.failed.emit(QCoreApplication.translate("InventoryExport", "cannot export to {path}: {error}").format(
+                path=self.output, error=f"{type(exc).__name__}: {exc}"))
         else:
             self.finished.emit(self.output, n)
 
@@ -167,8 +179,9 @@ class InventoryExport(QObject):
     def export_to(self, path: str) -> ExportWorker:
         """Start the export to ``path`` with a progress dialog; one at a time (the action is off meanwhile)."""
         self.action.setEnabled(False)
-        dlg = QProgressDialog(f"Exporting inventory to {Path(path).name}…", "Cancel", 0, 0, self.window)
-        dlg.setWindowTitle("Export inventory")
+        dlg = QProgressDialog(self.tr("Exporting inventory to {file}…").format(file=Path(path).name),
+                              self.tr("Cancel"), 0, 0, self.window)
+        dlg.setWindowTitle(self.tr("Export inventory"))
         dlg.setWindowModality(Qt.WindowModality.WindowModal)
         dlg.setMinimumDuration(300)  # short exports finish before it shows
         dlg.setAutoClose(False)
@@ -196,7 +209,8 @@ class InventoryExport(QObject):
         if self.progress is not None:
             self.progress.setMaximum(max(total, 1))
             self.progress.setValue(done)
-            self.progress.setLabelText(f"{done:,} of {total:,} rows written")
+            self.progress.setLabelText(self.tr("{done} of {total} rows written").format(done=f"{done:,}",
+                                                                                         total=f"{total:,}"))
         self.progressed.emit(done, total)
 
     def _done(self) -> None:
@@ -210,7 +224,7 @@ class InventoryExport(QObject):
         self._done()
         status = getattr(self.window, "statusBar", None)
         if callable(status):
-            status().showMessage(f"exported {n} GPUs to {path}", 10000)
+            status().showMessage(self.tr("exported {count} GPUs to {path}").format(count=n, path=path), 10000)
         self.finished.emit(path, n)
 
     def _on_failed(self, message: str) -> None:

@@ -160,6 +160,19 @@ _COLUMN_NAMES = (
 )
 
 
+# Qt's own zh_CN catalog (qtbase_zh_CN.qm) predates these labels of Qt 6's standard dialogs (the save dialog's
+# "Look in" and "Files of type", the print dialog's "Page Set", a folder's type), which stayed English there: ours, installed after
+# it and so asked first, gives them.
+_QT_GAPS = (QT_TRANSLATE_NOOP("QFileDialog", "&Look in:"), QT_TRANSLATE_NOOP("QFileDialog", "Files of &type:"),
+            QT_TRANSLATE_NOOP("QPrintSettingsOutput", "Page &Set:"))
+
+
+def _qt_gaps_disambiguated() -> None:
+    """Never called: lupdate reads here the Qt strings that carry a disambiguation (QT_TRANSLATE_NOOP has none),
+    the file dialogs' "Folder" type."""
+    QCoreApplication.translate("QAbstractFileIconProvider", "Folder", "All other platforms")
+
+
 def column(name: str) -> str:
     """A column header as the window shows it (its name untranslated when no translation has it)."""
     return QCoreApplication.translate("Column", name) if name else name

@@ -71,8 +71,8 @@ class IntakeDialog(QDialog):
         self.outcome = outcome
         self.results = outcome.run.results
         self._ask_save = ask_save
-        where = outcome.node + (f" GPU {outcome.gpu}" if outcome.gpu is not None else "")
-        self.setWindowTitle(f"Intake — {where}")
+        self.setWindowTitle(self.tr("Intake — {node}").format(node=outcome.node) if outcome.gpu is None else
+                            self.tr("Intake — {node} GPU {gpu}").format(node=outcome.node, gpu=outcome.gpu))
         self.resize(860, 680)
         self.note = QLabel(self._note_text())
         self.note.setWordWrap(True)
@@ -84,7 +84,7 @@ class IntakeDialog(QDialog):
         self.browser = QTextBrowser()
         self.browser.setOpenExternalLinks(False)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        self.save_button = QPushButton("Save certificate…")
+        self.save_button = QPushButton(self.tr("Save certificate…"))
         self.save_button.setEnabled(bool(self.results))
         buttons.addButton(self.save_button, QDialogButtonBox.ButtonRole.ActionRole)
         self.save_button.clicked.connect(self.save)
@@ -99,14 +99,18 @@ class IntakeDialog(QDialog):
     def _note_text(self) -> str:
         run = self.outcome.run
         if not self.results:
-            return run.note or "No card was checked."
+            return run.note or self.tr("No card was checked.")
         from fleetmon import intake
 
         counts = ", ".join(f"{sum(1 for r in self.results if r.verdict == v)} {v}" for v in intake.VERDICTS
                            if any(r.verdict == v for r in self.results))
-        stored = ("stored with the card" if self.outcome.stored else
-                  f"not stored: {run.save_error}" if run.save_error else "not stored (the database is read-only)")
-        return f"{len(self.results)} card{'s' if len(self.results) != 1 else ''} checked: {counts} · {stored}"
+        stored = (self.tr("stored with the card") if self.outcome.stored else
+                  self.tr("not stored: {error}").format(error=run.save_error) if run.save_error else
+                  self.tr("not stored (the database is read-only)"))
+        if len(self.results) == 1:
+            return self.tr("1 card checked: {counts} · {stored}").format(counts=counts, stored=stored)
+        return self.tr("{count} cards checked: {counts} · {stored}").format(count=len(self.results), counts=counts,
+                                                                            stored=stored)
 
     @property
     def current(self) -> intake.IntakeResult | None:
@@ -130,7 +134,8 @@ class IntakeDialog(QDialog):
         stem = f"intake-{r.node}-gpu{r.index}"
         if self._ask_save is not None:
             return self._ask_save(self, self.certificate(), stem)
-        return save_html_dialog(self, self.certificate(), title="Save intake certificate", stem=stem, now=r.now)
+        return save_html_dialog(self, self.certificate(), title=self.tr("Save intake certificate"), stem=stem,
+                                now=r.now)
 
     def save_to(self, path: str | Path) -> Path:
         """Write the shown card's certificate to ``path`` (what the dialog's Save does once a file is chosen)."""
@@ -175,7 +180,8 @@ class IntakeAction(QObject):
 
     def _failed(self, message: str) -> None:
         if self.show_dialogs:
-            QMessageBox.warning(self._parent, "Intake", f"The intake could not be made: {message}")
+            QMessageBox.warning(self._parent, self.tr("Intake"),
+                                self.tr("The intake could not be made: {error}").format(error=message))
         self.failed.emit(message)
 
     def wait(self, msecs: int = 30000) -> bool:

@@ -485,10 +485,12 @@ class MainWindow(QMainWindow):
         worst = v.worst() if v.nodes else ""
         counts = v.counts()
         by_key = {f.key: f for f in live}
+        # The worst verdict as the report says it (FAIL; translated: 不通过), then each verdict's count.
+        head = worst.upper() if verdict_word(worst) == worst else verdict_word(worst)
         self.tray.update(worst, {f.key for f in live if f.severity == Severity.CRITICAL},
                          lambda k: _describe(by_key[k]),
-                         status=(f"{worst.upper()}: " + ", ".join(f"{counts[x]} {x}" for x in VERDICTS if counts[x]))
-                         if worst else "")
+                         status=(f"{head}: " + ", ".join(f"{counts[x]} {verdict_word(x)}" for x in VERDICTS
+                                                         if counts[x])) if worst else "")
 
     def _applied(self, snap: FleetSnapshot) -> None:
         self._applying = None

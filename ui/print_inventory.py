@@ -34,6 +34,7 @@ from PySide6.QtGui import (QAction, QColor, QFont, QFontDatabase, QFontMetricsF,
                            QPainter, QPen)
 from PySide6.QtWidgets import QMessageBox, QProgressDialog, QWidget
 
+from fleetmon import i18n
 from fleetmon.export import INVENTORY_SHEET, PRINT_SECTIONS, Column, Sheet, fleet_label, shown
 from ui import format as fmt
 from ui.inspection_worker import Jobs
@@ -119,7 +120,8 @@ def layout_table(title: str, keys: Sequence[str], rows: Sequence[Mapping[str, An
     texts = [[cell_text(r.get(c.key), c.kind) for c in columns] for r in rows]
     widths: list[float] = []
     for i, c in enumerate(columns):
-        words = max((bold.horizontalAdvance(w) for w in c.header.split(" ")), default=0.0)
+        # The header as printed (the core's catalog translates it; a Chinese one breaks nowhere: no spaces).
+        words = max((bold.horizontalAdvance(w) for w in i18n._(c.header).split(" ")), default=0.0)
         if c.kind == "wrap":
             # Findings list one finding a line; each line as it is, up to the page's width.
             cells = max((fm.horizontalAdvance(part) for t in texts for part in t[i].split("; ")), default=0.0)
@@ -135,7 +137,7 @@ def layout_table(title: str, keys: Sequence[str], rows: Sequence[Mapping[str, An
             widths[i] = min(widths[i], max(room, minimum))
     total = sum(widths)
     scale = min(1.0, page_width / total) if total else 1.0
-    header = [_wrap(c.header, w - 2 * pad, bold) for c, w in zip(columns, widths)]
+    header = [_wrap(i18n._(c.header), w - 2 * pad, bold) for c, w in zip(columns, widths)]
     lines = [[_wrap(t.replace("; ", "\n"), w - 2 * pad, fm) if c.kind == "wrap" else [t]
               for t, c, w in zip(row, columns, widths)] for row in texts]
     tints = [[TINTS.get(str(r.get(c.key))) if c.key in ("verdict", "health") else None for c in columns]
@@ -166,7 +168,8 @@ def paint_inventory(printer: QPrinter, sheet: Sheet, *, fleet: str, now: float,
     (fewer when ``progress`` cancelled: the printer is then aborted)."""
     painter = QPainter()
     if not painter.begin(printer):
-        raise OSError(f"cannot print to {printer.outputFileName() or printer.printerName()}")
+        raise OSError(QCoreApplication.translate("InventoryPrint", "cannot print to {printer}").format(
+            printer=printer.outputFileName() or printer.printerName()))
     try:
         return _paint(painter, printer, sheet, fleet=fleet, now=now, progress=progress)
     finally:
@@ -191,7 +194,9 @@ def _paint(painter: QPainter, printer: QPrinter, sheet: Sheet, *, fleet: str, no
     tables = [layout_table(title, keys, sheet.gpus, fm, fmb, width, pad) for title, keys in PRINT_SECTIONS]
     pages = paginate(tables, height, line, pad, top)
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(now))
-    count = f"{len(sheet.gpus)} GPU{'s' if len(sheet.gpus) != 1 else ''}"
+    count = (QCoreApplication.translate("InventoryPrint", "1 GPU") if len(sheet.gpus) == 1 else
+             QCoreApplication.translate("InventoryPrint", "{count} GPUs").format(count=len(sheet.gpus)))
+    heading = QCoreApplication.translate("InventoryPrint", "GPU inventory — {fleet}").format(fleet=fleet)
     for n, page in enumerate(pages):
         if progress is not None and progress(n, len(pages)) is False:
             printer.abort()
@@ -204,11 +209,12 @@ def _paint(painter: QPainter, printer: QPrinter, sheet: Sheet, *, fleet: str, no
         w = width / t.scale
         painter.setFont(title_font)
         painter.setPen(Qt.GlobalColor.black)
-        painter.drawText(QRectF(0, 0, w, fmt_title.lineSpacing()), Qt.AlignmentFlag.AlignLeft,
-                         f"GPU inventory — {fleet}")
+        painter.drawText(QRectF(0, 0, w, fmt_title.lineSpacing()), Qt.AlignmentFlag.AlignLeft, heading)
         painter.setFont(font)
         painter.drawText(QRectF(0, 0, w, fmt_title.lineSpacing()), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignBottom,
-                         f"{when} · {count} · {t.title} · page {page.number} of {len(pages)}")
+                         " · ".join((when, count, i18n._(t.title),
+                                     QCoreApplication.translate("InventoryPrint", "page {page} of {pages}")
+                                     .format(page=page.number, pages=len(pages)))))
         y = top
         y = _row(painter, t, t.header, [None] * len(t.columns), y, line, pad, bold, header=True)
         for i in page.rows:
@@ -251,12 +257,12 @@ def ask_print_dialog(parent: QWidget, printer: QPrinter) -> bool:
     from PySide6.QtPrintSupport import QPrintDialog
 
     dialog = QPrintDialog(printer, parent)
-    dialog.setWindowTitle("Print the inventory")
+    dialog.setWindowTitle(QCoreApplication.translate("InventoryPrint", "Print the inventory"))
     return dialog.exec() == QPrintDialog.DialogCode.Accepted
 
 
 def show_error_box(parent: QWidget, message: str) -> None:
-    QMessageBox.warning(parent, "Print inventory", message)
+    QMessageBox.warning(parent, QCoreApplication.translate("InventoryPrint", "Print inventory"), message)
 
 
 def _read(db_path: str, now: float, stale_after_s: float | None) -> Sheet:
@@ -305,11 +311,11 @@ class InventoryPrint(QObject):
 
         printer = QPrinter(QPrinter.PrinterMode.HighResolution)
         setup_printer(printer)
-        printer.setDocName(f"GPU inventory {time.strftime('%Y-%m-%d', time.gmtime(now))}")
+        printer.setDocName(self.tr("GPU inventory {date}").format(date=time.strftime('%Y-%m-%d', time.gmtime(now))))
         if not self.ask_printer(self.window, printer):
             return
-        dlg = QProgressDialog("Printing the inventory…", "Cancel", 0, 1, self.window)
-        dlg.setWindowTitle("Print inventory")
+        dlg = QProgressDialog(self.tr("Printing the inventory…"), self.tr("Cancel"), 0, 1, self.window)
+        dlg.setWindowTitle(self.tr("Print inventory"))
         dlg.setWindowModality(Qt.WindowModality.WindowModal)  # setValue lets the window repaint
         dlg.setMinimumDuration(500)
 
@@ -336,5 +342,5 @@ class InventoryPrint(QObject):
 
     def _on_failed(self, message: str) -> None:
         self.action.setEnabled(True)
-        self.show_error(self.window, f"Cannot print the inventory: {message}")
+        self.show_error(self.window, self.tr("Cannot print the inventory: {error}").format(error=message))
         self.failed.emit(message)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QCoreApplication, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QIcon, QPainter, QPalette, QPixmap
 from PySide6.QtWidgets import (QApplication, QDialog, QDialogButtonBox, QLabel, QPlainTextEdit, QSystemTrayIcon,
                                QVBoxLayout, QWidget)
@@ -27,17 +27,19 @@ class ExceptionDialog(QDialog):
 
     def __init__(self, text: str, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("fleetmon: unexpected error")
+        self.setWindowTitle(self.tr("fleetmon: unexpected error"))
         self.resize(720, 420)
         self.text = QPlainTextEdit(text, self)
         self.text.setReadOnly(True)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, self)
-        copy = buttons.addButton("Copy traceback", QDialogButtonBox.ButtonRole.ActionRole)
+        self.copy_button = copy = buttons.addButton(self.tr("Copy traceback"), QDialogButtonBox.ButtonRole.ActionRole)
         copy.clicked.connect(self.copy)
         buttons.rejected.connect(self.reject)
         layout = QVBoxLayout(self)
-        layout.addWidget(QLabel("Something went wrong inside fleetmon. The window keeps running; please report "
-                                "this with the traceback below.", self))
+        self.label = QLabel(self.tr("Something went wrong inside fleetmon. The window keeps running; please report "
+                                    "this with the traceback below."), self)
+        self.label.setWordWrap(True)
+        layout.addWidget(self.label)
         layout.addWidget(self.text, 1)
         layout.addWidget(buttons)
 
@@ -159,12 +161,13 @@ class Tray:
         new = sorted(critical_keys - self._known_critical) if self._known_critical is not None else []
         self._known_critical = set(critical_keys)
         self.worst = worst
-        self.tooltip = f"fleetmon: {status or worst or 'all clear'}"
+        self.tooltip = QCoreApplication.translate("Tray", "fleetmon: {status}").format(
+            status=status or worst or QCoreApplication.translate("Tray", "all clear"))
         if self.icon is not None:
             self.icon.setIcon(severity_icon(worst))
             self.icon.setToolTip(self.tooltip)
             if new:
-                self.icon.showMessage("fleetmon: new critical finding",
+                self.icon.showMessage(QCoreApplication.translate("Tray", "fleetmon: new critical finding"),
                                       "\n".join(describe(k) for k in new[:5]),
                                       QSystemTrayIcon.MessageIcon.Critical, 10000)
         self.notified += new

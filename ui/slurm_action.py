@@ -38,16 +38,66 @@ def wanted(fleet_file: Any) -> bool:
     return getattr(fleet_file, "slurm", None) is not None
 
 
-def confirm_box(parent: QWidget, title: str, text: str) -> bool:
+def action_title(action: str) -> str:
+    """The confirmation's title: "Drain in Slurm", "Resume in Slurm"."""
+    if action == "drain":
+        return QCoreApplication.translate("SlurmAction", "Drain in Slurm")
+    if action == "resume":
+        return QCoreApplication.translate("SlurmAction", "Resume in Slurm")
+    return f"{action.capitalize()} in Slurm"
+
+
+def action_button(action: str) -> str:
+    """The confirmation's Yes button: "Drain", "Resume"."""
+    if action == "drain":
+        return QCoreApplication.translate("SlurmAction", "Drain")
+    if action == "resume":
+        return QCoreApplication.translate("SlurmAction", "Resume")
+    return action.capitalize()
+
+
+def confirm_dialog(parent: QWidget | None, title: str, text: str) -> QMessageBox:
+    """The confirmation box (Yes named after the action, Cancel the default), not yet shown."""
     box = QMessageBox(QMessageBox.Icon.Question, title, text,
                       QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.Cancel, parent)
     box.setDefaultButton(QMessageBox.StandardButton.Cancel)
-    box.button(QMessageBox.StandardButton.Yes).setText(title.rstrip("?").split(" ")[0])
-    return box.exec() == QMessageBox.StandardButton.Yes
+    # The button says the action (the title is the action's, see action_title).
+    button = next((action_button(a) for a in ("drain", "resume") if title == action_title(a)),
+                  title.rstrip("?").split(" ")[0])
+    box.button(QMessageBox.StandardButton.Yes).setText(button)
+    return box
+
+
+def confirm_box(parent: QWidget, title: str, text: str) -> bool:
+    return confirm_dialog(parent, title, text).exec() == QMessageBox.StandardButton.Yes
 
 
 def show_error_box(parent: QWidget, message: str) -> None:
     QMessageBox.warning(parent, "Slurm", message)
+
+
+def outcome_line(action: str, o: Any) -> str:
+    """:meth:`fleetmon.slurm.actions.Outcome.line` in the window's language (the same words in English)."""
+    node = printable(o.node, 80)
+    target = (QCoreApplication.translate("SlurmAction", "{node} (Slurm {slurm_name})").format(
+        node=node, slurm_name=o.slurm_name) if o.slurm_name and o.slurm_name != o.node else node)
+    if action == "drain":
+        if not o.ok:
+            return QCoreApplication.translate("SlurmAction", "drain {target} failed: {error}").format(
+                target=target, error=o.error)
+        if o.sent_reason:
+            return QCoreApplication.translate("SlurmAction", "drain {target}: done — reason: {reason}").format(
+                target=target, reason=o.sent_reason)
+        return QCoreApplication.translate("SlurmAction", "drain {target}: done").format(target=target)
+    if action == "resume":
+        if not o.ok:
+            return QCoreApplication.translate("SlurmAction", "resume {target} failed: {error}").format(
+                target=target, error=o.error)
+        if o.sent_reason:
+            return QCoreApplication.translate("SlurmAction", "resume {target}: done — reason: {reason}").format(
+                target=target, reason=o.sent_reason)
+        return QCoreApplication.translate("SlurmAction", "resume {target}: done").format(target=target)
+    return str(o.line(action))
 
 
 class _Signals(QObject):
@@ -100,17 +150,18 @@ class SlurmStates(QObject):
         if self.view is None:
             return None
         if not self.view.ok:
-            return "Slurm unavailable"
+            return QCoreApplication.translate("SlurmStates", "Slurm unavailable")
         try:
             state = self.view.nodes.get(slurm_name_of(self.fleet_file, node))
         except SlurmError:
             state = None
-        return "unknown to Slurm" if state is None else state.label()
+        return QCoreApplication.translate("SlurmStates", "unknown to Slurm") if state is None else state.label()
 
     def tooltip(self) -> str:
         if self.view is None:
-            return "Slurm: not read yet"
-        return f"Slurm: {self.view.error}" if not self.view.ok else "Slurm: as sinfo reported it"
+            return self.tr("Slurm: not read yet")
+        return (self.tr("Slurm: {error}").format(error=self.view.error) if not self.view.ok
+                else self.tr("Slurm: as sinfo reported it"))
 
 
 class SlurmAction(QObject):
@@ -144,20 +195,28 @@ class SlurmAction(QObject):
         """What the dialog says: each node, its Slurm name (or why it has none) and the reason."""
         from fleetmon.slurm import clean_reason
 
-        lines = [f"{action.capitalize()} {len(targets)} node{'s' if len(targets) != 1 else ''} in Slurm?"
-                 if len(targets) != 1 else f"{action.capitalize()} this node in Slurm?", ""]
+        drain = action == "drain"
+        n = len(targets)
+        if n == 1:
+            head = self.tr("Drain this node in Slurm?") if drain else self.tr("Resume this node in Slurm?")
+        else:
+            head = (self.tr("Drain {count} nodes in Slurm?") if drain else
+                    self.tr("Resume {count} nodes in Slurm?")).format(count=n)
+        lines = [head, ""]
         for node, reason, _key in targets:
             try:
                 name = slurm_name_of(self.fleet_file, node)
             except SlurmError as exc:
-                name = f"(none: {exc})"
-            lines.append(f"Node: {printable(node, 80)}    Slurm name: {name}")
-            if action == "drain":
-                lines.append(f"Reason: {clean_reason(reason)}")
+                name = self.tr("(none: {error})").format(error=exc)
+            lines.append(self.tr("Node: {node}    Slurm name: {slurm_name}").format(node=printable(node, 80),
+                                                                                     slurm_name=name))
+            if drain:
+                lines.append(self.tr("Reason: {reason}").format(reason=clean_reason(reason)))
             lines.append("")
-        lines.append("Running jobs finish; no new jobs start on a drained node." if action == "drain"
-                     else "The node takes jobs again.")
-        lines.append("The request is recorded with your name and shown in the node's history and the report.")
+        lines.append(self.tr("Running jobs finish; no new jobs start on a drained node.") if drain
+                     else self.tr("The node takes jobs again."))
+        lines.append(self.tr("The request is recorded with your name and shown in the node's history and the "
+                             "report."))
         return "\n".join(lines)
 
     def request(self, action: str, targets: Sequence[Target]) -> bool:
@@ -165,10 +224,10 @@ class SlurmAction(QObject):
         if not targets:
             return False
         if self.busy:
-            self.show_error(self.window, "A Slurm request is still running; try again when it is done.")
+            self.show_error(self.window, self.tr("A Slurm request is still running; try again when it is done."))
             return False
         text = self.last_text = self.confirmation(action, targets)
-        title = f"{action.capitalize()} in Slurm"
+        title = action_title(action)
         if not self.confirm(self.window, title, text):
             return False
         db_path, fleet, client, emit = self.db_path, self.fleet_file, self.client, self._signals.done.emit
@@ -181,14 +240,16 @@ class SlurmAction(QObject):
             try:
                 db = open_database(db_path, existing=True)
             except Exception as exc:  # the database is gone or locked: nothing asked of Slurm, said so
-                emit(action, [Outcome(0, node, None, False, f"cannot record it: {exc}") for node, _r, _k in targets])
+                error = QCoreApplication.translate("SlurmAction", "cannot record it: {error}").format(error=exc)
+                emit(action, [Outcome(0, node, None, False, error) for node, _r, _k in targets])
                 return
             try:
                 for node, reason, key in targets:
                     outcomes.append(do_action(db, fleet, node, action, reason=reason, origin="app",
                                               finding_key=key, client=client))
             except Exception as exc:
-                outcomes.append(Outcome(0, "?", None, False, f"stopped: {exc}"))
+                outcomes.append(Outcome(0, "?", None, False, QCoreApplication.translate(
+                    "SlurmAction", "stopped: {error}").format(error=exc)))
             finally:
                 db.close()
                 emit(action, outcomes)
@@ -204,11 +265,12 @@ class SlurmAction(QObject):
     def _on_done(self, action: str, outcomes: list[Any]) -> None:
         failed = [o for o in outcomes if not o.ok]
         status = getattr(self.window, "statusBar", None)
-        text = "; ".join(o.line(action) for o in outcomes)
+        text = "; ".join(outcome_line(action, o) for o in outcomes)
         if callable(status):
             status().showMessage(text, 15000)
         if failed:
-            self.show_error(self.window, "\n".join(o.line(action) for o in failed) + "\n(recorded as failed)")
+            self.show_error(self.window, "\n".join(outcome_line(action, o) for o in failed) + "\n"
+                            + self.tr("(recorded as failed)"))
         if self.states is not None:
             self.states.refresh(force=True)
         self.finished.emit(action, outcomes)

@@ -686,12 +686,51 @@ min · median · max</source>
         <source>an export is running</source>
         <translation>正在导出</translation>
     </message>
+    <message>
+        <source>Export evidence</source>
+        <translation>导出证据</translation>
+    </message>
+    <message>
+        <source>Zip archive (*.zip)</source>
+        <translation>Zip 压缩包 (*.zip)</translation>
+    </message>
+    <message>
+        <source>Export evidence failed</source>
+        <translation>导出证据失败</translation>
+    </message>
+    <message>
+        <source>cannot export evidence to {path}: {error}</source>
+        <translation>无法将证据导出到 {path}：{error}</translation>
+    </message>
+    <message>
+        <source>exporting evidence for {gpu} to {file}…</source>
+        <translation>正在将 {gpu} 的证据导出到 {file}…</translation>
+    </message>
+    <message>
+        <source>evidence written to {path} ({size} KiB)</source>
+        <translation>证据已写入 {path}（{size} KiB）</translation>
+    </message>
 </context>
 <context>
     <name>EvidencePlots</name>
     <message>
         <source>no data (not supported or not recorded)</source>
         <translation>无数据（不支持或未记录）</translation>
+    </message>
+</context>
+<context>
+    <name>ExceptionDialog</name>
+    <message>
+        <source>fleetmon: unexpected error</source>
+        <translation>fleetmon：意外错误</translation>
+    </message>
+    <message>
+        <source>Copy traceback</source>
+        <translation>复制错误堆栈</translation>
+    </message>
+    <message>
+        <source>Something went wrong inside fleetmon. The window keeps running; please report this with the traceback below.</source>
+        <translation>fleetmon 内部出错。窗口会继续运行；请将下面的错误堆栈一并报告给我们。</translation>
     </message>
 </context>
 <context>
@@ -1366,6 +1405,60 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
 </context>
 <context>
+    <name>IntakeAction</name>
+    <message>
+        <source>Intake</source>
+        <translation>验收</translation>
+    </message>
+    <message>
+        <source>The intake could not be made: {error}</source>
+        <translation>无法完成验收：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>IntakeDialog</name>
+    <message>
+        <source>Intake — {node}</source>
+        <translation>验收 — {node}</translation>
+    </message>
+    <message>
+        <source>Intake — {node} GPU {gpu}</source>
+        <translation>验收 — {node} GPU {gpu}</translation>
+    </message>
+    <message>
+        <source>Save certificate…</source>
+        <translation>保存验收证书…</translation>
+    </message>
+    <message>
+        <source>No card was checked.</source>
+        <translation>没有检查任何卡。</translation>
+    </message>
+    <message>
+        <source>stored with the card</source>
+        <translation>已随卡保存</translation>
+    </message>
+    <message>
+        <source>not stored: {error}</source>
+        <translation>未保存：{error}</translation>
+    </message>
+    <message>
+        <source>not stored (the database is read-only)</source>
+        <translation>未保存（数据库为只读）</translation>
+    </message>
+    <message>
+        <source>1 card checked: {counts} · {stored}</source>
+        <translation>已检查 1 张卡：{counts} · {stored}</translation>
+    </message>
+    <message>
+        <source>{count} cards checked: {counts} · {stored}</source>
+        <translation>已检查 {count} 张卡：{counts} · {stored}</translation>
+    </message>
+    <message>
+        <source>Save intake certificate</source>
+        <translation>保存验收证书</translation>
+    </message>
+</context>
+<context>
     <name>Inventory</name>
     <message>
         <source>Model</source>
@@ -1454,6 +1547,38 @@ Open findings are counted one by one: a node with three warnings is one warn nod
         <source>Write the inventory sheet (XLSX, CSV or JSON)</source>
         <translation>写出资产清单表（XLSX、CSV 或 JSON）</translation>
     </message>
+    <message>
+        <source>Excel workbook (*.xlsx)</source>
+        <translation>Excel 工作簿 (*.xlsx)</translation>
+    </message>
+    <message>
+        <source>Export inventory</source>
+        <translation>导出资产清单</translation>
+    </message>
+    <message>
+        <source>Export failed</source>
+        <translation>导出失败</translation>
+    </message>
+    <message>
+        <source>cannot export to {path}: {error}</source>
+        <translation>无法导出到 {path}：{error}</translation>
+    </message>
+    <message>
+        <source>Exporting inventory to {file}…</source>
+        <translation>正在将资产清单导出到 {file}…</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>{done} of {total} rows written</source>
+        <translation>已写入 {done} / {total} 行</translation>
+    </message>
+    <message>
+        <source>exported {count} GPUs to {path}</source>
+        <translation>已将 {count} 张 GPU 导出到 {path}</translation>
+    </message>
 </context>
 <context>
     <name>InventoryPrint</name>
@@ -1464,6 +1589,50 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <message>
         <source>Print the inventory sheet, or save it as PDF (landscape, by section)</source>
         <translation>打印资产清单表，或保存为 PDF（横向，按分组）</translation>
+    </message>
+    <message>
+        <source>cannot print to {printer}</source>
+        <translation>无法打印到 {printer}</translation>
+    </message>
+    <message>
+        <source>1 GPU</source>
+        <translation>1 张 GPU</translation>
+    </message>
+    <message>
+        <source>{count} GPUs</source>
+        <translation>{count} 张 GPU</translation>
+    </message>
+    <message>
+        <source>GPU inventory — {fleet}</source>
+        <translation>GPU 资产清单 — {fleet}</translation>
+    </message>
+    <message>
+        <source>page {page} of {pages}</source>
+        <translation>第 {page} 页，共 {pages} 页</translation>
+    </message>
+    <message>
+        <source>Print the inventory</source>
+        <translation>打印资产清单</translation>
+    </message>
+    <message>
+        <source>Print inventory</source>
+        <translation>打印资产清单</translation>
+    </message>
+    <message>
+        <source>GPU inventory {date}</source>
+        <translation>GPU 资产清单 {date}</translation>
+    </message>
+    <message>
+        <source>Printing the inventory…</source>
+        <translation>正在打印资产清单…</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>Cannot print the inventory: {error}</source>
+        <translation>无法打印资产清单：{error}</translation>
     </message>
 </context>
 <context>
@@ -1731,6 +1900,44 @@ Open findings are counted one by one: a node with three warnings is one warn nod
         <source>Save the pre-run review as HTML</source>
         <translation>将训练前检查保存为 HTML</translation>
     </message>
+    <message>
+        <source>, … ({count} nodes)</source>
+        <translation>，…（共 {count} 个节点）</translation>
+    </message>
+    <message>
+        <source>1 node: {nodes}</source>
+        <translation>1 个节点：{nodes}</translation>
+    </message>
+    <message>
+        <source>{count} nodes: {nodes}</source>
+        <translation>{count} 个节点：{nodes}</translation>
+    </message>
+</context>
+<context>
+    <name>QAbstractFileIconProvider</name>
+    <message>
+        <source>Folder</source>
+        <comment>All other platforms</comment>
+        <translation>文件夹</translation>
+    </message>
+</context>
+<context>
+    <name>QFileDialog</name>
+    <message>
+        <source>&amp;Look in:</source>
+        <translation>查找范围(&amp;L)：</translation>
+    </message>
+    <message>
+        <source>Files of &amp;type:</source>
+        <translation>文件类型(&amp;T)：</translation>
+    </message>
+</context>
+<context>
+    <name>QPrintSettingsOutput</name>
+    <message>
+        <source>Page &amp;Set:</source>
+        <translation>页面集(&amp;S)：</translation>
+    </message>
 </context>
 <context>
     <name>Range</name>
@@ -1794,6 +2001,17 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
 </context>
 <context>
+    <name>SaveHtml</name>
+    <message>
+        <source>HTML (*.html *.htm)</source>
+        <translation>HTML 网页 (*.html *.htm)</translation>
+    </message>
+    <message>
+        <source>Cannot write {path}: {error}</source>
+        <translation>无法写入 {path}：{error}</translation>
+    </message>
+</context>
+<context>
     <name>Severity</name>
     <message>
         <source>critical</source>
@@ -1826,6 +2044,129 @@ Open findings are counted one by one: a node with three warnings is one warn nod
         <source>Return the drained node to service (asks first; recorded)</source>
         <translation>让已下线的节点恢复服务（先确认；有记录）</translation>
     </message>
+    <message>
+        <source>Drain in Slurm</source>
+        <translation>在 Slurm 中下线 (drain)</translation>
+    </message>
+    <message>
+        <source>Resume in Slurm</source>
+        <translation>在 Slurm 中恢复 (resume)</translation>
+    </message>
+    <message>
+        <source>Drain</source>
+        <translation>下线</translation>
+    </message>
+    <message>
+        <source>Resume</source>
+        <translation>恢复</translation>
+    </message>
+    <message>
+        <source>{node} (Slurm {slurm_name})</source>
+        <translation>{node}（Slurm 名 {slurm_name}）</translation>
+    </message>
+    <message>
+        <source>drain {target} failed: {error}</source>
+        <translation>下线 (drain) {target} 失败：{error}</translation>
+    </message>
+    <message>
+        <source>drain {target}: done — reason: {reason}</source>
+        <translation>下线 (drain) {target}：完成 — 原因：{reason}</translation>
+    </message>
+    <message>
+        <source>drain {target}: done</source>
+        <translation>下线 (drain) {target}：完成</translation>
+    </message>
+    <message>
+        <source>resume {target} failed: {error}</source>
+        <translation>恢复 (resume) {target} 失败：{error}</translation>
+    </message>
+    <message>
+        <source>resume {target}: done — reason: {reason}</source>
+        <translation>恢复 (resume) {target}：完成 — 原因：{reason}</translation>
+    </message>
+    <message>
+        <source>resume {target}: done</source>
+        <translation>恢复 (resume) {target}：完成</translation>
+    </message>
+    <message>
+        <source>Drain this node in Slurm?</source>
+        <translation>在 Slurm 中下线 (drain) 此节点？</translation>
+    </message>
+    <message>
+        <source>Resume this node in Slurm?</source>
+        <translation>在 Slurm 中恢复 (resume) 此节点？</translation>
+    </message>
+    <message>
+        <source>Drain {count} nodes in Slurm?</source>
+        <translation>在 Slurm 中下线 (drain) 这 {count} 个节点？</translation>
+    </message>
+    <message>
+        <source>Resume {count} nodes in Slurm?</source>
+        <translation>在 Slurm 中恢复 (resume) 这 {count} 个节点？</translation>
+    </message>
+    <message>
+        <source>(none: {error})</source>
+        <translation>（无：{error}）</translation>
+    </message>
+    <message>
+        <source>Node: {node}    Slurm name: {slurm_name}</source>
+        <translation>节点：{node}    Slurm 名：{slurm_name}</translation>
+    </message>
+    <message>
+        <source>Reason: {reason}</source>
+        <translation>原因：{reason}</translation>
+    </message>
+    <message>
+        <source>Running jobs finish; no new jobs start on a drained node.</source>
+        <translation>正在运行的作业会跑完；已下线的节点不再启动新作业。</translation>
+    </message>
+    <message>
+        <source>The node takes jobs again.</source>
+        <translation>节点将重新接收作业。</translation>
+    </message>
+    <message>
+        <source>The request is recorded with your name and shown in the node&apos;s history and the report.</source>
+        <translation>此操作会连同您的用户名一起记录，并显示在节点的历史和巡检报告中。</translation>
+    </message>
+    <message>
+        <source>A Slurm request is still running; try again when it is done.</source>
+        <translation>一个 Slurm 请求仍在进行；请在它完成后重试。</translation>
+    </message>
+    <message>
+        <source>cannot record it: {error}</source>
+        <translation>无法记录：{error}</translation>
+    </message>
+    <message>
+        <source>stopped: {error}</source>
+        <translation>已中止：{error}</translation>
+    </message>
+    <message>
+        <source>(recorded as failed)</source>
+        <translation>（已记录为失败）</translation>
+    </message>
+</context>
+<context>
+    <name>SlurmStates</name>
+    <message>
+        <source>Slurm unavailable</source>
+        <translation>Slurm 不可用</translation>
+    </message>
+    <message>
+        <source>unknown to Slurm</source>
+        <translation>Slurm 中无此节点</translation>
+    </message>
+    <message>
+        <source>Slurm: not read yet</source>
+        <translation>Slurm：尚未读取</translation>
+    </message>
+    <message>
+        <source>Slurm: {error}</source>
+        <translation>Slurm：{error}</translation>
+    </message>
+    <message>
+        <source>Slurm: as sinfo reported it</source>
+        <translation>Slurm：sinfo 报告的状态</translation>
+    </message>
 </context>
 <context>
     <name>Status</name>
@@ -1852,6 +2193,21 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <message>
         <source>unreachable: {error}</source>
         <translation>不可达：{error}</translation>
+    </message>
+</context>
+<context>
+    <name>Tray</name>
+    <message>
+        <source>fleetmon: {status}</source>
+        <translation>fleetmon：{status}</translation>
+    </message>
+    <message>
+        <source>all clear</source>
+        <translation>一切正常</translation>
+    </message>
+    <message>
+        <source>fleetmon: new critical finding</source>
+        <translation>fleetmon：新的严重问题</translation>
     </message>
 </context>
 <context>
@@ -1926,6 +2282,37 @@ Create an empty fleetmon database there?</source>
 {path}
 
 在此创建一个空的 fleetmon 数据库吗？</translation>
+    </message>
+    <message>
+        <source>Cannot open {path}:
+
+{error}</source>
+        <translation>无法打开 {path}：
+
+{error}</translation>
+    </message>
+    <message>
+        <source>Cannot open {path}: {error}</source>
+        <translation>无法打开 {path}：{error}</translation>
+    </message>
+    <message>
+        <source>collector: starting, every {interval} s</source>
+        <translation>采集：启动中，每 {interval} 秒</translation>
+    </message>
+</context>
+<context>
+    <name>demo</name>
+    <message>
+        <source>Generating the demo fleet&apos;s history…</source>
+        <translation>正在生成演示集群的历史数据…</translation>
+    </message>
+    <message>
+        <source>Cancel</source>
+        <translation>取消</translation>
+    </message>
+    <message>
+        <source>fleetmon demo</source>
+        <translation>fleetmon 演示</translation>
     </message>
 </context>
 </TS>

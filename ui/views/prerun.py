@@ -405,8 +405,10 @@ class PrerunView(QWidget):
             self.parsed.setStyleSheet("color: #c62828")
             self.run_button.setEnabled(False)
             return
-        shown = ", ".join(names[:8]) + (f", … ({len(names)} nodes)" if len(names) > 8 else "")
-        self.parsed.setText(f"{len(names)} node{'s' if len(names) != 1 else ''}: {shown}")
+        shown = ", ".join(names[:8]) + (self.tr(", … ({count} nodes)").format(count=len(names))
+                                        if len(names) > 8 else "")
+        self.parsed.setText(self.tr("1 node: {nodes}").format(nodes=shown) if len(names) == 1 else
+                            self.tr("{count} nodes: {nodes}").format(count=len(names), nodes=shown))
         self.parsed.setStyleSheet("")
         self.run_button.setEnabled(not self.jobs.busy)
 
