@@ -117,6 +117,8 @@ def fake_prometheus(gpus: list[dict[str, str]], answer: Answer | None = None) ->
         do_POST = _serve
 
     class Server(ThreadingHTTPServer):
+        request_queue_size = 128  # the detail window asks 8 queries at once; the default 5 dropped connects (1 s retries)
+
         def handle_error(self, request: Any, client_address: Any) -> None:
             pass  # a client that gave up (a deadline, a cancel) breaks the pipe: expected here
 
