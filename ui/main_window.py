@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (QHeaderView, QLabel, QLineEdit, QListWidget, QMai
                                QStackedWidget, QTableView, QVBoxLayout, QWidget)
 
 from fleetmon.health.verdict import VERDICTS
+from fleetmon.i18n import localized
 from fleetmon.vocab import Severity
 from storage.rows import FleetRow, StoredFinding
 from ui import format as fmt
@@ -171,7 +172,7 @@ class MainWindow(QMainWindow):
         self._build_menus()
 
         self.status_label = QLabel(self.tr("reading database…"))
-        self.collector_label = QLabel(collector_note)
+        self.collector_label = QLabel(localized(collector_note))
         # The left label gives way in a narrow window (its text is its tooltip too); the collector's stays whole.
         self.status_label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
         self.statusBar().addWidget(self.status_label, 1)
@@ -377,7 +378,7 @@ class MainWindow(QMainWindow):
 
     def _update_collector_label(self) -> None:
         snap = self.snapshot
-        state = self.collector_note or self.tr("collector: none")
+        state = localized(self.collector_note) or self.tr("collector: none")
         if self.collector is not None and self.pause_action.isChecked():
             state = self.tr("collector: PAUSED")
         last = self._last_cycle or snap.last_poll

@@ -21,6 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_, Text
 from fleetmon.stopping import stop_on_signals
 
 if TYPE_CHECKING:
@@ -187,16 +188,16 @@ def prepare_database(db_path: str, fleet_path: str | None, interval: float | Non
 
     lock = WriterLock(db_path)
     if not lock.acquire():
-        note = f"collector: another process writes this database ({lock.holder()})"
+        note = Text(N_("collector: another process writes this database ({holder})"), holder=lock.holder())
         return None, None, note
     db = open_database(db_path)  # creates and migrates
     if not fleet_path:
         db.close()
         lock.release()
-        return None, None, "collector: none (read-only view)"
+        return None, None, Text(N_("collector: none (read-only view)"))
     from fleetmon.collector.poller import Collector
     from fleetmon.fleet import load_fleet
 
     fleet = load_fleet(fleet_path)
     collector = Collector(fleet, db, interval_s=interval)
-    return collector, lock, f"collector: this window, every {collector.interval_s:g} s"
+    return collector, lock, Text(N_("collector: this window, every {seconds} s"), seconds=f"{collector.interval_s:g}")

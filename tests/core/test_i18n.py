@@ -154,3 +154,17 @@ def test_the_po_is_compiled_in_memory_when_the_mo_is_missing_or_stale(tmp_path: 
     os.utime(folder / "fleetmon.mo", (1, 1))
     i18n.set_language("zh_CN")
     assert _("Fleet") == "集群"
+
+
+def test_the_collector_note_of_the_window_speaks_the_reader_language(tmp_path: Path) -> None:
+    from fleetmon.collector.main import prepare_database
+
+    collector, lock, note = prepare_database(str(tmp_path / "fleet.db"), None, None)
+    assert collector is None and lock is None
+    assert note == "collector: none (read-only view)"  # the English text, as before
+    before = i18n.current_language()
+    try:
+        i18n.set_language("zh_CN")
+        assert localized(note) == "采集：无（只读查看）"
+    finally:
+        i18n.set_language(before)
