@@ -38,6 +38,9 @@ ROOTS = ("fleetmon", "fleetmon.cli.agent", "fleetmon.sim.nvml", "fleetmon.sim.sc
 ROOT_PACKAGES = ("fleetmon.agent",)
 # Third-party modules the node provides (nvidia-ml-py); everything else must be stdlib.
 NODE_PROVIDED = frozenset({"pynvml"})
+# Third-party packages a module uses only when present (it checks for them first and falls back): fleetmon.i18n
+# formats numbers and dates and compiles a .po with Babel where Babel is installed, and speaks English otherwise.
+OPTIONAL = {"fleetmon.i18n": frozenset({"babel"})}
 # The other vendors' backends (issue 23) are not in the archive: they read through fleetmon.sources' parsers,
 # which need Python 3.10+ and defusedxml; fleetmon.agent.backend skips a backend module that is absent.
 # Such a node runs the agent from the wheel (`pip install 'fleetmon[agent]'`), see docs/install-node.md.
@@ -176,7 +179,7 @@ def agent_modules() -> List[str]:
             top = mod.split(".")[0]
             if top == "fleetmon":
                 todo.append(mod)
-            elif top not in NODE_PROVIDED and stdlib and top not in stdlib:
+            elif top not in NODE_PROVIDED and top not in OPTIONAL.get(name, ()) and stdlib and top not in stdlib:
                 foreign.setdefault(name, set()).add(mod)
     if foreign:
         lines = [f"  {m}: {', '.join(sorted(v))}" for m, v in sorted(foreign.items())]
