@@ -58,12 +58,15 @@ def connect(port: int, source: str = "127.0.0.1") -> socket.socket:
 
 
 def ask(port: int, auth: bool = True, source: str = "127.0.0.1") -> int:
-    """One GET /v1/health on a new connection; the status code (0: closed without an answer)."""
+    """One GET /v1/health on a new connection; the status code (0: closed without an answer).
+
+    Read to the server's close ("Connection: close"), not just the status line: the server counts the
+    connection out as it closes it, so the next ask does not race this one's slot."""
     with connect(port, source) as s:
         s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + (AUTH if auth else b"") + b"Connection: close\r\n\r\n")
         data = b""
         try:
-            while b"\r\n" not in data:
+            while True:
                 chunk = s.recv(4096)
                 if not chunk:
                     break

@@ -139,6 +139,7 @@ def test_the_window_in_chinese_and_english_again(chinese, qtbot, fleet_db, tmp_p
     assert [w.inspection_view.tabs.tabText(i) for i in range(2)] == ["检查单", "巡检报告（可打印）"]
     assert w.inspection_view.sign_button.text() == "签字确认"
     assert w.detail.side.tabText(0) == "资产清单" and w.prerun_view.run_button.text() == "检查"
+    assert w.prerun_view.days.suffix() == " 天"
     # Our dialogs: the GPU detail's time range, the findings' acknowledgement (with Qt's OK / Cancel).
     from ui.views.findings import AckDialog
     from ui.views.gpu_detail import CustomRangeDialog

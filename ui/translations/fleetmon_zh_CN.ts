@@ -1821,6 +1821,10 @@ Open findings are counted one by one: a node with three warnings is one warn nod
         <translation>集群视图中选中的节点（在那里选择行，Ctrl/Shift 点击）</translation>
     </message>
     <message>
+        <source> days</source>
+        <translation> 天</translation>
+    </message>
+    <message>
         <source>Review</source>
         <translation>检查</translation>
     </message>

@@ -314,7 +314,7 @@ class PrerunView(QWidget):
         self.days.setRange(0.1, 3650)
         self.days.setDecimals(1)
         self.days.setValue(DEFAULT_DAYS)
-        self.days.setSuffix(" days")
+        self.days.setSuffix(self.tr(" days"))
         self.days.valueChanged.connect(self._on_input_changed)
         self.run_button = QPushButton(self.tr("Review"), self)
         self.run_button.clicked.connect(self.run_review)
