@@ -91,3 +91,30 @@ def test_english_is_as_stored(tmp_path: Path, qapp) -> None:  # type: ignore[no-
     model, row = _model(_db(tmp_path / "f.db"))
     assert "n2 gpu1: thermal slowdown for" in model.data(model.index(row["thermal-throttle"], 1), TIP)
     assert model.data(model.index(row["driver-mismatch"], 6)) == "Pick one driver version for n1"
+
+
+def test_the_gpu_detail_says_a_stored_intake_reason_in_chinese(chinese: None) -> None:
+    import dataclasses
+    import json
+
+    from fleetmon import i18n
+    from fleetmon.intake import REJECT, Check, IntakeResult, overall
+    from storage.intake import IntakeRow
+    from ui.views.gpu_detail import change_lines
+
+    said = Text(N_("{mib} MiB reported, {ratio} of the nominal {gb} GB"), mib="40960", ratio="50%", gb=80)
+    checks = (Check("memory-size", REJECT, said),)
+    with i18n.speaking("en"):
+        reason = overall(checks)[1]
+    result = dataclasses.replace(IntakeResult.from_dict({"uuid": "GPU-1", "node": "n1"}), verdict=REJECT,
+                                 reason=reason, checks=checks)
+    stored = json.loads(json.dumps(result.stored()))  # as storage.intake keeps it
+    assert stored["reason"] == "Memory size: 40960 MiB reported, 50% of the nominal 80 GB"
+
+    def detail(result: dict) -> str:  # type: ignore[type-arg]
+        row = IntakeRow(id=1, ts=T0, gpu_uuid="GPU-1", verdict=REJECT, node="n1", result=result)
+        return change_lines([], [], [row])[0][2]
+
+    assert "显存容量" in detail(stored) and "报告为 40960 MiB" in detail(stored), detail(stored)
+    old = {k: v for k, v in stored.items() if k != "texts"}  # stored before the texts were kept
+    assert detail(old).endswith("Memory size: 40960 MiB reported, 50% of the nominal 80 GB")
