@@ -185,7 +185,13 @@ def new_finding(f: Finding) -> NewFinding:
     return NewFinding(key=f.key, kind=f.kind, severity=f.severity, node=f.node, gpu_uuid=f.gpu_uuid,
                       first_seen=f.first_seen, last_seen=f.last_seen,
                       evidence={"summary": f.summary, **f.evidence}, action=f.action,
-                      texts=i18n.dumps({"summary": f.summary, "action": f.action}))
+                      texts=i18n.dumps({"summary": f.summary, "action": f.action, "base_summary": _base_summary(f)}))
+
+
+def _base_summary(f: Finding) -> object:
+    """The rule's own summary that the lifecycle keeps in the evidence (``lifecycle.base_summary``), if any."""
+    lc = f.evidence.get("lifecycle")
+    return lc.get("base_summary") if isinstance(lc, Mapping) else None
 
 
 def store(db: Any, judged: Iterable[Finding], now: float) -> Any:

@@ -44,6 +44,9 @@ def _finding(r: dict[str, Any]) -> StoredFinding:
             evidence["summary"] = from_data(texts.get("summary"), evidence["summary"])
         if isinstance(action, str):
             action = from_data(texts.get("action"), action)
+        lc = evidence.get("lifecycle") if isinstance(evidence, dict) else None
+        if isinstance(lc, dict) and isinstance(lc.get("base_summary"), str):  # the rule's own summary, kept by
+            lc["base_summary"] = from_data(texts.get("base_summary"), lc["base_summary"])  # the lifecycle
     return StoredFinding(
         id=int(r["id"]), key=r["key"], kind=r["kind"], severity=r["severity"], first_seen=r["first_seen"],
         last_seen=r["last_seen"], updated_at=r["updated_at"], node=r["node"], gpu_uuid=r["gpu_uuid"],

@@ -118,3 +118,21 @@ def test_the_gpu_detail_says_a_stored_intake_reason_in_chinese(chinese: None) ->
     assert "显存容量" in detail(stored) and "报告为 40960 MiB" in detail(stored), detail(stored)
     old = {k: v for k, v in stored.items() if k != "texts"}  # stored before the texts were kept
     assert detail(old).endswith("Memory size: 40960 MiB reported, 50% of the nominal 80 GB")
+
+
+def test_the_inspection_says_the_findings_in_chinese(tmp_path: Path, chinese: None) -> None:
+    from ui.inspection_worker import inspect
+    from ui.views.inspection import ChecklistModel
+
+    path = _db(tmp_path / "f.db")
+    # now (fresh findings) and two days on, when the hot hour has left the window: the finding is the one the
+    # ledger kept (read back from the database)
+    for now in (T0 + 3600, T0 + 3600 + 2 * 86400):
+        insp = inspect(str(path), now)
+        model = ChecklistModel()
+        model.set_result(insp.result)
+        said = []
+        for i in range(model.rowCount()):
+            parent = model.index(i, 0)
+            said += [model.data(model.index(j, 3, parent)) for j in range(model.rowCount(parent))]
+        assert any("过热降频" in s for s in said), (now, said)
