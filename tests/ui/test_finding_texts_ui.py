@@ -136,3 +136,16 @@ def test_the_inspection_says_the_findings_in_chinese(tmp_path: Path, chinese: No
             parent = model.index(i, 0)
             said += [model.data(model.index(j, 3, parent)) for j in range(model.rowCount(parent))]
         assert any("过热降频" in s for s in said), (now, said)
+
+
+def test_the_prerun_history_says_a_kept_finding_in_chinese(tmp_path: Path, chinese: None) -> None:
+    from ui.inspection_worker import review
+    from ui.views.prerun import DEFAULT_DAYS, NodeHistoryModel, history_rows
+
+    path = _db(tmp_path / "f.db")
+    rev = review(str(path), T0 + 3600 + 2 * 86400, ["n2"], DEFAULT_DAYS)  # the hot hour left the window
+    (node,) = rev.result.nodes
+    model = NodeHistoryModel()
+    model.set_rows(history_rows(node, rev.result.findings))
+    values = [model.data(model.index(i, 2)) for i in range(model.rowCount())]
+    assert any("过热降频" in str(v) for v in values), values
