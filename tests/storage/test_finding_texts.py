@@ -88,17 +88,27 @@ def test_the_workbook_says_a_stored_summary_in_chinese_csv_and_json_stay_english
     assert SUMMARY_ZH in str(row["证据"]), row
 
 
-def test_resolve_history_says_the_summary_in_chinese(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_resolve_list_and_history_say_the_summary_in_chinese(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
     path = tmp_path / "f.db"
     db, key = _health_pass(path)
+    db.close()
+    try:
+        assert main(["--lang", "zh_CN", "resolve", "--db", str(path), "--list"]) == 0
+    finally:
+        i18n.set_language("en")
+    assert "n2 gpu1：过热降频 30 分钟" in capsys.readouterr().out
+    db = open_database(path)
     try:
         resolve(db, key, "other", "fan swapped", T0 + 4000, by="ann")
         uuid = _finding(db, key).gpu_uuid
     finally:
         db.close()
-    assert main(["--lang", "zh_CN", "resolve", "--db", str(path), "--history", uuid]) == 0
+    try:
+        assert main(["--lang", "zh_CN", "resolve", "--db", str(path), "--history", uuid]) == 0
+    finally:
+        i18n.set_language("en")
     out = capsys.readouterr().out
-    i18n.set_language("en")
     assert SUMMARY_ZH in out, out
     assert main(["resolve", "--db", str(path), "--history", uuid]) == 0
     assert "thermal slowdown for" in capsys.readouterr().out
