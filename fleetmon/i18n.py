@@ -166,7 +166,8 @@ def localized(text: object) -> str:
 # Hand-written: a Text is a str (JSON writes it as its English string), so its template and values need a form
 # of their own for the database; this is small and exact, and a stored form from an older build must never break
 # a view (from_data falls back to the English string instead of raising).
-_MAX_DEPTH = 32
+_MAX_DEPTH = 200
+"""Nesting :func:`from_data` follows (a :func:`listing` nests one level per item); deeper data is refused."""
 
 
 def to_data(text: object) -> object:

@@ -196,3 +196,12 @@ def test_to_data_and_back_gives_the_same_text(text: str) -> None:
     back = i18n.from_data(data, str(text))
     assert back == text and type(back) is type(text)
     assert i18n.from_data(data, str(text) + "!") == str(text) + "!"  # not what was stored: the English
+
+
+def test_a_long_list_survives() -> None:
+    """``i18n.listing`` nests one Text per item: a card with many faults is said again all the same."""
+    text = i18n.listing([Text(N_("{gpu}: GPU lost (fell off the bus)"), gpu=f"n{i} gpu0") for i in range(60)])
+    back = i18n.from_data(json.loads(json.dumps(i18n.to_data(text))), str(text))
+    assert isinstance(back, Text) and back == text
+    with i18n.speaking("zh_CN"):
+        assert i18n.localized(back).count("掉卡") == 60
