@@ -234,7 +234,8 @@ def _evidence_text(ev: Mapping[str, Any] | None) -> str:
     if not ev:
         return ""
     if ev.get("summary"):
-        return str(ev["summary"])
+        summary = ev["summary"]
+        return summary if isinstance(summary, str) else str(summary)  # an i18n.Text (m017) stays one: the XLSX says it
     return ", ".join(f"{k}={v}" for k, v in ev.items() if isinstance(v, (str, int, float)) and v != "")
 
 
@@ -376,7 +377,8 @@ _VERSION_WORDS = {"baseline": N_("baseline"), "outlier": N_("outlier")}
 
 def _shown_value(key: str, value: Any) -> Any:
     """A workbook cell's value in the reader's language: the verdict and health words, baseline / outlier, a
-    rule's fixed advice (in the catalog) and the acknowledgement; anything else (names, identifiers,
+    rule's fixed advice (in the catalog), the acknowledgement and a stored finding's summary (an ``i18n.Text``
+    when the row keeps how it was made, m017; else as stored); anything else (names, identifiers,
     figures) as it is. CSV and JSON never come here: they keep the English values."""
     if not isinstance(value, str) or not value:
         return value
@@ -384,7 +386,7 @@ def _shown_value(key: str, value: Any) -> Any:
         return W.word(value)
     if key == "baseline":
         return _(_VERSION_WORDS[value]) if value in _VERSION_WORDS else value
-    if key in ("action", "ack"):
+    if key in ("action", "ack", "evidence"):
         return localized(value)
     return value
 

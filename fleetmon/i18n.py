@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import io
+import json
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -33,7 +34,7 @@ from pathlib import Path
 
 __all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "localized", "ngettext", "set_language",
            "listing", "current_language", "language_from_environment", "normalize_language", "number", "when", "day",
-           "speaking", "Joined", "Moment"]
+           "speaking", "Joined", "Moment", "to_data", "from_data", "remake", "dumps", "loads"]
 
 SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
 """The languages fleetmon speaks: English (the source text) and Simplified Chinese."""
@@ -158,6 +159,101 @@ def localized(text: object) -> str:
     if isinstance(text, str):
         return _(text) if text and language != "en" else text
     return str(text)
+
+
+# -- text kept for later: plain JSON-able data and back (the findings' stored summaries, docs/i18n.md) ------------
+
+# Hand-written: a Text is a str (JSON writes it as its English string), so its template and values need a form
+# of their own for the database; this is small and exact, and a stored form from an older build must never break
+# a view (from_data falls back to the English string instead of raising).
+_MAX_DEPTH = 200
+"""Nesting :func:`from_data` follows (a :func:`listing` nests one level per item); deeper data is refused."""
+
+
+def to_data(text: object) -> object:
+    """``text`` (a :class:`Text`, :class:`Joined`, :class:`Moment`, a plain value) as JSON-able data that
+    :func:`from_data` turns back into it: ``{"t": template, "a": {name: value}}``, ``{"j": [part, ...]}``,
+    ``{"m": ts}``; a number, bool or None as itself; anything else as its string."""
+    if isinstance(text, Moment):
+        return {"m": text.ts}
+    if isinstance(text, Joined):
+        return {"j": [to_data(p) for p in text.parts]}
+    if isinstance(text, Text):
+        return {"t": text.template, "a": {str(k): to_data(v) for k, v in text.args.items()}}
+    if text is None or isinstance(text, (bool, int, float)):
+        return text
+    return str.__str__(text) if isinstance(text, str) else str(text)
+
+
+def _value(data: object, depth: int) -> object:
+    if depth > _MAX_DEPTH:
+        raise ValueError("stored text nested too deep")
+    if data is None or isinstance(data, (bool, int, float, str)):
+        return data
+    if isinstance(data, Mapping):
+        if "m" in data:
+            ts = data["m"]
+            if isinstance(ts, bool) or not isinstance(ts, (int, float)):
+                raise ValueError("stored moment without a time")
+            return Moment(ts)
+        if "j" in data:
+            parts = data["j"]
+            if not isinstance(parts, list):
+                raise ValueError("stored list without parts")
+            return Joined([_as_str(p, depth) for p in parts])
+        template, args = data.get("t"), data.get("a", {})
+        if isinstance(template, str) and isinstance(args, Mapping):
+            return Text(template, **{str(k): _value(v, depth + 1) for k, v in args.items()})
+    raise ValueError("stored text of an unknown form")
+
+
+def _as_str(data: object, depth: int) -> str:
+    made = _value(data, depth + 1)
+    if not isinstance(made, str):
+        raise ValueError("stored list part is not text")
+    return made
+
+
+def remake(data: object) -> str | None:
+    """The :class:`Text`, :class:`Joined` or :class:`Moment` :func:`to_data` gave ``data`` for; None when
+    ``data`` is not one (missing, of an unknown form, a template that does not fit its values). Never raises."""
+    try:
+        made = _value(data, 0)
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, OSError,
+            RecursionError):
+        return None
+    return made if isinstance(made, (Text, Joined, Moment)) else None
+
+
+def from_data(data: object, english: str) -> str:
+    """The text :func:`to_data` gave ``data`` for, when it says ``english`` again (so :func:`localized` can say
+    it in the reader's language); else ``english`` itself: data missing, of an unknown form, a template that no
+    longer fits its values, or text that would differ from what was stored. Never raises."""
+    made = None if data is None else remake(data)
+    if made is None or str.__str__(made) != english:
+        return english
+    return made
+
+
+def dumps(texts: Mapping[str, object]) -> str | None:
+    """``{name: text}`` as the JSON text stored beside the English strings (None when none of them is a
+    :class:`Text`, :class:`Joined` or :class:`Moment`: nothing to say again in another language)."""
+    kept = {k: to_data(v) for k, v in texts.items() if isinstance(v, (Text, Joined, Moment))}
+    if not kept:
+        return None
+    return json.dumps(kept, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def loads(stored: object) -> dict[str, object]:
+    """The JSON text of :func:`dumps` back as ``{name: data}`` for :func:`from_data` ({} when missing or
+    unreadable: the English strings are shown as stored). Never raises."""
+    if not isinstance(stored, str) or not stored:
+        return {}
+    try:
+        data = json.loads(stored)
+    except (ValueError, RecursionError):
+        return {}
+    return dict(data) if isinstance(data, dict) else {}
 
 
 def _(message: str) -> str:

@@ -121,9 +121,11 @@ class Check:
                 "required": self.required, "evidence": dict(self.evidence)}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> Check:
+    def from_dict(cls, d: Mapping[str, Any], made: Any = None) -> Check:
+        """``made``: how the reason was made (:func:`fleetmon.i18n.to_data`, kept by :meth:`IntakeResult.stored`)."""
         status = str(d.get("status") or UNKNOWN)
-        return cls(str(d.get("name") or "?"), status if status in STATUSES else UNKNOWN, str(d.get("reason") or ""),
+        reason = i18n.from_data(made, str(d.get("reason") or ""))
+        return cls(str(d.get("name") or "?"), status if status in STATUSES else UNKNOWN, reason,
                    bool(d.get("required", True)), dict(d.get("evidence") or {}))
 
 
@@ -166,19 +168,38 @@ class IntakeResult:
             "thresholds": dict(self.thresholds), "checks": [c.to_dict() for c in self.checks],
         }
 
+    def stored(self) -> dict[str, Any]:
+        """:meth:`to_dict` (English, as ``--json`` writes it) and ``"texts"``: how the verdict's and the checks'
+        reasons were made (:func:`fleetmon.i18n.to_data`), so that a stored result is said again in the reader's
+        language (:meth:`from_dict`; docs/i18n.md)."""
+        made = (Text, Joined, Moment)
+        texts: dict[str, Any] = {"checks": {c.name: i18n.to_data(c.reason) for c in self.checks
+                                            if isinstance(c.reason, made)}}
+        if isinstance(self.reason, made):
+            texts["reason"] = i18n.to_data(self.reason)
+        return {**self.to_dict(), "texts": texts}
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> IntakeResult:
-        """A stored result back (unknown keys ignored, missing ones empty): what the app shows and prints."""
+        """A stored result back (unknown keys ignored, missing ones empty): what the app shows and prints. Its
+        reasons are :class:`fleetmon.i18n.Text` where ``"texts"`` (:meth:`stored`) makes them again into the
+        English stored, else the English as stored."""
         def num(key: str) -> float:
             v = d.get(key)
             return float(v) if isinstance(v, (int, float)) else 0.0
 
         verdict = str(d.get("verdict") or CONDITIONAL)
         spec, used = d.get("spec"), d.get("thresholds")
+        kept = d.get("texts")
+        texts: Mapping[str, Any] = kept if isinstance(kept, Mapping) else {}
+        kept_checks = texts.get("checks")
+        made_checks: Mapping[str, Any] = kept_checks if isinstance(kept_checks, Mapping) else {}
         return cls(
             uuid=str(d.get("uuid") or ""), node=str(d.get("node") or ""),
-            verdict=verdict if verdict in VERDICTS else CONDITIONAL, reason=str(d.get("reason") or ""),
-            checks=tuple(Check.from_dict(c) for c in d.get("checks") or () if isinstance(c, Mapping)),
+            verdict=verdict if verdict in VERDICTS else CONDITIONAL,
+            reason=i18n.from_data(texts.get("reason"), str(d.get("reason") or "")),
+            checks=tuple(Check.from_dict(c, made_checks.get(str(c.get("name")))) for c in d.get("checks") or ()
+                         if isinstance(c, Mapping)),
             now=num("now"), window_from=num("window_from"), window_to=num("window_to"),
             index=d.get("index"), model=str(d.get("model") or ""), serial=d.get("serial"), vbios=d.get("vbios"),
             pci_bus_id=d.get("pci_bus_id"), board_part_number=d.get("board_part_number"),
@@ -601,6 +622,25 @@ def _r(v: float | None) -> float | None:
 # -- the verdict -------------------------------------------------------------------
 
 
+def stored_reason(result: Mapping[str, Any]) -> str:
+    """A stored result's verdict reason in the current language: made again from its checks (their reasons
+    kept by :meth:`IntakeResult.stored`) when that gives the English stored, else as stored. Never raises."""
+    english = str(result.get("reason") or "")
+    if not isinstance(result.get("texts"), Mapping) or i18n.current_language() == "en":
+        return english
+    try:
+        back = IntakeResult.from_dict(result)
+        kept = result["texts"].get("checks")
+        if not isinstance(kept, Mapping) or not all(isinstance(c.reason, (Text, Joined, Moment))
+                                                    for c in back.checks if c.name in kept):
+            return english  # a check's reason could not be made again: all of it as stored, not half
+        with i18n.speaking("en"):
+            again = overall(back.checks)[1]
+        return overall(back.checks)[1] if again == english else english
+    except (ValueError, TypeError, KeyError, AttributeError, IndexError):
+        return english
+
+
 def overall(checks: Sequence[Check]) -> tuple[str, str]:
     """(verdict, reason): REJECT if any check rejects; CONDITIONAL if any is conditional or a required check
     is UNKNOWN (missing data is not health); else PASS."""
@@ -808,7 +848,7 @@ def run_intake(db: Any, now: float, node: str, gpu: str | None = None, window: t
         try:
             for r in results:
                 save_intake(db, now, r.uuid, r.verdict, node=r.node, window=(r.window_from, r.window_to),
-                            result=r.to_dict())
+                            result=r.stored())
             saved = True
         except StorageError as exc:  # the result stands; only its record is missing
             error = str(exc)

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from fleetmon import i18n
 from fleetmon.health import engine, lifecycle
 from fleetmon.health.findings import Finding
 from fleetmon.health.fleet import FleetHistory, GpuHistory
@@ -37,12 +38,13 @@ KEEP_RESOLVED_S = lifecycle.DAYS_KEPT * 86400.0
 def stored_finding(r: StoredFinding, index_of: Mapping[str, int | None] | None = None) -> Finding | None:
     """A Finding from a stored row, its state as stored (None for a kind or severity this build does not know)."""
     evidence = dict(r.evidence or {})
-    summary = str(evidence.pop("summary", "") or f"{r.node}: {r.kind}")
+    summary = evidence.pop("summary", "") or f"{r.node}: {r.kind}"
+    summary = summary if isinstance(summary, str) else str(summary)  # an i18n.Text (m017) stays one
     try:
         return Finding(
             kind=str(r.kind), severity=str(r.severity), node=str(r.node or ""), gpu_uuid=r.gpu_uuid,
             first_seen=float(r.first_seen), last_seen=float(r.last_seen), evidence=evidence,
-            action=str(r.action or ""), summary=summary, key=str(r.key),
+            action=r.action if isinstance(r.action, str) else "", summary=summary, key=str(r.key),
             state="open" if r.resolved_at is None else "resolved",
             gpu_index=(index_of or {}).get(r.gpu_uuid) if r.gpu_uuid else None,
         )
@@ -178,10 +180,18 @@ def _resolved_at(f: Finding) -> float:
 
 
 def new_finding(f: Finding) -> NewFinding:
-    """A finding as storage keeps it (the summary rides in the evidence)."""
+    """A finding as storage keeps it (the summary rides in the evidence, in English; ``texts`` keeps how the
+    summary and action were made, so that a reader can say them in its language: docs/i18n.md)."""
     return NewFinding(key=f.key, kind=f.kind, severity=f.severity, node=f.node, gpu_uuid=f.gpu_uuid,
                       first_seen=f.first_seen, last_seen=f.last_seen,
-                      evidence={"summary": f.summary, **f.evidence}, action=f.action)
+                      evidence={"summary": f.summary, **f.evidence}, action=f.action,
+                      texts=i18n.dumps({"summary": f.summary, "action": f.action, "base_summary": _base_summary(f)}))
+
+
+def _base_summary(f: Finding) -> object:
+    """The rule's own summary that the lifecycle keeps in the evidence (``lifecycle.base_summary``), if any."""
+    lc = f.evidence.get("lifecycle")
+    return lc.get("base_summary") if isinstance(lc, Mapping) else None
 
 
 def store(db: Any, judged: Iterable[Finding], now: float) -> Any:

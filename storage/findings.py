@@ -18,6 +18,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from fleetmon.i18n import from_data, loads
 from fleetmon.vocab import Severity
 from storage.db import query, transaction
 from storage.rows import DERATING_RATIOS, DeratingDay, FindingChanges, NewFinding, ReportRow, StoredFinding
@@ -35,11 +36,21 @@ def _rank(severity: Any) -> int:
 
 
 def _finding(r: dict[str, Any]) -> StoredFinding:
+    evidence = json.loads(r["evidence"]) if r.get("evidence") else None
+    action = r["action"]
+    texts = loads(r.get("texts"))  # m017: how the English text was made ({} for older rows, unreadable data)
+    if texts:
+        if isinstance(evidence, dict) and isinstance(evidence.get("summary"), str):
+            evidence["summary"] = from_data(texts.get("summary"), evidence["summary"])
+        if isinstance(action, str):
+            action = from_data(texts.get("action"), action)
+        lc = evidence.get("lifecycle") if isinstance(evidence, dict) else None
+        if isinstance(lc, dict) and isinstance(lc.get("base_summary"), str):  # the rule's own summary, kept by
+            lc["base_summary"] = from_data(texts.get("base_summary"), lc["base_summary"])  # the lifecycle
     return StoredFinding(
         id=int(r["id"]), key=r["key"], kind=r["kind"], severity=r["severity"], first_seen=r["first_seen"],
         last_seen=r["last_seen"], updated_at=r["updated_at"], node=r["node"], gpu_uuid=r["gpu_uuid"],
-        resolved_at=r["resolved_at"], evidence=json.loads(r["evidence"]) if r.get("evidence") else None,
-        action=r["action"])
+        resolved_at=r["resolved_at"], evidence=evidence, action=action)
 
 
 def save_findings(db: Database, findings: Sequence[NewFinding], now: float) -> FindingChanges:
@@ -69,18 +80,18 @@ def save_findings(db: Database, findings: Sequence[NewFinding], now: float) -> F
             if old is None:
                 conn.execute(
                     """INSERT INTO findings (key, kind, severity, node, gpu_uuid, first_seen, last_seen, evidence,
-                                             action, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                             action, updated_at, texts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                     (key, f.kind, f.severity, f.node, f.gpu_uuid, f.first_seen or now, f.last_seen or now, evidence,
-                     f.action, now))
+                     f.action, now, f.texts))
                 result["new"].append(key)
                 continue
             reopened = old["resolved_at"] is not None
             conn.execute(
                 """UPDATE findings SET kind = ?, severity = ?, node = ?, gpu_uuid = ?, last_seen = ?, evidence = ?,
-                       action = ?, updated_at = ?, resolved_at = NULL,
+                       action = ?, updated_at = ?, resolved_at = NULL, texts = ?,
                        first_seen = CASE WHEN ? THEN ? ELSE first_seen END WHERE key = ?""",
-                (f.kind, f.severity, f.node, f.gpu_uuid, f.last_seen or now, evidence, f.action, now, reopened,
-                 f.first_seen or now, key))
+                (f.kind, f.severity, f.node, f.gpu_uuid, f.last_seen or now, evidence, f.action, now, f.texts,
+                 reopened, f.first_seen or now, key))
             if reopened:
                 result["new"].append(key)
                 result["reopened"].append(key)
@@ -124,16 +135,16 @@ def save_ledger(db: Database, open_: Sequence[NewFinding], resolved: Sequence[Ne
             if old is None:
                 conn.execute(
                     """INSERT INTO findings (key, kind, severity, node, gpu_uuid, first_seen, last_seen, evidence,
-                                             action, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                             action, updated_at, texts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                     (f.key, f.kind, f.severity, f.node, f.gpu_uuid, f.first_seen or now, f.last_seen or now,
-                     text(f), f.action, now))
+                     text(f), f.action, now, f.texts))
                 result["new"].append(f.key)
                 continue
             conn.execute(
                 """UPDATE findings SET kind = ?, severity = ?, node = ?, gpu_uuid = ?, first_seen = ?, last_seen = ?,
-                       evidence = ?, action = ?, updated_at = ?, resolved_at = NULL WHERE key = ?""",
+                       evidence = ?, action = ?, updated_at = ?, resolved_at = NULL, texts = ? WHERE key = ?""",
                 (f.kind, f.severity, f.node, f.gpu_uuid, f.first_seen or now, f.last_seen or now, text(f), f.action,
-                 now, f.key))
+                 now, f.texts, f.key))
             if old[1] is not None:
                 result["new"].append(f.key)
                 result["reopened"].append(f.key)
@@ -143,8 +154,8 @@ def save_ledger(db: Database, open_: Sequence[NewFinding], resolved: Sequence[Ne
             old = stored.get(f.key)
             if old is None or old[1] is not None:
                 continue
-            conn.execute("""UPDATE findings SET resolved_at = ?, updated_at = ?, last_seen = ?, evidence = ?
-                            WHERE key = ?""", (now, now, f.last_seen or now, text(f), f.key))
+            conn.execute("""UPDATE findings SET resolved_at = ?, updated_at = ?, last_seen = ?, evidence = ?, texts = ?
+                            WHERE key = ?""", (now, now, f.last_seen or now, text(f), f.texts, f.key))
             result["resolved"].append(f.key)
         wanted = {k for keys in result.values() for k in keys}
         full: dict[str, StoredFinding] = {}

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
+from fleetmon.i18n import from_data, loads
 from storage.db import query, transaction
 
 __all__ = ["ResolutionRow", "card_resolutions", "latest_resolutions", "resolve"]
@@ -42,10 +43,12 @@ class ResolutionRow:
 
 
 def _row(r: dict[str, Any]) -> ResolutionRow:
+    # m017: the summary as made (an i18n.Text equal to the English stored), when the row keeps it
+    summary = from_data(loads(r.get("texts")).get("summary"), str(r["summary"] or ""))
     return ResolutionRow(id=int(r["id"]), key=str(r["key"]), kind=str(r["kind"]), at=float(r["at"]),
                          reason=str(r["reason"]), note=str(r["note"] or ""), by=r["by"], node=r["node"],
                          gpu_uuid=r["gpu_uuid"], severity=r["severity"], first_seen=r["first_seen"],
-                         last_seen=r["last_seen"], summary=str(r["summary"] or ""))
+                         last_seen=r["last_seen"], summary=summary)
 
 
 def resolve(db: Database, key: str, reason: str, note: str, at: float, by: str | None = None) -> ResolutionRow:
@@ -56,12 +59,12 @@ def resolve(db: Database, key: str, reason: str, note: str, at: float, by: str |
         StorageError: the database cannot be written.
     """
     with transaction(db) as conn:
-        cur = conn.execute("SELECT kind, node, gpu_uuid, severity, first_seen, last_seen, evidence "
+        cur = conn.execute("SELECT kind, node, gpu_uuid, severity, first_seen, last_seen, evidence, texts "
                            "FROM findings WHERE key = ?", (key,))
         found = cur.fetchone()
         if found is None:
             raise KeyError(key)
-        kind, node, gpu_uuid, severity, first_seen, last_seen, evidence = found
+        kind, node, gpu_uuid, severity, first_seen, last_seen, evidence, texts = found
         try:
             ev = json.loads(evidence) if evidence else {}
         except ValueError:
@@ -69,10 +72,10 @@ def resolve(db: Database, key: str, reason: str, note: str, at: float, by: str |
         summary = str(ev.get("summary") or "") if isinstance(ev, dict) else ""
         cur = conn.execute(
             """INSERT INTO finding_resolutions (key, kind, node, gpu_uuid, severity, first_seen, last_seen,
-                                                summary, reason, note, by, at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                                summary, reason, note, by, at, texts)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (key, kind, node, gpu_uuid, None if severity is None else str(severity), first_seen, last_seen,
-             summary, reason, note, by, at))
+             summary, reason, note, by, at, texts))
         rid = int(cur.lastrowid or 0)
         lc = dict(ev.get("lifecycle") or {}) if isinstance(ev, dict) else {}
         lc["resolved"] = {"by": "operator", "resolution": {
@@ -83,7 +86,8 @@ def resolve(db: Database, key: str, reason: str, note: str, at: float, by: str |
                      (at, at, json.dumps(ev, separators=(",", ":"), sort_keys=True, default=str), key))
     return ResolutionRow(id=rid, key=key, kind=str(kind), at=at, reason=reason, note=note, by=by, node=node,
                          gpu_uuid=gpu_uuid, severity=None if severity is None else str(severity),
-                         first_seen=first_seen, last_seen=last_seen, summary=summary)
+                         first_seen=first_seen, last_seen=last_seen,
+                         summary=from_data(loads(texts).get("summary"), summary))
 
 
 def latest_resolutions(db: Database, keys: Iterable[str] | None = None,

@@ -134,6 +134,8 @@ class NewFinding:
     last_seen: float | None = None
     evidence: Mapping[str, Any] | None = None
     action: str | None = None
+    texts: str | None = None
+    """How the summary and action were made (:func:`fleetmon.i18n.dumps`), stored in ``findings.texts``."""
 
 
 @dataclass(frozen=True)
@@ -142,6 +144,10 @@ class StoredFinding:
 
     ``updated_at`` is when a collector last judged it open. ``gpu_index`` is
     not stored: a reader that knows the card's index may fill it for display.
+    ``evidence["summary"]`` and ``action`` are the English text as stored; where the
+    row keeps how they were made (``findings.texts``, m017) they are
+    :class:`fleetmon.i18n.Text` (equal to that English), which ``i18n.localized``
+    says in the reader's language.
     """
 
     id: int

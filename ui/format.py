@@ -6,6 +6,7 @@ contexts: docs/i18n.md); the reader thread calls some of them, which ``translate
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -15,6 +16,7 @@ from PySide6.QtCore import QCoreApplication
 
 from fleetmon.health.findings import worst_order
 from fleetmon.health.verdict import SILENT, combine
+from fleetmon.i18n import localized
 from fleetmon.vocab import GpuState, Severity
 from fleetmon.vocab import severity_rank as vocab_severity_rank
 from ui.i18n import QT_TRANSLATE_NOOP, verdict_word
@@ -380,7 +382,9 @@ def evidence_text(kind: str | None, evidence: Any) -> str:
     if "None" in text or not text:
         summary = g("summary")
         if summary:
-            return str(summary).split(": ", 1)[-1]
+            # said in the reader's language when stored with how it was made (m017); "n1 gpu0: " (or "：") goes
+            said = localized(summary) if isinstance(summary, str) else str(summary)
+            return re.split(r": |：", said, maxsplit=1)[-1]
         if not text:
             shown = [f"{k}={v}" for k, v in e.items() if k not in ("summary", "model") and not isinstance(v, (dict, list))]
             return ", ".join(shown[:6])

@@ -56,7 +56,7 @@ def _where(f: Any) -> str:
 
 
 def _summary(f: Any) -> str:
-    return str((f.evidence or {}).get("summary") or f.kind)
+    return i18n.localized((f.evidence or {}).get("summary") or f.kind)  # said again when stored with m017
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
             who = f" by {r.by}" if r.by else ""
             note = f" — {r.note}" if r.note else ""
             when = i18n.when(r.at)
-            print(f"{when} UTC{who}: {RESOLVE_REASONS.get(r.reason, r.reason)}{note}\n    {r.summary or r.kind}  [{r.key}]")
+            print(f"{when} UTC{who}: {RESOLVE_REASONS.get(r.reason, r.reason)}{note}\n    {i18n.localized(r.summary or r.kind)}  [{r.key}]")
         return 0
     filtering = bool(args.keys or args.node or args.kind or args.gpu is not None)
     if args.list or not filtering:

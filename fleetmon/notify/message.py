@@ -54,6 +54,11 @@ class Event:
     title: str = ""
     body: str = ""
     """Only a digest or a test carries its own text."""
+    evidence_data: Any = None
+    """How a finding's summary was made (:func:`fleetmon.i18n.to_data`): ``evidence`` said in a destination's
+    language. None: shown as ``evidence`` (English; events queued before it was kept)."""
+    action_data: Any = None
+    """The same for an action with values (a fixed one is in the catalog as it is)."""
 
     def payload(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,7 +94,12 @@ def finding_event(finding: Any, transition: str, db: str, *, group: str | None =
                   gpu_index: int | None = None) -> Event:
     """The event of a stored finding (:class:`storage.rows.StoredFinding`) that is new, reopened or worsened."""
     evidence = dict(finding.evidence or {})
-    summary = str(evidence.get("summary") or f"{finding.node}: {finding.kind}")
+    summary = evidence.get("summary") or f"{finding.node}: {finding.kind}"
+    # How the summary was made (an i18n.Text read back with m017), so that each destination says it in its
+    # language; the outbox keeps the event as JSON until it is sent.
+    made = i18n.to_data(summary) if isinstance(summary, i18n.Text) else None
+    action = finding.action or ""
+    action_made = i18n.to_data(action) if isinstance(action, i18n.Text) else None
     gpu = None
     if finding.gpu_uuid:
         gpu = f"gpu{gpu_index}" if gpu_index is not None else str(finding.gpu_uuid)
@@ -100,7 +110,7 @@ def finding_event(finding: Any, transition: str, db: str, *, group: str | None =
     stamp = f"{severity}" if transition == "worsened" else f"{onset}"
     return Event(key=f"finding:{finding.key}:{transition}:{stamp}", transition=transition, kind=str(finding.kind),
                  severity=severity, node=finding.node, gpu=gpu, evidence=_one_line(summary),
-                 action=_one_line(str(finding.action or ""), 400),
+                 action=_one_line(str(action), 400), evidence_data=made, action_data=action_made,
                  command=open_command(db, finding.node, str(finding.kind), finding.gpu_uuid),
                  group=group, at=float(finding.last_seen))
 
@@ -126,14 +136,29 @@ def stale_event(node: str, last_ok: float, now: float, db: str, *, group: str | 
 
 def _evidence(e: Event) -> str:
     """The event's evidence in the current language: a stale node's is made again from its key (the outbox
-    keeps the English text); a finding's summary is shown as stored (docs/i18n.md)."""
+    keeps the English text); a finding's summary is made again from ``evidence_data`` when it gives the same
+    English line (else shown as stored: docs/i18n.md)."""
     if e.transition == "stale" and e.node and i18n.current_language() != "en":
         try:
             last_ok = float(e.key.rsplit(":", 1)[1])
         except (IndexError, ValueError):
             return e.evidence
         return _one_line(_stale_evidence(e.node, last_ok, e.at))
+    if e.evidence_data is not None and i18n.current_language() != "en":
+        made = i18n.remake(e.evidence_data)
+        if made is not None and _one_line(str.__str__(made)) == e.evidence:
+            return _one_line(localized(made))
     return e.evidence
+
+
+def _action(e: Event) -> str:
+    """The event's action in the current language: made again from ``action_data`` when it gives the same
+    English line, else the catalog's sentence (a fixed action) or as stored."""
+    if e.action_data is not None and i18n.current_language() != "en":
+        made = i18n.remake(e.action_data)
+        if made is not None and _one_line(str.__str__(made), 400) == e.action:
+            return _one_line(localized(made), 400)
+    return localized(e.action)
 
 
 def _rank(severity: str) -> int:
@@ -174,7 +199,7 @@ def _compose(events: Sequence[Event], db: str) -> tuple[str, str]:
                                                                change=change),
             _("Node: {node}   GPU: {gpu}").format(node=e.node or "-", gpu=e.gpu or "-"),
             _("Evidence: {evidence}").format(evidence=_evidence(e)),
-            _("Action: {action}").format(action=localized(e.action)),
+            _("Action: {action}").format(action=_action(e)),
             _("Open: {command}").format(command=e.command),
         ])
         return title, body
@@ -194,9 +219,9 @@ def _compose(events: Sequence[Event], db: str) -> tuple[str, str]:
         lines.append(f"- {e.where}  {e.kind}  {W.word(e.severity)}  {_evidence(e)}")
     if len(events) > MAX_LISTED:
         lines.append(_("… and {count} more").format(count=len(events) - MAX_LISTED))
-    actions = list(dict.fromkeys(e.action for e in events if e.action))[:3]
+    actions = list(dict.fromkeys(_action(e) for e in events if e.action))[:3]
     for action in actions:
-        lines.append(_("Action: {action}").format(action=localized(action)))
+        lines.append(_("Action: {action}").format(action=action))
     if db:
         lines.append(_("Open: {command}").format(command=f"fleetmon report --db {shlex.quote(db)}"))
     return title, "\n".join(lines)

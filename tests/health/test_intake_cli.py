@@ -191,3 +191,29 @@ def test_intake_and_its_certificate_in_chinese(db_copy: Path, tmp_path: Path,
         from fleetmon import i18n
 
         i18n.set_language("en")
+
+
+def test_a_stored_intake_is_said_again_in_chinese(db_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The stored result keeps how its reasons were made (``texts``, m017's companion in the result JSON): read
+    back, the verdict's and each check's reason are said in Chinese; the English stays as stored."""
+    from fleetmon import i18n
+    from fleetmon.intake import IntakeResult, stored_reason
+
+    code, _out, err = intake(capsys, "--db", str(db_copy), "--node", "n2", "--now", str(NOW), "--window", WINDOW)
+    assert code == 2, err
+    db = open_database(db_copy, readonly=True)
+    try:
+        (row,) = intakes(db, "GPU-n2-02")
+    finally:
+        db.close()
+    assert row.result["reason"].startswith("Memory size: 40960 MiB reported")  # stored English, as before
+    back = IntakeResult.from_dict(row.result)
+    assert back.reason == row.result["reason"]
+    assert stored_reason(row.result) == row.result["reason"]
+    with i18n.speaking("zh_CN"):
+        assert stored_reason(row.result).startswith("显存容量：报告为 40960 MiB"), stored_reason(row.result)
+        memory = back.check("memory-size")
+        assert memory is not None and "报告为 40960 MiB" in i18n.localized(memory.reason)
+        damaged = {**row.result, "texts": {"checks": {"memory-size": {"t": "{nope}"}}}}
+        assert stored_reason(damaged) == row.result["reason"]  # bad data: the English as stored
+        assert stored_reason({k: v for k, v in row.result.items() if k != "texts"}) == row.result["reason"]  # old row

@@ -9,7 +9,7 @@ from typing import Any
 from PySide6.QtCore import QCoreApplication, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from fleetmon.i18n import _ as core_text
+from fleetmon.i18n import localized
 from storage.acks import AckRow
 from storage.rows import StoredFinding
 from ui import format as fmt
@@ -133,7 +133,8 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
             if col == 5:
                 return fmt.age(r.last_seen, self._now)
             if col == 6:
-                return core_text(r.action) if r.action else ""  # the core's catalog (fleetmon.i18n)
+                # the core's catalog (fleetmon.i18n): a fixed sentence, or one made again from its values (m017)
+                return localized(r.action) if r.action else ""
             if col == COL_EVIDENCE:
                 return fmt.evidence_text(r.kind, r.evidence)
             if col == COL_ACK:
@@ -150,7 +151,8 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
                 return QBrush(QColor(fmt.SEVERITY_COLORS.get(str(r.severity or ""), "#000000")))
         if role == Qt.ItemDataRole.ToolTipRole:
             evidence = r.evidence or {}
-            lines = [f"{k}: {v}" for k, v in list(evidence.items())[:12]] if isinstance(evidence, Mapping) else []
-            action = [f"action: {r.action}"] if r.action else []  # its column elides
+            lines = [f"{k}: {localized(v) if k == 'summary' else v}" for k, v in list(evidence.items())[:12]] \
+                if isinstance(evidence, Mapping) else []
+            action = [f"action: {localized(r.action)}"] if r.action else []  # its column elides
             return "\n".join([f"{r.kind} on {r.node} {r.gpu_uuid or ''}".strip(), *lines, *action])
         return None

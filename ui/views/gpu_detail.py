@@ -170,6 +170,16 @@ def _change_word(kind: str) -> str:
     return QCoreApplication.translate("CardChange", _CHANGE_WORDS[word]) if word in _CHANGE_WORDS else word
 
 
+def _intake_reason(result: Any) -> str:
+    """A stored intake's reason in the reader's language when the result keeps how its checks' reasons were made
+    (its ``texts``), else as stored (English)."""
+    if not isinstance(result, dict):
+        return ""
+    from fleetmon.intake import stored_reason  # the intake module only when a card has an intake
+
+    return stored_reason(result)
+
+
 def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[PlacementRow],
                  intakes: Sequence[IntakeRow] = (), slurm: Sequence[Any] = ()) -> list[tuple[str, str, str]]:
     """The card's history, newest first: (time, what, detail); its intakes with their verdict and reason; its
@@ -183,7 +193,7 @@ def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[Placeme
                     (QCoreApplication.translate("CardChange", "{node} by {who} ({origin}): {why}") if why else
                      QCoreApplication.translate("CardChange", "{node} by {who} ({origin})")).format(**who)))
     for i in intakes:
-        reason = str(i.result.get("reason") or "") if isinstance(i.result, dict) else ""
+        reason = _intake_reason(i.result)
         detail = (QCoreApplication.translate("CardChange", "on {node}: {reason}") if i.node else "{reason}").format(
             node=i.node, reason=reason or fmt.DASH)
         out.append((i.ts, QCoreApplication.translate("CardChange", "intake {verdict}").format(verdict=i.verdict),

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLab
                                QTreeView, QVBoxLayout, QWidget)
 
 from fleetmon import hostlist
+from fleetmon.i18n import localized
 from fleetmon.health.verdict import VERDICTS
 from fleetmon.health.findings import Finding
 from storage.signoffs import SignoffRow
@@ -195,7 +196,7 @@ class ChecklistModel(QAbstractItemModel):
                         else "")[col]
             where = f.where()
             short = where[len(f.node):].strip() if where.startswith(f.node) else where  # the parent names the node
-            return (short or self.tr("node"), severity_text(str(f.severity)), f.kind, f.summary,
+            return (short or self.tr("node"), severity_text(str(f.severity)), f.kind, localized(f.summary),
                     ack_text(it.ack))[col]
         if role == Qt.ItemDataRole.CheckStateRole and f is None and col == 0:
             return Qt.CheckState.Checked if it.node in self._checked else Qt.CheckState.Unchecked
@@ -213,7 +214,7 @@ class ChecklistModel(QAbstractItemModel):
             font.setBold(True)
             return font
         if role == Qt.ItemDataRole.ToolTipRole and f is not None:
-            return "\n".join(x for x in (f.summary, f"action: {f.action}" if f.action else "",
+            return "\n".join(x for x in (localized(f.summary), f"action: {localized(f.action)}" if f.action else "",
                                          ack_text(it.ack)) if x)
         return None
 
@@ -239,8 +240,13 @@ def change_rows(result: Any) -> list[ChangeRow]:
                                  f.last_seen if label == "resolved" else f.first_seen))
     for c in result.summary.get("inventory_changes", []) or []:
         out.append(ChangeRow("inventory", "info", str(c.get("node") or ""), str(c.get("change") or "inventory"),
-                             str(c.get("summary") or ""), c.get("ts")))
+                             _text(c.get("summary")), c.get("ts")))
     return out
+
+
+def _text(value: Any) -> str:
+    """A summary as it came (an i18n.Text stays one, said in the reader's language where shown)."""
+    return value if isinstance(value, str) else ("" if value is None else str(value))
 
 
 _CHANGE_WORDS = (QT_TRANSLATE_NOOP("Change", "new"), QT_TRANSLATE_NOOP("Change", "worsened"),
@@ -264,14 +270,14 @@ class ChangesModel(RowsTableModel[ChangeRow]):
         if role == Qt.ItemDataRole.DisplayRole:
             when = time.strftime("%m-%d %H:%M", time.gmtime(float(r.when))) if r.when else fmt.DASH
             return (QCoreApplication.translate("Change", r.change), severity_text(r.severity), r.where, r.kind,
-                    when, r.summary)[index.column()]
+                    when, localized(r.summary))[index.column()]
         if role == Qt.ItemDataRole.ForegroundRole:
             if index.column() == 0:
                 return QBrush(QColor(CHANGE_COLORS.get(r.change, "#757575")))
             if index.column() == 1:
                 return QBrush(QColor(fmt.SEVERITY_COLORS.get(r.severity, "#757575")))
         if role == Qt.ItemDataRole.ToolTipRole:
-            return r.summary
+            return localized(r.summary)
         return None
 
 

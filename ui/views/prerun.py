@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QGroupBox, QHB
 
 from fleetmon import hostlist
 from fleetmon.health.findings import Finding
+from fleetmon.i18n import Text, localized
 from ui import format as fmt
 from ui.i18n import QT_TRANSLATE_NOOP
 from ui.inspection_worker import Jobs, Review, review
@@ -218,12 +219,13 @@ class NodeHistoryModel(RowsTableModel[HistoryRow]):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         r = self._rows[index.row()]
+        value = localized(r.value) if isinstance(r.value, Text) else r.value  # a finding's summary (stored too)
         if role == Qt.ItemDataRole.DisplayRole:
-            return (r.section, r.what, r.value)[index.column()]
+            return (r.section, r.what, value)[index.column()]
         if role == Qt.ItemDataRole.ForegroundRole and r.severity and index.column() == 2:
             return QBrush(QColor(fmt.SEVERITY_COLORS.get(r.severity, "#757575")))
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{r.what}: {r.value}"
+            return f"{r.what}: {value}"
         return None
 
 
