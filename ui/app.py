@@ -62,7 +62,9 @@ def open_checks(db_path: str, fleet: str | None, interval: float | None, *, conf
         if collector is None and lock is None and "another process" in note:
             open_database(db_path, readonly=True).close()  # held by another collector: still check it reads
     except KnownError as exc:
-        error(f"Cannot open {db_path}:\n\n{exc}")
+        from fleetmon.i18n import message_of
+
+        error(f"Cannot open {db_path}:\n\n{message_of(exc)}")  # the fleet file's problems in the app's language
         return None
     except OSError as exc:
         error(f"Cannot open {db_path}: {exc}")
