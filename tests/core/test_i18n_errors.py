@@ -149,3 +149,45 @@ def test_slot_attribution_and_its_action_in_a_chinese_report() -> None:
     rest = said.split("；", 1)[1]
     assert rest and not rest.isascii(), said  # the action after the lead is said in Chinese too
     assert "The fault" not in text and "换卡后故障仍留在插槽" in text
+
+
+def test_storage_errors_in_chinese_from_the_cli(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not an SQLite file at all " * 40)
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    english = fleetmon("report", "--db", str(empty)).stderr
+    assert english == (f"fleetmon report: database {empty}: not a fleetmon database (no fleetmon schema in it; "
+                       "`fleetmon collect` writes one)\n")
+    proc = fleetmon("--lang", "zh_CN", "report", "--db", str(empty))
+    assert proc.returncode == 1
+    assert proc.stderr == (f"fleetmon report: 数据库 {empty}：不是 fleetmon 数据库（其中没有 fleetmon 的表结构；"
+                           "`fleetmon collect` 会写入）\n"), proc.stderr
+    proc = fleetmon("--lang", "zh_CN", "export", "--db", str(garbage), "-o", str(tmp_path / "out.csv"))
+    assert proc.returncode == 1
+    assert proc.stderr == f"fleetmon export: 数据库 {garbage}：文件已损坏或不是 fleetmon 数据库（file is not a database）\n"
+    assert not (tmp_path / "out.csv").exists()
+
+
+class _NVMLError(Exception):
+    """pynvml's error class: ``str()`` is NVML's own text."""
+
+
+class _NoDriver:
+    """pynvml where the library is there and the driver is not: ``nvmlInit`` raises NVMLError (its documented
+    NVML_ERROR_DRIVER_NOT_LOADED)."""
+
+    NVMLError = _NVMLError
+
+    def nvmlInit(self) -> None:  # noqa: N802  (pynvml's name)
+        raise _NVMLError("Driver Not Loaded")
+
+
+def test_nvml_unavailable_in_chinese(chinese: None) -> None:
+    from fleetmon.agent.nvml.session import open_nvml
+    from fleetmon.errors import NvmlUnavailable
+
+    with pytest.raises(NvmlUnavailable) as caught:
+        open_nvml(_NoDriver())
+    assert str(caught.value) == "NVML could not start: Driver Not Loaded. Is the NVIDIA driver installed and loaded?"
+    assert i18n.message_of(caught.value) == "NVML 无法启动：Driver Not Loaded。NVIDIA 驱动是否已安装并加载？"
