@@ -191,3 +191,16 @@ def test_nvml_unavailable_in_chinese(chinese: None) -> None:
         open_nvml(_NoDriver())
     assert str(caught.value) == "NVML could not start: Driver Not Loaded. Is the NVIDIA driver installed and loaded?"
     assert i18n.message_of(caught.value) == "NVML 无法启动：Driver Not Loaded。NVIDIA 驱动是否已安装并加载？"
+
+
+def test_the_apps_open_error_says_the_fleet_files_problems_in_chinese(tmp_path: Path, chinese: None) -> None:
+    pytest.importorskip("PySide6")
+    from ui.app import open_checks
+
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text('[[node]]\nname = "n1"\n', encoding="utf-8")
+    shown: list[str] = []
+    opened = open_checks(str(tmp_path / "fleet.db"), str(fleet), None, confirm_create=lambda _path: True,
+                         error=shown.append)
+    assert opened is None and len(shown) == 1
+    assert f"{fleet}:1: node[0]: 缺少必需的键 'url'" in shown[0], shown
