@@ -551,17 +551,18 @@ def _summary_html(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note
     t = gettext
     g = card.gpu
     inv = dict(g.inventory or {})
-    title = t(N_("Evidence: {model} serial {serial}")).format(model=g.model or "GPU", serial=g.serial or t(N_("(none)")))
-    body = [f"<h1>{_e(title)}</h1>",
-            '<p class="meta">' + t(N_("UUID {uuid} · history {since} to {until} · exported {now} by fleetmon")).format(
-                uuid=f"<code>{_e(g.uuid)}</code>", since=_e(_shown(card.since)), until=_e(_shown(card.until)),
-                now=_e(_shown(now))) + "</p>"]
+    title = t(N_("Evidence: {model} serial {serial}")).format(model=g.model or "GPU",
+                                                              serial=g.serial or t(N_("(none)")))
+    meta = t(N_("UUID {uuid} · history {since} to {until} · exported {now} by fleetmon")).format(
+        uuid=f"<code>{_e(g.uuid)}</code>", since=_e(_shown(card.since)), until=_e(_shown(card.until)),
+        now=_e(_shown(now)))
+    body = [f"<h1>{_e(title)}</h1>", f'<p class="meta">{meta}</p>']
     if focus:
         f = next((f for _, f in card.findings if f.key == focus), None)
         if f is not None:
-            body.append('<p class="focus">' + t(N_("Exported for the finding: {severity} {summary} (first seen {when})"))
-                        .format(severity=_badge(f.severity), summary=_e(_summary(f)), when=_e(_shown(f.first_seen)))
-                        + "</p>")
+            said = t(N_("Exported for the finding: {severity} {summary} (first seen {when})")).format(
+                severity=_badge(f.severity), summary=_e(_summary(f)), when=_e(_shown(f.first_seen)))
+            body.append(f'<p class="focus">{said}</p>')
     # Identity
     ident_rows = [("UUID", g.uuid), (t(N_("Serial")), g.serial), (t(N_("Model")), g.model)]
     status = dict(g.inventory_status or {})
@@ -631,7 +632,8 @@ def _summary_html(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note
                     note = t(N_("acknowledged {at}: {note}"))
                 notes.append(note.format(until=_shown(a.until), at=_shown(a.created_at), who=a.by, note=a.note))
             for r in resol.get(f.key, []):
-                note = t(N_("resolved {at} by {who}: {reason} {note}")) if r.by else t(N_("resolved {at}: {reason} {note}"))
+                note = (t(N_("resolved {at} by {who}: {reason} {note}")) if r.by else
+                        t(N_("resolved {at}: {reason} {note}")))
                 notes.append(note.format(at=_shown(r.at), who=r.by, reason=r.reason, note=r.note).strip())
             eps = _episodes(f)
             kind = f.kind if scope == "card" else t(N_("{kind} (node)")).format(kind=f.kind)

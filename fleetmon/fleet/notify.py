@@ -102,7 +102,8 @@ def validate_notify(v: Any, items: Any, groups: Any) -> list[NotifySpec]:
     out: list[NotifySpec] = []
     first_line: dict[str, int] = {}
     if not isinstance(items, list):
-        v.error(v._line((), None, "notify"), "notify", Text(N_("must be an array of tables ([[{table}]])"), table="notify"))
+        v.error(v._line((), None, "notify"), "notify", Text(
+            N_("must be an array of tables ([[{table}]])"), table="notify"))
         return out
     for index, item in enumerate(items):
         label = f"notify[{index}]"
@@ -117,8 +118,8 @@ def validate_notify(v: Any, items: Any, groups: Any) -> list[NotifySpec]:
         before = len(v.errors)
         v._unknown_keys(item, NOTIFY_KEYS, ("notify",), index, f"{label}.")
         if "name" not in item:
-            v.error(*where(None), Text(N_("missing required key {key!r} (how `fleetmon notify test --to NAME` names it)"),
-                                      key="name"))
+            v.error(*where(None), Text(
+                N_("missing required key {key!r} (how `fleetmon notify test --to NAME` names it)"), key="name"))
             continue
         name = v._string(item["name"], *where("name"))
         if name is None:
@@ -157,7 +158,8 @@ def _one(v: Any, item: dict[str, Any], name: str, where: Where, groups: Any) -> 
                 v.error(*where("url"), Text(N_("has no {secret} for the content of secret_file to replace"),
                                             secret=SECRET))
         elif url is not None and SECRET in url:
-            v.error(*where("url"), Text(N_("holds {secret}: name the file it comes from with secret_file"), secret=SECRET))
+            v.error(*where("url"), Text(
+                N_("holds {secret}: name the file it comes from with secret_file"), secret=SECRET))
     severity = Severity.CRITICAL
     if "min_severity" in item:
         text = v._string(item["min_severity"], *where("min_severity"))
@@ -180,8 +182,8 @@ def _one(v: Any, item: dict[str, Any], name: str, where: Where, groups: Any) -> 
         if text is not None:
             quiet = parse_quiet_hours(text)
             if quiet is None:
-                v.error(*where("quiet_hours"), Text(N_('must be a range of times of day, as in "22:00-07:00" (got {value!r})'),
-                                                    value=text))
+                v.error(*where("quiet_hours"), Text(
+                    N_('must be a range of times of day, as in "22:00-07:00" (got {value!r})'), value=text))
     timezone = None
     if "timezone" in item:
         timezone = v._string(item["timezone"], *where("timezone"))

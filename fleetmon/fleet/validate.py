@@ -152,7 +152,8 @@ def _structure_problem(text: str) -> tuple[int, str] | None:
         elif token == ".":
             dots += 1
             if dots >= MAX_NESTING:
-                return line, Text(N_("TOML nested too deeply: a dotted key of more than {levels} parts"), levels=MAX_NESTING)
+                return line, Text(
+                    N_("TOML nested too deeply: a dotted key of more than {levels} parts"), levels=MAX_NESTING)
         else:  # = ,
             dots = 0
 
@@ -310,7 +311,8 @@ class _Validator:
         out: dict[str, float] = {}
         if not isinstance(table, dict):
             self.error(
-                self._line((), None, "thresholds"), "thresholds", Text(N_("must be a table ([{table}])"), table="thresholds")
+                self._line((), None, "thresholds"), "thresholds", Text(
+                    N_("must be a table ([{table}])"), table="thresholds")
             )
             return out
         for key, value in table.items():
@@ -328,7 +330,8 @@ class _Validator:
     def _history(self, table: Any) -> str | None:
         """``[history] prometheus``: an http(s) base URL (a path prefix allowed, e.g. Mimir's ``/prometheus``)."""
         if not isinstance(table, dict):
-            self.error(self._line((), None, "history"), "history", Text(N_("must be a table ([{table}])"), table="history"))
+            self.error(self._line((), None, "history"), "history", Text(
+                N_("must be a table ([{table}])"), table="history"))
             return None
         self._unknown_keys(table, HISTORY_KEYS, ("history",), None, "history.")
         if "prometheus" not in table:
@@ -377,11 +380,13 @@ class _Validator:
                 try:
                     probe = text.format(name="gpu-01.example", short="gpu-01")
                 except (KeyError, IndexError, ValueError) as exc:
-                    self.error(*where("name_pattern"), Text(N_("only {name_field} and {short_field} may be used (got {value!r}: {error})"),
-                                                           name_field="{name}", short_field="{short}", value=text, error=str(exc)))
+                    self.error(*where("name_pattern"), Text(
+                        N_("only {name_field} and {short_field} may be used (got {value!r}: {error})"),
+                        name_field="{name}", short_field="{short}", value=text, error=str(exc)))
                 else:
                     if not _SLURM_NAME.fullmatch(probe):
-                        self.error(*where("name_pattern"), Text(N_("does not give a Slurm node name (got {value!r})"), value=probe))
+                        self.error(*where("name_pattern"), Text(
+                            N_("does not give a Slurm node name (got {value!r})"), value=probe))
                     else:
                         pattern = text
         timeout_s = out.timeout_s
@@ -408,7 +413,8 @@ class _Validator:
         groups: dict[str, Group] = {}
         first_line: dict[str, int] = {}
         if not isinstance(items, list):
-            self.error(self._line((), None, "group"), "group", Text(N_("must be an array of tables ([[{table}]])"), table="group"))
+            self.error(self._line((), None, "group"), "group", Text(
+                N_("must be an array of tables ([[{table}]])"), table="group"))
             return groups
         for index, item in enumerate(items):
             label = f"group[{index}]"
@@ -464,7 +470,8 @@ class _Validator:
         seen_names: dict[str, int] = {}
         seen_urls: dict[str, int] = {}
         if not isinstance(items, list):
-            self.error(self._line((), None, "node"), "node", Text(N_("must be an array of tables ([[{table}]])"), table="node"))
+            self.error(self._line((), None, "node"), "node", Text(
+                N_("must be an array of tables ([[{table}]])"), table="node"))
             return nodes
         for index, item in enumerate(items):
             label = f"node[{index}]"
@@ -506,7 +513,8 @@ class _Validator:
             if url is not None:
                 line = where("url")[0]
                 if url in seen_urls:
-                    self.warn(line, f"{label}.url", Text(N_("same URL as the node at line {line}"), line=seen_urls[url]))
+                    self.warn(line, f"{label}.url", Text(
+                        N_("same URL as the node at line {line}"), line=seen_urls[url]))
                 else:
                     seen_urls[url] = line
 
@@ -539,9 +547,9 @@ class _Validator:
                 value = self._number(item["timeout_s"], *where("timeout_s"), low=0, high=600, low_open=True)
                 timeout_s = None if value is None else float(value)
                 if timeout_s is not None and timeout_s >= poll_interval_s:
-                    self.warn(*where("timeout_s"), Text(N_("timeout ({timeout:g} s) is not shorter than the poll interval "
-                                                           "({interval:g} s); this node's polls will overlap"),
-                                                        timeout=timeout_s, interval=poll_interval_s))
+                    self.warn(*where("timeout_s"), Text(
+                        N_("timeout ({timeout:g} s) is not shorter than the poll interval ({interval:g} s); this "
+                           "node's polls will overlap"), timeout=timeout_s, interval=poll_interval_s))
 
             slurm_name = None
             if "slurm_name" in item:
@@ -564,7 +572,8 @@ class _Validator:
         out: list[specbook.UserSpec] = []
         first_line: dict[tuple[str, int | None, str | None], int] = {}
         if not isinstance(items, list):
-            self.error(self._line((), None, "spec"), "spec", Text(N_("must be an array of tables ([[{table}]])"), table="spec"))
+            self.error(self._line((), None, "spec"), "spec", Text(
+                N_("must be an array of tables ([[{table}]])"), table="spec"))
             return out
         for index, item in enumerate(items):
             label = f"spec[{index}]"
@@ -579,7 +588,8 @@ class _Validator:
             before = len(self.errors)
             self._unknown_keys(item, specbook.SPEC_KEYS, ("spec",), index, f"{label}.")
             if "name" not in item:
-                self.error(*where(None), Text(N_("missing required key {key!r} (the model's name as NVML reports it)"), key="name"))
+                self.error(*where(None), Text(
+                    N_("missing required key {key!r} (the model's name as NVML reports it)"), key="name"))
                 continue
             name = self._string(item["name"], *where("name"))
             if name is None:
@@ -622,8 +632,8 @@ class _Validator:
             low = values.get("base_clock_mhz", base.base_clock_mhz if base else None)
             if boost is not None and low is not None and boost < low:
                 key = "boost_clock_mhz" if "boost_clock_mhz" in values else "base_clock_mhz"
-                self.error(*where(key), Text(N_("boost clock {boost} MHz is below the base clock {base} MHz"), boost=boost,
-                                                  base=low))
+                self.error(*where(key), Text(N_("boost clock {boost} MHz is below the base clock {base} MHz"),
+                                             boost=boost, base=low))
             match = (specbook.name_key(name), subsystem, vbios)
             line = where(None)[0]
             if match in first_line:
@@ -670,8 +680,8 @@ class _Validator:
             if key in item:
                 text = self._string(item[key], *where(key))
                 if text is not None and text not in vocab:
-                    self.error(*where(key), Text(N_("must be one of {choices} (got {value!r})"), choices=", ".join(vocab),
-                                                 value=text))
+                    self.error(*where(key), Text(N_("must be one of {choices} (got {value!r})"),
+                                                 choices=", ".join(vocab), value=text))
                 elif text is not None:
                     values[key] = text
         return values
@@ -723,7 +733,8 @@ class _Validator:
             self.error(line, key, Text(N_("must be an integer (got {value})"), value=_describe(value)))
             return None
         if not low <= value <= high:
-            self.error(line, key, Text(N_("must be between {low} and {high} (got {value})"), low=low, high=high, value=value))
+            self.error(line, key, Text(
+                N_("must be between {low} and {high} (got {value})"), low=low, high=high, value=value))
             return None
         return value
 
@@ -753,8 +764,8 @@ class _Validator:
         if scheme == "ssh":
             return self._ssh_url(text, line, key)
         if scheme == "file":
-            self.error(line, key, Text(N_("a capture file is not polled; add it with `fleetmon import-smi` (got {value!r})"),
-                                       value=text))
+            self.error(line, key, Text(
+                N_("a capture file is not polled; add it with `fleetmon import-smi` (got {value!r})"), value=text))
             return None
         prefix = ""
         if scheme in ("dcgm+http", "dcgm+https"):
@@ -822,7 +833,8 @@ class _Validator:
         tags: list[str] = []
         for position, tag in enumerate(value):
             if not isinstance(tag, str) or not tag.strip():
-                self.error(line, f"{key}[{position}]", Text(N_("must be a non-empty string (got {value!r})"), value=tag))
+                self.error(line, f"{key}[{position}]", Text(
+                    N_("must be a non-empty string (got {value!r})"), value=tag))
             elif tag not in tags:
                 tags.append(tag)
         return tuple(tags)

@@ -142,12 +142,14 @@ class AutoDrainPlan:
         """The plan in lines (``i18n.Text``: English, said in the reader's language where shown); ``dry_run``
         False: "drained" in place of "would drain"."""
         out: list[str] = [Text(N_("auto-drain: {count} to drain; {drained} drained by fleetmon now, at most {limit} "
-                                  "at once"), count=len(self.drain), drained=self.drained_by_fleetmon, limit=self.limit)]
+                                  "at once"),
+                               count=len(self.drain), drained=self.drained_by_fleetmon, limit=self.limit)]
         if self.error:
             out.append(Text(N_("auto-drain: Slurm unavailable: {error}"), error=self.error))
         template = N_("would drain {node}: {reason}") if dry_run else N_("drained {node}: {reason}")
         out += [Text(template, node=node, reason=printable(reason, 200)) for node, _key, reason in self.drain]
-        out += [Text(N_("skip {node} ({kind}): {why}"), node=node, kind=kind, why=why) for node, kind, why in self.skipped]
+        out += [Text(N_("skip {node} ({kind}): {why}"), node=node, kind=kind, why=why)
+                for node, kind, why in self.skipped]
         return out
 
 
@@ -193,7 +195,8 @@ def plan_auto_drain(findings: Sequence[Any], fleet: Any, view: SlurmView, done_k
                                                    age=age / 60, stale=stale_s / 60)))
             continue
         if f.key in done:
-            skipped.append((f.node, f.kind, Text(N_("already drained once for this finding (never again automatically)"))))
+            skipped.append((f.node, f.kind, Text(
+                N_("already drained once for this finding (never again automatically)"))))
             continue
         try:
             name = slurm_name_of(fleet, f.node)
