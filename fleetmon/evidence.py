@@ -40,7 +40,8 @@ from typing import Any
 from fleetmon.errors import KnownError
 from fleetmon.export import _new_part_file, neutralise
 from fleetmon.fields import HW_THROTTLE_REASONS
-from fleetmon.health import render
+from fleetmon.health import render, render_html
+from fleetmon.i18n import N_, Text, current_language, gettext, localized, when
 from fleetmon.records import throttle_key
 from fleetmon.text import printable
 
@@ -144,6 +145,12 @@ def _iso(ts: Any) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(float(ts)))
 
 
+def _shown(ts: Any) -> str:
+    """A moment on the summary page, for people: "2026-12-03 15:30 UTC" in English (as :func:`_when`), the
+    reader's locale otherwise ("2026年12月3日 15:30 UTC")."""
+    return "" if ts is None else f"{when(float(ts))} UTC"
+
+
 def _day(ts: Any) -> str:
     return "" if ts is None else time.strftime("%Y-%m-%d", time.gmtime(float(ts)))
 
@@ -215,15 +222,16 @@ def _episodes(f: Any) -> list[tuple[float, float]]:
 
 
 def _finding_state(f: Any, resolutions: Sequence[Any]) -> str:
+    # i18n.Text: English in findings.json and .csv, the reader's language on the summary page
     if f.resolved_at is None:
-        return "open"
+        return Text(N_("open"))
     lc = (f.evidence or {}).get("lifecycle") if isinstance(f.evidence, Mapping) else None
     res = lc.get("resolved") if isinstance(lc, Mapping) else None
     if isinstance(res, Mapping) and res.get("by") == "operator":
-        return "resolved by an operator"
+        return Text(N_("resolved by an operator"))
     if isinstance(res, Mapping) and res.get("why"):
-        return f"closed by the data ({res.get('why')})"
-    return "resolved"
+        return Text(N_("closed by the data ({why})"), why=res.get("why"))
+    return Text(N_("resolved"))
 
 
 def _summary(f: Any) -> str:
@@ -461,38 +469,47 @@ def _plot_specs(card: _Card) -> list[PlotSpec]:
     life = card.hourly if card.until - card.since <= 120 * DAY else card.daily
     marks = tuple([(x["ts"], f"Xid {x['code']}") for x in card.xids] +
                   [(p.since, f"→ {p.node}") for p in card.placements[1:]])
-    res = "hourly" if life is card.hourly else "daily"
+    # the titles, units and legends drawn on the PNGs in the reader's language (English as before); the Xid
+    # marks, node names and finding kinds stay
+    t = gettext
+    life_title = (N_("Whole history (hourly): clock, power, temperature") if life is card.hourly else
+                  N_("Whole history (daily): clock, power, temperature"))
     specs = [
-        PlotSpec("life-telemetry", f"Whole history ({res}): clock, power, temperature", card.since, card.until, (
-            PlotPanel("SM clock", "MHz", (_series(life, "sm_clock_mhz_max", "max"),
-                                          _series(life, "sm_clock_mhz_mean", "mean"))),
-            PlotPanel("Power", "W", (_series(life, "power_w_max", "max"), _series(life, "power_w_mean", "mean"),
-                                     _series(life, "power_limit_w_mean", "limit"))),
-            PlotPanel("Temperature", "°C", (_series(life, "temp_c_max", "max"),
-                                             _series(life, "temp_c_mean", "mean"))),
+        PlotSpec("life-telemetry", t(life_title), card.since, card.until, (
+            PlotPanel(t(N_("SM clock")), "MHz", (_series(life, "sm_clock_mhz_max", t(N_("max"))),
+                                                 _series(life, "sm_clock_mhz_mean", t(N_("mean"))))),
+            PlotPanel(t(N_("Power")), "W", (_series(life, "power_w_max", t(N_("max"))),
+                                            _series(life, "power_w_mean", t(N_("mean"))),
+                                            _series(life, "power_limit_w_mean", t(N_("limit"))))),
+            PlotPanel(t(N_("Temperature")), "°C", (_series(life, "temp_c_max", t(N_("max"))),
+                                                    _series(life, "temp_c_mean", t(N_("mean"))))),
         ), marks=marks),
-        PlotSpec("life-memory", "Whole history (hourly): ECC errors, retired pages, remapped rows",
+        PlotSpec("life-memory", t(N_("Whole history (hourly): ECC errors, retired pages, remapped rows")),
                  card.since, card.until, (
-                     PlotPanel("ECC errors (aggregate)", "count", (
-                         _series(card.hourly, "ecc_corr_agg", "corrected"),
-                         _series(card.hourly, "ecc_unc_agg", "uncorrected"))),
-                     PlotPanel("Retired pages", "pages", (
-                         _series(card.hourly, "retired_sbe", "single-bit"),
-                         _series(card.hourly, "retired_dbe", "double-bit"))),
-                     PlotPanel("Remapped rows", "rows", (
-                         _series(card.hourly, "remap_corr", "correctable"),
-                         _series(card.hourly, "remap_unc", "uncorrectable"))),
+                     PlotPanel(t(N_("ECC errors (aggregate)")), t(N_("count")), (
+                         _series(card.hourly, "ecc_corr_agg", t(N_("corrected"))),
+                         _series(card.hourly, "ecc_unc_agg", t(N_("uncorrected"))))),
+                     PlotPanel(t(N_("Retired pages")), t(N_("pages")), (
+                         _series(card.hourly, "retired_sbe", t(N_("single-bit"))),
+                         _series(card.hourly, "retired_dbe", t(N_("double-bit"))))),
+                     PlotPanel(t(N_("Remapped rows")), t(N_("rows")), (
+                         _series(card.hourly, "remap_corr", t(N_("correctable"))),
+                         _series(card.hourly, "remap_unc", t(N_("uncorrectable"))))),
                  ), marks=marks),
     ]
     for f, name, (a, b), w in card.windows:
         lo = min((float(r["ts"]) for r in w.rows), default=a)
         hi = max((float(r["ts"]) for r in w.rows), default=b) + w.step_s
-        specs.append(PlotSpec(name, f"{f.kind} {_when(a)} ({w.resolution} data): {_summary(f)}", lo, hi, (
-            PlotPanel("SM clock", "MHz", (_series(w, "sm_clock_mhz_mean", "mean"),
-                                          _series(w, "sm_clock_mhz_min", "min"))),
-            PlotPanel("Power", "W", (_series(w, "power_w_mean", "mean"), _series(w, "power_limit_w_mean", "limit"))),
-            PlotPanel("Temperature", "°C", (_series(w, "temp_c_max", "max"),)),
-            PlotPanel("PCIe link", "gen / width", (_series(w, "pcie_gen", "gen"), _series(w, "pcie_width", "width"))),
+        title = localized(Text(N_("{kind} {when} ({resolution} data): {summary}"), kind=f.kind, when=_shown(a),
+                               resolution=w.resolution, summary=_summary(f)))
+        specs.append(PlotSpec(name, title, lo, hi, (
+            PlotPanel(t(N_("SM clock")), "MHz", (_series(w, "sm_clock_mhz_mean", t(N_("mean"))),
+                                                 _series(w, "sm_clock_mhz_min", t(N_("min"))))),
+            PlotPanel(t(N_("Power")), "W", (_series(w, "power_w_mean", t(N_("mean"))),
+                                            _series(w, "power_limit_w_mean", t(N_("limit"))))),
+            PlotPanel(t(N_("Temperature")), "°C", (_series(w, "temp_c_max", t(N_("max"))),)),
+            PlotPanel(t(N_("PCIe link")), t(N_("gen / width")), (_series(w, "pcie_gen", t(N_("gen"))),
+                                                                  _series(w, "pcie_width", t(N_("width"))))),
         ), shade=((a, b),), marks=tuple(m for m in marks if lo <= m[0] < hi)))
     return specs
 
@@ -513,105 +530,142 @@ def _table(header: Sequence[str], rows: Iterable[Sequence[Any]], raw: Sequence[i
     return "".join(out) + "</table>"
 
 
+def _h2(text: str) -> str:
+    return f"<h2>{_e(text)}</h2>"
+
+
+def _p(text: str) -> str:
+    return f"<p>{_e(text)}</p>"
+
+
 def _badge(sev: Any) -> str:
     return render.badge(str(sev or ""))
 
 
 def _summary_html(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note: str | None,
                   focus: str | None, files: Sequence[str]) -> str:
+    """The printable page, in the reader's language (headings, labels, table headers, times; English as
+    before); the stored values (summaries as recorded, kinds, Xid names and meanings, states of the store) stay."""
     import base64
 
+    t = gettext
     g = card.gpu
     inv = dict(g.inventory or {})
-    title = f"Evidence: {g.model or 'GPU'} serial {g.serial or '(none)'}"
-    body = [f"<h1>{_e(title)}</h1>",
-            f'<p class="meta">UUID <code>{_e(g.uuid)}</code> · history {_e(_when(card.since))} to '
-            f"{_e(_when(card.until))} · exported {_e(_when(now))} by fleetmon</p>"]
+    title = t(N_("Evidence: {model} serial {serial}")).format(model=g.model or "GPU",
+                                                              serial=g.serial or t(N_("(none)")))
+    meta = t(N_("UUID {uuid} · history {since} to {until} · exported {now} by fleetmon")).format(
+        uuid=f"<code>{_e(g.uuid)}</code>", since=_e(_shown(card.since)), until=_e(_shown(card.until)),
+        now=_e(_shown(now)))
+    body = [f"<h1>{_e(title)}</h1>", f'<p class="meta">{meta}</p>']
     if focus:
         f = next((f for _, f in card.findings if f.key == focus), None)
         if f is not None:
-            body.append(f'<p class="focus">Exported for the finding: {_badge(f.severity)} {_e(_summary(f))} '
-                        f"(first seen {_e(_when(f.first_seen))})</p>")
+            said = t(N_("Exported for the finding: {severity} {summary} (first seen {when})")).format(
+                severity=_badge(f.severity), summary=_e(_summary(f)), when=_e(_shown(f.first_seen)))
+            body.append(f'<p class="focus">{said}</p>')
     # Identity
-    ident_rows = [("UUID", g.uuid), ("Serial", g.serial), ("Model", g.model)]
+    ident_rows = [("UUID", g.uuid), (t(N_("Serial")), g.serial), (t(N_("Model")), g.model)]
     status = dict(g.inventory_status or {})
     ident_rows += [(k, inv.get(k) if inv.get(k) is not None else (status.get(k, "not read").replace("_", " ")))
                    for k in IDENTITY_KEYS if k not in ("name", "serial") and (k in inv or k in status)]
-    ident_rows += [("First seen", _when(g.first_seen)), ("Last seen", _when(g.last_seen)), ("State", g.state)]
-    body += ["<h2>Identity</h2>", _table(("Field", "Value"), ident_rows)]
+    ident_rows += [(t(N_("First seen")), _shown(g.first_seen)), (t(N_("Last seen")), _shown(g.last_seen)),
+                   (t(N_("State")), g.state)]
+    body += [_h2(t(N_("Identity"))), _table((t(N_("Field")), t(N_("Value"))), ident_rows)]
+    now_word = t(N_("now"))
     # Placements
-    body += ["<h2>Placements</h2>", _table(("Node", "Slot (index)", "PCI bus id", "From", "Until"), (
-        (p.node, p.index, p.pci_bus_id, _when(p.since), _when(p.until) or "now") for p in card.placements))
-        if card.placements else "<p>No placement recorded.</p>"]
+    body += [_h2(t(N_("Placements"))), _table(
+        (t(N_("Node")), t(N_("Slot (index)")), t(N_("PCI bus id")), t(N_("From")), t(N_("Until"))), (
+            (p.node, p.index, p.pci_bus_id, _shown(p.since), _shown(p.until) or now_word) for p in card.placements))
+        if card.placements else _p(t(N_("No placement recorded.")))]
     if card.claims:
-        body.append("<p>Other nodes claimed this UUID while it sat elsewhere:</p>" + _table(
-            ("Node", "Held by", "From", "Until", "Records refused"),
-            ((c.node, c.holder, _when(c.first_seen), _when(c.last_seen), c.dropped) for c in card.claims)))
-    body += ["<h2>Driver versions</h2>", _table(("Node", "Driver", "From", "Until", "Note"), (
-        (d["node"], d["driver"], _when(d["since"]), _when(d["until"]) or "now", d["change"]) for d in card.drivers))
-        if card.drivers else "<p>No driver recorded.</p>"]
+        body.append(_p(t(N_("Other nodes claimed this UUID while it sat elsewhere:"))) + _table(
+            (t(N_("Node")), t(N_("Held by")), t(N_("From")), t(N_("Until")), t(N_("Records refused"))),
+            ((c.node, c.holder, _shown(c.first_seen), _shown(c.last_seen), c.dropped) for c in card.claims)))
+    body += [_h2(t(N_("Driver versions"))), _table(
+        (t(N_("Node")), t(N_("Driver")), t(N_("From")), t(N_("Until")), t(N_("Note"))), (
+            (d["node"], d["driver"], _shown(d["since"]), _shown(d["until"]) or now_word, d["change"])
+            for d in card.drivers))
+        if card.drivers else _p(t(N_("No driver recorded.")))]
     # Xids
-    body.append(f"<h2>Xid errors ({len(card.xids)})</h2>")
+    body.append(_h2(t(N_("Xid errors ({count})")).format(count=len(card.xids))))
     if card.xids:
-        body.append(_table(("Time", "Node", "Xid", "Meaning", "Category", "Severity", "Kernel-log line"), (
-            (_when(x["ts"]), x["node"], f"{x['code']} {x['name']}".strip(), x["meaning"], x["category"],
+        body.append(_table((t(N_("Time")), t(N_("Node")), "Xid", t(N_("Meaning")), t(N_("Category")),
+                            t(N_("Severity")), t(N_("Kernel-log line"))), (
+            (_shown(x["ts"]), x["node"], f"{x['code']} {x['name']}".strip(), x["meaning"], x["category"],
              x["severity"], x["kernel_log_line"]) for x in card.xids)))
     else:
-        body.append("<p>No Xid error recorded for this card.</p>")
+        body.append(_p(t(N_("No Xid error recorded for this card."))))
     # Memory health
     counters = _counter_rows(card.hourly)
-    body.append("<h2>ECC errors, retired pages and remapped rows</h2>")
+    body.append(_h2(t(N_("ECC errors, retired pages and remapped rows"))))
     if counters:
         shown = counters[-40:]
-        body.append(("<p class=\"small\">The hours at which a counter changed (the last 40; all in ecc_pages.csv)."
-                     " An empty cell: not supported or not read, never zero.</p>") + _table(
-            ("Hour", "ECC corr.", "ECC uncorr.", "Retired SBE", "Retired DBE", "Retire pending", "Remap corr.",
-             "Remap uncorr.", "Remap pending", "Remap failure"),
-            ((_when(c["ts"]), c["ecc_corr_agg"], c["ecc_unc_agg"], c["retired_sbe"], c["retired_dbe"],
+        body.append(('<p class="small">' + _e(t(N_(
+            "The hours at which a counter changed (the last 40; all in ecc_pages.csv). An empty cell: not supported "
+            "or not read, never zero."))) + "</p>") + _table(
+            tuple(t(h) for h in (N_("Hour"), N_("ECC corr."), N_("ECC uncorr."), N_("Retired SBE"), N_("Retired DBE"),
+                                 N_("Retire pending"), N_("Remap corr."), N_("Remap uncorr."), N_("Remap pending"),
+                                 N_("Remap failure"))),
+            ((_shown(c["ts"]), c["ecc_corr_agg"], c["ecc_unc_agg"], c["retired_sbe"], c["retired_dbe"],
               c["retired_pending"], c["remap_corr"], c["remap_unc"], c["remap_pending"], c["remap_failure"])
              for c in shown)))
     else:
-        body.append("<p>No hourly history stored.</p>")
+        body.append(_p(t(N_("No hourly history stored."))))
     # Episodes and findings
     resol: dict[str, list[Any]] = {}
     for r in card.resolutions:
         resol.setdefault(r.key, []).append(r)
-    body.append(f"<h2>Findings and episodes ({len(card.findings)})</h2>")
+    body.append(_h2(t(N_("Findings and episodes ({count})")).format(count=len(card.findings))))
     if card.findings:
         rows = []
         for scope, f in card.findings:
             notes = []
             a = card.acks.get(f.key)
             if a is not None:
-                what = "snoozed until " + _when(a.until) if a.until else "acknowledged"
-                notes.append(f"{what} {_when(a.created_at)}{' by ' + a.by if a.by else ''}: {a.note}")
+                if a.until and a.by:
+                    note = t(N_("snoozed until {until} {at} by {who}: {note}"))
+                elif a.until:
+                    note = t(N_("snoozed until {until} {at}: {note}"))
+                elif a.by:
+                    note = t(N_("acknowledged {at} by {who}: {note}"))
+                else:
+                    note = t(N_("acknowledged {at}: {note}"))
+                notes.append(note.format(until=_shown(a.until), at=_shown(a.created_at), who=a.by, note=a.note))
             for r in resol.get(f.key, []):
-                notes.append(f"resolved {_when(r.at)}{' by ' + r.by if r.by else ''}: {r.reason} {r.note}".strip())
+                note = (t(N_("resolved {at} by {who}: {reason} {note}")) if r.by else
+                        t(N_("resolved {at}: {reason} {note}")))
+                notes.append(note.format(at=_shown(r.at), who=r.by, reason=r.reason, note=r.note).strip())
             eps = _episodes(f)
+            kind = f.kind if scope == "card" else t(N_("{kind} (node)")).format(kind=f.kind)
             rows.append((f'<span class="{"focus" if f.key == focus else ""}">{_badge(f.severity)}</span>',
-                         _e(f.kind + ("" if scope == "card" else " (node)")), _e(_summary(f)),
-                         _e(_when(f.first_seen)), _e(_when(f.last_seen)), _e(_finding_state(f, [])),
+                         _e(kind), _e(_summary(f)),
+                         _e(_shown(f.first_seen)), _e(_shown(f.last_seen)), _e(localized(_finding_state(f, []))),
                          _e(f"{len(eps)}"), "<br>".join(_e(n) for n in notes)))
-        body.append(_table(("Severity", "Kind", "Summary", "First seen", "Last seen", "State", "Episodes",
-                            "Operator notes"), rows, raw=range(8)))
+        body.append(_table(tuple(t(h) for h in (N_("Severity"), N_("Kind"), N_("Summary"), N_("First seen"),
+                                                N_("Last seen"), N_("State"), N_("Episodes"), N_("Operator notes"))),
+                           rows, raw=range(8)))
     else:
-        body.append("<p>No finding recorded.</p>")
+        body.append(_p(t(N_("No finding recorded."))))
     if card.events:
-        body += [f"<h2>Other events ({len(card.events)})</h2>", _table(("Time", "Node", "Event", "Message"), (
-            (_when(e.ts), e.node, e.kind, e.message) for e in card.events[-60:]))]
-    body.append("<h2>Intake certificate</h2>")
-    body.append("<p>Included as <code>intake-certificate.html</code>.</p>" if card.intake else
-                "<p>No intake certificate recorded for this card.</p>")
+        body += [_h2(t(N_("Other events ({count})")).format(count=len(card.events))), _table(
+            (t(N_("Time")), t(N_("Node")), t(N_("Event")), t(N_("Message"))), (
+                (_shown(e.ts), e.node, e.kind, e.message) for e in card.events[-60:]))]
+    body.append(_h2(t(N_("Intake certificate"))))
+    body.append("<p>" + t(N_("Included as {file}.")).format(file="<code>intake-certificate.html</code>") + "</p>"
+                if card.intake else _p(t(N_("No intake certificate recorded for this card."))))
     # Plots
-    body.append("<h2>Plots</h2>")
+    body.append(_h2(t(N_("Plots"))))
     if plots_note:
-        body.append(f"<p>{_e(plots_note)}</p>")
+        body.append(f"<p>{_e(localized(plots_note))}</p>")
     for name, data in pngs.items():
         body.append(f'<img alt="{_e(name)}" src="data:image/png;base64,{base64.b64encode(data).decode()}">')
-    body += ["<h2>Files in this archive</h2>", "<p class=\"small\">" + ", ".join(
-        f"<code>{_e(n)}</code>" for n in files) + ". manifest.json says what each holds.</p>"]
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    body += [_h2(t(N_("Files in this archive"))), '<p class="small">' + t(N_(
+        "{files}. manifest.json says what each holds.")).format(files=", ".join(f"<code>{_e(n)}</code>" for n in files))
+        + "</p>"]
+    lang = current_language().replace("_", "-")  # "zh-CN": the browser picks a Chinese face (as the report)
+    css = _CSS + (render_html.CSS_ZH if lang == "zh-CN" else "")
+    return (f"<!DOCTYPE html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">"
+            f"<title>{_e(title)}</title><style>{css}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
 
 
 def _files(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note: str | None, focus: str | None
@@ -766,9 +820,9 @@ def build_evidence(db_path: str | os.PathLike[str], ident: str, output: str | os
         try:
             pngs = dict(plots(_plot_specs(card)))
         except PlotsUnavailable as exc:
-            plots_note = f"Plots skipped: {exc}"
+            plots_note = Text(N_("Plots skipped: {reason}"), reason=str(exc))
     elif plots_note is None:
-        plots_note = "Plots skipped: no renderer"
+        plots_note = Text(N_("Plots skipped: no renderer"))
     files = _files(card, now, pngs, plots_note, focus)
     manifest = {"schema": 1, "uuid": card.gpu.uuid, "serial": card.gpu.serial, "model": card.gpu.model,
                 "since": _iso(card.since), "until": _iso(card.until), "written": _iso(now), "focus": focus,

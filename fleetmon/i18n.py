@@ -34,7 +34,8 @@ from pathlib import Path
 
 __all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "localized", "ngettext", "set_language",
            "listing", "current_language", "language_from_environment", "normalize_language", "number", "when", "day",
-           "speaking", "Joined", "Moment", "to_data", "from_data", "remake", "dumps", "loads"]
+           "speaking", "Joined", "Moment", "Lines", "message_of", "to_data", "from_data", "remake", "dumps",
+           "loads"]
 
 SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
 """The languages fleetmon speaks: English (the source text) and Simplified Chinese."""
@@ -125,6 +126,19 @@ class Joined(str):
         return (Joined, (self.parts,))
 
 
+class Lines(Joined):
+    """Lines of text (several errors reported together): ``Lines([a, b])`` IS "a\\nb"; :func:`localized` says each
+    line in the reader's language."""
+
+    def __new__(cls, parts: Sequence[str]) -> Lines:
+        self = str.__new__(cls, "\n".join(parts))
+        self.parts = tuple(parts)
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Lines, (self.parts,))
+
+
 class Moment(str):
     """A moment in text: ``Moment(ts)`` IS "2026-12-03 15:30 UTC" (English, as stored); :func:`localized` says
     it in the reader's locale ("2026年12月3日 15:30 UTC")."""
@@ -150,6 +164,8 @@ def localized(text: object) -> str:
             return str.__str__(text)
         if isinstance(text, Moment):
             return f"{when(text.ts)} UTC"
+        if isinstance(text, Lines):
+            return "\n".join(localized(p) for p in text.parts)
         return _(LIST_SEPARATOR).join(localized(p) for p in text.parts)
     if isinstance(text, Text):
         if language == "en":
@@ -254,6 +270,12 @@ def loads(stored: object) -> dict[str, object]:
     except (ValueError, RecursionError):
         return {}
     return dict(data) if isinstance(data, dict) else {}
+
+
+def message_of(exc: BaseException) -> str:
+    """An exception's message in the current language: its one argument localized when it is text (an error
+    raised with :class:`Text` or :class:`Lines`), else ``str(exc)``."""
+    return localized(exc.args[0]) if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
 
 
 def _(message: str) -> str:

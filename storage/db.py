@@ -15,6 +15,7 @@ from typing import Any, Iterator
 from sqlite_utils import Database
 
 from fleetmon.errors import SchemaVersionError, StorageError
+from fleetmon.i18n import N_, Text  # the messages said in the reader's language where the CLI prints them
 from storage.schema import MIGRATION_SET, known_migration_names, migrations
 
 
@@ -23,18 +24,20 @@ def map_sqlite_error(exc: sqlite3.Error, path: str) -> StorageError:
     text = str(exc)
     low = text.lower()
     if "full" in low:
-        why = "the disk is full (or the database reached its size limit); nothing of this write was stored"
+        template = N_("database {path}: the disk is full (or the database reached its size limit); nothing of this "
+                      "write was stored ({error})")
     elif "readonly" in low or "read-only" in low:
-        why = "the database is read-only (file or folder permissions, or opened read-only)"
+        template = N_("database {path}: the database is read-only (file or folder permissions, or opened read-only) "
+                      "({error})")
     elif "locked" in low or "busy" in low:
-        why = "the database is locked by another process"
+        template = N_("database {path}: the database is locked by another process ({error})")
     elif "malformed" in low or "not a database" in low:
-        why = "the file is corrupt or not a fleetmon database"
+        template = N_("database {path}: the file is corrupt or not a fleetmon database ({error})")
     elif "unable to open" in low:
-        why = "the file cannot be opened (missing folder or no permission)"
+        template = N_("database {path}: the file cannot be opened (missing folder or no permission) ({error})")
     else:
-        why = text
-    return StorageError(f"database {path}: {why} ({text})")
+        return StorageError(Text(N_("database {path}: {why} ({error})"), path=path, why=text, error=text))
+    return StorageError(Text(template, path=path, error=text))
 
 
 def _connect(path: str, readonly: bool, *, existing: bool = False) -> sqlite3.Connection:
@@ -72,9 +75,11 @@ def open_database(path: str | Path, *, readonly: bool = False, existing: bool = 
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise StorageError(f"database {path}: cannot create its folder ({exc})") from exc
+            raise StorageError(Text(N_("database {path}: cannot create its folder ({error})"), path=path,
+                                    error=str(exc))) from exc
     if (readonly or existing) and not Path(path).is_file():
-        raise StorageError(f"database {path}: no such file (`fleetmon collect --db {path}` creates one)")
+        raise StorageError(Text(N_("database {path}: no such file (`fleetmon collect --db {path}` creates one)"),
+                                path=path))
     try:
         conn = _connect(path, readonly, existing=existing)
         db = Database(conn)
@@ -91,7 +96,8 @@ def open_database(path: str | Path, *, readonly: bool = False, existing: bool = 
             conn.execute("BEGIN IMMEDIATE")
             conn.execute("ROLLBACK")
         elif migrations.pending(db) and not existing:
-            raise StorageError(f"database {path} needs an upgrade: open it once with `fleetmon collect` or the GUI")
+            raise StorageError(Text(N_("database {path} needs an upgrade: open it once with `fleetmon collect` or the "
+                                       "GUI"), path=path))
     except sqlite3.Error as exc:
         raise map_sqlite_error(exc, path) from exc
     return db
@@ -137,8 +143,8 @@ def check_fleetmon(db: Database, path: str) -> None:
     "0 nodes, PASS" on it, nor a writer that only meant to open one create a schema in it.
     """
     if not migrations.applied(db):
-        raise StorageError(f"database {path}: not a fleetmon database (no fleetmon schema in it; "
-                           f"`fleetmon collect` writes one)")
+        raise StorageError(Text(N_("database {path}: not a fleetmon database (no fleetmon schema in it; "
+                                   "`fleetmon collect` writes one)"), path=path))
 
 
 def check_schema(db: Database, path: str) -> None:
@@ -148,9 +154,9 @@ def check_schema(db: Database, path: str) -> None:
     applied = [m.name for m in migrations.applied(db)]
     unknown = [name for name in applied if name not in known_migration_names()]
     if unknown:
-        raise SchemaVersionError(
-            f"database {path} was written by a newer fleetmon (schema step {unknown[-1]!r} in set "
-            f"{MIGRATION_SET!r} is unknown to this version); upgrade fleetmon to open it")
+        raise SchemaVersionError(Text(N_(
+            "database {path} was written by a newer fleetmon (schema step {step!r} in set {set!r} is unknown to "
+            "this version); upgrade fleetmon to open it"), path=path, step=unknown[-1], set=MIGRATION_SET))
 
 
 def schema_version(db: Database) -> int:

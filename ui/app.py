@@ -76,7 +76,11 @@ def open_checks(db_path: str, fleet: str | None, interval: float | None, *, conf
         if collector is None and lock is None and "another process" in note:
             open_database(db_path, readonly=True).close()  # held by another collector: still check it reads
     except KnownError as exc:
-        error(QCoreApplication.translate("app", "Cannot open {path}:\n\n{error}").format(path=db_path, error=exc))
+        from fleetmon.i18n import message_of
+
+        # the fleet file's problems in the app's language
+        error(QCoreApplication.translate("app", "Cannot open {path}:\n\n{error}").format(path=db_path,
+                                                                                       error=message_of(exc)))
         return None
     except OSError as exc:
         error(QCoreApplication.translate("app", "Cannot open {path}: {error}").format(path=db_path, error=exc))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fleetmon.errors import KnownError, NvmlUnavailable
-from fleetmon.i18n import N_, Text
+from fleetmon.i18n import N_, Text, message_of
 from fleetmon.i18n import gettext as _
 from fleetmon.stopping import stop_on_signals
 from fleetmon.tokens import read_token_file
@@ -413,5 +413,5 @@ def main(args: argparse.Namespace) -> int:
     try:
         return run(args)
     except (NvmlUnavailable, BufferLocked) as exc:  # BackendUnavailable is an NvmlUnavailable
-        print(f"fleetmon agent: {exc}", file=sys.stderr)
+        print(f"fleetmon agent: {message_of(exc)}", file=sys.stderr)
         return 2

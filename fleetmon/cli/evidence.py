@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from typing import Any
+from fleetmon.i18n import N_, Text, localized
 from fleetmon.i18n import gettext as _
 
 
@@ -16,7 +17,7 @@ def plot_renderer() -> tuple[Any, str | None]:
     try:
         from ui.evidence_plots import render_plots
     except ImportError as exc:
-        return None, f"Plots skipped: PySide6 is not installed here ({exc})"
+        return None, Text(N_("Plots skipped: PySide6 is not installed here ({error})"), error=str(exc))
     return render_plots, None
 
 
@@ -27,13 +28,15 @@ def run(args: argparse.Namespace) -> int:
 
     since_s = assess.parse_duration(args.since) if args.since else None
     now = now_of(args)
-    renderer, why = (None, "Plots skipped: --no-plots") if args.no_plots else plot_renderer()
+    renderer, why = (None, Text(N_("Plots skipped: {reason}"), reason="--no-plots")) if args.no_plots else plot_renderer()
     result = build_evidence(args.db, args.gpu, args.output, now=now, since_s=since_s, force=args.force,
                             plots=renderer, plots_missing=why)
     said = _("wrote {file}: {count} files, {size} KiB, for GPU {uuid} (serial {serial})").format(
         file=result.path, count=len(result.files), size=f"{result.size / 1024:,.0f}", uuid=result.uuid,
         serial=result.serial or _("none"))
-    print(said + (f"; {result.plots_note}" if result.plots_note else ""), file=sys.stderr)
+    if result.plots_note:
+        said = _("{what}; {note}").format(what=said, note=localized(result.plots_note))
+    print(said, file=sys.stderr)
     return 0
 
 

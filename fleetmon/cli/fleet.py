@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fleetmon.errors import ConfigError
+from fleetmon import i18n
 from fleetmon.i18n import gettext as _
 from fleetmon.fleet import (
     DEFAULT_AGENT_PORT,
@@ -103,7 +104,7 @@ def main_import(args: argparse.Namespace) -> int:
     try:
         fleet = parse_fleet(rendered, path=args.output or "<output>")
     except ConfigError as err:
-        print(_("error: the imported fleet is not valid:\n{error}").format(error=err), file=sys.stderr)
+        print(_("error: the imported fleet is not valid:\n{error}").format(error=i18n.message_of(err)), file=sys.stderr)
         return 1
     if args.output:
         try:
@@ -123,7 +124,7 @@ def main_check(args: argparse.Namespace) -> int:
     try:
         fleet = load_fleet(args.file)
     except ConfigError as err:
-        print(err, file=sys.stderr)
+        print(i18n.message_of(err), file=sys.stderr)
         return 1
     if fleet.specs:
         print(_("OK: {nodes} nodes in {groups} groups, {specs} user specs ([[spec]])").format(
@@ -131,7 +132,7 @@ def main_check(args: argparse.Namespace) -> int:
     else:
         print(_("OK: {nodes} nodes in {groups} groups").format(nodes=len(fleet.nodes), groups=len(fleet.groups)))
     for warning in fleet.warnings:
-        print(_("warning: {warning}").format(warning=warning), file=sys.stderr)
+        print(_("warning: {warning}").format(warning=i18n.localized(warning)), file=sys.stderr)
     return 0
 
 
@@ -186,7 +187,7 @@ def main_targets(args: argparse.Namespace) -> int:
     try:
         fleet = load_fleet(args.file)
     except ConfigError as err:
-        print(err, file=sys.stderr)
+        print(i18n.message_of(err), file=sys.stderr)
         return 1
     groups, skipped = prometheus_targets(fleet)
     for line in skipped:

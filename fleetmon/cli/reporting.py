@@ -7,7 +7,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from fleetmon.errors import KnownError
-from fleetmon.i18n import N_, Text
+from fleetmon.i18n import N_, Text, message_of
 from fleetmon.i18n import gettext as _
 
 if TYPE_CHECKING:
@@ -73,7 +73,8 @@ def open_for_report(path: str, *, write: bool) -> tuple[Database, bool]:
         except StorageError as exc:
             if "read-only" not in str(exc) and "locked" not in str(exc):
                 raise
-            print("fleetmon: " + _("{error}; reporting without saving this report").format(error=exc), file=sys.stderr)
+            print("fleetmon: " + _("{error}; reporting without saving this report").format(error=message_of(exc)),
+                  file=sys.stderr)
     return open_database(path, readonly=True), False
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from fleetmon.errors import KnownError
 from fleetmon.paths import default_db_path, default_fleet_path, for_help
+from fleetmon import i18n
 from fleetmon.i18n import N_, Text
 from fleetmon.i18n import gettext as _
 
@@ -57,9 +58,9 @@ def _act(args: argparse.Namespace, action: str) -> int:
     finally:
         db.close()
     if out.ok:
-        print(out.line(action))
+        print(i18n.localized(out.line(action)))
         return 0
-    print("fleetmon slurm: " + _("{what} (recorded as failed)").format(what=out.line(action)), file=sys.stderr)
+    print("fleetmon slurm: " + _("{what} (recorded as failed)").format(what=i18n.localized(out.line(action))), file=sys.stderr)
     return 1
 
 
@@ -107,8 +108,8 @@ def _auto(args: argparse.Namespace) -> int:
         plan = run_auto_drain(db, fleet, time.time(), dry_run=args.dry_run)
     finally:
         db.close()
-    for line in plan.lines():
-        print(line.replace("would drain", "would drain" if args.dry_run else "drained"))
+    for line in plan.lines(dry_run=args.dry_run):
+        print(i18n.localized(line))
     return 1 if plan.error else 0
 
 
@@ -124,7 +125,7 @@ def _history(args: argparse.Namespace) -> int:
         print(_("no Slurm drains or resumes recorded for {node}").format(node=args.node) if args.node else
               _("no Slurm drains or resumes recorded"))
     for r in rows:
-        print(action_line(r))
+        print(i18n.localized(action_line(r)))
     return 0
 
 
@@ -133,9 +134,15 @@ def action_line(r: Any) -> str:
     from fleetmon.text import printable
 
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(r.ts))
-    result = "ok" if r.result == "ok" else (f"FAILED: {r.error}" if r.result == "failed" else r.result)
-    why = f" — {printable(r.reason, 160)}" if r.reason else ""
-    return f"{when} UTC {r.action} {printable(r.node, 80)} by {printable(r.who, 80)} ({r.origin}): {result}{why}"
+    # i18n.Text: the English line as before; the action, origin and result words stay as recorded
+    result = "ok" if r.result == "ok" else (Text(N_("FAILED: {error}"), error=r.error) if r.result == "failed"
+                                            else r.result)
+    values = {"when": when, "action": r.action, "node": printable(r.node, 80), "who": printable(r.who, 80),
+              "origin": r.origin, "result": result}
+    if r.reason:
+        return Text(N_("{when} UTC {action} {node} by {who} ({origin}): {result} — {reason}"),
+                    reason=printable(r.reason, 160), **values)
+    return Text(N_("{when} UTC {action} {node} by {who} ({origin}): {result}"), **values)
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from fleetmon.i18n import N_, Text
 from fleetmon.vocab import Severity
 
 __all__ = ["NOTIFY_KEYS", "SECRET", "TOKEN_SCHEMES", "NotifySpec", "parse_clock", "parse_quiet_hours",
@@ -101,7 +102,8 @@ def validate_notify(v: Any, items: Any, groups: Any) -> list[NotifySpec]:
     out: list[NotifySpec] = []
     first_line: dict[str, int] = {}
     if not isinstance(items, list):
-        v.error(v._line((), None, "notify"), "notify", "must be an array of tables ([[notify]])")
+        v.error(v._line((), None, "notify"), "notify", Text(
+            N_("must be an array of tables ([[{table}]])"), table="notify"))
         return out
     for index, item in enumerate(items):
         label = f"notify[{index}]"
@@ -111,21 +113,23 @@ def validate_notify(v: Any, items: Any, groups: Any) -> list[NotifySpec]:
             return line, label if key is None else f"{label}.{key}"
 
         if not isinstance(item, dict):
-            v.error(*where(None), "must be a table ([[notify]])")
+            v.error(*where(None), Text(N_("must be a table ([[{table}]])"), table="notify"))
             continue
         before = len(v.errors)
         v._unknown_keys(item, NOTIFY_KEYS, ("notify",), index, f"{label}.")
         if "name" not in item:
-            v.error(*where(None), "missing required key 'name' (how `fleetmon notify test --to NAME` names it)")
+            v.error(*where(None), Text(
+                N_("missing required key {key!r} (how `fleetmon notify test --to NAME` names it)"), key="name"))
             continue
         name = v._string(item["name"], *where("name"))
         if name is None:
             continue
         if not _NAME.fullmatch(name):
-            v.error(*where("name"), f"must be letters, digits, '_', '.', '-' (got {name!r})")
+            v.error(*where("name"), Text(N_("must be letters, digits, '_', '.', '-' (got {value!r})"), value=name))
             continue
         if name.lower() in first_line:
-            v.error(*where("name"), f"duplicate destination {name!r} (first at line {first_line[name.lower()]})")
+            v.error(*where("name"), Text(N_("duplicate destination {name!r} (first at line {line})"), name=name,
+                                        line=first_line[name.lower()]))
             continue
         first_line[name.lower()] = where("name")[0]
         spec = _one(v, item, name, where, groups)
@@ -137,21 +141,25 @@ def validate_notify(v: Any, items: Any, groups: Any) -> list[NotifySpec]:
 def _one(v: Any, item: dict[str, Any], name: str, where: Where, groups: Any) -> NotifySpec | None:
     url = url_file = secret_file = None
     if ("url" in item) == ("url_file" in item):
-        v.error(*where(None), "needs exactly one of 'url' (an Apprise URL, its secret as {secret} from "
-                              "secret_file) and 'url_file' (a file holding the whole URL, chmod 600)")
+        v.error(*where(None), Text(N_("needs exactly one of 'url' (an Apprise URL, its secret as {secret} from "
+                                      "secret_file) and 'url_file' (a file holding the whole URL, chmod 600)"),
+                                   secret=SECRET))
         return None
     if "url_file" in item:
         url_file = v._file(item["url_file"], *where("url_file"))
         if "secret_file" in item:
-            v.error(*where("secret_file"), "goes with 'url' (its {secret}); a url_file holds the whole URL")
+            v.error(*where("secret_file"), Text(N_("goes with 'url' (its {secret}); a url_file holds the whole URL"),
+                                                secret=SECRET))
     else:
         url = _url(v, item["url"], *where("url"))
         if "secret_file" in item:
             secret_file = v._file(item["secret_file"], *where("secret_file"))
             if url is not None and SECRET not in url:
-                v.error(*where("url"), f"has no {SECRET} for the content of secret_file to replace")
+                v.error(*where("url"), Text(N_("has no {secret} for the content of secret_file to replace"),
+                                            secret=SECRET))
         elif url is not None and SECRET in url:
-            v.error(*where("url"), f"holds {SECRET}: name the file it comes from with secret_file")
+            v.error(*where("url"), Text(
+                N_("holds {secret}: name the file it comes from with secret_file"), secret=SECRET))
     severity = Severity.CRITICAL
     if "min_severity" in item:
         text = v._string(item["min_severity"], *where("min_severity"))
@@ -159,21 +167,23 @@ def _one(v: Any, item: dict[str, Any], name: str, where: Where, groups: Any) -> 
             try:
                 severity = Severity.parse(text)
             except ValueError:
-                v.error(*where("min_severity"), f"must be one of {', '.join(s.value for s in Severity)} "
-                                                f"(got {text!r})")
+                v.error(*where("min_severity"), Text(N_("must be one of {choices} (got {value!r})"),
+                                                     choices=", ".join(s.value for s in Severity), value=text))
     wanted: tuple[str, ...] = ()
     if "groups" in item:
         wanted = v._tags(item["groups"], *where("groups"))
         unknown = [g for g in wanted if g not in groups]
         if unknown:
-            v.warn(*where("groups"), f"no node is in group {unknown[0]!r}: nothing of it will be sent")
+            v.warn(*where("groups"), Text(N_("no node is in group {group!r}: nothing of it will be sent"),
+                                          group=unknown[0]))
     quiet = None
     if "quiet_hours" in item:
         text = v._string(item["quiet_hours"], *where("quiet_hours"))
         if text is not None:
             quiet = parse_quiet_hours(text)
             if quiet is None:
-                v.error(*where("quiet_hours"), f'must be a range of times of day, as in "22:00-07:00" (got {text!r})')
+                v.error(*where("quiet_hours"), Text(
+                    N_('must be a range of times of day, as in "22:00-07:00" (got {value!r})'), value=text))
     timezone = None
     if "timezone" in item:
         timezone = v._string(item["timezone"], *where("timezone"))
@@ -183,19 +193,20 @@ def _one(v: Any, item: dict[str, Any], name: str, where: Where, groups: Any) -> 
             try:
                 zoneinfo.ZoneInfo(timezone)
             except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-                v.error(*where("timezone"), f'must be an IANA time zone, as in "Europe/Berlin" (got {timezone!r})')
+                v.error(*where("timezone"), Text(N_('must be an IANA time zone, as in "Europe/Berlin" (got {value!r})'),
+                                                 value=timezone))
     digest = True
     if "digest" in item:
         if isinstance(item["digest"], bool):
             digest = item["digest"]
         else:
-            v.error(*where("digest"), f"must be true or false (got {item['digest']!r})")
+            v.error(*where("digest"), Text(N_("must be true or false (got {value!r})"), value=item["digest"]))
     digest_at = 7 * 60
     if "digest_at" in item:
         text = v._string(item["digest_at"], *where("digest_at"))
         clock = None if text is None else parse_clock(text)
         if text is not None and clock is None:
-            v.error(*where("digest_at"), f'must be a time of day, as in "07:00" (got {text!r})')
+            v.error(*where("digest_at"), Text(N_('must be a time of day, as in "07:00" (got {value!r})'), value=text))
         digest_at = clock if clock is not None else digest_at
     per_hour = DEFAULT_MAX_PER_HOUR
     if "max_per_hour" in item:
@@ -207,7 +218,8 @@ def _one(v: Any, item: dict[str, Any], name: str, where: Where, groups: Any) -> 
 
         text = v._string(item["lang"], *where("lang"))
         if text is not None and text not in SUPPORTED:
-            v.error(*where("lang"), f"must be one of {', '.join(SUPPORTED)} (got {text!r})")
+            v.error(*where("lang"), Text(N_("must be one of {choices} (got {value!r})"), choices=", ".join(SUPPORTED),
+                                         value=text))
         elif text is not None:
             lang = text
     return NotifySpec(name, url, url_file, secret_file, severity, wanted, quiet, timezone, digest, digest_at, per_hour,
@@ -221,23 +233,25 @@ def _url(v: Any, value: Any, line: int, key: str) -> str | None:
     text = checked.strip()
     match = _SCHEME.match(text)
     if match is None:
-        v.error(line, key, f"must be an Apprise URL, as in slack://{SECRET}/#ops or mailto://… "
-                           f"(see https://appriseit.com/); got {text[:60]!r}")
+        v.error(line, key, Text(N_("must be an Apprise URL, as in slack://{secret}/#ops or mailto://… "
+                                   "(see https://appriseit.com/); got {value!r}"), secret=SECRET, value=text[:60]))
         return None
     scheme = match.group(1).lower()
     try:
         password = urllib.parse.urlsplit(text.replace(SECRET, "SECRET")).password
     except ValueError as err:
-        v.error(line, key, f"invalid URL: {err}")
+        v.error(line, key, Text(N_("invalid URL: {error}"), error=str(err)))
         return None
     if password is not None and password != "SECRET":
-        v.error(line, key, f"holds a password: write {SECRET} in its place and put the password in secret_file")
+        v.error(line, key, Text(N_("holds a password: write {secret} in its place and put the password in "
+                                   "secret_file"), secret=SECRET))
         return None
     if scheme in TOKEN_SCHEMES and SECRET not in text:
-        v.error(line, key, f"a {scheme}:// URL carries the service's token: write {SECRET} in its place and put "
-                           "the token in secret_file (or the whole URL in url_file)")
+        v.error(line, key, Text(N_("a {scheme}:// URL carries the service's token: write {secret} in its place and "
+                                   "put the token in secret_file (or the whole URL in url_file)"), scheme=scheme,
+                                secret=SECRET))
         return None
     if any(c.isspace() for c in text):
-        v.error(line, key, "must not hold blanks")
+        v.error(line, key, Text(N_("must not hold blanks")))
         return None
     return text

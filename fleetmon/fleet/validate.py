@@ -19,6 +19,7 @@ from typing import Any
 
 from fleetmon import specbook
 from fleetmon.errors import ConfigError
+from fleetmon.i18n import N_, Lines, Text
 from fleetmon.specs import GpuSpec, all_specs
 from fleetmon.fleet.locate import Locator
 from fleetmon.fleet.notify import validate_notify
@@ -56,7 +57,7 @@ def load_fleet(path: str | os.PathLike[str]) -> Fleet:
     try:
         text = Path(name).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError(f"{name}: cannot read fleet file: {err}") from err
+        raise ConfigError(Text(N_("{path}: cannot read fleet file: {error}"), path=name, error=str(err))) from err
     return parse_fleet(text, path=name, base_dir=Path(name).parent)
 
 
@@ -77,21 +78,24 @@ def parse_fleet(
     """
     problem = _structure_problem(text)
     if problem is not None:
-        raise ConfigError(f"{path}:{problem[0]}: {problem[1]}")
+        raise ConfigError(Text("{path}:{line}: {message}", path=path, line=problem[0], message=problem[1]))
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ConfigError(_syntax_message(path, text, str(err))) from None
     except RecursionError:  # the scan above should have caught it; never a traceback
-        raise ConfigError(f"{path}: TOML nested too deeply to read (at most {MAX_NESTING} levels)") from None
+        raise ConfigError(Text(N_("{path}: TOML nested too deeply to read (at most {levels} levels)"), path=path,
+                               levels=MAX_NESTING)) from None
     deep = _too_deep(data)
     if deep is not None:
-        raise ConfigError(f"{path}:{Locator(text).line_of((), None, deep)}: {deep}: nested more than "
-                          f"{MAX_NESTING} levels deep (a fleet file needs at most 4)")
+        raise ConfigError(Text(N_("{path}:{line}: {key}: nested more than {levels} levels deep (a fleet file needs "
+                                 "at most 4)"), path=path, line=Locator(text).line_of((), None, deep), key=deep,
+                              levels=MAX_NESTING))
     try:
         return _Validator(text, path, base_dir).run(data)
     except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply to check (at most {MAX_NESTING} levels)") from None
+        raise ConfigError(Text(N_("{path}: nested too deeply to check (at most {levels} levels)"), path=path,
+                               levels=MAX_NESTING)) from None
 
 
 MAX_NESTING = 32
@@ -140,14 +144,16 @@ def _structure_problem(text: str) -> tuple[int, str] | None:
             depth += 1
             dots = 0
             if depth > MAX_NESTING:
-                return line, f"TOML nested too deeply: arrays or tables more than {MAX_NESTING} levels inside one another"
+                return line, Text(N_("TOML nested too deeply: arrays or tables more than {levels} levels inside one "
+                                        "another"), levels=MAX_NESTING)
         elif token in "]}":
             depth = max(0, depth - 1)
             dots = 0
         elif token == ".":
             dots += 1
             if dots >= MAX_NESTING:
-                return line, f"TOML nested too deeply: a dotted key of more than {MAX_NESTING} parts"
+                return line, Text(
+                    N_("TOML nested too deeply: a dotted key of more than {levels} parts"), levels=MAX_NESTING)
         else:  # = ,
             dots = 0
 
@@ -172,11 +178,14 @@ def _syntax_message(path: str, text: str, message: str) -> str:
     match = re.search(r"\s*\(at line (\d+), column (\d+)\)\s*$", message)
     if match:
         line = int(match.group(1))
-        detail = f"{message[: match.start()]} (column {match.group(2)})"
-    else:
-        line = max(1, len(text.splitlines()))
-        detail = re.sub(r"\s*\(at end of document\)\s*$", " at end of file", message)
-    return f"{path}:{line}: TOML syntax error: {detail}"
+        return Text(N_("{path}:{line}: TOML syntax error: {detail} (column {column})"), path=path, line=line,
+                    detail=message[: match.start()], column=match.group(2))
+    line = max(1, len(text.splitlines()))
+    end = re.search(r"\s*\(at end of document\)\s*$", message)
+    if end:
+        return Text(N_("{path}:{line}: TOML syntax error: {detail} at end of file"), path=path, line=line,
+                    detail=message[: end.start()])
+    return Text(N_("{path}:{line}: TOML syntax error: {detail}"), path=path, line=line, detail=message)
 
 
 class _Validator:
@@ -195,10 +204,14 @@ class _Validator:
         return self.locate.line_of(table, index, key)
 
     def error(self, line: int, key: str, message: str) -> None:
-        self.errors.append((line, f"{self.path}:{line}: {key}: {message}"))
+        """One problem: ``message`` an :class:`~fleetmon.i18n.Text` (said in the reader's language where the
+        CLI or the GUI shows it; the prefix and the key stay as they are)."""
+        self.errors.append((line, Text("{path}:{line}: {key}: {message}", path=self.path, line=line, key=key,
+                                       message=message)))
 
     def warn(self, line: int, key: str, message: str) -> None:
-        self.warnings.append((line, f"{self.path}:{line}: {key}: {message}"))
+        self.warnings.append((line, Text("{path}:{line}: {key}: {message}", path=self.path, line=line, key=key,
+                                         message=message)))
 
     # -- driver ------------------------------------------------------------
 
@@ -214,7 +227,7 @@ class _Validator:
         destinations = validate_notify(self, data.get("notify", []), groups)
         if self.errors:
             self.errors.sort(key=lambda pair: pair[0])
-            raise ConfigError("\n".join(message for _, message in self.errors))
+            raise ConfigError(Lines([message for _, message in self.errors]))
         self.warnings.sort(key=lambda pair: pair[0])
         return Fleet(
             thresholds=thresholds,
@@ -241,12 +254,13 @@ class _Validator:
             if key in allowed:
                 continue
             close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
             choices = ", ".join(allowed)
             self.error(
                 self._line(where, index, key),
                 f"{label}{key}",
-                f"unknown key{hint}; expected one of: {choices}",
+                Text(N_("unknown key (did you mean {close!r}?); expected one of: {choices}"), close=close[0],
+                     choices=choices) if close else
+                Text(N_("unknown key; expected one of: {choices}"), choices=choices),
             )
 
     # -- [fleet] -----------------------------------------------------------
@@ -254,7 +268,7 @@ class _Validator:
     def _fleet(self, table: Any) -> dict[str, Any]:
         settings = dict(FLEET_DEFAULTS)
         if not isinstance(table, dict):
-            self.error(self._line((), None, "fleet"), "fleet", "must be a table ([fleet])")
+            self.error(self._line((), None, "fleet"), "fleet", Text(N_("must be a table ([{table}])"), table="fleet"))
             return settings
         self._unknown_keys(table, tuple(FLEET_DEFAULTS), ("fleet",), None, "fleet.")
 
@@ -282,12 +296,12 @@ class _Validator:
             if isinstance(value, bool):
                 settings["tls_verify"] = value
             else:
-                self.error(*where("tls_verify"), f"must be true or false (got {value!r})")
+                self.error(*where("tls_verify"), Text(N_("must be true or false (got {value!r})"), value=value))
         if settings["timeout_s"] >= settings["poll_interval_s"] and "timeout_s" in table:
             self.warn(
                 *where("timeout_s"),
-                f"timeout ({settings['timeout_s']:g} s) is not shorter than the poll "
-                f"interval ({settings['poll_interval_s']:g} s); slow nodes will overlap",
+                Text(N_("timeout ({timeout:g} s) is not shorter than the poll interval ({interval:g} s); slow nodes "
+                        "will overlap"), timeout=settings["timeout_s"], interval=settings["poll_interval_s"]),
             )
         return settings
 
@@ -297,13 +311,14 @@ class _Validator:
         out: dict[str, float] = {}
         if not isinstance(table, dict):
             self.error(
-                self._line((), None, "thresholds"), "thresholds", "must be a table ([thresholds])"
+                self._line((), None, "thresholds"), "thresholds", Text(
+                    N_("must be a table ([{table}])"), table="thresholds")
             )
             return out
         for key, value in table.items():
             line = self._line(("thresholds",), None, key)
             if not _IDENTIFIER.fullmatch(key):
-                self.error(line, f"thresholds.{key}", "key must be an identifier (letters, digits, _)")
+                self.error(line, f"thresholds.{key}", Text(N_("key must be an identifier (letters, digits, _)")))
                 continue
             number = self._number(value, line, f"thresholds.{key}")
             if number is not None:
@@ -315,7 +330,8 @@ class _Validator:
     def _history(self, table: Any) -> str | None:
         """``[history] prometheus``: an http(s) base URL (a path prefix allowed, e.g. Mimir's ``/prometheus``)."""
         if not isinstance(table, dict):
-            self.error(self._line((), None, "history"), "history", "must be a table ([history])")
+            self.error(self._line((), None, "history"), "history", Text(
+                N_("must be a table ([{table}])"), table="history"))
             return None
         self._unknown_keys(table, HISTORY_KEYS, ("history",), None, "history.")
         if "prometheus" not in table:
@@ -329,17 +345,17 @@ class _Validator:
             parts = urllib.parse.urlsplit(text)
             parts.port
         except ValueError as err:
-            self.error(line, key, f"invalid URL {text!r}: {err}")
+            self.error(line, key, Text(N_("invalid URL {url!r}: {error}"), url=text, error=str(err)))
             return None
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            self.error(line, key, f"must be an http:// or https:// URL naming a host, as in http://prom:9090 "
-                                  f"(got {text!r})")
+            self.error(line, key, Text(N_("must be an http:// or https:// URL naming a host, as in http://prom:9090 "
+                                          "(got {value!r})"), value=text))
             return None
         if parts.username is not None or parts.password is not None:
-            self.error(line, key, "must not hold credentials")
+            self.error(line, key, Text(N_("must not hold credentials")))
             return None
         if parts.query or parts.fragment:
-            self.error(line, key, f"must not have a query or fragment (got {text!r})")
+            self.error(line, key, Text(N_("must not have a query or fragment (got {value!r})"), value=text))
             return None
         return urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
 
@@ -348,7 +364,7 @@ class _Validator:
     def _slurm(self, table: Any) -> SlurmSettings | None:
         """``[slurm]``: conf, name_pattern, timeout_s, auto_drain (finding kinds), max_fraction."""
         if not isinstance(table, dict):
-            self.error(self._line((), None, "slurm"), "slurm", "must be a table ([slurm])")
+            self.error(self._line((), None, "slurm"), "slurm", Text(N_("must be a table ([{table}])"), table="slurm"))
             return None
         self._unknown_keys(table, SLURM_KEYS, ("slurm",), None, "slurm.")
 
@@ -364,10 +380,13 @@ class _Validator:
                 try:
                     probe = text.format(name="gpu-01.example", short="gpu-01")
                 except (KeyError, IndexError, ValueError) as exc:
-                    self.error(*where("name_pattern"), f"only {{name}} and {{short}} may be used (got {text!r}: {exc})")
+                    self.error(*where("name_pattern"), Text(
+                        N_("only {name_field} and {short_field} may be used (got {value!r}: {error})"),
+                        name_field="{name}", short_field="{short}", value=text, error=str(exc)))
                 else:
                     if not _SLURM_NAME.fullmatch(probe):
-                        self.error(*where("name_pattern"), f"does not give a Slurm node name (got {probe!r})")
+                        self.error(*where("name_pattern"), Text(
+                            N_("does not give a Slurm node name (got {value!r})"), value=probe))
                     else:
                         pattern = text
         timeout_s = out.timeout_s
@@ -378,7 +397,7 @@ class _Validator:
         if "auto_drain" in table:
             value = table["auto_drain"]
             if not isinstance(value, list) or not all(isinstance(k, str) and _KIND.fullmatch(k) for k in value):
-                self.error(*where("auto_drain"), 'must be a list of finding kinds, as in ["gpu-lost", "xid"]')
+                self.error(*where("auto_drain"), Text(N_('must be a list of finding kinds, as in ["gpu-lost", "xid"]')))
             else:
                 kinds = list(dict.fromkeys(value))
         fraction = out.max_fraction
@@ -394,7 +413,8 @@ class _Validator:
         groups: dict[str, Group] = {}
         first_line: dict[str, int] = {}
         if not isinstance(items, list):
-            self.error(self._line((), None, "group"), "group", "must be an array of tables ([[group]])")
+            self.error(self._line((), None, "group"), "group", Text(
+                N_("must be an array of tables ([[{table}]])"), table="group"))
             return groups
         for index, item in enumerate(items):
             label = f"group[{index}]"
@@ -404,11 +424,11 @@ class _Validator:
                 return line, label if key is None else f"{label}.{key}"
 
             if not isinstance(item, dict):
-                self.error(*where(None), "must be a table ([[group]])")
+                self.error(*where(None), Text(N_("must be a table ([[{table}]])"), table="group"))
                 continue
             self._unknown_keys(item, GROUP_KEYS, ("group",), index, f"{label}.")
             if "name" not in item:
-                self.error(*where(None), "missing required key 'name'")
+                self.error(*where(None), Text(N_("missing required key {key!r}"), key="name"))
                 continue
             name = self._string(item["name"], *where("name"))
             if name is None:
@@ -416,12 +436,13 @@ class _Validator:
             if not _GROUP_NAME.fullmatch(name):
                 self.error(
                     *where("name"),
-                    f"must be letters, digits, '_', '.', '-' (got {name!r})",
+                    Text(N_("must be letters, digits, '_', '.', '-' (got {value!r})"), value=name),
                 )
                 continue
             if name in groups:
                 line, key = where("name")
-                self.error(line, key, f"duplicate group {name!r} (first defined at line {first_line[name]})")
+                self.error(line, key, Text(N_("duplicate group {name!r} (first defined at line {line})"), name=name,
+                                            line=first_line[name]))
                 continue
             driver = cuda = model = runtime = firmware = None
             gpus = None
@@ -449,7 +470,8 @@ class _Validator:
         seen_names: dict[str, int] = {}
         seen_urls: dict[str, int] = {}
         if not isinstance(items, list):
-            self.error(self._line((), None, "node"), "node", "must be an array of tables ([[node]])")
+            self.error(self._line((), None, "node"), "node", Text(
+                N_("must be an array of tables ([[{table}]])"), table="node"))
             return nodes
         for index, item in enumerate(items):
             label = f"node[{index}]"
@@ -459,18 +481,18 @@ class _Validator:
                 return line, label if key is None else f"{label}.{key}"
 
             if not isinstance(item, dict):
-                self.error(*where(None), "must be a table ([[node]])")
+                self.error(*where(None), Text(N_("must be a table ([[{table}]])"), table="node"))
                 continue
             self._unknown_keys(item, NODE_KEYS, ("node",), index, f"{label}.")
             missing = [key for key in ("name", "url") if key not in item]
             for key in missing:
-                self.error(*where(None), f"missing required key {key!r}")
+                self.error(*where(None), Text(N_("missing required key {key!r}"), key=key))
 
             name = self._string(item["name"], *where("name")) if "name" in item else None
             if name is not None and not _HOSTNAME.fullmatch(name):
                 self.error(
                     *where("name"),
-                    f"must be a host-like name: letters, digits, '.', '-', '_' (got {name!r})",
+                    Text(N_("must be a host-like name: letters, digits, '.', '-', '_' (got {value!r})"), value=name),
                 )
                 name = None
             if name is not None:
@@ -480,7 +502,8 @@ class _Validator:
                     self.error(
                         line,
                         f"{label}.name",
-                        f"duplicate node name {name!r} (lines {first} and {line})",
+                        Text(N_("duplicate node name {name!r} (lines {first} and {line})"), name=name, first=first,
+                             line=line),
                     )
                     name = None
                 else:
@@ -490,7 +513,8 @@ class _Validator:
             if url is not None:
                 line = where("url")[0]
                 if url in seen_urls:
-                    self.warn(line, f"{label}.url", f"same URL as the node at line {seen_urls[url]}")
+                    self.warn(line, f"{label}.url", Text(
+                        N_("same URL as the node at line {line}"), line=seen_urls[url]))
                 else:
                     seen_urls[url] = line
 
@@ -498,17 +522,19 @@ class _Validator:
             if "group" in item:
                 group = self._string(item["group"], *where("group"))
                 if group is not None and not _GROUP_NAME.fullmatch(group):
-                    self.error(*where("group"), f"must be letters, digits, '_', '.', '-' (got {group!r})")
+                    self.error(*where("group"), Text(N_("must be letters, digits, '_', '.', '-' (got {value!r})"),
+                                                    value=group))
                     group = None
                 if group is not None and group not in groups:
                     defined = [g for g in groups if not groups[g].implicit]
                     if defined:
                         close = difflib.get_close_matches(group, defined, n=1, cutoff=0.6)
-                        hint = f" (did you mean {close[0]!r}?)" if close else ""
                         self.warn(
                             *where("group"),
-                            f"group {group!r} is not defined by a [[group]]{hint}; "
-                            "using an implicit group with no expectations",
+                            Text(N_("group {group!r} is not defined by a [[group]] (did you mean {close!r}?); using an "
+                                    "implicit group with no expectations"), group=group, close=close[0]) if close else
+                            Text(N_("group {group!r} is not defined by a [[group]]; using an implicit group with no "
+                                    "expectations"), group=group),
                         )
                     groups[group] = Group(group, implicit=True)
 
@@ -521,15 +547,16 @@ class _Validator:
                 value = self._number(item["timeout_s"], *where("timeout_s"), low=0, high=600, low_open=True)
                 timeout_s = None if value is None else float(value)
                 if timeout_s is not None and timeout_s >= poll_interval_s:
-                    self.warn(*where("timeout_s"), f"timeout ({timeout_s:g} s) is not shorter than the poll interval "
-                                                   f"({poll_interval_s:g} s); this node's polls will overlap")
+                    self.warn(*where("timeout_s"), Text(
+                        N_("timeout ({timeout:g} s) is not shorter than the poll interval ({interval:g} s); this "
+                           "node's polls will overlap"), timeout=timeout_s, interval=poll_interval_s))
 
             slurm_name = None
             if "slurm_name" in item:
                 slurm_name = self._string(item["slurm_name"], *where("slurm_name"))
                 if slurm_name is not None and not _SLURM_NAME.fullmatch(slurm_name):
-                    self.error(*where("slurm_name"), f"must be one Slurm node name: letters, digits, '.', '_', '-' "
-                                                     f"(got {slurm_name!r})")
+                    self.error(*where("slurm_name"), Text(N_("must be one Slurm node name: letters, digits, '.', '_', "
+                                                             "'-' (got {value!r})"), value=slurm_name))
                     slurm_name = None
             tool = self._tool(item["tool"], url, *where("tool")) if "tool" in item else "auto"
 
@@ -545,7 +572,8 @@ class _Validator:
         out: list[specbook.UserSpec] = []
         first_line: dict[tuple[str, int | None, str | None], int] = {}
         if not isinstance(items, list):
-            self.error(self._line((), None, "spec"), "spec", "must be an array of tables ([[spec]])")
+            self.error(self._line((), None, "spec"), "spec", Text(
+                N_("must be an array of tables ([[{table}]])"), table="spec"))
             return out
         for index, item in enumerate(items):
             label = f"spec[{index}]"
@@ -555,12 +583,13 @@ class _Validator:
                 return line, label if key is None else f"{label}.{key}"
 
             if not isinstance(item, dict):
-                self.error(*where(None), "must be a table ([[spec]])")
+                self.error(*where(None), Text(N_("must be a table ([[{table}]])"), table="spec"))
                 continue
             before = len(self.errors)
             self._unknown_keys(item, specbook.SPEC_KEYS, ("spec",), index, f"{label}.")
             if "name" not in item:
-                self.error(*where(None), "missing required key 'name' (the model's name as NVML reports it)")
+                self.error(*where(None), Text(
+                    N_("missing required key {key!r} (the model's name as NVML reports it)"), key="name"))
                 continue
             name = self._string(item["name"], *where("name"))
             if name is None:
@@ -570,8 +599,9 @@ class _Validator:
             if "match_subsystem_id" in item:
                 subsystem = specbook.parse_subsystem_id(item["match_subsystem_id"])
                 if subsystem is None:
-                    self.error(*where("match_subsystem_id"), "must be a PCI subsystem id as the inventory's "
-                               f'pci_subsystem_id shows it, as in "0x145010DE" (got {_describe(item["match_subsystem_id"])})')
+                    self.error(*where("match_subsystem_id"), Text(N_(
+                        "must be a PCI subsystem id as the inventory's pci_subsystem_id shows it, as in \"0x145010DE\" "
+                        "(got {value})"), value=_describe(item["match_subsystem_id"])))
             vbios: str | None = None
             if "match_vbios" in item:
                 vbios = self._string(item["match_vbios"], *where("match_vbios"))
@@ -584,28 +614,31 @@ class _Validator:
                     if base is None:
                         names = [s.nvml_name for s in all_specs()]
                         close = difflib.get_close_matches(base_name, names, n=1, cutoff=0.6)
-                        hint = f" (did you mean {close[0]!r}?)" if close else ""
-                        self.error(*where("base"), f"{base_name!r} is not in the spec catalog{hint}; "
-                                                   "see docs/spec-catalog.md")
+                        self.error(*where("base"), Text(N_(
+                            "{name!r} is not in the spec catalog (did you mean {close!r}?); see docs/spec-catalog.md"),
+                            name=base_name, close=close[0]) if close else Text(N_(
+                            "{name!r} is not in the spec catalog; see docs/spec-catalog.md"), name=base_name))
             else:
                 base = specbook.catalog_spec(name)  # a board of a catalog model inherits its model's row
             values = self._spec_values(item, where)
             if "base" not in item and base is None:
                 missing = [k for k in specbook.DERATING_KEYS if k not in item]
                 if missing:
-                    self.error(*where(None), f"{name!r} is not in the spec catalog: state "
-                               f"{', '.join(specbook.DERATING_KEYS)} (missing {', '.join(missing)}), "
-                               "or name a catalog model to inherit from with base")
+                    self.error(*where(None), Text(N_(
+                        "{name!r} is not in the spec catalog: state {keys} (missing {missing}), or name a catalog "
+                        "model to inherit from with base"), name=name, keys=", ".join(specbook.DERATING_KEYS),
+                        missing=", ".join(missing)))
             boost = values.get("boost_clock_mhz", base.boost_clock_mhz if base else None)
             low = values.get("base_clock_mhz", base.base_clock_mhz if base else None)
             if boost is not None and low is not None and boost < low:
                 key = "boost_clock_mhz" if "boost_clock_mhz" in values else "base_clock_mhz"
-                self.error(*where(key), f"boost clock {boost} MHz is below the base clock {low} MHz")
+                self.error(*where(key), Text(N_("boost clock {boost} MHz is below the base clock {base} MHz"),
+                                             boost=boost, base=low))
             match = (specbook.name_key(name), subsystem, vbios)
             line = where(None)[0]
             if match in first_line:
-                self.error(*where("name"), f"duplicate [[spec]] for {name!r} with the same match keys "
-                                           f"(first at line {first_line[match]})")
+                self.error(*where("name"), Text(N_("duplicate [[spec]] for {name!r} with the same match keys "
+                                                   "(first at line {line})"), name=name, line=first_line[match]))
                 continue
             first_line[match] = line
             if len(self.errors) > before:
@@ -627,9 +660,10 @@ class _Validator:
             if value is None:
                 continue
             if key == "pcie_gen" and value not in specbook.PCIE_GENS:
-                self.error(*where(key), f"must be a PCIe generation 1 to 6 (got {value})")
+                self.error(*where(key), Text(N_("must be a PCIe generation 1 to 6 (got {value})"), value=value))
             elif key == "pcie_width" and value not in (1, 2, 4, 8, 12, 16, 32):
-                self.error(*where(key), f"must be a PCIe link width: 1, 2, 4, 8, 12, 16 or 32 (got {value})")
+                self.error(*where(key), Text(N_("must be a PCIe link width: 1, 2, 4, 8, 12, 16 or 32 (got {value})"),
+                                                value=value))
             else:
                 values[key] = value
         for key in specbook.FLOAT_KEYS:
@@ -646,7 +680,8 @@ class _Validator:
             if key in item:
                 text = self._string(item[key], *where(key))
                 if text is not None and text not in vocab:
-                    self.error(*where(key), f"must be one of {', '.join(vocab)} (got {text!r})")
+                    self.error(*where(key), Text(N_("must be one of {choices} (got {value!r})"),
+                                                 choices=", ".join(vocab), value=text))
                 elif text is not None:
                     values[key] = text
         return values
@@ -655,16 +690,16 @@ class _Validator:
 
     def _string(self, value: Any, line: int, key: str) -> str | None:
         if not isinstance(value, str):
-            self.error(line, key, f"must be a string (got {_describe(value)})")
+            self.error(line, key, Text(N_("must be a string (got {value})"), value=_describe(value)))
             return None
         if not value.strip():
-            self.error(line, key, "must not be empty")
+            self.error(line, key, Text(N_("must not be empty")))
             return None
         return value
 
     def _version(self, value: Any, line: int, key: str) -> str | None:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            self.error(line, key, f'must be a string; quote it: "{value}"')
+            self.error(line, key, Text(N_('must be a string; quote it: "{value}"'), value=value))
             return None
         return self._string(value, line, key)
 
@@ -678,25 +713,28 @@ class _Validator:
         low_open: bool = False,
     ) -> float | int | None:
         if not isinstance(value, (int, float)) or isinstance(value, bool):
-            self.error(line, key, f"must be a number (got {_describe(value)})")
+            self.error(line, key, Text(N_("must be a number (got {value})"), value=_describe(value)))
             return None
         if not math.isfinite(value):
-            self.error(line, key, f"must be a finite number (got {value})")
+            self.error(line, key, Text(N_("must be a finite number (got {value})"), value=value))
             return None
         if low is not None and high is not None:
             too_low = value <= low if low_open else value < low
             if too_low or value > high:
-                bound = f"> {low:g}" if low_open else f">= {low:g}"
-                self.error(line, key, f"must be {bound} and <= {high:g} (got {value:g})")
+                self.error(line, key, Text(N_("must be > {low:g} and <= {high:g} (got {value:g})"), low=low, high=high,
+                                           value=value) if low_open else
+                           Text(N_("must be >= {low:g} and <= {high:g} (got {value:g})"), low=low, high=high,
+                                value=value))
                 return None
         return value
 
     def _integer(self, value: Any, line: int, key: str, low: int, high: int) -> int | None:
         if not isinstance(value, int) or isinstance(value, bool):
-            self.error(line, key, f"must be an integer (got {_describe(value)})")
+            self.error(line, key, Text(N_("must be an integer (got {value})"), value=_describe(value)))
             return None
         if not low <= value <= high:
-            self.error(line, key, f"must be between {low} and {high} (got {value})")
+            self.error(line, key, Text(
+                N_("must be between {low} and {high} (got {value})"), low=low, high=high, value=value))
             return None
         return value
 
@@ -708,7 +746,7 @@ class _Validator:
         if self.base_dir is not None and not resolved.is_absolute():
             resolved = self.base_dir / resolved
         if not resolved.exists():
-            self.warn(line, key, f"file {str(resolved)!r} does not exist (yet)")
+            self.warn(line, key, Text(N_("file {file!r} does not exist (yet)"), file=str(resolved)))
         return str(resolved) if (self.base_dir is not None or text.startswith("~")) else text
 
     def _url(self, value: Any, line: int, key: str) -> str | None:
@@ -720,29 +758,32 @@ class _Validator:
             parts = urllib.parse.urlsplit(text)
             port = parts.port
         except ValueError as err:
-            self.error(line, key, f"invalid URL {text!r}: {err}")
+            self.error(line, key, Text(N_("invalid URL {url!r}: {error}"), url=text, error=str(err)))
             return None
         scheme = parts.scheme.lower()
         if scheme == "ssh":
             return self._ssh_url(text, line, key)
         if scheme == "file":
-            self.error(line, key, f"a capture file is not polled; add it with `fleetmon import-smi` (got {text!r})")
+            self.error(line, key, Text(
+                N_("a capture file is not polled; add it with `fleetmon import-smi` (got {value!r})"), value=text))
             return None
         prefix = ""
         if scheme in ("dcgm+http", "dcgm+https"):
             prefix, scheme = "dcgm+", scheme.split("+", 1)[1]
         elif scheme not in ("http", "https"):
-            self.error(line, key, f"must start with http:// or https:// (got {text!r}); other sources: "
-                                  "dcgm+http(s)://host:9400/metrics (dcgm-exporter), ssh://[user@]host (nvidia-smi)")
+            self.error(line, key, Text(N_("must start with http:// or https:// (got {value!r}); other sources: "
+                                          "dcgm+http(s)://host:9400/metrics (dcgm-exporter), ssh://[user@]host "
+                                          "(nvidia-smi)"), value=text))
             return None
         if not parts.hostname:
-            self.error(line, key, f"must name a host, as in http://gpu01:{DEFAULT_AGENT_PORT} (got {text!r})")
+            self.error(line, key, Text(N_("must name a host, as in http://gpu01:{port} (got {value!r})"),
+                                       port=DEFAULT_AGENT_PORT, value=text))
             return None
         if parts.username is not None or parts.password is not None:
-            self.error(line, key, "must not hold credentials; use token_file")
+            self.error(line, key, Text(N_("must not hold credentials; use token_file")))
             return None
         if parts.query or parts.fragment:
-            self.error(line, key, f"must not have a query or fragment (got {text!r})")
+            self.error(line, key, Text(N_("must not have a query or fragment (got {value!r})"), value=text))
             return None
         host = parts.hostname
         if ":" in host:
@@ -775,22 +816,25 @@ class _Validator:
             return None
         if text not in TOOL_NAMES:
             close = difflib.get_close_matches(text.lower(), TOOL_NAMES, n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            self.error(line, key, f"must be one of {', '.join(TOOL_NAMES)} (got {text[:40]!r}{hint})")
+            choices = ", ".join(TOOL_NAMES)
+            self.error(line, key, Text(N_("must be one of {choices} (got {value!r}; did you mean {close!r}?)"),
+                                       choices=choices, value=text[:40], close=close[0]) if close else
+                       Text(N_("must be one of {choices} (got {value!r})"), choices=choices, value=text[:40]))
             return None
         if url is not None and source_type(source_of(url).kind).transport is not Transport.SSH:
-            self.error(line, key, "applies to ssh:// nodes only (an agent picks its backend with --backend)")
+            self.error(line, key, Text(N_("applies to ssh:// nodes only (an agent picks its backend with --backend)")))
             return None
         return text
 
     def _tags(self, value: Any, line: int, key: str) -> tuple[str, ...]:
         if not isinstance(value, list):
-            self.error(line, key, f"must be an array of strings (got {_describe(value)})")
+            self.error(line, key, Text(N_("must be an array of strings (got {value})"), value=_describe(value)))
             return ()
         tags: list[str] = []
         for position, tag in enumerate(value):
             if not isinstance(tag, str) or not tag.strip():
-                self.error(line, f"{key}[{position}]", f"must be a non-empty string (got {tag!r})")
+                self.error(line, f"{key}[{position}]", Text(
+                    N_("must be a non-empty string (got {value!r})"), value=tag))
             elif tag not in tags:
                 tags.append(tag)
         return tuple(tags)

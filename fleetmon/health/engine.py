@@ -164,6 +164,14 @@ def _family(f: Finding) -> str | None:
 
 _LEAD = re.compile(r"^The fault (?:followed|stays|moved) [^;]*; ")
 """The lead :func:`attribute_slots` puts before an action (removed first: attributing again replaces it)."""
+_LEAD_TEMPLATES = (
+    N_("The fault followed this card to another slot and also hit other cards in {slots}: replace the card and "
+       "check that slot/riser; {action}"),
+    N_("The fault stays with slot {slots} across card swaps: check the slot, riser/extender and its power cable, "
+       "not the card; {action}"),
+    N_("The fault moved with the card across slots ({slots}): replace or RMA the card; {action}"),
+)
+"""The action with the lead of :func:`attribute_slots`: card and slot, slot, card."""
 
 
 def attribute_slots(findings: Sequence[Finding], history: FleetHistory) -> list[Finding]:
@@ -204,22 +212,28 @@ def attribute_slots(findings: Sequence[Finding], history: FleetHistory) -> list[
             out.append(f)
             continue
         evidence = dict(f.evidence)
+        # the lead and the action in one i18n.Text (one sentence each, the action said in the reader's language
+        # too): the English string is the lead followed by the action, as before
+        action: str = f.action
+        if isinstance(action, Text) and action.template in _LEAD_TEMPLATES:  # attributed again: the lead is replaced
+            before = action.args["action"]
+            action = before if isinstance(before, str) else str(before)
+        else:
+            action = _LEAD.sub("", action, count=1)
+        inner = action if isinstance(action, Text) else Text(action)  # a fixed sentence: found in the catalog
         if shared and moved:
             attribution = "card and slot"
-            lead = ("The fault followed this card to another slot and also hit other cards in "
-                    f"{', '.join(shared)}: replace the card and check that slot/riser; ")
+            text = Text(_LEAD_TEMPLATES[0], slots=", ".join(shared), action=inner)
         elif shared:
             attribution = "slot"
             others = sorted(set().union(*(slot_cards[(fam, s)] for s in shared)) - {card})
             evidence["other_cards"] = others
-            lead = (f"The fault stays with slot {', '.join(shared)} across card swaps: check the "
-                    "slot, riser/extender and its power cable, not the card; ")
+            text = Text(_LEAD_TEMPLATES[1], slots=", ".join(shared), action=inner)
         else:
             attribution = "card"
-            lead = ("The fault moved with the card across slots "
-                    f"({', '.join(sorted(card_slots[(fam, card)]))}): replace or RMA the card; ")
+            text = Text(_LEAD_TEMPLATES[2], slots=", ".join(sorted(card_slots[(fam, card)])), action=inner)
         evidence["attribution"] = attribution
-        out.append(replace(f, evidence=evidence, action=lead + _LEAD.sub("", f.action, count=1)))
+        out.append(replace(f, evidence=evidence, action=text))
     return out
 
 

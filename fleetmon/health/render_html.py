@@ -28,6 +28,8 @@ __all__ = ["preflight_html", "report_html"]
 # Dates in table cells keep to one line ("2026年12月3日 15:30" breaks at any character in a narrow column).
 _CSS_ZH = ('body{font-family:"Noto Sans CJK SC","Source Han Sans SC","PingFang SC","Microsoft YaHei",'
            'system-ui,sans-serif}td.nw,th{white-space:nowrap}\n')
+CSS_ZH = _CSS_ZH
+"""The Chinese pages' font faces, for the other HTML pages in the report's style (the evidence summary)."""
 
 
 def _page(title: str, body: Sequence[str]) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetmon.health.thresholds import Thresholds
+from fleetmon.i18n import N_, Text
 from fleetmon.slurm.client import SlurmClient, SlurmError, SlurmView, clean_reason
 from fleetmon.slurm.names import slurm_name_of
 from fleetmon.text import printable
@@ -74,9 +75,13 @@ class Outcome:
         """One line for a terminal or a status bar."""
         target = printable(self.node, 80) + (f" (Slurm {self.slurm_name})" if self.slurm_name and self.slurm_name != self.node
                                    else "")
+        # i18n.Text: the English line as before, said in the reader's language where printed; the action stays
+        if self.ok and self.sent_reason:
+            return Text(N_("{action} {target}: done — reason: {reason}"), action=action, target=target,
+                        reason=self.sent_reason)
         if self.ok:
-            return f"{action} {target}: done" + (f" — reason: {self.sent_reason}" if self.sent_reason else "")
-        return f"{action} {target} failed: {self.error}"
+            return Text(N_("{action} {target}: done"), action=action, target=target)
+        return Text(N_("{action} {target} failed: {error}"), action=action, target=target, error=self.error)
 
 
 def do_action(db: Any, fleet: Any, node: str, action: str, *, reason: str = "", origin: str, who: str | None = None,
@@ -133,13 +138,18 @@ class AutoDrainPlan:
     limit: int = 0
     drained_by_fleetmon: int = 0
 
-    def lines(self) -> list[str]:
-        out = [f"auto-drain: {len(self.drain)} to drain; {self.drained_by_fleetmon} drained by fleetmon now, "
-               f"at most {self.limit} at once"]
+    def lines(self, dry_run: bool = True) -> list[str]:
+        """The plan in lines (``i18n.Text``: English, said in the reader's language where shown); ``dry_run``
+        False: "drained" in place of "would drain"."""
+        out: list[str] = [Text(N_("auto-drain: {count} to drain; {drained} drained by fleetmon now, at most {limit} "
+                                  "at once"),
+                               count=len(self.drain), drained=self.drained_by_fleetmon, limit=self.limit)]
         if self.error:
-            out.append(f"auto-drain: Slurm unavailable: {self.error}")
-        out += [f"would drain {node}: {printable(reason, 200)}" for node, _key, reason in self.drain]
-        out += [f"skip {node} ({kind}): {why}" for node, kind, why in self.skipped]
+            out.append(Text(N_("auto-drain: Slurm unavailable: {error}"), error=self.error))
+        template = N_("would drain {node}: {reason}") if dry_run else N_("drained {node}: {reason}")
+        out += [Text(template, node=node, reason=printable(reason, 200)) for node, _key, reason in self.drain]
+        out += [Text(N_("skip {node} ({kind}): {why}"), node=node, kind=kind, why=why)
+                for node, kind, why in self.skipped]
         return out
 
 
@@ -181,10 +191,12 @@ def plan_auto_drain(findings: Sequence[Any], fleet: Any, view: SlurmView, done_k
             continue
         age = now - float(f.last_seen or 0)
         if age > stale_s:
-            skipped.append((f.node, f.kind, f"its data is {age / 60:.0f} min old (stale after {stale_s / 60:.0f})"))
+            skipped.append((f.node, f.kind, Text(N_("its data is {age:.0f} min old (stale after {stale:.0f})"),
+                                                   age=age / 60, stale=stale_s / 60)))
             continue
         if f.key in done:
-            skipped.append((f.node, f.kind, "already drained once for this finding (never again automatically)"))
+            skipped.append((f.node, f.kind, Text(
+                N_("already drained once for this finding (never again automatically)"))))
             continue
         try:
             name = slurm_name_of(fleet, f.node)
@@ -193,14 +205,14 @@ def plan_auto_drain(findings: Sequence[Any], fleet: Any, view: SlurmView, done_k
             continue
         state = view.nodes.get(name)
         if state is None:
-            skipped.append((f.node, f.kind, f"Slurm does not know node {name!r}"))
+            skipped.append((f.node, f.kind, Text(N_("Slurm does not know node {name!r}"), name=name)))
             continue
         if state.drained or state.down:
-            skipped.append((f.node, f.kind, f"already {state.short} in Slurm"))
+            skipped.append((f.node, f.kind, Text(N_("already {state} in Slurm"), state=state.short)))
             continue
         if by_fleetmon + len(chosen) >= limit:
-            skipped.append((f.node, f.kind, f"max_fraction reached ({by_fleetmon + len(chosen)} of at most {limit} "
-                                            f"drained by fleetmon)"))
+            skipped.append((f.node, f.kind, Text(N_("max_fraction reached ({count} of at most {limit} drained by "
+                                                    "fleetmon)"), count=by_fleetmon + len(chosen), limit=limit)))
             continue
         chosen[f.node] = (f.node, f.key, finding_reason(f))
     return AutoDrainPlan(drain=tuple(chosen.values()), skipped=tuple(skipped), limit=limit,

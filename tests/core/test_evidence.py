@@ -210,3 +210,50 @@ def test_the_cards_intake_certificate_is_in_its_archive(history, tmp_path, capsy
     cert = zf.read("intake-certificate.html").decode()
     assert "Intake certificate" in cert and history.v100_uuid in cert and "retired page" in cert
     assert "Included as <code>intake-certificate.html</code>" in zf.read("summary.html").decode()
+
+
+def test_the_summary_page_and_the_plot_titles_in_chinese(history, tmp_path):
+    """Issue 25: `fleetmon --lang zh_CN evidence` writes the summary page in Chinese (headings, labels, table
+    headers, times, the plots' note); the stored values, the CSVs and the manifest stay English. The plots'
+    titles, units and legends are given to the renderer in Chinese too."""
+    from fleetmon.xid import lookup
+
+    out = tmp_path / "card.zip"
+    proc = subprocess.run([sys.executable, "-m", "fleetmon", "--lang", "zh_CN", "evidence", "--db", str(history.path),
+                           "--gpu", history.moved_serial, "-o", str(out), "--now", str(NOW), "--no-plots"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "；未生成图表：--no-plots" in proc.stderr, proc.stderr
+    zf = zipfile.ZipFile(out)
+    html = zf.read("summary.html").decode()
+    assert '<html lang="zh-CN">' in html and "Noto Sans CJK SC" in html
+    for said in ("<h2>身份信息</h2>", "<h2>安装位置</h2>", "<h2>驱动版本</h2>", "<h2>ECC 错误、退役页与行重映射</h2>",
+                 "<th>插槽（序号）</th>", "<th>内核日志行</th>", "<h2>图表</h2>", "<p>未生成图表：--no-plots</p>",
+                 "各文件的内容见 manifest.json。", "由 fleetmon 于 2026年"):
+        assert said in html, said
+    assert "<h2>Xid 错误（3）</h2>" in html and f"79 {lookup(79).name}" in html  # Xid codes and names stay
+    for english in ("<h2>Placements</h2>", "<th>Kernel-log line</th>", "Plots skipped", "says what each holds"):
+        assert english not in html, english
+    assert json.loads(zf.read("manifest.json"))["plots"] == "Plots skipped: --no-plots"
+    assert "history from" not in zf.read("README.txt").decode() and "RMA / return evidence" in zf.read(
+        "README.txt").decode()
+
+    from fleetmon import i18n
+    from fleetmon.evidence import build_evidence
+
+    seen: list = []
+    i18n.set_language("zh_CN")
+    try:
+        build_evidence(history.path, history.moved_serial, tmp_path / "plots.zip", now=NOW,
+                       plots=lambda specs: seen.extend(specs) or {})
+    finally:
+        i18n.set_language("en")
+    life = next(s for s in seen if s.name == "life-telemetry")
+    assert life.title == "全部历史（按小时）：频率、功耗、温度"
+    assert [p.title for p in life.panels] == ["SM 频率", "功耗", "温度"]
+    assert [s.label for s in life.panels[0].series] == ["最大", "平均"]
+    memory = next(s for s in seen if s.name == "life-memory")
+    assert [p.unit for p in memory.panels] == ["次数", "页", "行"]
+    episode = next(s for s in seen if s.name not in ("life-telemetry", "life-memory"))
+    assert "UTC（" in episode.title and " 数据）：" in episode.title
+    assert episode.panels[-1].title == "PCIe 链路" and episode.panels[-1].unit == "代数 / 宽度"

@@ -65,8 +65,8 @@ def test_translations_keep_every_placeholder_and_invent_none() -> None:
 
 
 def _marking_sources() -> list[Path]:
-    """The Python files of fleetmon/ that mark text (a file without `_(` or `ngettext(` marks none)."""
-    return [p for p in sorted((REPO / "fleetmon").rglob("*.py"))
+    """The Python files of fleetmon/ and storage/ that mark text (a file without `_(` or `ngettext(` marks none)."""
+    return [p for pkg in ("fleetmon", "storage") for p in sorted((REPO / pkg).rglob("*.py"))
             if "_(" in (text := p.read_text(encoding="utf-8")) or "ngettext(" in text]
 
 

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from fleetmon.errors import NvmlUnavailable
+from fleetmon.i18n import N_, Text
 
 
 def load_pynvml() -> ModuleType:
@@ -25,9 +26,9 @@ def load_pynvml() -> ModuleType:
     try:
         import pynvml  # provided by the nvidia-ml-py distribution
     except ImportError as exc:
-        raise NvmlUnavailable(
-            "the pynvml module is missing: install nvidia-ml-py (pip install nvidia-ml-py)"
-        ) from exc
+        raise NvmlUnavailable(Text(
+            N_("the pynvml module is missing: install nvidia-ml-py (pip install nvidia-ml-py)")
+        )) from exc
     module: ModuleType = pynvml  # untyped (no stubs): see PynvmlApi
     return module
 

@@ -46,6 +46,7 @@ from fleetmon.agent.nvml.readers import (
     sample_field_names,
 )
 from fleetmon.errors import NvmlUnavailable
+from fleetmon.i18n import N_, Text
 from fleetmon.fields import CATALOG, INVENTORY_FIELDS, Field
 from fleetmon.records import GpuInventory, NodeInfo
 from fleetmon.vocab import GpuState
@@ -85,11 +86,11 @@ def open_nvml(module: PynvmlApi | None = None, *, known_inventory: list[dict[str
     try:
         nv.nvmlInit()
     except nv.NVMLError as exc:
-        raise NvmlUnavailable(
-            f"NVML could not start: {exc}. Is the NVIDIA driver installed and loaded?"
-        ) from exc
+        raise NvmlUnavailable(Text(
+            N_("NVML could not start: {error}. Is the NVIDIA driver installed and loaded?"), error=str(exc)
+        )) from exc
     except OSError as exc:  # a broken libnvidia-ml.so
-        raise NvmlUnavailable(f"NVML could not start: {exc}") from exc
+        raise NvmlUnavailable(Text(N_("NVML could not start: {error}"), error=str(exc))) from exc
     return NvmlSession(nv, known_inventory=known_inventory, inventory_wait_s=inventory_wait_s,
                        call_timeout_s=call_timeout_s, fields=fields)
 

@@ -1,0 +1,206 @@
+"""Issue 25, the text that docs/i18n.md listed as English: the fleet file's validation errors (read back from the
+real CLI), `fleetmon slurm`'s action lines and the auto-drain plan, the slot/card attribution before an action.
+The English stays exactly as it was (the other tests compare it)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fleetmon import i18n
+from fleetmon.health import engine, render
+from fleetmon.slurm.actions import AutoDrainPlan, Outcome
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def fleetmon(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "fleetmon", *args], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env={**os.environ, "COLUMNS": "200", **(env or {})})
+
+
+@pytest.fixture
+def chinese() -> Iterator[None]:
+    i18n.set_language("zh_CN")
+    try:
+        yield
+    finally:
+        i18n.set_language("en")
+
+
+BAD_FLEET = """\
+[fleet]
+poll_interval_s = 1
+colour = "red"
+
+[[node]]
+name = "n1"
+url = "ftp://n1"
+tags = [""]
+
+[[node]]
+url = "http://n2:9414"
+group = "a100"
+"""
+
+
+def test_fleet_file_errors_in_chinese_keep_the_prefix_and_the_identifiers(tmp_path: Path) -> None:
+    path = tmp_path / "fleet.toml"
+    path.write_text(BAD_FLEET, encoding="utf-8")
+    english = fleetmon("fleet", "check", str(path)).stderr.splitlines()
+    proc = fleetmon("--lang", "zh_CN", "fleet", "check", str(path))
+    assert proc.returncode == 1
+    lines = proc.stderr.splitlines()
+    assert len(lines) == len(english) == 5, proc.stderr  # one line per problem, as in English
+    assert lines[0] == f"{path}:2: fleet.poll_interval_s: 必须 >= 2 且 <= 3600（实际为 1）"
+    assert english[0] == f"{path}:2: fleet.poll_interval_s: must be >= 2 and <= 3600 (got 1)"
+    assert lines[1].startswith(f"{path}:3: fleet.colour: 未知的键；应为以下之一：name, poll_interval_s"), lines[1]
+    assert lines[2] == (f"{path}:7: node[0].url: 必须以 http:// 或 https:// 开头（实际为 'ftp://n1'）；其他数据源："
+                        "dcgm+http(s)://host:9400/metrics（dcgm-exporter）、ssh://[user@]host（nvidia-smi）")
+    assert lines[3] == f"{path}:8: node[0].tags[0]: 必须是非空字符串（实际为 ''）"
+    assert lines[4] == f"{path}:10: node[1]: 缺少必需的键 'name'"
+
+
+def test_fleet_file_syntax_error_and_warnings_in_chinese(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_text('[[node]]\nname = "n1\n', encoding="utf-8")
+    proc = fleetmon("--lang", "zh_CN", "fleet", "check", str(broken))
+    assert proc.returncode == 1 and f"{broken}:2: TOML 语法错误：" in proc.stderr, proc.stderr
+    assert "（第 " in proc.stderr and "列）" in proc.stderr
+    warned = tmp_path / "warned.toml"
+    warned.write_text('[[node]]\nname = "n1"\nurl = "http://n1:9414"\ngroup = "a100"\ntoken_file = "nope"\n',
+                      encoding="utf-8")
+    proc = fleetmon("--lang", "zh_CN", "fleet", "check", str(warned))
+    assert proc.returncode == 0, proc.stderr
+    assert f"{warned}:5: node[0].token_file: 文件 '{tmp_path / 'nope'}'（暂时）不存在" in proc.stderr, proc.stderr
+    missing = fleetmon("--lang", "zh_CN", "fleet", "check", str(tmp_path / "absent.toml"))
+    assert f"{tmp_path / 'absent.toml'}：无法读取集群文件：" in missing.stderr, missing.stderr
+
+
+def test_slurm_history_lines_in_chinese_read_back_from_the_cli(tmp_path: Path) -> None:
+    from storage.db import open_database
+    from storage.slurm_actions import begin_action, finish_action
+
+    db_path = tmp_path / "fleetmon.db"
+    db = open_database(str(db_path))
+    try:
+        ts = 1_796_300_000.0
+        first = begin_action(db, ts, "n1", "drain", origin="cli", who="ann@ops", reason="Xid 79")
+        finish_action(db, first, ts + 1, ok=True)
+        second = begin_action(db, ts + 60, "n2", "resume", origin="cli", who="ann@ops")
+        finish_action(db, second, ts + 61, ok=False, error="scontrol: Invalid node name")
+    finally:
+        db.close()
+    english = fleetmon("slurm", "history", "--db", str(db_path)).stdout
+    assert "UTC drain n1 by ann@ops (cli): ok — Xid 79" in english
+    assert "UTC resume n2 by ann@ops (cli): FAILED: scontrol: Invalid node name" in english
+    proc = fleetmon("--lang", "zh_CN", "slurm", "history", "--db", str(db_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "UTC drain n1，操作人 ann@ops（cli）：ok — Xid 79" in proc.stdout, proc.stdout  # the recorded words stay
+    assert "UTC resume n2，操作人 ann@ops（cli）：失败：scontrol: Invalid node name" in proc.stdout, proc.stdout
+
+
+def test_slurm_outcome_and_auto_drain_plan_in_chinese(chinese: None) -> None:
+    done = Outcome(1, "n1", "gpu-n1", True, sent_reason="fleetmon: Xid 79")
+    failed = Outcome(2, "n2", None, False, error="no 'scontrol' on PATH")
+    assert done.line("drain") == "drain n1 (Slurm gpu-n1): done — reason: fleetmon: Xid 79"  # the English stays
+    assert i18n.localized(done.line("drain")) == "drain n1 (Slurm gpu-n1)：完成 — 原因：fleetmon: Xid 79"
+    assert i18n.localized(failed.line("resume")) == "resume n2 失败：no 'scontrol' on PATH"
+    from fleetmon.i18n import N_, Text
+
+    plan = AutoDrainPlan(drain=(("n1", "k1", "Xid 79"),),
+                         skipped=(("n2", "gpu-lost", Text(N_("already {state} in Slurm"), state="drained")),),
+                         error="timed out", limit=2, drained_by_fleetmon=1)
+    assert plan.lines()[0] == "auto-drain: 1 to drain; 1 drained by fleetmon now, at most 2 at once"
+    assert [i18n.localized(line) for line in plan.lines(dry_run=False)] == [
+        "自动下线：待下线 1 个；当前由 fleetmon 下线 1 个，同时最多 2 个",
+        "自动下线：Slurm 不可用：timed out",
+        "已下线 n1：Xid 79",
+        "跳过 n2（gpu-lost）：在 Slurm 中已是 drained",
+    ]
+    assert i18n.localized(plan.lines()[2]) == "将下线 n1：Xid 79"
+
+
+def test_slot_attribution_and_its_action_in_a_chinese_report() -> None:
+    from tests.health.test_counter_moves import replay_findings, swapped
+
+    h = swapped(0, lambda i: 30 * i)
+    found = replay_findings(h)
+    action = found["GPU-b"].action
+    assert action.startswith("The fault stays with slot n1:0000:18:00.0 across card swaps: check the slot, "
+                             "riser/extender and its power cable, not the card; ")
+    again = engine.attribute_slots(list(found.values()), h)  # attributing again replaces the lead
+    assert {f.action for f in again} == {f.action for f in found.values()}
+    result = engine.report(h, findings=list(found.values()))
+    english = render.report_text(result)
+    assert action in english
+    i18n.set_language("zh_CN")
+    try:
+        text = render.report_text(result)
+        said = i18n.localized(action)
+    finally:
+        i18n.set_language("en")
+    assert said.startswith("换卡后故障仍留在插槽 n1:0000:18:00.0：检查插槽、转接卡/延长线及其供电线，而不是卡；")
+    rest = said.split("；", 1)[1]
+    assert rest and not rest.isascii(), said  # the action after the lead is said in Chinese too
+    assert "The fault" not in text and "换卡后故障仍留在插槽" in text
+
+
+def test_storage_errors_in_chinese_from_the_cli(tmp_path: Path) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not an SQLite file at all " * 40)
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    english = fleetmon("report", "--db", str(empty)).stderr
+    assert english == (f"fleetmon report: database {empty}: not a fleetmon database (no fleetmon schema in it; "
+                       "`fleetmon collect` writes one)\n")
+    proc = fleetmon("--lang", "zh_CN", "report", "--db", str(empty))
+    assert proc.returncode == 1
+    assert proc.stderr == (f"fleetmon report: 数据库 {empty}：不是 fleetmon 数据库（其中没有 fleetmon 的表结构；"
+                           "`fleetmon collect` 会写入）\n"), proc.stderr
+    proc = fleetmon("--lang", "zh_CN", "export", "--db", str(garbage), "-o", str(tmp_path / "out.csv"))
+    assert proc.returncode == 1
+    assert proc.stderr == f"fleetmon export: 数据库 {garbage}：文件已损坏或不是 fleetmon 数据库（file is not a database）\n"
+    assert not (tmp_path / "out.csv").exists()
+
+
+class _NVMLError(Exception):
+    """pynvml's error class: ``str()`` is NVML's own text."""
+
+
+class _NoDriver:
+    """pynvml where the library is there and the driver is not: ``nvmlInit`` raises NVMLError (its documented
+    NVML_ERROR_DRIVER_NOT_LOADED)."""
+
+    NVMLError = _NVMLError
+
+    def nvmlInit(self) -> None:  # noqa: N802  (pynvml's name)
+        raise _NVMLError("Driver Not Loaded")
+
+
+def test_nvml_unavailable_in_chinese(chinese: None) -> None:
+    from fleetmon.agent.nvml.session import open_nvml
+    from fleetmon.errors import NvmlUnavailable
+
+    with pytest.raises(NvmlUnavailable) as caught:
+        open_nvml(_NoDriver())
+    assert str(caught.value) == "NVML could not start: Driver Not Loaded. Is the NVIDIA driver installed and loaded?"
+    assert i18n.message_of(caught.value) == "NVML 无法启动：Driver Not Loaded。NVIDIA 驱动是否已安装并加载？"
+
+
+def test_the_apps_open_error_says_the_fleet_files_problems_in_chinese(tmp_path: Path, chinese: None) -> None:
+    pytest.importorskip("PySide6")
+    from ui.app import open_checks
+
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text('[[node]]\nname = "n1"\n', encoding="utf-8")
+    shown: list[str] = []
+    opened = open_checks(str(tmp_path / "fleet.db"), str(fleet), None, confirm_create=lambda _path: True,
+                         error=shown.append)
+    assert opened is None and len(shown) == 1
+    assert f"{fleet}:1: node[0]: 缺少必需的键 'url'" in shown[0], shown
