@@ -376,7 +376,8 @@ def evidence_text(kind: str | None, evidence: Any) -> str:
         text = f"Xid {g('code')} {g('name') or ''} ×{g('count')}".replace("  ", " ")
         escalation = g("escalation")
         if escalation and isinstance(escalation, list):
-            text += f" ({'; '.join(map(str, escalation))})"
+            # the fixed reasons are marked in the core (rules/xid.py): said in the reader's language
+            text += f" ({'; '.join(localized(str(r)) for r in escalation)})"
     elif kind == "inventory-change":
         text = f"{g('change')}: {g('before')} → {g('after')}"
     if "None" in text or not text:

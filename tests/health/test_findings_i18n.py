@@ -202,3 +202,19 @@ def test_slurm_unavailable_in_chinese_and_english_in_the_json() -> None:
 def _english_after() -> Any:
     yield
     i18n.set_language("en")
+
+
+def test_an_amd_ecc_block_action_and_the_xid_escalation_reasons_in_chinese() -> None:
+    from fleetmon.health.rules.device import check_ecc_blocks
+
+    mi100 = card(minutes(60), uuid="GPU-amd", node="m1", name="AMD Instinct MI100", inventory={"vendor": "amd"},
+                 signals={"values": {"ecc_blocks": {"UMC": {"correctable": 0, "uncorrectable": 1, "deferred": 0}}},
+                          "since": {"ecc_blocks": NOW - 600}})
+    (f,) = check_ecc_blocks(fleet(mi100), None)
+    assert f.action.startswith("Drain the card and reset it (amd-smi reset -G -g <gpu>); an uncorrectable error in "
+                               "UMC that comes back")
+    i18n.set_language("zh_CN")
+    assert localized(f.action).startswith("将该卡下线（drain）并重置（amd-smi reset -G -g <gpu>）；若 UMC 中")
+    # The Xid escalation reasons are stored in the evidence as English words; where shown they are said again.
+    assert [localized(r) for r in ("several GPUs in one burst", "recurs", "with hardware Xids")] == [
+        "同一时刻多块 GPU", "反复出现", "伴随硬件类 Xid"]

@@ -188,8 +188,9 @@ def check_ecc_blocks(history: FleetHistory, thresholds: Thresholds | None = None
                 {"block": block, "uncorrectable": _n(counts, "uncorrectable"),
                  "correctable": counts.get("correctable"), "deferred": counts.get("deferred"),
                  "blocks": with_errors, "since": since, "vendor": _vendor(gpu)},
-                f"Drain the card and reset it ({_RESET.get(_vendor(gpu) or '', 'with the vendor tool')}); an "
-                f"uncorrectable error in {block} that comes back means replacing the card: keep the counts for the RMA",
+                Text(N_("Drain the card and reset it ({reset}); an uncorrectable error in {block} that comes back "
+                        "means replacing the card: keep the counts for the RMA"),
+                     reset=_RESET.get(_vendor(gpu) or "") or Text(N_("with the vendor tool")), block=block),
                 Text(N_("{gpu}: {count} uncorrectable ECC error(s) in block {block}"), gpu=gpu_label(gpu),
                      count=_n(counts, "uncorrectable"), block=block),
                 event_resolve_s(t), discriminator=block, open_now=True,

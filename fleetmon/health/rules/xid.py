@@ -152,8 +152,8 @@ def check_xid(history: FleetHistory, thresholds: Thresholds | None = None) -> li
             if info.category == "application":
                 if len(entry["bursts"]) >= t.xid_app_repeat_bursts or entry["hw_company"]:
                     severity = "warning"
-                    reasons.append("recurs" if len(entry["bursts"]) >= t.xid_app_repeat_bursts
-                                   else "with hardware Xids")
+                    reasons.append(N_("recurs") if len(entry["bursts"]) >= t.xid_app_repeat_bursts
+                                   else N_("with hardware Xids"))
                 else:
                     severity = "info"
             elif info.category == "secondary":
@@ -167,13 +167,13 @@ def check_xid(history: FleetHistory, thresholds: Thresholds | None = None) -> li
                 severity = "critical"
                 action = Text(N_("Several GPUs of this node failed together: suspect the PSU or power rail; "
                                  "check PSU, power cables and risers; {action}"), action=Text(info.action))
-                reasons.append("several GPUs in one burst")
+                reasons.append(N_("several GPUs in one burst"))
             driver = nh.driver_version if nh is not None else None
             suspect_driver = code in GSP_XIDS and driver in regression
             if suspect_driver:
                 action = Text(N_("Same GSP error on several nodes with driver {driver}: suspect a driver "
                                  "regression; {action}"), driver=driver, action=Text(info.action))
-                reasons.append("driver regression suspected")
+                reasons.append(N_("driver regression suspected"))
             evidence = {
                 "code": code, "name": info.name, "category": info.category,
                 "meaning": info.meaning, "count": len(times), "bursts": len(entry["bursts"]),
