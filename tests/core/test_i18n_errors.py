@@ -1,6 +1,6 @@
 """Issue 25, the text that docs/i18n.md listed as English: the fleet file's validation errors (read back from the
-real CLI), `fleetmon slurm`'s action lines and the auto-drain plan, the slot/card attribution before an action, the ssh://
-URL checks, `fleetmon agent`'s backend reasons and `import-smi`'s first parse errors.
+real CLI), `fleetmon slurm`'s action lines and the auto-drain plan, the slot/card attribution before an action,
+the ssh:// URL checks, `fleetmon agent`'s backend reasons and `import-smi`'s first parse errors.
 The English stays exactly as it was (the other tests compare it)."""
 
 from __future__ import annotations
@@ -227,7 +227,8 @@ def test_ssh_url_checks_in_chinese_from_the_cli(tmp_path: Path) -> None:
     path = tmp_path / "fleet.toml"
     path.write_text(SSH_FLEET, encoding="utf-8")
     english = fleetmon("fleet", "check", str(path)).stderr.splitlines()
-    assert english == [f"{path}:3: node[0].url: 'ssh://-oProxyCommand=x': not a plain host name or address after ssh://",
+    assert english == [f"{path}:3: node[0].url: 'ssh://-oProxyCommand=x': not a plain host name or address after "
+                       "ssh://",
                        f"{path}:7: node[1].url: \"ssh://bob's@n2\": the ssh user name may hold only letters, digits, "
                        "'.', '-' and '_'",
                        f"{path}:11: node[2].url: 'ssh://n3/path': an ssh URL is ssh://[user@]host[:port] and nothing "
