@@ -294,3 +294,31 @@ def english_line(stderr: str) -> str:
     lines = stderr.splitlines()
     assert len(lines) == 1, stderr
     return lines[0]
+
+
+@pytest.mark.parametrize(("fmt", "said"), [
+    ("amd-smi-json", "amd-smi JSON：文本中没有 JSON 对象或列表"),
+    ("amd-smi-text", "amd-smi text：没有 'GPU: <n>' 块"),
+    ("amd-smi-csv", "amd-smi CSV：没有以 'gpu,' 开头的表头"),
+    ("rocminfo", "rocminfo：没有 'HSA Agents' 段：不是 rocminfo 的输出"),
+    ("rocm-smi-text", "rocm-smi text：没有 'GPU[n] : key: value' 行，也没有简明表格"),
+    ("xpu-smi-csv", "xpu-smi dump：没有 'Timestamp, DeviceId, …' 表头：不是 xpu-smi dump 的输出"),
+    ("mthreads-gmi", "mthreads-gmi table：没有 'mthreads-gmi:… Driver Version:…' 行：不是 mthreads-gmi 的表格"),
+    ("mthreads-gmi-q", "mthreads-gmi -q report：没有 'Driver Version :' 行：不是 mthreads-gmi 的 -q 报告"),
+])
+def test_other_vendors_first_parse_error_in_chinese(chinese: None, fmt: str, said: str) -> None:
+    """The error a file that is not the named vendor format meets first (`import-smi --format`)."""
+    from fleetmon.sources import SourceError, formats
+
+    with pytest.raises(SourceError) as caught:
+        formats.by_name(fmt).parse(b"hello\n")
+    assert i18n.message_of(caught.value) == said
+    assert "：" not in str(caught.value) and ": " in str(caught.value)  # English as before (other tests compare it)
+
+
+def test_a_vendor_parse_error_in_chinese_from_the_cli(tmp_path: Path) -> None:
+    path = tmp_path / "x.txt"
+    path.write_text("hello\n", encoding="utf-8")
+    proc = fleetmon("--lang", "zh_CN", "import-smi", "--db", str(tmp_path / "f.db"), "--format", "rocminfo", str(path))
+    assert proc.returncode == 1
+    assert proc.stderr == f"fleetmon import-smi: {path}：rocminfo：没有 'HSA Agents' 段：不是 rocminfo 的输出\n"
