@@ -676,36 +676,36 @@ def _files(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note: str |
     identity = {"uuid": g.uuid, "serial": g.serial, "model": g.model, "node": g.node, "index": g.index,
                 "state": g.state, "first_seen": _iso(g.first_seen), "last_seen": _iso(g.last_seen),
                 "inventory": dict(g.inventory or {}), "inventory_status": dict(g.inventory_status or {})}
-    files["identity.json"] = (_json(identity), "the card's identity: serial, UUID, board part number, VBIOS, "
-                              "PCI device and subsystem ids, InfoROM versions, limits (inventory_status: reads "
-                              "that were not supported or failed)")
+    files["identity.json"] = (_json(identity), N_("the card's identity: serial, UUID, board part number, VBIOS, "
+                                 "PCI device and subsystem ids, InfoROM versions, limits (inventory_status: reads "
+                                 "that were not supported or failed)"))
     files["placements.csv"] = (_csv(("node", "index", "pci_bus_id", "since", "until"), (
         (p.node, p.index, p.pci_bus_id, _iso(p.since), _iso(p.until)) for p in card.placements)),
-        "every placement: node, slot index, PCI bus id, from and until (empty: still there)")
+        N_("every placement: node, slot index, PCI bus id, from and until (empty: still there)"))
     files["inventory_changes.csv"] = (_csv(("time_utc", "kind", "node", "old", "new"), (
         (_iso(c.ts), c.kind, c.node, c.old, c.new) for c in card.changes)),
-        "the card's inventory change log: enrolment, moves, VBIOS, serial and power-limit changes")
+        N_("the card's inventory change log: enrolment, moves, VBIOS, serial and power-limit changes"))
     files["claim_conflicts.csv"] = (_csv(("node", "holder", "first_seen", "last_seen", "records_refused"), (
         (c.node, c.holder, _iso(c.first_seen), _iso(c.last_seen), c.dropped) for c in card.claims)),
-        "nodes that reported this UUID while another node held the card")
+        N_("nodes that reported this UUID while another node held the card"))
     files["drivers.csv"] = (_csv(("node", "driver", "since", "until", "change"), (
         (d["node"], d["driver"], _iso(d["since"]), _iso(d["until"]), d["change"]) for d in card.drivers)),
-        "the driver version of each node the card sat in, over time")
+        N_("the driver version of each node the card sat in, over time"))
     xcols = ("ts", "time_utc", "node", "pci_bus_id", "code", "name", "meaning", "category", "severity", "action",
              "attributed", "source", "process", "pid", "kernel_log_line")
     files["xids.csv"] = (_csv(xcols, ([x["ts"], _iso(x["ts"])] + [x[k] for k in xcols[2:]] for x in card.xids)),
-                         "every Xid error with its kernel-log line and its decoded meaning (fleetmon.xid catalog)")
+                         N_("every Xid error with its kernel-log line and its decoded meaning (fleetmon.xid catalog)"))
     files["events.csv"] = (_csv(("ts", "time_utc", "node", "kind", "code", "pci_bus_id", "message", "data"), (
         (e.ts, _iso(e.ts), e.node, e.kind, e.code, e.pci_bus_id, e.message, dict(e.data)) for e in card.events)),
-        "the card's other events (lost, back, reset, off the bus)")
+        N_("the card's other events (lost, back, reset, off the bus)"))
     files["ecc_pages.csv"] = (_csv(("ts", "time_utc", *COUNTER_KEYS), (
         (c["ts"], _iso(c["ts"]), *(c[k] for k in COUNTER_KEYS)) for c in _counter_rows(card.hourly))),
-        "ECC error counts, retired pages and remapped rows: each hour a counter changed (hourly rollups, the "
-        "counters' last value in the hour), first and last hour included; empty: not supported or not read")
-    files["telemetry_hourly.csv"] = (_history_csv(card.hourly), "hourly rollups over the whole window: gauges' "
-                                     "min/mean/max, counters' last value and delta, throttle-reason minutes, busy "
-                                     "minutes and the lowest busy PCIe link")
-    files["telemetry_daily.csv"] = (_history_csv(card.daily), "daily rollups over the whole window (as hourly)")
+        N_("ECC error counts, retired pages and remapped rows: each hour a counter changed (hourly rollups, the "
+           "counters' last value in the hour), first and last hour included; empty: not supported or not read"))
+    files["telemetry_hourly.csv"] = (_history_csv(card.hourly), N_("hourly rollups over the whole window: gauges' "
+                                        "min/mean/max, counters' last value and delta, throttle-reason minutes, busy "
+                                        "minutes and the lowest busy PCIe link"))
+    files["telemetry_daily.csv"] = (_history_csv(card.daily), N_("daily rollups over the whole window (as hourly)"))
     ep_rows = []
     for scope, f in card.findings:
         for n, (a, b) in enumerate(_episodes(f), start=1):
@@ -715,8 +715,8 @@ def _files(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note: str |
                             f"plots/{window}.png" if window and window in pngs else ""))
     files["episodes.csv"] = (_csv(("key", "kind", "scope", "severity", "episode", "first_seen", "last_seen",
                                    "summary", "data_file", "plot"), ep_rows),
-                             "every episode of every finding (throttle, power brake, power dropout, PCIe, Xid, "
-                             "memory…), with the file of its minute data and its plot where one was made")
+                             N_("every episode of every finding (throttle, power brake, power dropout, PCIe, Xid, "
+                                "memory…), with the file of its minute data and its plot where one was made"))
     resol: dict[str, list[Any]] = {}
     for r in card.resolutions:
         resol.setdefault(r.key, []).append(r)
@@ -733,52 +733,61 @@ def _files(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note: str |
                           "until": _iso(ack.until) or None},
                       "resolutions": [{"at": _iso(r.at), "by": r.by, "reason": r.reason, "note": r.note}
                                       for r in resol.get(f.key, [])]})
-    files["findings.json"] = (_json(fjson), "the findings of the card (and of its nodes while it sat there) with "
-                              "their evidence, lifecycle (episodes, how each closed) and the operators' notes")
+    files["findings.json"] = (_json(fjson), N_("the findings of the card (and of its nodes while it sat there) with "
+                                 "their evidence, lifecycle (episodes, how each closed) and the operators' notes"))
     files["findings.csv"] = (_csv(("key", "kind", "scope", "severity", "node", "first_seen", "last_seen",
                                    "resolved_at", "state", "summary", "action"), (
         (f["key"], f["kind"], f["scope"], f["severity"], f["node"], f["first_seen"], f["last_seen"],
-         f["resolved_at"], f["state"], f["summary"], f["action"]) for f in fjson)), "the findings, one a line")
+         f["resolved_at"], f["state"], f["summary"], f["action"]) for f in fjson)), N_("the findings, one a line"))
     notes = [("acknowledgement", k, _iso(a.created_at), a.by, a.note, "", _iso(a.until)) for k, a in card.acks.items()]
     notes += [("resolution", r.key, _iso(r.at), r.by, r.note, r.reason, "") for r in card.resolutions]
     files["operator_notes.csv"] = (_csv(("act", "key", "at", "by", "note", "reason", "until"),
                                         sorted(notes, key=lambda n: n[2])),
-                                   "operators' acknowledgements, snoozes and resolutions (sign-offs of reports are "
-                                   "fleet-wide and not part of a card's file)")
+                                   N_("operators' acknowledgements, snoozes and resolutions (sign-offs of reports are "
+                                      "fleet-wide and not part of a card's file)"))
     files["derating_daily.csv"] = (_csv(("day", "node", "sm_clock_busy_mhz", "clock_ratio", "power_limit_ratio",
                                          "memory_ratio", "pcie_ratio", "clock_vs_fleet"), (
         (_day(d.day), d.node, d.sm_clock_busy_mhz, d.clock_ratio, d.power_limit_ratio, d.memory_ratio,
          d.pcie_ratio, d.clock_vs_fleet) for d in card.derating)),
-        "daily derating figures against the nominal spec and the model's fleet median")
+        N_("daily derating figures against the nominal spec and the model's fleet median"))
     for _f, name, _span, w in card.windows:
-        files[f"minutes/{name}.csv"] = (_history_csv(w), f"{w.resolution} data around the episode "
-                                        f"({EPISODE_MARGIN_S // 3600} h either side)")
+        files[f"minutes/{name}.csv"] = (_history_csv(w), Text(N_("{resolution} data around the episode ({hours} h "
+                                                                       "either side)"), resolution=w.resolution,
+                                                                 hours=EPISODE_MARGIN_S // 3600))
     for name, data in pngs.items():
-        files[f"plots/{name}.png"] = (data, "plot (PNG)")
+        files[f"plots/{name}.png"] = (data, N_("plot (PNG)"))
     if card.intake:
-        files["intake-certificate.html"] = (card.intake.encode("utf-8"), "the intake certificate of the card")
+        files["intake-certificate.html"] = (card.intake.encode("utf-8"), N_("the intake certificate of the card"))
     readme = _readme(card, now, files, plots_note)
-    files["README.txt"] = (readme.encode("utf-8"), "what this archive is, in words")
+    files["README.txt"] = (readme.encode("utf-8"), N_("what this archive is, in words"))
     names = ["summary.html", "manifest.json", *files]
     files["summary.html"] = (_summary_html(card, now, pngs, plots_note, focus, names).encode("utf-8"),
-                             "the printable summary (self-contained: inline style, plots embedded)")
+                             N_("the printable summary (self-contained: inline style, plots embedded)"))
     return files
 
 
 def _readme(card: _Card, now: float, files: Mapping[str, tuple[bytes, str]], plots_note: str | None) -> str:
+    """The archive's README.txt in the reader's language (each line an i18n.Text, localized here; English as
+    before, byte for byte). The files' descriptions are the manifest's (English in manifest.json, read by
+    machines; translated here)."""
     g = card.gpu
-    lines = [f"RMA / return evidence for {g.model or 'a GPU'}, serial {g.serial or '(none)'}, UUID {g.uuid}",
-             f"History from {_when(card.since)} to {_when(card.until)}; written by fleetmon at {_when(now)}.",
-             "", "Open summary.html in a browser (and print it) for the overview; the raw data is in CSV and JSON.",
-             "Times are UTC (ISO 8601) with Unix seconds in the ts columns. An empty cell is a value that was not",
-             "supported or not read; it is never a zero.", ""]
+    lines: list[str] = [
+        Text(N_("RMA / return evidence for {model}, serial {serial}, UUID {uuid}"),
+             model=g.model or Text(N_("a GPU")), serial=g.serial or Text(N_("(none)")), uuid=g.uuid),
+        Text(N_("History from {start} to {end}; written by fleetmon at {written}."), start=_when(card.since),
+             end=_when(card.until), written=_when(now)),
+        "", Text(N_("Open summary.html in a browser (and print it) for the overview; the raw data is in CSV and "
+                    "JSON.")),
+        Text(N_("Times are UTC (ISO 8601) with Unix seconds in the ts columns. An empty cell is a value that was not\n"
+                   "supported or not read; it is never a zero.")), ""]
     if plots_note:
         lines += [plots_note, ""]
-    lines.append("Files:")
-    lines += [f"  {n}: {what}" for n, (_, what) in files.items()]
-    lines += ["  summary.html: the printable summary", "  manifest.json: this list, with sizes, as JSON",
-              "  README.txt: this file"]
-    return "\n".join(lines) + "\n"
+    lines.append(Text(N_("Files:")))
+    lines += [f"  {n}: {localized(what)}" for n, (_, what) in files.items()]
+    lines += ["  summary.html: " + localized(N_("the printable summary")),
+              "  manifest.json: " + localized(N_("this list, with sizes, as JSON")),
+              "  README.txt: " + localized(N_("this file"))]
+    return "\n".join(localized(line) for line in lines) + "\n"
 
 
 def build_evidence(db_path: str | os.PathLike[str], ident: str, output: str | os.PathLike[str], *,

@@ -34,8 +34,8 @@ from pathlib import Path
 
 __all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "localized", "ngettext", "set_language",
            "listing", "current_language", "language_from_environment", "normalize_language", "number", "when", "day",
-           "speaking", "Joined", "Moment", "Lines", "message_of", "to_data", "from_data", "remake", "dumps",
-           "loads"]
+           "speaking", "Joined", "Moment", "Lines", "message_of", "reason_of", "to_data", "from_data", "remake",
+           "dumps", "loads"]
 
 SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
 """The languages fleetmon speaks: English (the source text) and Simplified Chinese."""
@@ -270,6 +270,12 @@ def loads(stored: object) -> dict[str, object]:
     except (ValueError, RecursionError):
         return {}
     return dict(data) if isinstance(data, dict) else {}
+
+
+def reason_of(exc: BaseException) -> str:
+    """An exception's message as it was raised: its one text argument (a :class:`Text` stays one, so an outer
+    ``Text`` holding it says it in the reader's language too), else ``str(exc)``. The English is ``str(exc)``."""
+    return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], str) else str(exc)
 
 
 def message_of(exc: BaseException) -> str:

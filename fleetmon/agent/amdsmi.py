@@ -39,6 +39,7 @@ from typing import Any
 
 from fleetmon.agent.backend import Backend, BackendSpec, BackendUnavailable, register
 from fleetmon.agent.polled import PolledBackend, ReadError
+from fleetmon.i18n import N_, Text, reason_of
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample, Status
 from fleetmon.sources.capture import (
@@ -375,23 +376,24 @@ def open_amdsmi(*, known_inventory: list[dict[str, Any]] | None = None, inventor
         BackendUnavailable: neither the binding nor the amd-smi tool can be used (both reasons).
     """
     clock = clock or time.time
-    why = None
+    why: str | None = None
     try:
         amd = module if module is not None else load_amdsmi(simulate, clock, node_name)
         amd.amdsmi_init(amd.AmdSmiInitFlags.INIT_AMD_GPUS)
     except ImportError as exc:
-        why = f"the amdsmi package cannot be imported ({exc})"
+        why = Text(N_("the amdsmi package cannot be imported ({error})"), error=str(exc))
     except OSError as exc:
-        why = f"ROCm's amd-smi library cannot be loaded ({exc})"
+        why = Text(N_("ROCm's amd-smi library cannot be loaded ({error})"), error=str(exc))
     except Exception as exc:  # AmdSmiLibraryException (or another error) from amdsmi_init
         if not type(exc).__name__.startswith("AmdSmi"):
             raise
-        why = f"amdsmi_init failed: {printable(' '.join(str(exc).split()), 160)} (a binding not matching ROCm?)"
+        why = Text(N_("amdsmi_init failed: {error} (a binding not matching ROCm?)"),
+                   error=printable(' '.join(str(exc).split()), 160))
     if why is None:
         try:
             return PolledBackend(AmdSmiReader(amd), inventory_wait_s=max(inventory_wait_s, 10.0))
         except BackendUnavailable as exc:
-            why = str(exc)
+            why = reason_of(exc)
     log.warning("amdsmi binding not usable: %s; reading the devices through the amd-smi tool instead", why)
     from fleetmon.agent.tools import open_tool
 
@@ -399,14 +401,14 @@ def open_amdsmi(*, known_inventory: list[dict[str, Any]] | None = None, inventor
         return open_tool("amd-smi", known_inventory=known_inventory, inventory_wait_s=inventory_wait_s,
                          simulate=simulate, clock=clock, node_name=node_name, note=f"amdsmi: {why}")
     except BackendUnavailable as exc:
-        raise BackendUnavailable(f"amdsmi: {why}; amd-smi: {exc}") from exc
+        raise BackendUnavailable(Text(N_("amdsmi: {why}; amd-smi: {reason}"), why=why, reason=reason_of(exc))) from exc
 
 
 def _probe() -> str | None:
     import importlib.util
 
     if importlib.util.find_spec("amdsmi") is None:
-        return "the amdsmi Python package (ROCm's binding) is not installed"
+        return Text(N_("the amdsmi Python package (ROCm's binding) is not installed"))
     return None
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Dict, Protocol, Tuple
 
 from fleetmon.errors import NvmlUnavailable
+from fleetmon.i18n import N_, Text, listing
 from fleetmon.records import GpuInventory, NodeInfo
 
 __all__ = ["BACKENDS", "Backend", "BackendSpec", "BackendUnavailable", "DeviceEvents", "NoDeviceEvents",
@@ -178,14 +179,15 @@ def choose_backend(name: str = "auto") -> BackendSpec:
     if name != "auto":
         spec = BACKENDS.get(name)
         if spec is None:
-            raise BackendUnavailable(f"unknown backend {name!r}; known: {', '.join(backend_names())}")
+            raise BackendUnavailable(Text(N_("unknown backend {name}; known: {choices}"), name=repr(name),
+                                          choices=", ".join(backend_names())))
         return spec
     reasons = []
     for spec in BACKENDS.values():
         why = spec.probe()
         if why is None:
             return spec
-        reasons.append(f"{spec.name}: {why}")
+        reasons.append(Text(N_("{backend}: {reason}"), backend=spec.name, reason=why))
     import importlib.util
 
     if importlib.util.find_spec("pynvml") is not None:
@@ -193,7 +195,8 @@ def choose_backend(name: str = "auto") -> BackendSpec:
         # tool gets NVML tried as before backends existed: it works where the library sits elsewhere (or the
         # pynvml is a stand-in), else NVML's own one-line reason is the answer.
         return BACKENDS["nvml"]
-    raise BackendUnavailable("no device backend found on this node (" + "; ".join(reasons) + ")")
+    raise BackendUnavailable(Text(N_("no device backend found on this node ({reasons})"),
+                                  reasons=listing(reasons, semicolons=True)))
 
 
 # -- NVML ---------------------------------------------------------------------------------------------------
@@ -204,9 +207,9 @@ def _probe_nvml() -> str | None:
     import importlib.util
 
     if importlib.util.find_spec("pynvml") is None:
-        return "the nvidia-ml-py package (pynvml) is not installed"
+        return Text(N_("the nvidia-ml-py package (pynvml) is not installed"))
     if ctypes.util.find_library("nvidia-ml") is None:
-        return "libnvidia-ml.so (the NVIDIA driver) is not installed"
+        return Text(N_("libnvidia-ml.so (the NVIDIA driver) is not installed"))
     return None
 
 

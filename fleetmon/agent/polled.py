@@ -36,6 +36,7 @@ from fleetmon.agent.backend import BackendUnavailable, NoDeviceEvents
 from fleetmon.agent.nvml.pool import _Worker
 from fleetmon.agent.nvml.session import _os_release
 from fleetmon.errors import KnownError
+from fleetmon.i18n import reason_of
 from fleetmon.fields import INVENTORY_FIELDS
 from fleetmon.records import GpuInventory, NodeInfo, Status
 from fleetmon.sources.capture import SAMPLE_FIELDS, Capture
@@ -133,7 +134,7 @@ class PolledBackend:
         try:
             capture = reader.inventory(max(5.0, inventory_wait_s))
         except ReadError as exc:
-            raise BackendUnavailable(str(exc)) from exc
+            raise BackendUnavailable(reason_of(exc)) from exc
         self._merge_inventory(capture)
 
     # -- inventory and node ------------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from typing import Any
 
 from fleetmon.agent.backend import Backend, BackendSpec, BackendUnavailable, register
 from fleetmon.agent.polled import PolledBackend, ReadError
+from fleetmon.i18n import N_, Text, reason_of
 from fleetmon.sources import SourceError
 from fleetmon.sources.capture import Capture
 from fleetmon.text import printable
@@ -82,7 +83,7 @@ def run_tool(argv: list[str], timeout_s: float, *, max_bytes: int = MAX_OUTPUT,
         proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 start_new_session=True, env=env)
     except OSError as exc:
-        raise ReadError(f"{name}: cannot run: {exc.strerror or exc}") from exc
+        raise ReadError(Text(N_("{tool}: cannot run: {error}"), tool=name, error=str(exc.strerror or exc))) from exc
     assert proc.stdout is not None and proc.stderr is not None
     deadline = time.monotonic() + timeout_s
     out, err = bytearray(), bytearray()
@@ -93,7 +94,8 @@ def run_tool(argv: list[str], timeout_s: float, *, max_bytes: int = MAX_OUTPUT,
             left = deadline - time.monotonic()
             if left <= 0:
                 _kill(proc)
-                raise ReadError(f"{shown} did not answer within {timeout_s:.1f} s (stopped)")
+                raise ReadError(Text(N_("{command} did not answer within {seconds} s (stopped)"), command=shown,
+                                     seconds=f"{timeout_s:.1f}"))
             for key, _ in sel.select(left):
                 chunk = os.read(key.fd, 65536)
                 if not chunk:
@@ -115,8 +117,8 @@ def run_tool(argv: list[str], timeout_s: float, *, max_bytes: int = MAX_OUTPUT,
         proc.stderr.close()
     if rc != 0:
         lines = [ln.strip() for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()]
-        why = printable(lines[0], 160) if lines else "no message"
-        raise ReadError(f"{shown} exited with status {rc}: {why}")
+        why = printable(lines[0], 160) if lines else Text(N_("no message"))
+        raise ReadError(Text(N_("{command} exited with status {status}: {why}"), command=shown, status=rc, why=why))
     return bytes(out)
 
 
@@ -139,7 +141,7 @@ def _parsed(what: str, parse: Callable[[bytes], Capture], data: bytes) -> Captur
     try:
         return parse(data)
     except SourceError as exc:
-        raise ReadError(f"{what}: {exc}") from exc
+        raise ReadError(Text(N_("{what}: {error}"), what=what, error=reason_of(exc))) from exc
 
 
 # -- amd-smi ----------------------------------------------------------------------------------------------
@@ -273,13 +275,13 @@ def _mthreads(run: Run) -> Capture:
 def _tools() -> tuple[Tool, ...]:
     hl = _HlSmi()
     return (
-        Tool("amd-smi", "amd", "AMD's amd-smi tool (ROCm 6+) on PATH", _amd_smi_inventory, _amd_smi_sample),
-        Tool("rocm-smi", "amd", "AMD's rocm-smi tool (ROCm 4.3-6.x) on PATH", _rocm_smi, _rocm_smi),
-        Tool("hy-smi", "hygon", "Hygon's hy-smi tool (DTK) on PATH", _hy_smi, _hy_smi),
-        Tool("npu-smi", "huawei", "Huawei's npu-smi tool (Ascend driver) on PATH", _npu_smi_inventory,
+        Tool("amd-smi", "amd", N_("AMD's amd-smi tool (ROCm 6+) on PATH"), _amd_smi_inventory, _amd_smi_sample),
+        Tool("rocm-smi", "amd", N_("AMD's rocm-smi tool (ROCm 4.3-6.x) on PATH"), _rocm_smi, _rocm_smi),
+        Tool("hy-smi", "hygon", N_("Hygon's hy-smi tool (DTK) on PATH"), _hy_smi, _hy_smi),
+        Tool("npu-smi", "huawei", N_("Huawei's npu-smi tool (Ascend driver) on PATH"), _npu_smi_inventory,
              _npu_smi_sample),
-        Tool("hl-smi", "intel", "Intel Gaudi's hl-smi tool (habanalabs driver) on PATH", hl, hl),
-        Tool("mthreads-gmi", "mthreads", "Moore Threads' mthreads-gmi tool (MUSA driver) on PATH", _mthreads,
+        Tool("hl-smi", "intel", N_("Intel Gaudi's hl-smi tool (habanalabs driver) on PATH"), hl, hl),
+        Tool("mthreads-gmi", "mthreads", N_("Moore Threads' mthreads-gmi tool (MUSA driver) on PATH"), _mthreads,
              _mthreads),
     )
 
@@ -342,7 +344,7 @@ def open_tool(name: str, *, known_inventory: list[dict[str, Any]] | None = None,
         path, env, home = _simulated(name, simulate, clock or time.time, node_name)
     path = path or shutil.which(name)
     if path is None:
-        raise BackendUnavailable(f"{name} is not on PATH ({tool.needs})")
+        raise BackendUnavailable(Text(N_("{tool} is not on PATH ({needs})"), tool=name, needs=Text(tool.needs)))
     reader = ToolReader(tool, path, env=env, clock=(clock or time.time) if simulate is not None else None,
                         cleanup=home)
     try:
@@ -368,7 +370,7 @@ def _simulated(name: str, scenario: str, clock: Callable[[], float],
 
 def _probe(name: str) -> Callable[[], str | None]:
     def probe() -> str | None:
-        return None if shutil.which(name) else f"{name} is not on PATH"
+        return None if shutil.which(name) else Text(N_("{tool} is not on PATH"), tool=name)
     return probe
 
 

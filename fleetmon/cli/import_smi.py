@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 
 from fleetmon.errors import KnownError
 from fleetmon.text import printable
-from fleetmon.i18n import N_, Text, localized
+from fleetmon.i18n import N_, Text, localized, reason_of
 from fleetmon.i18n import gettext as _
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ def prepare(path: Path, node_arg: str | None, now: float | None = None, fmt: str
         try:
             formats.by_name(fmt)
         except SourceError as exc:
-            raise KnownError(Text(N_("--format: {error}"), error=str(exc))) from None
+            raise KnownError(Text(N_("--format: {error}"), error=reason_of(exc))) from None
     data, mtime = _read_capped(path, shown, MAX_BYTES)
     node = _node_name(node_arg, path)
     body = data.lstrip()
@@ -150,12 +150,12 @@ def prepare(path: Path, node_arg: str | None, now: float | None = None, fmt: str
             except SourceError as exc:
                 if chosen is not None:
                     raise
-                raise SourceError(f"not a capture fleetmon reads (tried {', '.join(formats.names())}): "
-                                  f"{exc}") from None
+                raise SourceError(Text(N_("not a capture fleetmon reads (tried {formats}): {error}"),
+                                       formats=", ".join(formats.names()), error=reason_of(exc))) from None
         else:
             capture = chosen.parse(data)
     except SourceError as exc:
-        raise KnownError(f"{shown}: {exc}") from None
+        raise KnownError(Text(N_("{file}: {error}"), file=shown, error=reason_of(exc))) from None
     if not capture.gpus:
         raise KnownError(Text(N_("{file}: the capture describes no GPU"), file=shown))
     now = time.time() if now is None else now

@@ -19,7 +19,7 @@ from typing import Any
 
 from fleetmon import specbook
 from fleetmon.errors import ConfigError
-from fleetmon.i18n import N_, Lines, Text
+from fleetmon.i18n import N_, Lines, Text, reason_of
 from fleetmon.specs import GpuSpec, all_specs
 from fleetmon.fleet.locate import Locator
 from fleetmon.fleet.notify import validate_notify
@@ -802,7 +802,7 @@ class _Validator:
         try:
             source_of(text)
         except SourceError as err:
-            self.error(line, key, str(err))
+            self.error(line, key, reason_of(err))
             return None
         return "ssh" + text[3:].rstrip("/")
 

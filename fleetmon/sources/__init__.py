@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Protocol, cast
 from urllib.parse import SplitResult, urlsplit
 
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_, Text
 
 if TYPE_CHECKING:
     from fleetmon.sources.capture import Capture
@@ -182,12 +183,13 @@ def _take_ssh(text: str, parts: SplitResult, port: int | None) -> SourceSpec:
     raw_host = parts.netloc.rsplit("@", 1)[-1]
     raw_host = raw_host.rsplit(":", 1)[0] if not raw_host.startswith("[") else raw_host.split("]")[0] + "]"
     if not host or not _SSH_HOST.fullmatch(raw_host):
-        raise SourceError(f"{text!r}: not a plain host name or address after ssh://")
+        raise SourceError(Text(N_("{url}: not a plain host name or address after ssh://"), url=repr(text)))
     user = parts.username
     if user is not None and not _SSH_USER.fullmatch(user):
-        raise SourceError(f"{text!r}: the ssh user name may hold only letters, digits, '.', '-' and '_'")
+        raise SourceError(Text(N_("{url}: the ssh user name may hold only letters, digits, '.', '-' and '_'"),
+                               url=repr(text)))
     if parts.password is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise SourceError(f"{text!r}: an ssh URL is ssh://[user@]host[:port] and nothing more")
+        raise SourceError(Text(N_("{url}: an ssh URL is ssh://[user@]host[:port] and nothing more"), url=repr(text)))
     return SourceSpec(SourceKind.SSH, text, host, port, user)
 
 
@@ -264,11 +266,12 @@ def source_of(url: str) -> SourceSpec:
     try:
         port = parts.port
     except ValueError:
-        raise SourceError(f"{url!r}: bad port") from None
+        raise SourceError(Text(N_("{url}: bad port"), url=repr(url))) from None
     kind = _BY_SCHEME.get(parts.scheme.lower())
     if kind is None:
         shown = [t.shown for t in SOURCES.values()]
-        raise SourceError(f"{url!r}: unknown source (expected {', '.join(shown[:-1])} or {shown[-1]})")
+        raise SourceError(Text(N_("{url}: unknown source (expected {choices} or {last})"), url=repr(url),
+                               choices=", ".join(shown[:-1]), last=shown[-1]))
     return kind.take(text, parts, port)
 
 

@@ -74,6 +74,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
+from fleetmon.i18n import N_, Text
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample, Status
 from fleetmon.sources import SourceError
@@ -112,6 +113,10 @@ architecture unsupported and keeps the target in ``extra["gfx_target"]``."""
 
 
 def _error(what: str, reason: str) -> SourceError:
+    """``what: reason`` as one line; a fixed reason (an :class:`~fleetmon.i18n.Text`) is said in the reader's
+    language where the CLI prints it."""
+    if isinstance(reason, Text):
+        return SourceError(Text(N_("{what}: {error}"), what=what, error=reason))
     return SourceError(f"{what}: {printable(' '.join(reason.split()), 200)}")
 
 
@@ -170,7 +175,7 @@ def _json(text: str, what: str) -> Any:
     """The JSON value in ``text``, after any text banner (see :func:`_json_starts`); text after it is ignored."""
     starts = _json_starts(text)
     if not starts:
-        raise _error(what, "no JSON object or list in the text")
+        raise _error(what, Text(N_("no JSON object or list in the text")))
     decoder = json.JSONDecoder()
     failure = ""
     for start in starts:
@@ -894,7 +899,7 @@ def parse_amd_smi_text(data: bytes | str) -> Capture:
     lines = _lines(decode(data, what), what, notes)
     gpus = _amd_smi_tree(lines, what)
     if not gpus:
-        raise _error(what, "no 'GPU: <n>' block")
+        raise _error(what, Text(N_("no 'GPU: <n>' block")))
     node = node_readings()
     devs = [_amd_smi_device(g, pos, node) for pos, g in enumerate(gpus)]
     return _capture(devs, AMD_SMI_TEXT, "amd", node, notes)
@@ -937,7 +942,7 @@ def parse_amd_smi_csv(data: bytes | str) -> Capture:
     notes: list[str] = []
     lines = [ln for ln in _lines(decode(data, what), what, notes) if ln.strip()]
     if not lines or not lines[0].lower().startswith("gpu,"):
-        raise _error(what, "no header starting with 'gpu,'")
+        raise _error(what, Text(N_("no header starting with 'gpu,'")))
     _count_devices(len(lines) - 1, what)
     rows = list(csv.reader(lines))
     header = [h.strip().lower() for h in rows[0]]
@@ -1126,7 +1131,7 @@ def parse_rocm_smi_text(data: bytes | str) -> Capture:
             _count_devices(len(cards), what)
         cards[idx][m.group(3).strip().lower()] = m.group(4).strip()
     if not cards:
-        raise _error(what, "no 'GPU[n] : key: value' line and no concise table")
+        raise _error(what, Text(N_("no 'GPU[n] : key: value' line and no concise table")))
     ordered = [cards[i] for i in sorted(cards)]
     hygon = dcu or _is_hygon(ordered)
     node = node_readings()
@@ -1205,7 +1210,7 @@ def parse_rocminfo(data: bytes | str) -> Capture:
     notes: list[str] = []
     lines = [_ANSI.sub("", ln) for ln in _lines(decode(data, what), what, notes)]
     if not any(ln.strip() == "HSA Agents" for ln in lines):
-        raise _error(what, "no 'HSA Agents' section: not rocminfo output")
+        raise _error(what, Text(N_("no 'HSA Agents' section: not rocminfo output")))
     node = node_readings()
     for ln in lines[:5]:
         m = re.match(r"\s*ROCk module version (\S+) is loaded", ln)

@@ -20,6 +20,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fleetmon.i18n import N_, Text
 from fleetmon.sources import SourceError
 from fleetmon.sources.capture import Capture
 
@@ -101,7 +102,7 @@ def decode(data: bytes) -> str:
             return data.decode("utf-16")
         return data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        raise SourceError("not text: neither UTF-8 nor UTF-16 with a byte-order mark") from None
+        raise SourceError(Text(N_("not text: neither UTF-8 nor UTF-16 with a byte-order mark"))) from None
 
 
 def names() -> list[str]:
@@ -118,7 +119,8 @@ def by_name(name: str) -> Format:
     for f in FORMATS:
         if f.name == name:
             return f
-    raise SourceError(f"unknown capture format {name!r}; known: {', '.join(f.name for f in FORMATS)}")
+    raise SourceError(Text(N_("unknown capture format {name}; known: {choices}"), name=repr(name),
+                           choices=", ".join(f.name for f in FORMATS)))
 
 
 def detect(data: bytes | str) -> Format:
@@ -139,7 +141,8 @@ def detect(data: bytes | str) -> Format:
     for f in FORMATS:
         if f.detect(text):
             return f
-    raise SourceError("not a capture fleetmon reads (tried " + ", ".join(f.name for f in FORMATS) + ")")
+    raise SourceError(Text(N_("not a capture fleetmon reads (tried {formats})"),
+                           formats=", ".join(f.name for f in FORMATS)))
 
 
 def parse(data: bytes | str, fmt: str = "auto") -> Capture:

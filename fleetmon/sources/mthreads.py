@@ -52,6 +52,7 @@ import json
 import re
 from typing import Any, Callable
 
+from fleetmon.i18n import N_, Text
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample, Status
 from fleetmon.sources import SourceError
@@ -170,7 +171,8 @@ def parse_mthreads_table(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
     text = tool_text(data, what)
     head = _TABLE_HEAD.search(text)
     if head is None:
-        raise SourceError(f"{what}: no 'mthreads-gmi:… Driver Version:…' line: not mthreads-gmi's table")
+        raise SourceError(Text(N_("{what}: no 'mthreads-gmi:… Driver Version:…' line: not mthreads-gmi's table"),
+                               what=what))
     lines = [ln.rstrip() for ln in text.split("\n")]
     first = next((ln.strip() for ln in lines if ln.strip()), "")
     ts = parse_timestamp(first) if not first.startswith(("-", "+", "|")) else None
@@ -459,7 +461,7 @@ def parse_mthreads_query(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
     what = "mthreads-gmi -q report"
     text = tool_text(data, what)
     if re.search(r"^\s*Driver Version\s*:", text, re.M) is None:
-        raise SourceError(f"{what}: no 'Driver Version :' line: not mthreads-gmi's -q report")
+        raise SourceError(Text(N_("{what}: no 'Driver Version :' line: not mthreads-gmi's -q report"), what=what))
     top: dict[str, Any] = {}
     gpu_list: list[dict[str, Any]] = []
     stack: list[tuple[int, dict[str, Any]]] = [(-1, top)]

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 from xml.etree.ElementTree import Element, SubElement
 
+from fleetmon.i18n import N_, Text
 from fleetmon.sources import SourceError
 from fleetmon.sources.capture import Capture
 from fleetmon.sources.smi_xml import MAX_GPUS, parse_element
@@ -219,7 +220,7 @@ def parse_smi_text(text: str, max_gpus: int = MAX_GPUS) -> Capture:
     """
     text = _checked(text, "nvidia-smi text")
     if "NVSMI LOG" not in text and not re.search(r"^Driver Version\s*:", text, re.M):
-        raise SourceError("nvidia-smi text: no '==NVSMI LOG==' banner or 'Driver Version' line")
+        raise SourceError(Text(N_("nvidia-smi text: no '==NVSMI LOG==' banner or 'Driver Version' line")))
     parts = _gpu_lines(text)
     root = Element("nvidia_smi_log")
     for n in parts[0][1]:

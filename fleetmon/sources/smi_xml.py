@@ -37,6 +37,7 @@ from defusedxml import DefusedXmlException
 from fleetmon.fields import THROTTLE_REASONS
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample, Status
+from fleetmon.i18n import N_, Text
 from fleetmon.sources import SourceError
 from fleetmon.text import printable
 from fleetmon.sources.capture import (
@@ -100,8 +101,8 @@ def parse_smi_xml(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
         raise SourceError(f"nvidia-smi XML: {len(data)} bytes, more than the {MAX_BYTES} a document may have")
     root = _bounded_tree(data)
     if root.tag != "nvidia_smi_log":
-        raise SourceError(f"nvidia-smi XML: the root element is <{printable(str(root.tag), 80)}>, "
-                          "not <nvidia_smi_log>")
+        raise SourceError(Text(N_("nvidia-smi XML: the root element is <{root}>, not <nvidia_smi_log>"),
+                               root=printable(str(root.tag), 80)))
     return parse_element(root, SOURCE, max_gpus)
 
 
@@ -124,7 +125,7 @@ def _bounded_tree(data: bytes) -> Element:
         raise SourceError(f"nvidia-smi XML: refused, the document declares entities or external references "
                           f"({exc.__class__.__name__}); nvidia-smi never writes those") from None
     except ParseError as exc:
-        raise SourceError(f"nvidia-smi XML: not well-formed ({_one_line(exc)})") from None
+        raise SourceError(Text(N_("nvidia-smi XML: not well-formed ({error})"), error=_one_line(exc))) from None
     except LookupError as exc:  # expat asks the codecs for an encoding it does not know: encoding="x-bogus"
         raise SourceError(f"nvidia-smi XML: unknown character encoding ({_one_line(exc)})") from None
     except ValueError as exc:  # "multi-byte encodings are not supported" (shift_jis …), a codec's own errors

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fleetmon.i18n import N_, Text
 from fleetmon.sources import ReadLimits, SourceError
 from fleetmon.sources.capture import Capture
 from fleetmon.sources.hl_smi import BASIC_FIELDS, QUERY_COMMAND
@@ -178,7 +179,8 @@ def remote_command(tool: str) -> RemoteCommand:
         return RemoteCommand(tool, ("sh", "-c", f"'{_AUTO_SCRIPT}'"))
     known = TOOLS.get(tool)
     if known is None:
-        raise SourceError(f"unknown ssh tool {tool!r}; known: {', '.join(TOOL_NAMES)}")
+        raise SourceError(Text(N_("unknown ssh tool {tool}; known: {choices}"), tool=repr(tool),
+                               choices=", ".join(TOOL_NAMES)))
     if known.command is not None:
         return RemoteCommand(tool, known.command)
     return RemoteCommand(tool, ("sh", "-c", f"'{known.script}'"))
@@ -270,7 +272,8 @@ def read_output(data: bytes, tool: str) -> Capture:
     elif tool in TOOLS:
         name = tool
     else:
-        raise SourceError(f"unknown ssh tool {tool!r}; known: {', '.join(TOOL_NAMES)}")
+        raise SourceError(Text(N_("unknown ssh tool {tool}; known: {choices}"), tool=repr(tool),
+                               choices=", ".join(TOOL_NAMES)))
     spec = TOOLS[name]
     if not spec.parts:
         return _document(spec, data)

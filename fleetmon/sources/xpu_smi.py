@@ -47,6 +47,7 @@ import re
 import time
 from typing import Any, Callable
 
+from fleetmon.i18n import N_, Text
 from fleetmon.records import GpuInventory, GpuSample
 from fleetmon.sources import SourceError
 from fleetmon.sources.capture import (
@@ -160,7 +161,8 @@ def parse_xpu_smi(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
     text = tool_text(data, WHAT)
     rows = csv_rows(text)
     if not rows or not _head(rows[0][1]):
-        raise SourceError(f"{WHAT}: no 'Timestamp, DeviceId, …' header: not the output of xpu-smi dump")
+        raise SourceError(Text(N_("{what}: no 'Timestamp, DeviceId, …' header: not the output of xpu-smi dump"),
+                               what=WHAT))
     shown = rows[0][1]
     titles = [t.lower() for t in shown]
     if any(t.replace(" ", "") in ("tileid", "tile") for t in titles):

@@ -234,9 +234,20 @@ def test_the_summary_page_and_the_plot_titles_in_chinese(history, tmp_path):
     assert "<h2>Xid 错误（3）</h2>" in html and f"79 {lookup(79).name}" in html  # Xid codes and names stay
     for english in ("<h2>Placements</h2>", "<th>Kernel-log line</th>", "Plots skipped", "says what each holds"):
         assert english not in html, english
-    assert json.loads(zf.read("manifest.json"))["plots"] == "Plots skipped: --no-plots"
-    assert "history from" not in zf.read("README.txt").decode() and "RMA / return evidence" in zf.read(
-        "README.txt").decode()
+    manifest = json.loads(zf.read("manifest.json"))
+    assert manifest["plots"] == "Plots skipped: --no-plots"
+    # README.txt is read by people: in the reader's language; manifest.json (read by machines) stays English
+    readme = zf.read("README.txt").decode()
+    assert f" 的 RMA / 退货证据，序列号 {history.moved_serial}，UUID GPU-" in readme.splitlines()[0], readme
+    for said in ("；由 fleetmon 于 2026-", "概览请在浏览器中打开 summary.html", "绝不表示零。", "未生成图表：--no-plots",
+                 "文件：", "  placements.csv: 每次安装位置：节点、插槽序号", "  summary.html: 可打印的摘要",
+                 "  manifest.json: 本清单，含文件大小，JSON 格式", "  README.txt: 本文件"):
+        assert said in readme, said
+    for english in ("RMA / return evidence", "History from", "Files:", "every placement", "this file"):
+        assert english not in readme, english
+    holds = {f["name"]: f["holds"] for f in manifest["files"]}
+    assert holds["placements.csv"].startswith("every placement: node, slot index")
+    assert holds["README.txt"] == "what this archive is, in words"
 
     from fleetmon import i18n
     from fleetmon.evidence import build_evidence

@@ -1,5 +1,6 @@
 """Issue 25, the text that docs/i18n.md listed as English: the fleet file's validation errors (read back from the
-real CLI), `fleetmon slurm`'s action lines and the auto-drain plan, the slot/card attribution before an action.
+real CLI), `fleetmon slurm`'s action lines and the auto-drain plan, the slot/card attribution before an action,
+the ssh:// URL checks, `fleetmon agent`'s backend reasons and `import-smi`'s first parse errors.
 The English stays exactly as it was (the other tests compare it)."""
 
 from __future__ import annotations
@@ -204,3 +205,120 @@ def test_the_apps_open_error_says_the_fleet_files_problems_in_chinese(tmp_path: 
                          error=shown.append)
     assert opened is None and len(shown) == 1
     assert f"{fleet}:1: node[0]: 缺少必需的键 'url'" in shown[0], shown
+
+
+SSH_FLEET = """\
+[[node]]
+name = "n1"
+url = "ssh://-oProxyCommand=x"
+
+[[node]]
+name = "n2"
+url = "ssh://bob's@n2"
+
+[[node]]
+name = "n3"
+url = "ssh://n3/path"
+"""
+
+
+def test_ssh_url_checks_in_chinese_from_the_cli(tmp_path: Path) -> None:
+    """The checks `fleetmon.sources` makes of an ssh:// URL, as `fleet check` prints them: the URL stays."""
+    path = tmp_path / "fleet.toml"
+    path.write_text(SSH_FLEET, encoding="utf-8")
+    english = fleetmon("fleet", "check", str(path)).stderr.splitlines()
+    assert english == [f"{path}:3: node[0].url: 'ssh://-oProxyCommand=x': not a plain host name or address after "
+                       "ssh://",
+                       f"{path}:7: node[1].url: \"ssh://bob's@n2\": the ssh user name may hold only letters, digits, "
+                       "'.', '-' and '_'",
+                       f"{path}:11: node[2].url: 'ssh://n3/path': an ssh URL is ssh://[user@]host[:port] and nothing "
+                       "more"]
+    proc = fleetmon("--lang", "zh_CN", "fleet", "check", str(path))
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines() == [
+        f"{path}:3: node[0].url: 'ssh://-oProxyCommand=x'：ssh:// 后面不是单纯的主机名或地址",
+        f"{path}:7: node[1].url: \"ssh://bob's@n2\"：ssh 用户名只能包含字母、数字、'.'、'-' 和 '_'",
+        f"{path}:11: node[2].url: 'ssh://n3/path'：ssh URL 只能是 ssh://[user@]host[:port]，不能有其他内容"]
+
+
+def test_agent_backend_reasons_in_chinese_from_the_cli(tmp_path: Path) -> None:
+    """`fleetmon agent`'s one line when a named backend is unavailable, when none is found (pynvml hidden, no tool
+    on PATH: every backend's reason) and for an unknown name; backend and tool names stay."""
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    env = {"PATH": str(empty)}
+    proc = fleetmon("--lang", "zh_CN", "agent", "--backend", "hl-smi", "--buffer", str(tmp_path / "b1"), env=env)
+    assert proc.returncode == 2
+    assert proc.stderr == ("fleetmon agent: hl-smi 不在 PATH 上（需要：Intel Gaudi 的 hl-smi 工具（habanalabs 驱动）在 "
+                           "PATH 上）\n"), proc.stderr
+    english = fleetmon("agent", "--backend", "hl-smi", "--buffer", str(tmp_path / "b1"), env=env).stderr
+    assert english == "fleetmon agent: hl-smi is not on PATH (Intel Gaudi's hl-smi tool (habanalabs driver) on PATH)\n"
+    hide = ("import runpy, sys; sys.modules['pynvml'] = None; sys.argv = ['fleetmon', *sys.argv[1:]]; "
+            "runpy.run_module('fleetmon', run_name='__main__')")
+    proc = subprocess.run([sys.executable, "-c", hide, "--lang", "zh_CN", "agent", "--buffer", str(tmp_path / "b2")],
+                          capture_output=True, text=True, timeout=120, cwd=REPO, env={**os.environ, **env})
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("fleetmon agent: 本节点上没有找到可用的设备后端（nvml：未安装 nvidia-ml-py 包（pynvml）；"
+                                  "hy-smi：hy-smi 不在 PATH 上；"), proc.stderr
+    assert "mthreads-gmi：mthreads-gmi 不在 PATH 上）" in proc.stderr and "not" not in proc.stderr
+    proc = fleetmon("--lang", "zh_CN", "agent", "--backend", "nope", "--buffer", str(tmp_path / "b3"))
+    assert proc.stderr.startswith("fleetmon agent: 未知的后端 'nope'；可用的有：auto, nvml, "), proc.stderr
+
+
+def test_capture_parse_errors_in_chinese_from_the_cli(tmp_path: Path) -> None:
+    """The first parse error `fleetmon import-smi` prints for a file that is not a capture, a foreign XML
+    document, a broken one and a wrong --format: the file, format names and the parser's own words stay."""
+    text, xml, broken = tmp_path / "notes.txt", tmp_path / "other.xml", tmp_path / "cut.xml"
+    text.write_text("hello world\n", encoding="utf-8")
+    xml.write_text("<foo/>\n", encoding="utf-8")
+    broken.write_text('<?xml version="1.0"?>\n<nvidia_smi_log><gpu>', encoding="utf-8")
+    db = str(tmp_path / "f.db")
+
+    def said(*args: str) -> str:
+        proc = fleetmon("--lang", "zh_CN", "import-smi", "--db", db, *args)
+        assert proc.returncode == 1, proc.stderr
+        return proc.stderr
+
+    assert english_line(fleetmon("import-smi", "--db", db, str(xml)).stderr) == (
+        f"fleetmon import-smi: {xml}: nvidia-smi XML: the root element is <foo>, not <nvidia_smi_log>")
+    first = said(str(text))
+    assert first.startswith(f"fleetmon import-smi: {text}：不是 fleetmon 能读取的采集文件（已尝试 nvidia-smi-xml, "), first
+    assert first.endswith("）：nvidia-smi 文本：没有 '==NVSMI LOG==' 标题或 'Driver Version' 行\n"), first
+    assert said(str(xml)) == f"fleetmon import-smi: {xml}：nvidia-smi XML：根元素是 <foo>，而不是 <nvidia_smi_log>\n"
+    assert said(str(broken)).startswith(f"fleetmon import-smi: {broken}：nvidia-smi XML：格式不正确（")
+    assert said("--format", "nope", str(text)).startswith("fleetmon import-smi: --format：未知的采集格式 'nope'；可用的有："
+                                                           "nvidia-smi-xml, ")
+
+
+def english_line(stderr: str) -> str:
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
+@pytest.mark.parametrize(("fmt", "said"), [
+    ("amd-smi-json", "amd-smi JSON：文本中没有 JSON 对象或列表"),
+    ("amd-smi-text", "amd-smi text：没有 'GPU: <n>' 块"),
+    ("amd-smi-csv", "amd-smi CSV：没有以 'gpu,' 开头的表头"),
+    ("rocminfo", "rocminfo：没有 'HSA Agents' 段：不是 rocminfo 的输出"),
+    ("rocm-smi-text", "rocm-smi text：没有 'GPU[n] : key: value' 行，也没有简明表格"),
+    ("xpu-smi-csv", "xpu-smi dump：没有 'Timestamp, DeviceId, …' 表头：不是 xpu-smi dump 的输出"),
+    ("mthreads-gmi", "mthreads-gmi table：没有 'mthreads-gmi:… Driver Version:…' 行：不是 mthreads-gmi 的表格"),
+    ("mthreads-gmi-q", "mthreads-gmi -q report：没有 'Driver Version :' 行：不是 mthreads-gmi 的 -q 报告"),
+])
+def test_other_vendors_first_parse_error_in_chinese(chinese: None, fmt: str, said: str) -> None:
+    """The error a file that is not the named vendor format meets first (`import-smi --format`)."""
+    from fleetmon.sources import SourceError, formats
+
+    with pytest.raises(SourceError) as caught:
+        formats.by_name(fmt).parse(b"hello\n")
+    assert i18n.message_of(caught.value) == said
+    assert "：" not in str(caught.value) and ": " in str(caught.value)  # English as before (other tests compare it)
+
+
+def test_a_vendor_parse_error_in_chinese_from_the_cli(tmp_path: Path) -> None:
+    path = tmp_path / "x.txt"
+    path.write_text("hello\n", encoding="utf-8")
+    proc = fleetmon("--lang", "zh_CN", "import-smi", "--db", str(tmp_path / "f.db"), "--format", "rocminfo", str(path))
+    assert proc.returncode == 1
+    assert proc.stderr == f"fleetmon import-smi: {path}：rocminfo：没有 'HSA Agents' 段：不是 rocminfo 的输出\n"
