@@ -412,5 +412,5 @@ def _probe() -> str | None:
     return None
 
 
-register(BackendSpec("amdsmi", "amd", "ROCm's amd-smi library and its Python binding (the amdsmi package); "
-                                      "falls back to the amd-smi tool", _probe, open_amdsmi))
+register(BackendSpec("amdsmi", "amd", N_("ROCm's amd-smi library and its Python binding (the amdsmi package); "
+                                         "falls back to the amd-smi tool"), _probe, open_amdsmi))

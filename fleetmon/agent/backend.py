@@ -235,7 +235,7 @@ def _load() -> None:
     if _LOADED:
         return
     _LOADED = True
-    register(BackendSpec("nvml", "nvidia", "the NVIDIA driver (libnvidia-ml.so) and the nvidia-ml-py package",
+    register(BackendSpec("nvml", "nvidia", N_("the NVIDIA driver (libnvidia-ml.so) and the nvidia-ml-py package"),
                          _probe_nvml, _open_nvml))
     import importlib
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from fleetmon.errors import KnownError, NvmlUnavailable
-from fleetmon.i18n import N_, Text, message_of
+from fleetmon.i18n import N_, Text, localized, message_of
 from fleetmon.i18n import gettext as _
 from fleetmon.stopping import stop_on_signals
 from fleetmon.tokens import read_token_file
@@ -343,8 +343,8 @@ def run(args: argparse.Namespace) -> int:
         backend_names()
         for spec in BACKENDS.values():
             why = spec.probe()
-            print(f"{spec.name:14} {spec.vendor:9} {'available' if why is None else 'not here: ' + why}\n"
-                  f"{'':25}needs {spec.needs}")
+            state = _("available") if why is None else _("not here: {why}").format(why=localized(why))
+            print(f"{spec.name:14} {spec.vendor:9} {state}\n{'':25}" + _("needs {what}").format(what=_(spec.needs)))
         return 0
     token = _check_args(args)
     from fleetmon.agent.server import HttpLimits, parse_addresses

@@ -322,3 +322,16 @@ def test_a_vendor_parse_error_in_chinese_from_the_cli(tmp_path: Path) -> None:
     proc = fleetmon("--lang", "zh_CN", "import-smi", "--db", str(tmp_path / "f.db"), "--format", "rocminfo", str(path))
     assert proc.returncode == 1
     assert proc.stderr == f"fleetmon import-smi: {path}：rocminfo：没有 'HSA Agents' 段：不是 rocminfo 的输出\n"
+
+
+def test_agent_list_backends_in_chinese_and_english() -> None:
+    english = fleetmon("agent", "--list-backends", env={"FLEETMON_LANG": "en"})
+    chinese = fleetmon("--lang", "zh_CN", "agent", "--list-backends")
+    assert english.returncode == chinese.returncode == 0, english.stderr + chinese.stderr
+    assert "needs the NVIDIA driver (libnvidia-ml.so) and the nvidia-ml-py package" in english.stdout
+    assert "需要 NVIDIA 驱动（libnvidia-ml.so）和 nvidia-ml-py 包" in chinese.stdout
+    # backend names and vendors stay; each line's state is said in the language
+    names = [line.split()[0] for line in english.stdout.splitlines() if line and not line.startswith(" ")]
+    assert names == [line.split()[0] for line in chinese.stdout.splitlines() if line and not line.startswith(" ")]
+    assert "nvml" in names and "npu-smi" in names
+    assert ("本机不可用：" in chinese.stdout or "可用" in chinese.stdout) and "not here" not in chinese.stdout
