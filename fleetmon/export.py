@@ -71,7 +71,7 @@ from fleetmon import hostlist
 from fleetmon.health import verdict as V
 from fleetmon.health import wording as W
 from fleetmon.health.thresholds import Thresholds
-from fleetmon.i18n import N_, Text, localized
+from fleetmon.i18n import N_, Text, current_language, localized
 from fleetmon.i18n import gettext as _
 from fleetmon.vocab import severity_rank
 from fleetmon.errors import KnownError
@@ -377,13 +377,15 @@ _VERSION_WORDS = {"baseline": N_("baseline"), "outlier": N_("outlier")}
 
 def _shown_value(key: str, value: Any) -> Any:
     """A workbook cell's value in the reader's language: the verdict and health words, baseline / outlier, a
-    rule's fixed advice (in the catalog), the acknowledgement and a stored finding's summary (an ``i18n.Text``
+    finding's severity, a rule's fixed advice (in the catalog), the acknowledgement and a stored finding's summary (an ``i18n.Text``
     when the row keeps how it was made, m017; else as stored); anything else (names, identifiers,
     figures) as it is. CSV and JSON never come here: they keep the English values."""
     if not isinstance(value, str) or not value:
         return value
     if key in ("health", "verdict"):
         return W.word(value)
+    if key == "severity" and value in W.SEV and current_language() != "en":
+        return _(W.SEV[value])  # 严重 / 警告 / 提示, as the report says them (English: the stored word, as before)
     if key == "baseline":
         return _(_VERSION_WORDS[value]) if value in _VERSION_WORDS else value
     if key in ("action", "ack", "evidence"):
