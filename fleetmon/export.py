@@ -384,6 +384,11 @@ def _shown_value(key: str, value: Any) -> Any:
         return value
     if key in ("health", "verdict"):
         return W.word(value)
+    if key == "intake_text" and current_language() != "en":
+        from fleetmon.intake import status_word
+
+        verdict, _sep, day = value.partition(" ")  # "PASS 2026-12-01": the card's newest intake and its day
+        return f"{status_word(verdict)} {day}".strip()
     if key == "severity" and value in W.SEV and current_language() != "en":
         return _(W.SEV[value])  # 严重 / 警告 / 提示, as the report says them (English: the stored word, as before)
     if key == "baseline":

@@ -119,3 +119,20 @@ def test_workbook_cells_people_read_are_chinese_csv_and_json_stay_english(tmp_pa
     assert {r["Version"]: r["Baseline"] for r in rows(en["Versions"]) if r["Component"] == "Driver"} == {
         "550.54.15": "baseline", "535.161.08": "outlier"}
     assert not any("\u4e00" <= ch <= "\u9fff" for text in english_text.values() for ch in text)
+
+
+def test_workbook_intake_cell_says_the_verdict_in_chinese_csv_keeps_the_identifier(tmp_path: Path) -> None:
+    from storage.intake import save_intake
+
+    path = _db(tmp_path / "f.db")
+    db = open_database(path)
+    save_intake(db, T0 + 30, uuid_of("n1", 0), "REJECT", node="n1")
+    db.close()
+    out, csv_out = tmp_path / "sheet.xlsx", tmp_path / "sheet.csv"
+    assert _export("--lang", "zh_CN", "export", "--db", str(path), "-o", str(out)).returncode == 0
+    assert _export("--lang", "zh_CN", "export", "--db", str(path), "-o", str(csv_out)).returncode == 0
+    inv = openpyxl.load_workbook(out)["资产清单"]
+    head = [c.value for c in inv[1]]
+    cells = {inv.cell(r, 3).value: inv.cell(r, head.index("验收") + 1).value for r in (2, 3)}
+    assert cells[0].startswith("拒收 ") and cells[1] in (None, "")
+    assert ",REJECT," in csv_out.read_text(encoding="utf-8")  # the CSV keeps the identifier
