@@ -3,31 +3,11 @@ English and docs/cli.md as before."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from fleetmon import i18n
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def fleetmon(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fleetmon", *args], capture_output=True, text=True, timeout=120,
-                          cwd=REPO, env={**os.environ, "COLUMNS": "200", **(env or {})})
-
-
-@pytest.fixture
-def chinese() -> Iterator[None]:
-    i18n.set_language("zh_CN")
-    try:
-        yield
-    finally:
-        i18n.set_language("en")
+from helpers.cli import REPO, fleetmon
 
 
 def test_help_in_chinese_with_lang_before_the_command() -> None:

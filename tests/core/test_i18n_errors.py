@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,21 +16,7 @@ from fleetmon import i18n
 from fleetmon.health import engine, render
 from fleetmon.slurm.actions import AutoDrainPlan, Outcome
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def fleetmon(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "fleetmon", *args], capture_output=True, text=True, timeout=120,
-                          cwd=REPO, env={**os.environ, "COLUMNS": "200", **(env or {})})
-
-
-@pytest.fixture
-def chinese() -> Iterator[None]:
-    i18n.set_language("zh_CN")
-    try:
-        yield
-    finally:
-        i18n.set_language("en")
+from helpers.cli import REPO, fleetmon
 
 
 BAD_FLEET = """\
