@@ -375,7 +375,7 @@ _VERSION_WORDS = {"baseline": N_("baseline"), "outlier": N_("outlier")}
 """The Versions sheet's baseline column in words (the rows keep the English values)."""
 
 
-def _shown_value(key: str, value: Any) -> Any:
+def shown_value(key: str, value: Any) -> Any:
     """A workbook cell's value in the reader's language: the verdict and health words, baseline / outlier, a
     rule's fixed advice (in the catalog), the acknowledgement and a stored finding's summary (an ``i18n.Text``
     when the row keeps how it was made, m017; else as stored); anything else (names, identifiers,
@@ -535,8 +535,8 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
             wrapped = [col for col in columns if col.kind == "wrap"]
             for r, row in enumerate(rows, start=1):
                 for c, col in enumerate(columns):
-                    _write_cell(ws, r, c, _shown_value(col.key, row.get(col.key)), col.kind, fmts, quoted)
-                lines = max((wrapped_lines(_shown_value(col.key, row.get(col.key)), col.width) for col in wrapped),
+                    _write_cell(ws, r, c, shown_value(col.key, row.get(col.key)), col.kind, fmts, quoted)
+                lines = max((wrapped_lines(shown_value(col.key, row.get(col.key)), col.width) for col in wrapped),
                             default=1)
                 if lines > 1:
                     # Spreadsheets do not all grow a row for wrapped text on opening (LibreOffice's
@@ -546,7 +546,7 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
                     sev = row.get(key)
                     if sev in tint:
                         c = next(i for i, col in enumerate(columns) if col.key == key)
-                        ws.write_string(r, c, str(_shown_value(key, sev)), tint[str(sev)])
+                        ws.write_string(r, c, str(shown_value(key, sev)), tint[str(sev)])
                 done += 1
                 if progress is not None and (done % 200 == 0 or done == total) and progress(done, total) is False:
                     raise ExportCancelled()
