@@ -178,7 +178,7 @@ def test_intake_dialog_its_save_dialog_and_failure(lang, qtbot, intake_db, tmp_p
     qtbot.addWidget(parent)
     dialog = IntakeDialog(run_job(str(intake_db), NOW, "n2"), parent)
     assert dialog.windowTitle() == pick(lang, "验收 — n2", "Intake — n2")
-    assert dialog.note.text() == pick(lang, "已检查 1 张卡：1 REJECT · 已随卡保存",
+    assert dialog.note.text() == pick(lang, "已检查 1 张卡：1 拒收 · 已随卡保存",
                                       "1 card checked: 1 REJECT · stored with the card")
     assert dialog.save_button.text() == pick(lang, "保存验收证书…", "Save certificate…")
 
@@ -193,6 +193,26 @@ def test_intake_dialog_its_save_dialog_and_failure(lang, qtbot, intake_db, tmp_p
     assert box_texts(seen[1:]) == [(pick(lang, "验收", "Intake"), pick(
         lang, "无法完成验收：unknown node 'n9'", "The intake could not be made: unknown node 'n9'"))]
     dialog.close()
+
+
+def test_intake_verdict_words_in_the_fleet_table_and_the_card_s_changes(lang, qtbot):
+    """The stored verdict stays English (colours, sorting); the window says the core's word, as the certificate."""
+    from types import SimpleNamespace
+
+    from fleetmon.intake import CONDITIONAL, PASS, REJECT, IntakeResult
+    from storage.intake import IntakeRow
+    from ui.format import intake_word
+    from ui.models.fleet_table import FleetTableModel
+    from ui.views.gpu_detail import change_lines
+
+    assert [intake_word(v) for v in (PASS, CONDITIONAL, REJECT, "UNKNOWN")] == pick(
+        lang, ["通过", "有条件通过", "拒收", "未检查"], ["PASS", "CONDITIONAL", "REJECT", "NOT CHECKED"])
+    result = IntakeResult.from_dict({"uuid": "GPU-1", "node": "n1", "verdict": REJECT}).stored()
+    row = IntakeRow(id=1, ts=time.time(), gpu_uuid="GPU-1", verdict=REJECT, node="n1", result=result)
+    table = FleetTableModel()
+    table.set_intakes({"GPU-1": row})
+    assert table.intake_text(SimpleNamespace(uuid="GPU-1")).split(" ")[0] == pick(lang, "拒收", "REJECT")
+    assert change_lines([], [], [row])[0][1] == pick(lang, "验收 拒收", "intake REJECT")
 
 
 def test_save_html_dialog_and_its_write_error(lang, qtbot, tmp_path):
