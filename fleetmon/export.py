@@ -376,16 +376,21 @@ _VERSION_WORDS = {"baseline": N_("baseline"), "outlier": N_("outlier")}
 
 
 def shown_value(key: str, value: Any) -> Any:
-    """A workbook cell's value in the reader's language: the verdict and health words, baseline / outlier, a
-    rule's fixed advice (in the catalog), the acknowledgement and a stored finding's summary (an ``i18n.Text``
-    when the row keeps how it was made, m017; else as stored); anything else (names, identifiers,
-    figures) as it is. CSV and JSON never come here: they keep the English values."""
+    """A workbook (and printed) cell's value in the reader's language: the verdict and health words, the intake
+    verdict, baseline / outlier, a rule's fixed advice (in the catalog), the acknowledgement and a stored
+    finding's summary (an ``i18n.Text`` when the row keeps how it was made, m017; else as stored); anything
+    else (names, identifiers, figures) as it is. CSV and JSON never come here: they keep the English values."""
     if not isinstance(value, str) or not value:
         return value
     if key in ("health", "verdict"):
         return W.word(value)
     if key == "baseline":
         return _(_VERSION_WORDS[value]) if value in _VERSION_WORDS else value
+    if key == "intake_text":  # "REJECT 2026-12-03": the verdict said as the certificate says it (拒收)
+        from fleetmon.intake import status_word  # imported here: the intake checks pull in the health engine
+
+        verdict, sep, day = value.partition(" ")
+        return f"{status_word(verdict)}{sep}{day}"
     if key in ("action", "ack", "evidence"):
         return localized(value)
     return value

@@ -161,7 +161,8 @@ def test_the_printed_verdict_and_health_words_follow_the_language(qapp, db89: Pa
     """The cells people read say the verdict and health words as the workbook does (通过 / 不通过 …); the tints
     still read the stored English words, and English prints as before."""
     from ui import i18n as ui_i18n
-    from ui.print_inventory import TINTS
+    from fleetmon.export import shown_value
+    from ui.print_inventory import TINTS, cell_text
 
     assert ui_i18n.install(lang) == lang
     try:
@@ -169,6 +170,7 @@ def test_the_printed_verdict_and_health_words_follow_the_language(qapp, db89: Pa
         setup_printer(printer)
         _pdf(printer, tmp_path / "inventory.pdf")
         pages = paint_inventory(printer, _sheet(db89), fleet="lab", now=T0 + 60)
+        intake = cell_text(shown_value("intake_text", "REJECT 2026-12-03"), "text")
     finally:
         ui_i18n.install("en")
     first = pages[0].table
@@ -178,6 +180,7 @@ def test_the_printed_verdict_and_health_words_follow_the_language(qapp, db89: Pa
     cols = [k for k in ("verdict", "health") if k in keys]
     assert cols
     zh = lang == "zh_CN"
+    assert intake == ("拒收 2026-12-03" if zh else "REJECT 2026-12-03")  # the Intake column, as the certificate
     words = {"verdict": ["通过"] if zh else ["pass"], "health": ["正常"] if zh else ["ok"]}
     for k in cols:
         assert ok[keys.index(k)] == words[k]
