@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QGuiApplication
 from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QPushButton, QScrollArea, QSplitter,
@@ -150,6 +150,42 @@ class HistoryRow:
     severity: str = ""
 
 
+_RESOLVED = " (resolved)"
+"""A finding row's "What" ends so when the finding has stopped (the row keeps English; shown translated)."""
+_HISTORY_WORDS = {w: w for w in (
+    QT_TRANSLATE_NOOP("PrerunHistory", "Power"), QT_TRANSLATE_NOOP("PrerunHistory", "Finding"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "corrected (new)"), QT_TRANSLATE_NOOP("PrerunHistory", "uncorrected (new)"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "retired pages (max per card)"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "retirement pending (cards)"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "row remap pending / failed"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "cards reporting ECC"), QT_TRANSLATE_NOOP("PrerunHistory", "mean / max"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "limit / default (min per card)"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "power-brake minutes"), QT_TRANSLATE_NOOP("PrerunHistory", "unreadable minutes"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "capped cards"), QT_TRANSLATE_NOOP("PrerunHistory", "power"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "Xid events"), QT_TRANSLATE_NOOP("PrerunHistory", "no data in this window"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "none in this window"))}
+"""The history rows' fixed words (sections, labels, "no data"): the rows keep them in English (tests and the
+width code read them), the table says them translated. "ECC" and "Xid" stay as they are (identifiers)."""
+
+
+def history_word(text: str) -> str:
+    """A history row's section or fixed label as the window says it (free text, names and figures as they are)."""
+    if text in _HISTORY_WORDS:
+        return QCoreApplication.translate("PrerunHistory", _HISTORY_WORDS[text])
+    return text
+
+
+def shown_row(r: HistoryRow) -> tuple[str, str, str]:
+    """(section, what, value) of a history row as the window shows them: fixed words translated, a finding's
+    summary in the reader's language, "(resolved)" too; kinds, Xid codes, places and figures as they are."""
+    what = history_word(r.what)
+    if r.section == "Finding" and r.what.endswith(_RESOLVED):
+        what = QCoreApplication.translate("PrerunHistory", "{what} (resolved)").format(
+            what=r.what.removesuffix(_RESOLVED))
+    value = localized(r.value) if isinstance(r.value, Text) else history_word(r.value)
+    return history_word(r.section), what, value
+
+
 def _n(value: Any, unit: str = "", digits: int = 0) -> str:
     if value is None:
         return fmt.DASH
@@ -192,7 +228,7 @@ def history_rows(node: NodePreflight, findings: Sequence[Finding]) -> list[Histo
         rows += [HistoryRow("Xid", f"{f.where()} · {_when(f.first_seen)}", f.summary, str(f.severity)) for f in xids]
     else:
         rows.append(HistoryRow("Xid", "Xid events", "none in this window"))
-    rows += [HistoryRow("Finding", f"{f.where()} · {f.kind}" + ("" if f.is_open else " (resolved)"), f.summary,
+    rows += [HistoryRow("Finding", f"{f.where()} · {f.kind}" + ("" if f.is_open else _RESOLVED), f.summary,
                         str(f.severity)) for f in mine if f.kind != "xid"]
     return rows
 
@@ -219,13 +255,13 @@ class NodeHistoryModel(RowsTableModel[HistoryRow]):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         r = self._rows[index.row()]
-        value = localized(r.value) if isinstance(r.value, Text) else r.value  # a finding's summary (stored too)
+        section, what, value = shown_row(r)  # a finding's summary (stored too) and the fixed words translated
         if role == Qt.ItemDataRole.DisplayRole:
-            return (r.section, r.what, value)[index.column()]
+            return (section, what, value)[index.column()]
         if role == Qt.ItemDataRole.ForegroundRole and r.severity and index.column() == 2:
             return QBrush(QColor(fmt.SEVERITY_COLORS.get(r.severity, "#757575")))
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{r.what}: {value}"
+            return QCoreApplication.translate("PrerunHistory", "{what}: {value}").format(what=what, value=value)
         return None
 
 
@@ -260,7 +296,8 @@ class NodeCard(QGroupBox):
         pad = 2 * self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 12
         metrics = self.table.fontMetrics()
         rows = [self.model.row(i) for i in range(self.model.rowCount())]
-        labels = [r.what for r in rows if r.section in SUMMARY_SECTIONS] or ["What"]
+        labels = [shown_row(r)[1] for r in rows if r.section in SUMMARY_SECTIONS] or [str(self.model.headerData(
+            1, Qt.Orientation.Horizontal))]
         h.resizeSection(1, max(metrics.horizontalAdvance(t) for t in labels) + pad)
         h.resizeSection(2, self.VALUE_WIDTH)
         fixed = h.sectionSize(0) + h.sectionSize(1)
