@@ -287,6 +287,45 @@ def test_slurm_confirmation_outcomes_and_states(lang, qtbot, tmp_path):
     assert states.tooltip().startswith(pick(lang, "Slurm：", "Slurm: ")) and "not installed" in states.tooltip()
 
 
+def test_core_errors_in_the_app_s_dialogs_follow_the_language(lang, qtbot, tmp_path):
+    """Export, evidence, a background job (print, intake, pre-run) and Slurm's record error: the core's errors
+    (an i18n.Text) said in the reader's language (fleetmon.i18n.message_of); English as before."""
+    from fleetmon.slurm import SlurmClient
+    from storage.db import open_database
+    from ui.evidence_action import _Worker
+    from ui.export_action import ExportWorker
+    from ui.inspection_worker import _Job
+    from ui.slurm_action import SlurmAction
+
+    missing = str(tmp_path / "gone.db")
+    said: list[str] = []
+    export = ExportWorker(missing, str(tmp_path / "x.xlsx"))
+    export.failed.connect(said.append)
+    export.run()
+    evidence = _Worker(missing, "GPU-1", str(tmp_path / "e.zip"), None, 0.0)
+    evidence.failed.connect(said.append)
+    evidence.run()
+    assert said == [pick(lang, f"{missing} 处没有数据库", f"no database at {missing}")] * 2
+    job = _Job(lambda: open_database(missing, existing=True))
+    job.signals.failed.connect(said.append)
+    job.run()
+    assert bool(CJK.search(said[-1])) == (lang == "zh_CN") and missing in said[-1]
+
+    from fleetmon.fleet import load_fleet
+
+    fleet_path = tmp_path / "fleet.toml"
+    fleet_path.write_text('[[node]]\nname = "gpu01"\nurl = "http://127.0.0.1:9"\n')
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    action = SlurmAction(missing, parent, load_fleet(fleet_path), confirm=lambda *a: True,
+                         show_error=lambda *a: None, client=SlurmClient(bin_dir=str(tmp_path)))
+    with qtbot.waitSignal(action.finished, timeout=10000) as sig:
+        assert action.request("drain", [("gpu01", "gpu lost", None)])
+    (outcome,) = sig.args[1]
+    assert outcome.error.startswith(pick(lang, "无法记录：", "cannot record it: ")) and missing in outcome.error
+    assert bool(CJK.search(outcome.error.split("：", 1)[-1])) == (lang == "zh_CN")
+
+
 def test_demo_history_dialog(lang, qtbot):
     from PySide6.QtWidgets import QProgressDialog
 
