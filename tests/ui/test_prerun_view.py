@@ -247,3 +247,34 @@ def test_the_history_rows_fixed_words_follow_the_language(qapp, fleet_db: Path, 
     assert {"可纠正（新增）", "平均 / 最大", "上限 / 默认（单卡最小）"} <= whats, whats
     assert not whats & {r.what for r in rows if r.section in ("ECC", "Power") and r.what != "ECC"}
     assert any(str(t).startswith("平均 / 最大：") for t in tips), tips
+
+
+@pytest.mark.parametrize("lang", ["zh_CN", "en"])
+def test_the_go_no_go_table_and_cards_follow_the_language(qtbot, fleet_db: Path, lang: str) -> None:
+    """GO / NO-GO (可用 / 不可用, the core's words), the reasons in the reader's language, "go: nothing in the
+    window", the GPU count and the tooltip's frame; each node card's title; English as before."""
+    from PySide6.QtCore import Qt
+
+    from ui import i18n as ui_i18n
+    from ui.views.prerun import NodeCard
+
+    rev = review(str(fleet_db), time.time(), ["n1", "n2", "n3", "m1", "m2"], DEFAULT_DAYS)
+    assert ui_i18n.install(lang) == lang
+    try:
+        go = GoNoGoModel()
+        go.set_rows(rev.result.nodes)
+        cells = [[go.data(go.index(i, c)) for c in range(4)] for i in range(go.rowCount())]
+        tips = [go.data(go.index(i, 3), Qt.ItemDataRole.ToolTipRole) for i in range(go.rowCount())]
+        card = NodeCard(go.row(0), rev.result.findings)
+        qtbot.addWidget(card)
+        title = card.title()
+    finally:
+        ui_i18n.install("en")
+    zh = lang == "zh_CN"
+    verdicts = {c[1] for c in cells}
+    assert verdicts <= ({"可用", "不可用"} if zh else {"GO", "NO-GO"}) and len(verdicts) == 2
+    assert title == f"{go.row(0).name} — " + ("不可用" if zh else "NO-GO")
+    quiet = [c[3] for c in cells if c[1] in ("可用", "GO")]
+    assert quiet and all(q.startswith("可用" if zh else "go") for q in quiet)
+    no_go_tip = next(t for c, t in zip(cells, tips) if c[1] in ("不可用", "NO-GO"))
+    assert no_go_tip.startswith("不可用：" if zh else "no-go: ")

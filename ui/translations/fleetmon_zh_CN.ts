@@ -1029,6 +1029,29 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
 </context>
 <context>
+    <name>GoNoGoModel</name>
+    <message>
+        <source>{gpus} of {expected}</source>
+        <translation>{gpus} / {expected}</translation>
+    </message>
+    <message>
+        <source>go; {warnings}</source>
+        <translation>可用；{warnings}</translation>
+    </message>
+    <message>
+        <source>go: nothing in the window</source>
+        <translation>可用：时间窗口内没有问题</translation>
+    </message>
+    <message>
+        <source>no-go: {reason}</source>
+        <translation>不可用：{reason}</translation>
+    </message>
+    <message>
+        <source>warning: {warning}</source>
+        <translation>警告：{warning}</translation>
+    </message>
+</context>
+<context>
     <name>GpuDetail</name>
     <message>
         <source>not in the spec catalog (add a [[spec]] to the fleet file)</source>

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QGroupBox, QHB
                                QStyle, QTableView, QVBoxLayout, QWidget)
 
 from fleetmon import hostlist
+from fleetmon.health import wording as W
 from fleetmon.health.findings import Finding
 from fleetmon.i18n import Text, localized
 from ui import format as fmt
@@ -123,12 +124,15 @@ class GoNoGoModel(RowsTableModel["NodePreflight"]):
             if col == 0:
                 return n.name
             if col == 1:
-                return n.verdict.upper()
+                return W.upper(n.verdict)  # GO / NO-GO, 可用 / 不可用 (the core's words, as the preflight's)
             if col == 2:
-                return f"{n.gpus}" + (f" of {n.expected}" if n.expected is not None else "")
+                return QCoreApplication.translate("GoNoGoModel", "{gpus} of {expected}").format(
+                    gpus=n.gpus, expected=n.expected) if n.expected is not None else f"{n.gpus}"
             if n.reasons:
-                return "; ".join(n.reasons)
-            return ("go; " + "; ".join(n.warnings)) if n.warnings else "go: nothing in the window"
+                return "; ".join(localized(r) for r in n.reasons)
+            return (QCoreApplication.translate("GoNoGoModel", "go; {warnings}").format(
+                warnings="; ".join(localized(w) for w in n.warnings)) if n.warnings else
+                QCoreApplication.translate("GoNoGoModel", "go: nothing in the window"))
         if role == Qt.ItemDataRole.ForegroundRole and col == 1 and not self.stale:
             return QBrush(QColor(GO_COLORS[n.verdict]))
         if role == Qt.ItemDataRole.FontRole and col == 1:
@@ -136,7 +140,10 @@ class GoNoGoModel(RowsTableModel["NodePreflight"]):
             font.setBold(True)
             return font
         if role == Qt.ItemDataRole.ToolTipRole and col == 3:
-            return "\n".join([*(f"no-go: {r}" for r in n.reasons), *(f"warning: {w}" for w in n.warnings)]) or None
+            return "\n".join([*(QCoreApplication.translate("GoNoGoModel", "no-go: {reason}").format(reason=localized(r))
+                                 for r in n.reasons),
+                               *(QCoreApplication.translate("GoNoGoModel", "warning: {warning}").format(
+                                   warning=localized(w)) for w in n.warnings)]) or None
         return None
 
 
@@ -275,7 +282,7 @@ class NodeCard(QGroupBox):
     """What the value column gets at least, beside the fitted section and "What" columns."""
 
     def __init__(self, node: NodePreflight, findings: Sequence[Finding], parent: Any = None) -> None:
-        super().__init__(f"{node.name} — {node.verdict.upper()}", parent)
+        super().__init__(f"{node.name} — {W.upper(node.verdict)}", parent)
         self.node = node
         self.setStyleSheet(f"QGroupBox {{ font-weight: bold; color: {GO_COLORS[node.verdict]}; }}")
         self.model = NodeHistoryModel(self)
