@@ -272,10 +272,12 @@ def _resolve_card(db: Any, ident: str) -> Any:
 
     found = find_cards(db, ident)
     if not found:
-        raise KnownError(f"no GPU with the UUID or serial {printable(ident)!r} in this database")
+        raise KnownError(Text(N_("no GPU with the UUID or serial {ident} in this database"),
+                               ident=repr(printable(ident))))
     if len(found) > 1:
         where = ", ".join(f"{m.uuid} ({m.node} gpu{m.index})" for m in found[:4])
-        raise KnownError(f"the serial {printable(ident)!r} names {len(found)} GPUs ({where}): give the UUID")
+        raise KnownError(Text(N_("the serial {ident} names {count} GPUs ({where}): give the UUID"),
+                               ident=repr(printable(ident)), count=len(found), where=where))
     gpu = gpu_record(db, found[0].uuid)
     assert gpu is not None  # found a moment ago, in the same read
     return gpu
@@ -814,9 +816,9 @@ def build_evidence(db_path: str | os.PathLike[str], ident: str, output: str | os
 
     out = Path(output)
     if not Path(db_path).is_file():
-        raise KnownError(f"no database at {db_path}")
+        raise KnownError(Text(N_("no database at {path}"), path=str(db_path)))
     if out.exists() and not force:
-        raise KnownError(f"{output} exists: give --force to replace it")
+        raise KnownError(Text(N_("{path} exists: give --force to replace it"), path=str(output)))
     now = time.time() if now is None else float(now)
     db = open_database(Path(db_path), readonly=True)
     try:
@@ -841,7 +843,8 @@ def build_evidence(db_path: str | os.PathLike[str], ident: str, output: str | os
     try:
         tmp = _new_part_file(out)
     except OSError as exc:
-        raise KnownError(f"cannot write {output}: {exc.strerror or exc}") from exc
+        raise KnownError(Text(N_("cannot write {path}: {error}"), path=str(output),
+                              error=str(exc.strerror or exc))) from exc
     try:
         with zipfile.ZipFile(tmp, "w") as zf:
             stamp = time.gmtime(now)[:6]
@@ -859,13 +862,16 @@ def build_evidence(db_path: str | os.PathLike[str], ident: str, output: str | os
             try:
                 os.link(tmp, out)  # fails if the file appeared meanwhile: never replaced without --force
             except FileExistsError:
-                raise KnownError(f"{output} exists: give --force to replace it") from None
+                raise KnownError(Text(N_("{path} exists: give --force to replace it"),
+                                      path=str(output))) from None
             except OSError:  # a file system without hard links: the check above is what we have
                 if out.exists():
-                    raise KnownError(f"{output} exists: give --force to replace it") from None
+                    raise KnownError(Text(N_("{path} exists: give --force to replace it"),
+                                          path=str(output))) from None
                 os.replace(tmp, out)
     except OSError as exc:
-        raise KnownError(f"cannot write {output}: {exc.strerror or exc}") from exc
+        raise KnownError(Text(N_("cannot write {path}: {error}"), path=str(output),
+                              error=str(exc.strerror or exc))) from exc
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)

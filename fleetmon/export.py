@@ -375,24 +375,24 @@ _VERSION_WORDS = {"baseline": N_("baseline"), "outlier": N_("outlier")}
 """The Versions sheet's baseline column in words (the rows keep the English values)."""
 
 
-def _shown_value(key: str, value: Any) -> Any:
-    """A workbook cell's value in the reader's language: the verdict and health words, baseline / outlier, a
-    finding's severity, a rule's fixed advice (in the catalog), the acknowledgement and a stored finding's summary (an ``i18n.Text``
-    when the row keeps how it was made, m017; else as stored); anything else (names, identifiers,
-    figures) as it is. CSV and JSON never come here: they keep the English values."""
+def shown_value(key: str, value: Any) -> Any:
+    """A workbook (and printed) cell's value in the reader's language: the verdict and health words, the intake
+    verdict, a finding's severity, baseline / outlier, a rule's fixed advice (in the catalog), the acknowledgement
+    and a stored finding's summary (an ``i18n.Text`` when the row keeps how it was made, m017; else as stored); anything
+    else (names, identifiers, figures) as it is. CSV and JSON never come here: they keep the English values."""
     if not isinstance(value, str) or not value:
         return value
     if key in ("health", "verdict"):
         return W.word(value)
-    if key == "intake_text" and current_language() != "en":
-        from fleetmon.intake import status_word
-
-        verdict, _sep, day = value.partition(" ")  # "PASS 2026-12-01": the card's newest intake and its day
-        return f"{status_word(verdict)} {day}".strip()
     if key == "severity" and value in W.SEV and current_language() != "en":
         return _(W.SEV[value])  # 严重 / 警告 / 提示, as the report says them (English: the stored word, as before)
     if key == "baseline":
         return _(_VERSION_WORDS[value]) if value in _VERSION_WORDS else value
+    if key == "intake_text":  # "REJECT 2026-12-03": the verdict said as the certificate says it (拒收)
+        from fleetmon.intake import status_word  # imported here: the intake checks pull in the health engine
+
+        verdict, sep, day = value.partition(" ")
+        return f"{status_word(verdict)}{sep}{day}"
     if key in ("action", "ack", "evidence"):
         return localized(value)
     return value
@@ -542,8 +542,8 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
             wrapped = [col for col in columns if col.kind == "wrap"]
             for r, row in enumerate(rows, start=1):
                 for c, col in enumerate(columns):
-                    _write_cell(ws, r, c, _shown_value(col.key, row.get(col.key)), col.kind, fmts, quoted)
-                lines = max((wrapped_lines(_shown_value(col.key, row.get(col.key)), col.width) for col in wrapped),
+                    _write_cell(ws, r, c, shown_value(col.key, row.get(col.key)), col.kind, fmts, quoted)
+                lines = max((wrapped_lines(shown_value(col.key, row.get(col.key)), col.width) for col in wrapped),
                             default=1)
                 if lines > 1:
                     # Spreadsheets do not all grow a row for wrapped text on opening (LibreOffice's
@@ -553,7 +553,7 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
                     sev = row.get(key)
                     if sev in tint:
                         c = next(i for i, col in enumerate(columns) if col.key == key)
-                        ws.write_string(r, c, str(_shown_value(key, sev)), tint[str(sev)])
+                        ws.write_string(r, c, str(shown_value(key, sev)), tint[str(sev)])
                 done += 1
                 if progress is not None and (done % 200 == 0 or done == total) and progress(done, total) is False:
                     raise ExportCancelled()

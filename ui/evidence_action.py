@@ -75,6 +75,7 @@ class _Worker(QObject):
     def run(self) -> None:
         from fleetmon.errors import KnownError
         from fleetmon.evidence import build_evidence
+        from fleetmon.i18n import message_of
         from ui.evidence_plots import render_plots
 
         db_path, uuid, output, focus, now = self.args
@@ -82,7 +83,7 @@ class _Worker(QObject):
             # The dialog asked before replacing an existing file: force.
             result = build_evidence(db_path, uuid, output, now=now, force=True, plots=render_plots, focus=focus)
         except KnownError as exc:
-            self.failed.emit(str(exc))
+            self.failed.emit(message_of(exc))  # the core's error (an i18n.Text) in the reader's language
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message, not a dead thread
             self.failed.emit(QCoreApplication.translate("EvidenceExport", "cannot export evidence to {path}: {error}")
                              .format(path=output, error=f"{type(exc).__name__}: {exc}"))

@@ -124,6 +124,7 @@ class ExportWorker(QObject):
     def run(self) -> None:
         from fleetmon.errors import KnownError
         from fleetmon.export import ExportCancelled, export_database
+        from fleetmon.i18n import message_of
 
         try:
             if self._stop.is_set():
@@ -133,7 +134,7 @@ class ExportWorker(QObject):
         except ExportCancelled:
             self.cancelled.emit()
         except KnownError as exc:
-            self.failed.emit(str(exc))
+            self.failed.emit(message_of(exc))  # the core's error (an i18n.Text) in the reader's language
         except Exception as exc:  # noqa: BLE001 - any failure becomes a message, not a dead thread
             self.failed.emit(QCoreApplication.translate("InventoryExport", "cannot export to {path}: {error}").format(
                 path=self.output, error=f"{type(exc).__name__}: {exc}"))

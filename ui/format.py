@@ -410,3 +410,11 @@ def clock(ts: Any) -> str:
     if ts is None:
         return DASH
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(float(ts)))
+
+
+def intake_word(verdict: str) -> str:
+    """An intake verdict as the window says it, the core's word (PASS 通过, CONDITIONAL 有条件通过, REJECT 拒收): the
+    same as the certificate's; the stored verdict stays English (colours and sorting read it)."""
+    from fleetmon.intake import status_word  # imported when shown: the window opens without the intake checks
+
+    return status_word(verdict)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal
 
+from fleetmon.i18n import message_of
 from storage.signoffs import SignoffRow
 
 if TYPE_CHECKING:  # imported by the jobs: the window opens without the health engine (its launch figure)
@@ -130,7 +131,8 @@ class _Job(QRunnable):
         try:
             out = self.fn()
         except Exception as exc:  # noqa: BLE001 - shown in the view; the view stays usable
-            self.signals.failed.emit(str(exc) or type(exc).__name__)
+            # The core's errors (storage's, an i18n.Text) in the reader's language; others as they are.
+            self.signals.failed.emit(message_of(exc) or type(exc).__name__)
         else:
             self.signals.done.emit(out)
 

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (QComboBox, QDialog, QDialogButtonBox, QLabel, QMe
                                QVBoxLayout, QWidget)
 
 from fleetmon.health.series import DAY_S
+from ui import format as fmt
 from ui.inspection_worker import Jobs
 from ui.views.save_html import save_html_dialog, write_html
 
@@ -78,7 +79,7 @@ class IntakeDialog(QDialog):
         self.note.setWordWrap(True)
         self.cards = QComboBox()
         for r in self.results:
-            self.cards.addItem(f"GPU {r.index} · {r.model} · {r.uuid} — {r.verdict}")
+            self.cards.addItem(f"GPU {r.index} · {r.model} · {r.uuid} — {fmt.intake_word(r.verdict)}")
         self.cards.setVisible(len(self.results) > 1)
         self.cards.currentIndexChanged.connect(self._show)
         self.browser = QTextBrowser()
@@ -102,8 +103,8 @@ class IntakeDialog(QDialog):
             return run.note or self.tr("No card was checked.")
         from fleetmon import intake
 
-        counts = ", ".join(f"{sum(1 for r in self.results if r.verdict == v)} {v}" for v in intake.VERDICTS
-                           if any(r.verdict == v for r in self.results))
+        counts = ", ".join(f"{sum(1 for r in self.results if r.verdict == v)} {fmt.intake_word(v)}"
+                           for v in intake.VERDICTS if any(r.verdict == v for r in self.results))
         stored = (self.tr("stored with the card") if self.outcome.stored else
                   self.tr("not stored: {error}").format(error=run.save_error) if run.save_error else
                   self.tr("not stored (the database is read-only)"))

@@ -35,7 +35,7 @@ from PySide6.QtGui import (QAction, QColor, QFont, QFontDatabase, QFontMetricsF,
 from PySide6.QtWidgets import QMessageBox, QProgressDialog, QWidget
 
 from fleetmon import i18n
-from fleetmon.export import INVENTORY_SHEET, PRINT_SECTIONS, Column, Sheet, fleet_label, shown
+from fleetmon.export import INVENTORY_SHEET, PRINT_SECTIONS, Column, Sheet, fleet_label, shown, shown_value
 from ui import format as fmt
 from ui.inspection_worker import Jobs
 
@@ -117,7 +117,9 @@ def layout_table(title: str, keys: Sequence[str], rows: Sequence[Mapping[str, An
     """Measure a section: each column as wide as its widest cell (its header may wrap at spaces), the wrapped
     column (Findings) taking what is left of the page; a table wider than the page even so gets a scale."""
     columns = [_BY_KEY[k] for k in keys]
-    texts = [[cell_text(r.get(c.key), c.kind) for c in columns] for r in rows]
+    # The cells in the reader's language as the workbook writes them (verdict and health words, advice, a
+    # stored finding's summary); the tints below read the stored English values.
+    texts = [[cell_text(shown_value(c.key, r.get(c.key)), c.kind) for c in columns] for r in rows]
     widths: list[float] = []
     for i, c in enumerate(columns):
         # The header as printed (the core's catalog translates it; a Chinese one breaks nowhere: no spaces).

@@ -21,6 +21,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QMessageBox, QWidget
 
+from fleetmon.i18n import message_of
 from fleetmon.slurm import SlurmError, SlurmView, slurm_name_of
 from fleetmon.text import printable
 
@@ -207,7 +208,7 @@ class SlurmAction(QObject):
             try:
                 name = slurm_name_of(self.fleet_file, node)
             except SlurmError as exc:
-                name = self.tr("(none: {error})").format(error=exc)
+                name = self.tr("(none: {error})").format(error=message_of(exc))
             lines.append(self.tr("Node: {node}    Slurm name: {slurm_name}").format(node=printable(node, 80),
                                                                                      slurm_name=name))
             if drain:
@@ -240,7 +241,7 @@ class SlurmAction(QObject):
             try:
                 db = open_database(db_path, existing=True)
             except Exception as exc:  # the database is gone or locked: nothing asked of Slurm, said so
-                error = QCoreApplication.translate("SlurmAction", "cannot record it: {error}").format(error=exc)
+                error = QCoreApplication.translate("SlurmAction", "cannot record it: {error}").format(error=message_of(exc))
                 emit(action, [Outcome(0, node, None, False, error) for node, _r, _k in targets])
                 return
             try:
@@ -249,7 +250,7 @@ class SlurmAction(QObject):
                                               finding_key=key, client=client))
             except Exception as exc:
                 outcomes.append(Outcome(0, "?", None, False, QCoreApplication.translate(
-                    "SlurmAction", "stopped: {error}").format(error=exc)))
+                    "SlurmAction", "stopped: {error}").format(error=message_of(exc))))
             finally:
                 db.close()
                 emit(action, outcomes)

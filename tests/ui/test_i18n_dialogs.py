@@ -178,7 +178,7 @@ def test_intake_dialog_its_save_dialog_and_failure(lang, qtbot, intake_db, tmp_p
     qtbot.addWidget(parent)
     dialog = IntakeDialog(run_job(str(intake_db), NOW, "n2"), parent)
     assert dialog.windowTitle() == pick(lang, "验收 — n2", "Intake — n2")
-    assert dialog.note.text() == pick(lang, "已检查 1 张卡：1 REJECT · 已随卡保存",
+    assert dialog.note.text() == pick(lang, "已检查 1 张卡：1 拒收 · 已随卡保存",
                                       "1 card checked: 1 REJECT · stored with the card")
     assert dialog.save_button.text() == pick(lang, "保存验收证书…", "Save certificate…")
 
@@ -193,6 +193,26 @@ def test_intake_dialog_its_save_dialog_and_failure(lang, qtbot, intake_db, tmp_p
     assert box_texts(seen[1:]) == [(pick(lang, "验收", "Intake"), pick(
         lang, "无法完成验收：unknown node 'n9'", "The intake could not be made: unknown node 'n9'"))]
     dialog.close()
+
+
+def test_intake_verdict_words_in_the_fleet_table_and_the_card_s_changes(lang, qtbot):
+    """The stored verdict stays English (colours, sorting); the window says the core's word, as the certificate."""
+    from types import SimpleNamespace
+
+    from fleetmon.intake import CONDITIONAL, PASS, REJECT, IntakeResult
+    from storage.intake import IntakeRow
+    from ui.format import intake_word
+    from ui.models.fleet_table import FleetTableModel
+    from ui.views.gpu_detail import change_lines
+
+    assert [intake_word(v) for v in (PASS, CONDITIONAL, REJECT, "UNKNOWN")] == pick(
+        lang, ["通过", "有条件通过", "拒收", "未检查"], ["PASS", "CONDITIONAL", "REJECT", "NOT CHECKED"])
+    result = IntakeResult.from_dict({"uuid": "GPU-1", "node": "n1", "verdict": REJECT}).stored()
+    row = IntakeRow(id=1, ts=time.time(), gpu_uuid="GPU-1", verdict=REJECT, node="n1", result=result)
+    table = FleetTableModel()
+    table.set_intakes({"GPU-1": row})
+    assert table.intake_text(SimpleNamespace(uuid="GPU-1")).split(" ")[0] == pick(lang, "拒收", "REJECT")
+    assert change_lines([], [], [row])[0][1] == pick(lang, "验收 拒收", "intake REJECT")
 
 
 def test_save_html_dialog_and_its_write_error(lang, qtbot, tmp_path):
@@ -265,6 +285,45 @@ def test_slurm_confirmation_outcomes_and_states(lang, qtbot, tmp_path):
         states.refresh()
     assert states.text("gpu01") == pick(lang, "Slurm 不可用", "Slurm unavailable")
     assert states.tooltip().startswith(pick(lang, "Slurm：", "Slurm: ")) and "not installed" in states.tooltip()
+
+
+def test_core_errors_in_the_app_s_dialogs_follow_the_language(lang, qtbot, tmp_path):
+    """Export, evidence, a background job (print, intake, pre-run) and Slurm's record error: the core's errors
+    (an i18n.Text) said in the reader's language (fleetmon.i18n.message_of); English as before."""
+    from fleetmon.slurm import SlurmClient
+    from storage.db import open_database
+    from ui.evidence_action import _Worker
+    from ui.export_action import ExportWorker
+    from ui.inspection_worker import _Job
+    from ui.slurm_action import SlurmAction
+
+    missing = str(tmp_path / "gone.db")
+    said: list[str] = []
+    export = ExportWorker(missing, str(tmp_path / "x.xlsx"))
+    export.failed.connect(said.append)
+    export.run()
+    evidence = _Worker(missing, "GPU-1", str(tmp_path / "e.zip"), None, 0.0)
+    evidence.failed.connect(said.append)
+    evidence.run()
+    assert said == [pick(lang, f"{missing} 处没有数据库", f"no database at {missing}")] * 2
+    job = _Job(lambda: open_database(missing, existing=True))
+    job.signals.failed.connect(said.append)
+    job.run()
+    assert bool(CJK.search(said[-1])) == (lang == "zh_CN") and missing in said[-1]
+
+    from fleetmon.fleet import load_fleet
+
+    fleet_path = tmp_path / "fleet.toml"
+    fleet_path.write_text('[[node]]\nname = "gpu01"\nurl = "http://127.0.0.1:9"\n')
+    parent = QWidget()
+    qtbot.addWidget(parent)
+    action = SlurmAction(missing, parent, load_fleet(fleet_path), confirm=lambda *a: True,
+                         show_error=lambda *a: None, client=SlurmClient(bin_dir=str(tmp_path)))
+    with qtbot.waitSignal(action.finished, timeout=10000) as sig:
+        assert action.request("drain", [("gpu01", "gpu lost", None)])
+    (outcome,) = sig.args[1]
+    assert outcome.error.startswith(pick(lang, "无法记录：", "cannot record it: ")) and missing in outcome.error
+    assert bool(CJK.search(outcome.error.split("：", 1)[-1])) == (lang == "zh_CN")
 
 
 def test_demo_history_dialog(lang, qtbot):

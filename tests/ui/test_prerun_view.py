@@ -211,3 +211,70 @@ def test_a_node_cards_what_column_is_never_cut(qtbot, fleet_db: Path) -> None:
         # ... and the card is wide enough for them and a value column (up to its widest).
         fixed = header.sectionSize(0) + header.sectionSize(1)
         assert card.width() >= min(card.MAX_WIDTH, fixed + card.VALUE_WIDTH), (card.node.name, card.width(), fixed)
+
+
+@pytest.mark.parametrize("lang", ["zh_CN", "en"])
+def test_the_history_rows_fixed_words_follow_the_language(qapp, fleet_db: Path, lang: str) -> None:
+    """The ECC / power labels, "no data", "Xid events", the Finding section and "(resolved)" in the reader's
+    language; the rows keep English (identifiers), kinds, Xid codes and figures stay; English reads as before."""
+    from PySide6.QtCore import Qt
+
+    from ui import i18n as ui_i18n
+    from ui.views.prerun import HistoryRow, shown_row
+
+    rev = review(str(fleet_db), time.time(), ["n1", "n2", "n3", "m1", "m2"], DEFAULT_DAYS)
+    rows = [r for n in rev.result.nodes for r in history_rows(n, rev.result.findings)]
+    rows += [HistoryRow("Finding", "n1 GPU 0 · thermal-throttle (resolved)", "x", "warning"),
+             HistoryRow("ECC", "ECC", "no data in this window"), HistoryRow("Power", "power", "no data in this window"),
+             HistoryRow("Xid", "Xid events", "none in this window")]
+    assert ui_i18n.install(lang) == lang
+    try:
+        model = NodeHistoryModel()
+        model.set_rows(rows)
+        shown = {tuple(model.data(model.index(i, c)) for c in range(3)) for i in range(model.rowCount())}
+        tips = {model.data(model.index(i, 1), Qt.ItemDataRole.ToolTipRole) for i in range(model.rowCount())}
+    finally:
+        ui_i18n.install("en")
+    zh = lang == "zh_CN"
+    english = {(r.section, r.what, r.value) for r in rows if isinstance(r.value, str)}
+    if not zh:
+        assert english <= shown and shown_row(rows[0]) == (rows[0].section, rows[0].what, rows[0].value)
+        return
+    assert ("问题", "n1 GPU 0 · thermal-throttle（已恢复）", "x") in shown
+    assert ("ECC", "ECC", "该时间窗口内无数据") in shown and ("功耗", "功耗", "该时间窗口内无数据") in shown
+    assert ("Xid", "Xid 事件", "该时间窗口内没有") in shown
+    whats = {w for _s, w, _v in shown}
+    assert {"可纠正（新增）", "平均 / 最大", "上限 / 默认（单卡最小）"} <= whats, whats
+    assert not whats & {r.what for r in rows if r.section in ("ECC", "Power") and r.what != "ECC"}
+    assert any(str(t).startswith("平均 / 最大：") for t in tips), tips
+
+
+@pytest.mark.parametrize("lang", ["zh_CN", "en"])
+def test_the_go_no_go_table_and_cards_follow_the_language(qtbot, fleet_db: Path, lang: str) -> None:
+    """GO / NO-GO (可用 / 不可用, the core's words), the reasons in the reader's language, "go: nothing in the
+    window", the GPU count and the tooltip's frame; each node card's title; English as before."""
+    from PySide6.QtCore import Qt
+
+    from ui import i18n as ui_i18n
+    from ui.views.prerun import NodeCard
+
+    rev = review(str(fleet_db), time.time(), ["n1", "n2", "n3", "m1", "m2"], DEFAULT_DAYS)
+    assert ui_i18n.install(lang) == lang
+    try:
+        go = GoNoGoModel()
+        go.set_rows(rev.result.nodes)
+        cells = [[go.data(go.index(i, c)) for c in range(4)] for i in range(go.rowCount())]
+        tips = [go.data(go.index(i, 3), Qt.ItemDataRole.ToolTipRole) for i in range(go.rowCount())]
+        card = NodeCard(go.row(0), rev.result.findings)
+        qtbot.addWidget(card)
+        title = card.title()
+    finally:
+        ui_i18n.install("en")
+    zh = lang == "zh_CN"
+    verdicts = {c[1] for c in cells}
+    assert verdicts <= ({"可用", "不可用"} if zh else {"GO", "NO-GO"}) and len(verdicts) == 2
+    assert title == f"{go.row(0).name} — " + ("不可用" if zh else "NO-GO")
+    quiet = [c[3] for c in cells if c[1] in ("可用", "GO")]
+    assert quiet and all(q.startswith("可用" if zh else "go") for q in quiet)
+    no_go_tip = next(t for c, t in zip(cells, tips) if c[1] in ("不可用", "NO-GO"))
+    assert no_go_tip.startswith("不可用：" if zh else "no-go: ")

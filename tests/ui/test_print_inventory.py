@@ -154,3 +154,36 @@ def test_the_fleet_files_name_titles_the_sheet(tmp_path: Path) -> None:
     assert fleet_name(None) is None and fleet_label(tmp_path / "f.db", None) == "f.db"
     fleet.write_text("[[node]\n")
     assert fleet_name(str(fleet)) is None
+
+
+@pytest.mark.parametrize("lang", ["zh_CN", "en"])
+def test_the_printed_verdict_and_health_words_follow_the_language(qapp, db89: Path, tmp_path: Path, lang) -> None:
+    """The cells people read say the verdict and health words as the workbook does (通过 / 不通过 …); the tints
+    still read the stored English words, and English prints as before."""
+    from ui import i18n as ui_i18n
+    from fleetmon.export import shown_value
+    from ui.print_inventory import TINTS, cell_text
+
+    assert ui_i18n.install(lang) == lang
+    try:
+        printer = QPrinter(QPrinter.PrinterMode.HighResolution)
+        setup_printer(printer)
+        _pdf(printer, tmp_path / "inventory.pdf")
+        pages = paint_inventory(printer, _sheet(db89), fleet="lab", now=T0 + 60)
+        intake = cell_text(shown_value("intake_text", "REJECT 2026-12-03"), "text")
+    finally:
+        ui_i18n.install("en")
+    first = pages[0].table
+    keys = [c.key for c in first.columns]
+    worst = next(r for r, t in zip(first.rows, first.tints) if r[0] == ["gpu01"] and r[keys.index("gpu_index")] == ["3"])
+    ok = next(r for r in first.rows if r[0] == ["gpu05"])
+    cols = [k for k in ("verdict", "health") if k in keys]
+    assert cols
+    zh = lang == "zh_CN"
+    assert intake == ("拒收 2026-12-03" if zh else "REJECT 2026-12-03")  # the Intake column, as the certificate
+    words = {"verdict": ["通过"] if zh else ["pass"], "health": ["正常"] if zh else ["ok"]}
+    for k in cols:
+        assert ok[keys.index(k)] == words[k]
+    assert worst[keys.index(cols[0])][0] in (("不通过", "严重") if zh else ("fail", "critical"))
+    tint = next(t for r, t in zip(first.rows, first.tints) if r is worst)
+    assert tint[keys.index(cols[0])] == TINTS["fail"]

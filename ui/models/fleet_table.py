@@ -78,7 +78,7 @@ class FleetTableModel(RowsTableModel[FleetRow]):
         found = self._intakes.get(r.uuid)
         if found is None:
             return fmt.DASH
-        return f"{found.verdict} {time.strftime('%Y-%m-%d', time.localtime(found.ts))}"
+        return f"{fmt.intake_word(found.verdict)} {time.strftime('%Y-%m-%d', time.localtime(found.ts))}"
 
     def set_rows(self, rows: list[FleetRow], now: float | None = None, verdicts: Verdicts | None = None) -> None:
         """Replace the rows (keeps the view's selection when the shape is unchanged).
@@ -195,6 +195,6 @@ class FleetTableModel(RowsTableModel[FleetRow]):
                     "FleetTable", "intake {verdict} at {time} on {node} (the card's Changes tab has the reasons)")
                     if found.node else QCoreApplication.translate(
                         "FleetTable", "intake {verdict} at {time} (the card's Changes tab has the reasons)")).format(
-                    verdict=found.verdict, time=when, node=found.node)
+                    verdict=fmt.intake_word(found.verdict), time=when, node=found.node)
             return f"{r.node} GPU {r.index}: {r.model}\nUUID {r.uuid}"
         return None

@@ -378,7 +378,7 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
             intake = getattr(self._snap, "intakes", {}).get(r.uuid)
             if intake is not None:
                 lines.append(QCoreApplication.translate("FleetTree", "intake: {verdict} ({date})").format(
-                    verdict=intake.verdict, date=time.strftime('%Y-%m-%d', time.localtime(intake.ts))))
+                    verdict=fmt.intake_word(intake.verdict), date=time.strftime('%Y-%m-%d', time.localtime(intake.ts))))
             return "\n".join(lines)
         if it.kind == "node":
             n = self._snap.nodes.get(it.name)

@@ -1029,6 +1029,29 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
 </context>
 <context>
+    <name>GoNoGoModel</name>
+    <message>
+        <source>{gpus} of {expected}</source>
+        <translation>{gpus} / {expected}</translation>
+    </message>
+    <message>
+        <source>go; {warnings}</source>
+        <translation>可用；{warnings}</translation>
+    </message>
+    <message>
+        <source>go: nothing in the window</source>
+        <translation>可用：时间窗口内没有问题</translation>
+    </message>
+    <message>
+        <source>no-go: {reason}</source>
+        <translation>不可用：{reason}</translation>
+    </message>
+    <message>
+        <source>warning: {warning}</source>
+        <translation>警告：{warning}</translation>
+    </message>
+</context>
+<context>
     <name>GpuDetail</name>
     <message>
         <source>not in the spec catalog (add a [[spec]] to the fleet file)</source>
@@ -1796,6 +1819,85 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <message>
         <source>cannot read the database: {message}</source>
         <translation>无法读取数据库：{message}</translation>
+    </message>
+</context>
+<context>
+    <name>PrerunHistory</name>
+    <message>
+        <source>Power</source>
+        <translation>功耗</translation>
+    </message>
+    <message>
+        <source>Finding</source>
+        <translation>问题</translation>
+    </message>
+    <message>
+        <source>corrected (new)</source>
+        <translation>可纠正（新增）</translation>
+    </message>
+    <message>
+        <source>uncorrected (new)</source>
+        <translation>不可纠正（新增）</translation>
+    </message>
+    <message>
+        <source>retired pages (max per card)</source>
+        <translation>退役页（单卡最多）</translation>
+    </message>
+    <message>
+        <source>retirement pending (cards)</source>
+        <translation>待退役（卡数）</translation>
+    </message>
+    <message>
+        <source>row remap pending / failed</source>
+        <translation>行重映射 待处理 / 失败</translation>
+    </message>
+    <message>
+        <source>cards reporting ECC</source>
+        <translation>上报 ECC 的卡数</translation>
+    </message>
+    <message>
+        <source>mean / max</source>
+        <translation>平均 / 最大</translation>
+    </message>
+    <message>
+        <source>limit / default (min per card)</source>
+        <translation>上限 / 默认（单卡最小）</translation>
+    </message>
+    <message>
+        <source>power-brake minutes</source>
+        <translation>功耗制动分钟数</translation>
+    </message>
+    <message>
+        <source>unreadable minutes</source>
+        <translation>无法读取的分钟数</translation>
+    </message>
+    <message>
+        <source>capped cards</source>
+        <translation>功耗受限的卡数</translation>
+    </message>
+    <message>
+        <source>power</source>
+        <translation>功耗</translation>
+    </message>
+    <message>
+        <source>Xid events</source>
+        <translation>Xid 事件</translation>
+    </message>
+    <message>
+        <source>no data in this window</source>
+        <translation>该时间窗口内无数据</translation>
+    </message>
+    <message>
+        <source>none in this window</source>
+        <translation>该时间窗口内没有</translation>
+    </message>
+    <message>
+        <source>{what} (resolved)</source>
+        <translation>{what}（已恢复）</translation>
+    </message>
+    <message>
+        <source>{what}: {value}</source>
+        <translation>{what}：{value}</translation>
     </message>
 </context>
 <context>

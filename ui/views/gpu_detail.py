@@ -196,7 +196,7 @@ def change_lines(changes: Sequence[InventoryChangeRow], places: Sequence[Placeme
         reason = _intake_reason(i.result)
         detail = (QCoreApplication.translate("CardChange", "on {node}: {reason}") if i.node else "{reason}").format(
             node=i.node, reason=reason or fmt.DASH)
-        out.append((i.ts, QCoreApplication.translate("CardChange", "intake {verdict}").format(verdict=i.verdict),
+        out.append((i.ts, QCoreApplication.translate("CardChange", "intake {verdict}").format(verdict=fmt.intake_word(i.verdict)),
                     detail))
     for c in changes:
         if c.kind in ("enrolled", "appeared", "moved", "disappeared"):

@@ -16,13 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QModelIndex, QPersistentModelIndex, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QFont, QGuiApplication
 from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QGroupBox, QHBoxLayout,
                                QHeaderView, QLabel, QLineEdit, QPushButton, QScrollArea, QSplitter,
                                QStyle, QTableView, QVBoxLayout, QWidget)
 
 from fleetmon import hostlist
+from fleetmon.health import wording as W
 from fleetmon.health.findings import Finding
 from fleetmon.i18n import Text, localized
 from ui import format as fmt
@@ -123,12 +124,15 @@ class GoNoGoModel(RowsTableModel["NodePreflight"]):
             if col == 0:
                 return n.name
             if col == 1:
-                return n.verdict.upper()
+                return W.upper(n.verdict)  # GO / NO-GO, 可用 / 不可用 (the core's words, as the preflight's)
             if col == 2:
-                return f"{n.gpus}" + (f" of {n.expected}" if n.expected is not None else "")
+                return QCoreApplication.translate("GoNoGoModel", "{gpus} of {expected}").format(
+                    gpus=n.gpus, expected=n.expected) if n.expected is not None else f"{n.gpus}"
             if n.reasons:
-                return "; ".join(n.reasons)
-            return ("go; " + "; ".join(n.warnings)) if n.warnings else "go: nothing in the window"
+                return "; ".join(localized(r) for r in n.reasons)
+            return (QCoreApplication.translate("GoNoGoModel", "go; {warnings}").format(
+                warnings="; ".join(localized(w) for w in n.warnings)) if n.warnings else
+                QCoreApplication.translate("GoNoGoModel", "go: nothing in the window"))
         if role == Qt.ItemDataRole.ForegroundRole and col == 1 and not self.stale:
             return QBrush(QColor(GO_COLORS[n.verdict]))
         if role == Qt.ItemDataRole.FontRole and col == 1:
@@ -136,7 +140,10 @@ class GoNoGoModel(RowsTableModel["NodePreflight"]):
             font.setBold(True)
             return font
         if role == Qt.ItemDataRole.ToolTipRole and col == 3:
-            return "\n".join([*(f"no-go: {r}" for r in n.reasons), *(f"warning: {w}" for w in n.warnings)]) or None
+            return "\n".join([*(QCoreApplication.translate("GoNoGoModel", "no-go: {reason}").format(reason=localized(r))
+                                 for r in n.reasons),
+                               *(QCoreApplication.translate("GoNoGoModel", "warning: {warning}").format(
+                                   warning=localized(w)) for w in n.warnings)]) or None
         return None
 
 
@@ -148,6 +155,42 @@ class HistoryRow:
     what: str
     value: str
     severity: str = ""
+
+
+_RESOLVED = " (resolved)"
+"""A finding row's "What" ends so when the finding has stopped (the row keeps English; shown translated)."""
+_HISTORY_WORDS = {w: w for w in (
+    QT_TRANSLATE_NOOP("PrerunHistory", "Power"), QT_TRANSLATE_NOOP("PrerunHistory", "Finding"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "corrected (new)"), QT_TRANSLATE_NOOP("PrerunHistory", "uncorrected (new)"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "retired pages (max per card)"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "retirement pending (cards)"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "row remap pending / failed"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "cards reporting ECC"), QT_TRANSLATE_NOOP("PrerunHistory", "mean / max"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "limit / default (min per card)"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "power-brake minutes"), QT_TRANSLATE_NOOP("PrerunHistory", "unreadable minutes"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "capped cards"), QT_TRANSLATE_NOOP("PrerunHistory", "power"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "Xid events"), QT_TRANSLATE_NOOP("PrerunHistory", "no data in this window"),
+    QT_TRANSLATE_NOOP("PrerunHistory", "none in this window"))}
+"""The history rows' fixed words (sections, labels, "no data"): the rows keep them in English (tests and the
+width code read them), the table says them translated. "ECC" and "Xid" stay as they are (identifiers)."""
+
+
+def history_word(text: str) -> str:
+    """A history row's section or fixed label as the window says it (free text, names and figures as they are)."""
+    if text in _HISTORY_WORDS:
+        return QCoreApplication.translate("PrerunHistory", _HISTORY_WORDS[text])
+    return text
+
+
+def shown_row(r: HistoryRow) -> tuple[str, str, str]:
+    """(section, what, value) of a history row as the window shows them: fixed words translated, a finding's
+    summary in the reader's language, "(resolved)" too; kinds, Xid codes, places and figures as they are."""
+    what = history_word(r.what)
+    if r.section == "Finding" and r.what.endswith(_RESOLVED):
+        what = QCoreApplication.translate("PrerunHistory", "{what} (resolved)").format(
+            what=r.what.removesuffix(_RESOLVED))
+    value = localized(r.value) if isinstance(r.value, Text) else history_word(r.value)
+    return history_word(r.section), what, value
 
 
 def _n(value: Any, unit: str = "", digits: int = 0) -> str:
@@ -192,7 +235,7 @@ def history_rows(node: NodePreflight, findings: Sequence[Finding]) -> list[Histo
         rows += [HistoryRow("Xid", f"{f.where()} · {_when(f.first_seen)}", f.summary, str(f.severity)) for f in xids]
     else:
         rows.append(HistoryRow("Xid", "Xid events", "none in this window"))
-    rows += [HistoryRow("Finding", f"{f.where()} · {f.kind}" + ("" if f.is_open else " (resolved)"), f.summary,
+    rows += [HistoryRow("Finding", f"{f.where()} · {f.kind}" + ("" if f.is_open else _RESOLVED), f.summary,
                         str(f.severity)) for f in mine if f.kind != "xid"]
     return rows
 
@@ -219,13 +262,13 @@ class NodeHistoryModel(RowsTableModel[HistoryRow]):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         r = self._rows[index.row()]
-        value = localized(r.value) if isinstance(r.value, Text) else r.value  # a finding's summary (stored too)
+        section, what, value = shown_row(r)  # a finding's summary (stored too) and the fixed words translated
         if role == Qt.ItemDataRole.DisplayRole:
-            return (r.section, r.what, value)[index.column()]
+            return (section, what, value)[index.column()]
         if role == Qt.ItemDataRole.ForegroundRole and r.severity and index.column() == 2:
             return QBrush(QColor(fmt.SEVERITY_COLORS.get(r.severity, "#757575")))
         if role == Qt.ItemDataRole.ToolTipRole:
-            return f"{r.what}: {value}"
+            return QCoreApplication.translate("PrerunHistory", "{what}: {value}").format(what=what, value=value)
         return None
 
 
@@ -239,7 +282,7 @@ class NodeCard(QGroupBox):
     """What the value column gets at least, beside the fitted section and "What" columns."""
 
     def __init__(self, node: NodePreflight, findings: Sequence[Finding], parent: Any = None) -> None:
-        super().__init__(f"{node.name} — {node.verdict.upper()}", parent)
+        super().__init__(f"{node.name} — {W.upper(node.verdict)}", parent)
         self.node = node
         self.setStyleSheet(f"QGroupBox {{ font-weight: bold; color: {GO_COLORS[node.verdict]}; }}")
         self.model = NodeHistoryModel(self)
@@ -260,7 +303,8 @@ class NodeCard(QGroupBox):
         pad = 2 * self.table.style().pixelMetric(QStyle.PixelMetric.PM_FocusFrameHMargin) + 12
         metrics = self.table.fontMetrics()
         rows = [self.model.row(i) for i in range(self.model.rowCount())]
-        labels = [r.what for r in rows if r.section in SUMMARY_SECTIONS] or ["What"]
+        labels = [shown_row(r)[1] for r in rows if r.section in SUMMARY_SECTIONS] or [str(self.model.headerData(
+            1, Qt.Orientation.Horizontal))]
         h.resizeSection(1, max(metrics.horizontalAdvance(t) for t in labels) + pad)
         h.resizeSection(2, self.VALUE_WIDTH)
         fixed = h.sectionSize(0) + h.sectionSize(1)
