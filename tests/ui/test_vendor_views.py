@@ -204,7 +204,7 @@ def _uuids(path: Path, node: str) -> list[str]:
         db.close()
 
 
-def test_the_prerun_views_verdict_line_counts_per_vendor():
+def test_the_prerun_views_verdict_line_counts_per_vendor(qapp):
     from fleetmon.health.engine import NodePreflight, PreflightResult
     from ui.views.prerun import _vendors_text
 
@@ -212,6 +212,14 @@ def test_the_prerun_views_verdict_line_counts_per_vendor():
                         nodes=(NodePreflight("n1", True, gpus=8), NodePreflight("mi1", False, gpus=8),
                                NodePreflight("mi2", True, gpus=8)),
                         vendors={"n1": "nvidia", "mi1": "amd", "mi2": "amd"})
+    assert _vendors_text(r) == "NVIDIA 1 GO, 0 NO-GO; AMD 1 GO, 1 NO-GO"
+    from ui import i18n as ui_i18n
+
+    assert ui_i18n.install("zh_CN") == "zh_CN"
+    try:
+        assert _vendors_text(r) == "NVIDIA 可用 1，不可用 0; AMD 可用 1，不可用 1"
+    finally:
+        ui_i18n.install("en")
     assert _vendors_text(r) == "NVIDIA 1 GO, 0 NO-GO; AMD 1 GO, 1 NO-GO"
 
 

@@ -1911,6 +1911,10 @@ Open findings are counted one by one: a node with three warnings is one warn nod
         <translation>已过期：按“检查”以当前输入查看节点历史。</translation>
     </message>
     <message>
+        <source>{vendor} {go} GO, {no_go} NO-GO</source>
+        <translation>{vendor} 可用 {go}，不可用 {no_go}</translation>
+    </message>
+    <message>
         <source>Slurm hostlist, e.g. gpu[01-16,20],dgx[1-4]</source>
         <translation>Slurm 主机列表，如 gpu[01-16,20],dgx[1-4]</translation>
     </message>

@@ -91,8 +91,8 @@ def _vendors_text(r: Any) -> str:
     from fleetmon.health.render import preflight_by_vendor
     from fleetmon.vendors import vendor_name
 
-    return "; ".join(f"{vendor_name(v)} {len(d['go'])} GO, {len(d['no_go'])} NO-GO"
-                     for v, d in preflight_by_vendor(r).items())
+    return "; ".join(QCoreApplication.translate("PrerunView", "{vendor} {go} GO, {no_go} NO-GO").format(
+        vendor=vendor_name(v), go=len(d["go"]), no_go=len(d["no_go"])) for v, d in preflight_by_vendor(r).items())
 
 
 class GoNoGoModel(RowsTableModel["NodePreflight"]):
@@ -496,7 +496,8 @@ class PrerunView(QWidget):
         self.exclude.setText(exclude_list(r))
         nogo = len(r.no_go)
         self.verdict.setText(
-            f"<b style='color:{GO_COLORS['no-go' if nogo else 'go']}'>GO {len(r.go)} · NO-GO {nogo}</b> "
+            f"<b style='color:{GO_COLORS['no-go' if nogo else 'go']}'>{W.upper('go')} {len(r.go)} · "
+            f"{W.upper('no-go')} {nogo}</b> "
             + self.tr("· {days} days to {time} UTC").format(
                 days=f"{r.days:g}", time=time.strftime('%Y-%m-%d %H:%M', time.gmtime(r.now)))
             + (f" · {_escape(_vendors_text(r))}" if any(v != "nvidia" for v in r.vendors.values()) else ""))
