@@ -1,5 +1,5 @@
 """The sources' deeper parse errors in the reader's language (issue 25): nvidia-smi XML's size and nesting limits,
-the SSH answer's framing, dcgm-exporter's bad lines and values. Fed through the real parse entry points; the English
+the SSH answer's framing, dcgm-exporter's bad lines and values, hl-smi's and xpu-smi's bad rows. Fed through the real parse entry points; the English
 stays byte for byte (other tests compare it), the offending text, line numbers, tags and tool names are inserted as
 they are."""
 
@@ -13,8 +13,10 @@ import pytest
 from fleetmon import i18n
 from fleetmon.sources import SourceError
 from fleetmon.sources.dcgm import parse_dcgm
+from fleetmon.sources.hl_smi import parse_hl_smi
 from fleetmon.sources.smi_xml import parse_smi_xml
 from fleetmon.sources.ssh_tools import read_output
+from fleetmon.sources.xpu_smi import parse_xpu_smi
 
 from helpers.cli import fleetmon
 
@@ -31,6 +33,7 @@ _ENTITY = b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e "boom">]><nvidia_smi_lo
 _ATTRS = b"<nvidia_smi_log><gpu " + b" ".join(b'a%d="1"' % i for i in range(20)) + b"/></nvidia_smi_log>"
 _TEXT = b"<nvidia_smi_log><x>" + b"y" * 70_000 + b"</x></nvidia_smi_log>"
 _ENCODING = b'<?xml version="1.0" encoding="x-bogus"?><nvidia_smi_log/>'
+_XPU = "Timestamp, DeviceId, GPU Power (W)\n"
 _GPU = 'DCGM_FI_DEV_GPU_TEMP{gpu="0",UUID="GPU-1"} '
 
 CASES: list[tuple[str, Callable[[], object], str, str]] = [
@@ -77,6 +80,19 @@ CASES: list[tuple[str, Callable[[], object], str, str]] = [
     ("dcgm-gpus", lambda: parse_dcgm('DCGM_FI_DEV_GPU_TEMP{gpu="0"} 1\nDCGM_FI_DEV_GPU_TEMP{gpu="1"} 1\n', max_gpus=1),
      "dcgm-exporter scrape: more than 1 GPUs (the most one node may have)",
      "dcgm-exporter scrape：GPU 多于 1 块（一个节点最多允许的数量）"),
+    ("hl-smi-empty", lambda: parse_hl_smi("\n"), "hl-smi CSV: empty output (no device rows)",
+     "hl-smi CSV：输出为空（没有设备行）"),
+    ("hl-smi-cut", lambda: parse_hl_smi("index, name\n0, HL-225\n1\n"),
+     "hl-smi CSV: line 3 has 1 values where the field list has 2: a cut or garbled table",
+     "hl-smi CSV：第 3 行有 1 个值，而字段列表有 2 个：表格被截断或已损坏"),
+    ("xpu-smi-device", lambda: parse_xpu_smi(_XPU + "08:08:16.817, zero, 281.13\n"),
+     "xpu-smi dump: line 2: the device id 'zero' is no number", "xpu-smi dump：第 2 行：设备 ID 'zero' 不是数字"),
+    ("xpu-smi-tile", lambda: parse_xpu_smi("Timestamp, DeviceId, TileId, GPU Power (W)\n"),
+     "xpu-smi dump: a per-tile dump (TileId column); dump the devices without -t",
+     "xpu-smi dump：这是按 tile 的转储（有 TileId 列）；请不带 -t 转储各设备"),
+    ("xpu-smi-stamp", lambda: parse_xpu_smi(_XPU + "yesterday, 0, 281.13\n"),
+     "xpu-smi dump: line 2: the timestamp 'yesterday' is neither a time of day nor an ISO date-time",
+     "xpu-smi dump：第 2 行：时间戳 'yesterday' 既不是一天中的时刻，也不是 ISO 日期时间"),
 ]
 
 
