@@ -185,13 +185,21 @@ def new_finding(f: Finding) -> NewFinding:
     return NewFinding(key=f.key, kind=f.kind, severity=f.severity, node=f.node, gpu_uuid=f.gpu_uuid,
                       first_seen=f.first_seen, last_seen=f.last_seen,
                       evidence={"summary": f.summary, **f.evidence}, action=f.action,
-                      texts=i18n.dumps({"summary": f.summary, "action": f.action, "base_summary": _base_summary(f)}))
+                      texts=i18n.dumps({"summary": f.summary, "action": f.action, "base_summary": _base_summary(f),
+                                        "why": _data_why(f)}))
 
 
 def _base_summary(f: Finding) -> object:
     """The rule's own summary that the lifecycle keeps in the evidence (``lifecycle.base_summary``), if any."""
     lc = f.evidence.get("lifecycle")
     return lc.get("base_summary") if isinstance(lc, Mapping) else None
+
+
+def _data_why(f: Finding) -> object:
+    """Why the data closed the finding (``lifecycle.resolved.why``: "24 h without it, 30 h of data"), if it did."""
+    lc = f.evidence.get("lifecycle")
+    resolved = lc.get("resolved") if isinstance(lc, Mapping) else None
+    return resolved.get("why") if isinstance(resolved, Mapping) else None
 
 
 def store(db: Any, judged: Iterable[Finding], now: float) -> Any:

@@ -47,6 +47,9 @@ def _finding(r: dict[str, Any]) -> StoredFinding:
         lc = evidence.get("lifecycle") if isinstance(evidence, dict) else None
         if isinstance(lc, dict) and isinstance(lc.get("base_summary"), str):  # the rule's own summary, kept by
             lc["base_summary"] = from_data(texts.get("base_summary"), lc["base_summary"])  # the lifecycle
+        resolved = lc.get("resolved") if isinstance(lc, dict) else None
+        if isinstance(resolved, dict) and isinstance(resolved.get("why"), str):  # why the data closed it, with figures
+            resolved["why"] = from_data(texts.get("why"), resolved["why"])
     return StoredFinding(
         id=int(r["id"]), key=r["key"], kind=r["kind"], severity=r["severity"], first_seen=r["first_seen"],
         last_seen=r["last_seen"], updated_at=r["updated_at"], node=r["node"], gpu_uuid=r["gpu_uuid"],

@@ -71,7 +71,7 @@ def _status(args: argparse.Namespace) -> int:
     fleet = _fleet(args)
     view = client_for(fleet).view(time.time())
     if not view.ok:
-        raise KnownError(Text(N_("Slurm unavailable: {error}"), error=str(view.error)))
+        raise KnownError(Text(N_("Slurm unavailable: {error}"), error=view.error))
     if args.node:
         names = [_known_node(fleet, args.node)]
     elif fleet is not None:
@@ -83,7 +83,7 @@ def _status(args: argparse.Namespace) -> int:
         try:
             name = slurm_name_of(fleet, node)
         except SlurmError as exc:
-            print(f"{node:<24} " + _("error: {error}").format(error=exc))
+            print(f"{node:<24} " + _("error: {error}").format(error=i18n.message_of(exc)))
             failed = True
             continue
         state = view.nodes.get(name)

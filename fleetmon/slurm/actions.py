@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetmon.health.thresholds import Thresholds
-from fleetmon.i18n import N_, Text
+from fleetmon.i18n import N_, Text, reason_of
 from fleetmon.slurm.client import SlurmClient, SlurmError, SlurmView, clean_reason
 from fleetmon.slurm.names import slurm_name_of
 from fleetmon.text import printable
@@ -103,7 +103,7 @@ def do_action(db: Any, fleet: Any, node: str, action: str, *, reason: str = "", 
     try:
         name = slurm_name_of(fleet, node)
     except SlurmError as exc:
-        name_error = str(exc)
+        name_error = reason_of(exc)  # a Text stays one: said in the reader's language where shown
     action_id = begin_action(db, ts, node, action, origin=origin, who=who, slurm_name=name, reason=reason or None,
                              finding_key=finding_key)
     sent: str | None = None
@@ -115,7 +115,7 @@ def do_action(db: Any, fleet: Any, node: str, action: str, *, reason: str = "", 
             else:
                 client.resume(name)
         except SlurmError as exc:
-            error = str(exc)
+            error = reason_of(exc)
     finish_action(db, action_id, time.time() if now is None else now, ok=error is None, error=error,
                   sent_reason=sent if sent is not None else (clean_reason(reason) if action == "drain" else None))
     if error is None:
@@ -201,7 +201,7 @@ def plan_auto_drain(findings: Sequence[Any], fleet: Any, view: SlurmView, done_k
         try:
             name = slurm_name_of(fleet, f.node)
         except SlurmError as exc:
-            skipped.append((f.node, f.kind, str(exc)))
+            skipped.append((f.node, f.kind, reason_of(exc)))
             continue
         state = view.nodes.get(name)
         if state is None:

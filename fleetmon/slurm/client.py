@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_, Text, reason_of
 from fleetmon.text import printable
 
 __all__ = ["REASON_MAX", "REASON_PREFIX", "NodeState", "SlurmClient", "SlurmError", "SlurmUnavailable", "SlurmView",
@@ -50,8 +51,9 @@ def check_slurm_name(name: str) -> str:
     per call, and nothing a reader of a log could mistake for a command.
     """
     if not isinstance(name, str) or not _NAME.fullmatch(name):
-        raise SlurmError(f"not a Slurm node name: {printable(str(name), 80)!r} "
-                         "(letters, digits, '.', '_' and '-' only)")
+        # i18n.Text: the English as before, said in the reader's language where shown; the name stays as given
+        raise SlurmError(Text(N_("not a Slurm node name: {name!r} (letters, digits, '.', '_' and '-' only)"),
+                              name=printable(str(name), 80)))
     return name
 
 
@@ -180,16 +182,21 @@ class SlurmClient:
             done = subprocess.run([program, *argv[1:]], stdin=subprocess.DEVNULL, capture_output=True,
                                   timeout=self.timeout_s, env=self._env(), check=False)
         except FileNotFoundError:
-            raise SlurmUnavailable(f"Slurm is not installed here: no {argv[0]!r} on PATH") from None
+            raise SlurmUnavailable(Text(N_("Slurm is not installed here: no {program!r} on PATH"),
+                                        program=argv[0])) from None
         except subprocess.TimeoutExpired:
-            raise SlurmUnavailable(f"slurmctld did not answer within {self.timeout_s:g} s ({argv[0]})") from None
+            raise SlurmUnavailable(Text(N_("slurmctld did not answer within {seconds:g} s ({program})"),
+                                        seconds=self.timeout_s, program=argv[0])) from None
         except OSError as exc:
-            raise SlurmUnavailable(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+            raise SlurmUnavailable(Text(N_("cannot run {program}: {error}"), program=argv[0],
+                                        error=str(exc.strerror or exc))) from None
         if done.returncode != 0:
-            message = _first_line(done.stderr) or _first_line(done.stdout) or f"exit status {done.returncode}"
+            # Slurm's own message stays as Slurm printed it (a value); only fleetmon's frame is translated
+            message: str = (_first_line(done.stderr) or _first_line(done.stdout)
+                            or Text(N_("exit status {status}"), status=done.returncode))
             if "Unable to contact slurm controller" in message or "Socket timed out" in message:
-                raise SlurmUnavailable(f"{argv[0]}: {message}")
-            raise SlurmError(f"{argv[0]}: {message}")
+                raise SlurmUnavailable(Text(N_("{program}: {message}"), program=argv[0], message=message))
+            raise SlurmError(Text(N_("{program}: {message}"), program=argv[0], message=message))
         return done.stdout.decode("utf-8", "replace")
 
     def nodes(self) -> dict[str, NodeState]:
@@ -206,15 +213,15 @@ class SlurmClient:
         try:
             return SlurmView(nodes=self.nodes(), at=now)
         except SlurmError as exc:
-            return SlurmView(error=str(exc), at=now)
+            return SlurmView(error=reason_of(exc), at=now)  # a Text stays one: said in the reader's language
 
     def node(self, name: str) -> NodeState:
         """One node's state; :class:`SlurmError` naming it when Slurm does not know it."""
         check_slurm_name(name)
         found = self.nodes().get(name)
         if found is None:
-            raise SlurmError(f"Slurm does not know node {name!r} (not in sinfo's list; "
-                             "set slurm_name for it in the fleet file, or [slurm] name_pattern)")
+            raise SlurmError(Text(N_("Slurm does not know node {name!r} (not in sinfo's list; "
+                                     "set slurm_name for it in the fleet file, or [slurm] name_pattern)"), name=name))
         return found
 
     def drain(self, name: str, reason: str) -> str:

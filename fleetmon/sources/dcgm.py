@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetmon.fields import CATALOG
+from fleetmon.i18n import N_, Text
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample
 from fleetmon.sources import ReadLimits, SourceError
@@ -201,8 +202,8 @@ def parse_dcgm(text: str | bytes, *, max_gpus: int | None = None, max_series: in
         # Comments (HELP, TYPE) and blank lines cost a split each: bounded before any work.
         max_lines = 4 * max_series + 1024
         if (text.count("\n") if isinstance(text, str) else text.count(b"\n")) >= max_lines:
-            raise SourceError(f"{WHAT}: more than {max_lines:,} lines (at most {max_series:,} series are read "
-                              "from one node)")
+            raise SourceError(Text(N_("{what}: more than {lines:,} lines (at most {series:,} series are read "
+                                      "from one node)"), what=WHAT, lines=max_lines, series=max_series))
     gpus: dict[str, _Gpu] = {}
     orphans = 0
     series = 0
@@ -210,19 +211,21 @@ def parse_dcgm(text: str | bytes, *, max_gpus: int | None = None, max_series: in
     lines: Sequence[str | bytes] = text.split("\n") if isinstance(text, str) else text.split(b"\n")
     for lineno, raw in enumerate(lines, 1):
         if len(raw) > MAX_LINE_CHARS:
-            raise SourceError(f"{WHAT}: line {lineno} is longer than {MAX_LINE_CHARS:,} characters")
+            raise SourceError(Text(N_("{what}: line {line} is longer than {chars:,} characters"), what=WHAT,
+                                   line=lineno, chars=MAX_LINE_CHARS))
         line = (raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw).strip()
         if not line or line[0] == "#":
             continue
         series += 1
         if max_series is not None and series > max_series:
-            raise SourceError(f"{WHAT}: more than {max_series:,} series (the most read from one node)")
+            raise SourceError(Text(N_("{what}: more than {series:,} series (the most read from one node)"), what=WHAT,
+                                   series=max_series))
         try:
             name, labels, value_text = _sample(line)
             value = _number(value_text)
         except _Bad as exc:
-            raise SourceError(f"{WHAT}: line {lineno}: not Prometheus text format ({printable(str(exc), 80)}): "
-                              f"{printable(line, 60)}") from None
+            raise SourceError(Text(N_("{what}: line {line}: not Prometheus text format ({error}): {text}"), what=WHAT,
+                                   line=lineno, error=printable(str(exc), 80), text=printable(line, 60))) from None
         uuid = _label(labels, "UUID", "uuid")
         gpu_label = _label(labels, "gpu")
         if uuid is None and gpu_label is None:
@@ -235,11 +238,12 @@ def parse_dcgm(text: str | bytes, *, max_gpus: int | None = None, max_series: in
         g = gpus.get(key)
         if g is None:
             if max_gpus is not None and len(gpus) >= max_gpus:
-                raise SourceError(f"{WHAT}: more than {max_gpus} GPUs (the most one node may have)")
+                raise SourceError(Text(N_("{what}: more than {limit} GPUs (the most one node may have)"), what=WHAT,
+                                       limit=max_gpus))
             g = gpus[key] = _Gpu(key, {}, {}, {}, {})
         if name in _READ_METRICS and not math.isfinite(value):
-            raise SourceError(f"{WHAT}: {name} of GPU {printable(key, 60)} is {printable(value_text, 20)}, "
-                              "not a reading")
+            raise SourceError(Text(N_("{what}: {metric} of GPU {gpu} is {value}, not a reading"), what=WHAT,
+                                   metric=name, gpu=printable(key, 60), value=printable(value_text, 20)))
         mig_id = _label(labels, "GPU_I_ID")
         if mig_id is None:
             g.labels.update({k: v for k, v in labels.items() if v != ""})
@@ -252,12 +256,13 @@ def parse_dcgm(text: str | bytes, *, max_gpus: int | None = None, max_series: in
                 g.mig_first.setdefault(name, value)
             if mig_id not in g.migs:
                 if max_gpus is not None and len(g.migs) >= max_gpus:
-                    raise SourceError(f"{WHAT}: GPU {printable(key, 60)} has more than {max_gpus} MIG instances")
+                    raise SourceError(Text(N_("{what}: GPU {gpu} has more than {limit} MIG instances"), what=WHAT,
+                                           gpu=printable(key, 60), limit=max_gpus))
                 mig_index = _small_int(mig_id)
                 g.migs[mig_id] = {"gpu_instance_id": mig_id if mig_index is None else mig_index,
                                   "profile": labels.get("GPU_I_PROFILE")}
     if not gpus:
-        raise SourceError(f"{WHAT}: no series names a GPU (no 'gpu' or 'UUID' label)")
+        raise SourceError(Text(N_("{what}: no series names a GPU (no 'gpu' or 'UUID' label)"), what=WHAT))
     notes: list[str] = []
     if orphans:
         notes.append(f"{orphans} series without gpu/UUID labels belong to no GPU and were left out")

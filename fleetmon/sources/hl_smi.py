@@ -61,6 +61,7 @@ from __future__ import annotations
 import re
 from typing import Any, Callable
 
+from fleetmon.i18n import N_, Text
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample, Status
 from fleetmon.sources import SourceError
@@ -250,38 +251,42 @@ def parse_hl_smi(data: bytes | str, fields: tuple[str, ...] | list[str] | None =
     text = tool_text(data, WHAT)
     rows = csv_rows(text)
     if not rows:
-        raise SourceError(f"{WHAT}: empty output (no device rows)")
+        raise SourceError(Text(N_("{what}: empty output (no device rows)"), what=WHAT))
     notes: list[str] = []
     given = tuple(f.strip().lower() for f in fields) if fields is not None else None
     if _is_header(rows[0][1]):
         names = tuple(_field_name(v) for v in rows[0][1])
         if given is not None and given != names:
-            raise SourceError(f"{WHAT}: the header names other fields than the query asked for")
+            raise SourceError(Text(N_("{what}: the header names other fields than the query asked for"), what=WHAT))
         rows = rows[1:]
     elif given is not None:
         names = given
     else:
         layout = _layout_for(rows[0][1])
         if layout is None:
-            raise SourceError(f"{WHAT}: no header row and {len(rows[0][1])} columns of no known field list; "
-                              "pass the -Q field list (or run hl-smi with -f csv, with the header)")
+            raise SourceError(Text(N_("{what}: no header row and {columns} columns of no known field list; "
+                                      "pass the -Q field list (or run hl-smi with -f csv, with the header)"),
+                                   what=WHAT, columns=len(rows[0][1])))
         names = layout
         notes.append(f"no header: the columns read as {','.join(layout)}")
     if len(set(names)) != len(names):
-        raise SourceError(f"{WHAT}: a field is named twice in the field list")
+        raise SourceError(Text(N_("{what}: a field is named twice in the field list"), what=WHAT))
     if len(rows) > max_gpus:
-        raise SourceError(f"{WHAT}: {len(rows)} device rows, more than the {max_gpus} one output may describe")
+        raise SourceError(Text(N_("{what}: {count} device rows, more than the {limit} one output may describe"),
+                               what=WHAT, count=len(rows), limit=max_gpus))
     unknown = [n for n in names if n not in _SAMPLE and n not in _INVENTORY and n not in EXTRA_FIELDS
                and n not in ("index", "driver_version", "timestamp")]
     if unknown:
         notes.append(f"fields not mapped (kept in extra): {printable(', '.join(unknown), 200)}")
     for number_, values in rows:
         if len(values) != len(names):
-            raise SourceError(f"{WHAT}: line {number_} has {len(values)} values where the field list has "
-                              f"{len(names)}: a cut or garbled table")
+            raise SourceError(Text(N_("{what}: line {line} has {values} values where the field list has {fields}: "
+                                      "a cut or garbled table"), what=WHAT, line=number_, values=len(values),
+                                   fields=len(names)))
     if last_value_cut(text, rows):
-        raise SourceError(f"{WHAT}: the last line is cut short (no line break after it, and its last value "
-                          f"{printable(rows[-1][1][-1], 40)!r} is shaped unlike the line before's)")
+        raise SourceError(Text(N_("{what}: the last line is cut short (no line break after it, and its last value "
+                                  "{value!r} is shaped unlike the line before's)"), what=WHAT,
+                               value=printable(rows[-1][1][-1], 40)))
     node = node_readings()
     drivers = {v[names.index("driver_version")] for _, v in rows} if "driver_version" in names else set()
     drivers = {d for d in drivers if text_status(d) is None}
@@ -300,8 +305,8 @@ def parse_hl_smi(data: bytes | str, fields: tuple[str, ...] | list[str] | None =
         if "index" in row:
             idx, st = reading(row["index"], whole)
             if idx is None or not 0 <= idx < 1_000_000:
-                raise SourceError(f"{WHAT}: device row {position}: the index {printable(row['index'], 40)!r} "
-                                  "is no index")
+                raise SourceError(Text(N_("{what}: device row {row}: the index {index!r} is no index"), what=WHAT,
+                                       row=position, index=printable(row["index"], 40)))
             index = idx
         inv, sample, extra = inventory_readings(), sample_readings(), {}
         inv.put("index", index)
@@ -317,7 +322,8 @@ def parse_hl_smi(data: bytes | str, fields: tuple[str, ...] | list[str] | None =
                     extra[EXTRA_FIELDS.get(field, field)] = got
         uuid = _identity(inv, index)
         if uuid in seen:
-            raise SourceError(f"{WHAT}: two device rows name the same device {printable(uuid, 80)!r}")
+            raise SourceError(Text(N_("{what}: two device rows name the same device {device!r}"), what=WHAT,
+                                   device=printable(uuid, 80)))
         seen.add(uuid)
         lost = sample.lost() or inv.lost()
         state = lost_state(lost)

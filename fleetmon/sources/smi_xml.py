@@ -98,7 +98,8 @@ def parse_smi_xml(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
     if len(data) > MAX_BYTES:
-        raise SourceError(f"nvidia-smi XML: {len(data)} bytes, more than the {MAX_BYTES} a document may have")
+        raise SourceError(Text(N_("nvidia-smi XML: {size} bytes, more than the {limit} a document may have"),
+                               size=len(data), limit=MAX_BYTES))
     root = _bounded_tree(data)
     if root.tag != "nvidia_smi_log":
         raise SourceError(Text(N_("nvidia-smi XML: the root element is <{root}>, not <nvidia_smi_log>"),
@@ -118,33 +119,37 @@ def _bounded_tree(data: bytes) -> Element:
     a 46 KB document.)
     """
     if data.count(b"<") > 2 * MAX_ELEMENTS:
-        raise SourceError(f"nvidia-smi XML: more than {2 * MAX_ELEMENTS} tags (at most {MAX_ELEMENTS} elements)")
+        raise SourceError(Text(N_("nvidia-smi XML: more than {tags} tags (at most {limit} elements)"),
+                               tags=2 * MAX_ELEMENTS, limit=MAX_ELEMENTS))
     try:
         root = safe_et.fromstring(data, forbid_dtd=False, forbid_entities=True, forbid_external=True)
     except DefusedXmlException as exc:
-        raise SourceError(f"nvidia-smi XML: refused, the document declares entities or external references "
-                          f"({exc.__class__.__name__}); nvidia-smi never writes those") from None
+        raise SourceError(Text(N_("nvidia-smi XML: refused, the document declares entities or external references "
+                                  "({error}); nvidia-smi never writes those"), error=exc.__class__.__name__)) from None
     except ParseError as exc:
         raise SourceError(Text(N_("nvidia-smi XML: not well-formed ({error})"), error=_one_line(exc))) from None
     except LookupError as exc:  # expat asks the codecs for an encoding it does not know: encoding="x-bogus"
-        raise SourceError(f"nvidia-smi XML: unknown character encoding ({_one_line(exc)})") from None
+        raise SourceError(Text(N_("nvidia-smi XML: unknown character encoding ({error})"),
+                               error=_one_line(exc))) from None
     except ValueError as exc:  # "multi-byte encodings are not supported" (shift_jis …), a codec's own errors
-        raise SourceError(f"nvidia-smi XML: unreadable character encoding ({_one_line(exc)})") from None
+        raise SourceError(Text(N_("nvidia-smi XML: unreadable character encoding ({error})"),
+                               error=_one_line(exc))) from None
     elements = 0
     for el in root.iter():  # C iteration; the checks are cheap (a normal document: well under a millisecond)
         elements += 1
         if elements > MAX_ELEMENTS:
-            raise SourceError(f"nvidia-smi XML: more than {MAX_ELEMENTS} elements")
+            raise SourceError(Text(N_("nvidia-smi XML: more than {limit} elements"), limit=MAX_ELEMENTS))
         if el.attrib and (len(el.attrib) > MAX_ATTRIBUTES
                           or any(len(v) > MAX_ATTRIBUTE_CHARS for v in el.attrib.values())):
-            raise SourceError(f"nvidia-smi XML: <{printable(str(el.tag), 80)}> has more than "
-                              f"{MAX_ATTRIBUTES} attributes or one longer than {MAX_ATTRIBUTE_CHARS} characters")
+            raise SourceError(Text(N_("nvidia-smi XML: <{tag}> has more than {limit} attributes or one longer than "
+                                      "{chars} characters"), tag=printable(str(el.tag), 80), limit=MAX_ATTRIBUTES,
+                                   chars=MAX_ATTRIBUTE_CHARS))
         if el.text is not None and len(el.text) > MAX_TEXT_CHARS:
-            raise SourceError(f"nvidia-smi XML: <{printable(str(el.tag), 80)}> holds more than "
-                              f"{MAX_TEXT_CHARS} characters of text")
+            raise SourceError(Text(N_("nvidia-smi XML: <{tag}> holds more than {chars} characters of text"),
+                                   tag=printable(str(el.tag), 80), chars=MAX_TEXT_CHARS))
     # An element MAX_DEPTH levels below the root is one too deep (ElementPath walks level by level, no recursion).
     if root.find(_TOO_DEEP) is not None:
-        raise SourceError(f"nvidia-smi XML: nested more than {MAX_DEPTH} elements deep")
+        raise SourceError(Text(N_("nvidia-smi XML: nested more than {depth} elements deep"), depth=MAX_DEPTH))
     return root
 
 
@@ -368,7 +373,8 @@ def parse_element(root: Element, source: str, max_gpus: int = MAX_GPUS) -> Captu
     node.read("cuda_driver_version", find_text(root, "cuda_version"), str)
     gpus_el = root.findall("gpu")
     if len(gpus_el) > max_gpus:
-        raise SourceError(f"{source}: {len(gpus_el)} GPUs in one document, more than the {max_gpus} one may describe")
+        raise SourceError(Text(N_("{source}: {count} GPUs in one document, more than the {limit} one may describe"),
+                               source=source, count=len(gpus_el), limit=max_gpus))
     notes: list[str] = []
     attached = reading(find_text(root, "attached_gpus"), whole)[0]
     node.put("gpu_count", attached if attached is not None else len(gpus_el))

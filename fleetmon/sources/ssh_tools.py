@@ -221,7 +221,7 @@ def _document(tool: SshTool, data: bytes) -> Capture:
     from fleetmon.sources.formats import by_name, decode
 
     if not data.strip():
-        raise SourceError(f"{tool.name} printed nothing")
+        raise SourceError(Text(N_("{tool} printed nothing"), tool=tool.name))
     formats = [by_name(f) for f in tool.formats]
     try:
         text = decode(data)
@@ -242,11 +242,13 @@ def _split_parts(tool: SshTool, data: bytes) -> list[bytes]:
         elif docs:
             docs[-1].append(line)
         elif line.strip():
-            raise SourceError(f"{tool.name}: output before its first document")
+            raise SourceError(Text(N_("{tool}: output before its first document"), tool=tool.name))
     if tuple(names) != tool.parts:
         if names == list(tool.parts[:len(names)]):
-            raise SourceError(f"{tool.name}: the output ends before its {tool.parts[len(names)]} document (cut off)")
-        raise SourceError(f"{tool.name}: the output's documents are not {', '.join(tool.parts)}")
+            raise SourceError(Text(N_("{tool}: the output ends before its {part} document (cut off)"), tool=tool.name,
+                                   part=tool.parts[len(names)]))
+        raise SourceError(Text(N_("{tool}: the output's documents are not {parts}"), tool=tool.name,
+                               parts=", ".join(tool.parts)))
     return [b"\n".join(d) for d in docs]
 
 
@@ -261,11 +263,12 @@ def read_output(data: bytes, tool: str) -> Capture:
     if marked is not None:
         data = data.split(b"\n", 1)[1] if b"\n" in data else b""
         if marked == "none":
-            raise SourceError(f"no vendor tool on the node: none of {', '.join(AUTO_ORDER)} is on its login PATH")
+            raise SourceError(Text(N_("no vendor tool on the node: none of {tools} is on its login PATH"),
+                                   tools=", ".join(AUTO_ORDER)))
         if marked not in TOOLS:
-            raise SourceError(f"the node named an unknown tool {printable(marked, 40)!r}")
+            raise SourceError(Text(N_("the node named an unknown tool {tool!r}"), tool=printable(marked, 40)))
         if tool not in (AUTO, marked):
-            raise SourceError(f"the node ran {marked}, the fleet file names {tool}")
+            raise SourceError(Text(N_("the node ran {ran}, the fleet file names {tool}"), ran=marked, tool=tool))
         name = marked
     elif tool == AUTO:
         name = "nvidia-smi"  # not the auto script's output: the command fleetmon always ran (a restricted key)

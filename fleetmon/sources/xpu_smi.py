@@ -166,25 +166,28 @@ def parse_xpu_smi(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
     shown = rows[0][1]
     titles = [t.lower() for t in shown]
     if any(t.replace(" ", "") in ("tileid", "tile") for t in titles):
-        raise SourceError(f"{WHAT}: a per-tile dump (TileId column); dump the devices without -t")
+        raise SourceError(Text(N_("{what}: a per-tile dump (TileId column); dump the devices without -t"), what=WHAT))
     if len(set(titles)) != len(titles):
-        raise SourceError(f"{WHAT}: a column title is given twice")
+        raise SourceError(Text(N_("{what}: a column title is given twice"), what=WHAT))
     last: dict[int, list[str]] = {}
     count: dict[int, int] = {}
     first_stamp = last_stamp = ""
     for line, values in rows[1:]:
         if len(values) != len(titles):
-            raise SourceError(f"{WHAT}: line {line} has {len(values)} values where the header has {len(titles)}: "
-                              "a cut or garbled dump")
+            raise SourceError(Text(N_("{what}: line {line} has {values} values where the header has {titles}: "
+                                      "a cut or garbled dump"), what=WHAT, line=line, values=len(values),
+                                   titles=len(titles)))
         stamp, device = values[0], values[1]
         if not _DEVICE_ID.fullmatch(device):
-            raise SourceError(f"{WHAT}: line {line}: the device id {printable(device, 40)!r} is no number")
+            raise SourceError(Text(N_("{what}: line {line}: the device id {device!r} is no number"), what=WHAT,
+                                   line=line, device=printable(device, 40)))
         if _ISO.fullmatch(stamp) is None and _TIME_OF_DAY.fullmatch(stamp) is None:
-            raise SourceError(f"{WHAT}: line {line}: the timestamp {printable(stamp, 40)!r} is neither a time "
-                              "of day nor an ISO date-time")
+            raise SourceError(Text(N_("{what}: line {line}: the timestamp {stamp!r} is neither a time of day nor an "
+                                      "ISO date-time"), what=WHAT, line=line, stamp=printable(stamp, 40)))
         dev = int(device)
         if dev not in last and len(last) >= max_gpus:
-            raise SourceError(f"{WHAT}: more than {max_gpus} devices, more than one output may describe")
+            raise SourceError(Text(N_("{what}: more than {limit} devices, more than one output may describe"),
+                                   what=WHAT, limit=max_gpus))
         last[dev] = values
         count[dev] = count.get(dev, 0) + 1
         first_stamp = first_stamp or stamp

@@ -4,6 +4,7 @@ JSON and the CSV read it); a row from before m017, or with unreadable data, is s
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import sqlite3
@@ -205,3 +206,28 @@ def test_a_long_list_survives() -> None:
     assert isinstance(back, Text) and back == text
     with i18n.speaking("zh_CN"):
         assert i18n.localized(back).count("掉卡") == 60
+
+
+def test_why_the_data_closed_a_finding_reads_back_in_chinese_with_its_figures(tmp_path: Path) -> None:
+    # A finding the lifecycle resolved by data, stored and read back: the "why" with its figures says itself again
+    from fleetmon.health import render
+
+    why = Text(N_("{quiet:.0f} h without it, {hours:.0f} h of data"), quiet=24, hours=30.4)
+    f = Finding(kind="thermal-throttle", severity="warning", node="n2", gpu_uuid="GPU-2", first_seen=T0,
+                last_seen=T0 + 60, summary=Text(N_("{gpu}: thermal slowdown for {minutes} min ({reasons})"),
+                                                gpu="n2 gpu1", minutes=1, reasons="SW_THERMAL"),
+                evidence={"lifecycle": {"resolved": {"by": "data", "why": why, "at": T0 + 90_000}}},
+                key="thermal-throttle|gpu:GPU-2|0", state="resolved")
+    db = open_database(tmp_path / "f.db")
+    try:
+        ledger.store(db, [dataclasses.replace(f, state="open", evidence={})], T0 + 60)  # stored open first
+        ledger.store(db, [f], T0 + 90_000)
+        back = ledger.stored_finding(_finding(db, f.key))
+        assert back is not None
+        (raw,) = query(db, "SELECT evidence FROM findings WHERE key = ?", (f.key,))
+        assert json.loads(raw["evidence"])["lifecycle"]["resolved"]["why"] == "24 h without it, 30 h of data"
+        assert render.resolution_text(back) == "resolved by data: 24 h without it, 30 h of data"  # English as before
+        with i18n.speaking("zh_CN"):
+            assert render.resolution_text(back) == "数据表明已恢复：24 小时未出现，30 小时的数据"
+    finally:
+        db.close()
