@@ -252,7 +252,10 @@ def test_the_report_shows_each_nodes_slurm_state_and_the_drains_on_record(tmp_pa
     doc = json.loads(subprocess.run([*report, "--json"], capture_output=True, text=True,
                                     timeout=120).stdout)
     states = {n["name"]: n["slurm"] for n in doc["nodes"]}
-    assert states["gpu-a"] == "idle" and states["gpu-b"].startswith("drain (fleetmon: Xid 79 on GPU 1; root ")
+    # gpu-a as Slurm has it: idle, with Slurm's "*" when slurmctld's last ping of it went unanswered (seen once
+    # in a fresh-clone run, after the test that pauses slurmctld; the report shows what Slurm says)
+    assert states["gpu-a"] in ("idle", "idle*"), states
+    assert states["gpu-b"].startswith("drain (fleetmon: Xid 79 on GPU 1; root ")
     (action,) = doc["summary"]["slurm"]["actions"]
     assert (action["node"], action["who"], action["result"], action["reason"]) == ("gpu-b", "dave", "ok",
                                                                                    "Xid 79 on GPU 1")
