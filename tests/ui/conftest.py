@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,15 @@ def _own_settings(tmp_path: Path) -> None:
 
     QSettings.setDefaultFormat(QSettings.Format.IniFormat)
     QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(tmp_path / "settings"))
+
+
+@pytest.fixture
+def chinese(qapp) -> Iterator[None]:
+    """The application in zh_CN for one test, English again after it (whatever happens)."""
+    from ui import i18n as ui_i18n
+
+    assert ui_i18n.install("zh_CN") == "zh_CN"
+    try:
+        yield
+    finally:
+        ui_i18n.install("en")

@@ -5,7 +5,6 @@ a row from before m017 shows its English as stored."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,20 +16,10 @@ from fleetmon.i18n import N_, Text
 from helpers import HOT, T0, Feeder, between
 from storage import findings as stored
 from storage.db import open_database
-from ui import i18n as ui_i18n
 
 pytestmark = pytest.mark.gui
 CJK = re.compile(r"[\u4e00-\u9fff]")
 TIP = Qt.ItemDataRole.ToolTipRole
-
-
-@pytest.fixture
-def chinese(qapp) -> Iterator[None]:
-    assert ui_i18n.install("zh_CN") == "zh_CN"
-    try:
-        yield
-    finally:
-        ui_i18n.install("en")
 
 
 def _db(path: Path) -> Path:

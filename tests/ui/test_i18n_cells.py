@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
 
 import pytest
 from PySide6.QtCore import QProcess, Qt
@@ -22,16 +21,6 @@ pytestmark = pytest.mark.gui
 CJK = re.compile(r"[\u4e00-\u9fff]")
 H = Qt.Orientation.Horizontal
 NOW = int(time.time()) // 86400 * 86400
-
-
-@pytest.fixture
-def chinese(qapp) -> Iterator[None]:
-    """The application in zh_CN for one test, English again after it (whatever happens)."""
-    assert ui_i18n.install("zh_CN") == "zh_CN"
-    try:
-        yield
-    finally:
-        ui_i18n.install("en")
 
 
 @pytest.fixture

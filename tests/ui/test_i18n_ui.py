@@ -7,7 +7,6 @@ import re
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -91,16 +90,6 @@ def test_the_language_follows_fleetmon_lang_then_the_setting_then_the_locale(tmp
     assert ui_i18n.chosen_language(settings) == "zh_CN"  # this run's explicit choice over both
     monkeypatch.setenv("FLEETMON_LANG", "de_DE.UTF-8")
     assert ui_i18n.chosen_language(settings) == "en"  # not translated: English
-
-
-@pytest.fixture
-def chinese(qapp) -> Iterator[None]:
-    """The application in zh_CN for one test, English again after it (whatever happens)."""
-    assert ui_i18n.install("zh_CN") == "zh_CN"
-    try:
-        yield
-    finally:
-        ui_i18n.install("en")
 
 
 def window_texts(w) -> list[str]:
