@@ -510,13 +510,13 @@ class PreflightResult:
         return any(not n.go for n in self.nodes)
 
 
-def _age_text(minutes: float) -> str:
-    """"42 min", "6.0 h", "1.5 d": the age of a node's newest data."""
+def _age_text(minutes: float) -> Text:
+    """"42 min", "6.0 h", "1.5 d": the age of a node's newest data (said in the reader's language where shown)."""
     if minutes < 120:
-        return f"{minutes:.0f} min"
+        return Text(N_("{value} min"), value=f"{minutes:.0f}")
     if minutes < 48 * 60:
-        return f"{minutes / 60:.1f} h"
-    return f"{minutes / 1440:.1f} d"
+        return Text(N_("{value} h"), value=f"{minutes / 60:.1f}")
+    return Text(N_("{value} d"), value=f"{minutes / 1440:.1f}")
 
 
 def _ecc_power(history: FleetHistory, node: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -650,7 +650,7 @@ def preflight(
             reasons.insert(0, Text(N_("never reached: no successful poll yet [node-unreachable]")))
         elif state == "stale":
             age = (history.now - node.last_ok) / 60.0 if node.last_ok is not None else 0.0
-            reasons.append(f"stale: no good poll for {_age_text(age)} [node-unreachable]")
+            reasons.append(Text(N_("stale: no good poll for {age} [node-unreachable]"), age=_age_text(age)))
         elif state == "unreachable" and not any("[node-unreachable, open]" in r for r in reasons):
             reasons.append(Text(N_("unreachable now: the latest poll failed ({error}) [node-unreachable]"),
                                 error=node.last_error or Text(N_("no answer"))))

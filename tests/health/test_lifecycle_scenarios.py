@@ -252,6 +252,13 @@ def test_a_node_silent_for_six_hours_is_stale_never_pass(n2_silent_db):
     assert "n2 (6.0 h)" in render.report_text(run.result)
     reasons = {n.name: n.reasons for n in assess.run_preflight(db, now, ["n2"], 14).result.nodes}
     assert reasons["n2"] == ("stale: no good poll for 6.0 h [node-unreachable]",)
+    from fleetmon import i18n
+
+    i18n.set_language("zh_CN")
+    try:
+        assert [i18n.localized(r) for r in reasons["n2"]] == ["数据过期：已 6.0 小时没有成功轮询 [node-unreachable]"]
+    finally:
+        i18n.set_language("en")
 
 
 @pytest.mark.parametrize("n2_silent_db", ["2d"], indirect=True)
