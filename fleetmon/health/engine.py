@@ -660,8 +660,8 @@ def preflight(
         for p in problems:
             gpu = history.gpu(p.gpu_uuid) if p.gpu_uuid else None
             where = f"{name} gpu{gpu.index}" if gpu is not None and gpu.index is not None else p.gpu_uuid or name
-            warnings.append(f"{where}: could not judge its ECC/power data, left out of the summary below "
-                            f"({p.error}) [data-unjudgeable]")
+            warnings.append(Text(N_("{where}: could not judge its ECC/power data, left out of the summary below "
+                                    "({error}) [data-unjudgeable]"), where=where, error=p.error))
         result.append(NodePreflight(
             name, not reasons, tuple(reasons), tuple(warnings), ecc, power,
             gpus=len([g for g in history.gpus_on(name) if g.state != GpuState.MISSING]),
