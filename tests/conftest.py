@@ -102,9 +102,8 @@ def slurm_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     why = slurm.available()
     if why:
         pytest.skip(why)
-    cluster = slurm.SlurmCluster(tmp_path_factory.mktemp("slurm"))
+    cluster = slurm.start_cluster(lambda: tmp_path_factory.mktemp("slurm"))
     try:
-        cluster.start()
         yield cluster
     finally:
         cluster.close()

@@ -171,3 +171,21 @@ class SlurmCluster:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait(10)
+
+
+def start_cluster(folder: Callable[[], Path], attempts: int = 3) -> SlurmCluster:
+    """A started :class:`SlurmCluster` in a new ``folder()``. Slurm cannot take port 0: the ports are picked free
+    and closed again before the daemons bind them, and another test process may take one in between (seen in a
+    fresh-clone run: "Unable to bind listen port …: Address already in use"). That case alone is tried again,
+    on new ports; any other failure is raised at once."""
+    for attempt in range(attempts):
+        cluster = SlurmCluster(folder())
+        try:
+            cluster.start()
+            return cluster
+        except RuntimeError:
+            cluster.close()
+            logs = "".join(p.read_text(errors="replace") for p in (cluster.root / "log").glob("*"))
+            if "Address already in use" not in logs or attempt == attempts - 1:
+                raise
+    raise AssertionError("unreachable")
