@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Callable
 
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_, Text
+from fleetmon.i18n import gettext as _
 
 # (node name, scenario): RTX 3090/4090, V100, A100, H100 and T4; five nodes on driver 535, three on 550.
 DEMO_NODES: tuple[tuple[str, str], ...] = (
@@ -107,10 +109,12 @@ def start_agents(folder: Path, nodes: list[tuple[str, str]], *, interval_s: floa
         for name, scenario, proc, port_file, log_file in started:
             while not port_file.exists():
                 if proc.poll() is not None:
-                    raise KnownError(f"simulated agent {name} exited with status {proc.returncode}: "
-                                     f"{log_file.read_text(errors='replace').strip()[-400:]}")
+                    raise KnownError(Text(N_("simulated agent {name} exited with status {status}: {log}"), name=name,
+                                          status=proc.returncode,
+                                          log=" ".join(log_file.read_text(errors='replace').split())[-400:]))
                 if time.monotonic() > deadline:
-                    raise KnownError(f"simulated agent {name} did not start within {timeout_s:g} s")
+                    raise KnownError(Text(N_("simulated agent {name} did not start within {seconds:g} s"), name=name,
+                                          seconds=timeout_s))
                 time.sleep(0.05)
             port = int(port_file.read_text())
             agents.append(AgentProcess(name, scenario, proc, port, f"http://127.0.0.1:{port}"))
@@ -203,7 +207,7 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
             nothing is left running and the folder is removed unless ``keep``).
     """
     if not 1 <= nodes <= 64:
-        raise KnownError("--nodes must be between 1 and 64")
+        raise KnownError(Text(N_("--nodes must be between 1 and 64")))
     folder = Path(tempfile.mkdtemp(prefix="fleetmon-demo-"))
     groups: dict[str, str] = {}
     epoch: float | None = None
@@ -230,7 +234,8 @@ def start_demo(nodes: int, *, interval_s: float, backfill_minutes: int = 0, keep
             if minutes:
                 node_args[name] = ["--backfill-minutes", str(minutes), "--backfill-step", "30"]
     try:
-        print(f"fleetmon demo: starting {len(specs)} simulated agents in {folder}", file=sys.stderr, flush=True)
+        print("fleetmon demo: " + _("starting {count} simulated agents in {folder}").format(count=len(specs), folder=folder),
+              file=sys.stderr, flush=True)
         extra = ["--backfill-minutes", str(backfill_minutes), "--backfill-step", "30"] if backfill_minutes else []
         # a backfill of many agents shares the cores: give them time (2 h on 24 agents took > 30 s on two cores)
         agents = start_agents(folder, specs, interval_s=min(interval_s, 5.0), extra_args=extra, node_args=node_args,
@@ -299,7 +304,7 @@ def prepare_history(db_path: Path, *, nodes: int, days: float, seed: int | None,
         db.close()
 
 
-def text_progress(label: str = "generating history") -> Callable[[int, int], None]:
+def text_progress(label: str = N_("generating history")) -> Callable[[int, int], None]:
     """A progress callback drawing one line on stderr when it is a terminal (nothing otherwise)."""
     tty = sys.stderr.isatty()
 
@@ -309,7 +314,7 @@ def text_progress(label: str = "generating history") -> Callable[[int, int], Non
         width = 30
         filled = width * done // max(total, 1)
         end = "\n" if done >= total else ""
-        print(f"\rfleetmon demo: {label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
+        print(f"\rfleetmon demo: {_(label)} [{'#' * filled}{'.' * (width - filled)}] {done}/{total}",
               end=end, file=sys.stderr, flush=True)
 
     return show
@@ -317,6 +322,6 @@ def text_progress(label: str = "generating history") -> Callable[[int, int], Non
 
 def _remove_folder(folder: Path, keep: bool) -> None:
     if keep:
-        print(f"fleetmon demo: kept {folder}", file=sys.stderr)
+        print("fleetmon demo: " + _("kept {folder}").format(folder=folder), file=sys.stderr)
     else:
         shutil.rmtree(folder, ignore_errors=True)

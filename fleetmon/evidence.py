@@ -502,8 +502,10 @@ def _plot_specs(card: _Card) -> list[PlotSpec]:
     for f, name, (a, b), w in card.windows:
         lo = min((float(r["ts"]) for r in w.rows), default=a)
         hi = max((float(r["ts"]) for r in w.rows), default=b) + w.step_s
-        title = localized(Text(N_("{kind} {when} ({resolution} data): {summary}"), kind=f.kind, when=_shown(a),
-                               resolution=w.resolution, summary=_summary(f)))
+        # Whole sentences per resolution (the word is not translated alone; the English is as before).
+        template = (N_("{kind} {when} (hour data): {summary}") if w.resolution == "hour" else
+                    N_("{kind} {when} (minute data): {summary}"))
+        title = localized(Text(template, kind=f.kind, when=_shown(a), summary=_summary(f)))
         specs.append(PlotSpec(name, title, lo, hi, (
             PlotPanel(t(N_("SM clock")), "MHz", (_series(w, "sm_clock_mhz_mean", t(N_("mean"))),
                                                  _series(w, "sm_clock_mhz_min", t(N_("min"))))),
@@ -753,9 +755,9 @@ def _files(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note: str |
          d.pcie_ratio, d.clock_vs_fleet) for d in card.derating)),
         N_("daily derating figures against the nominal spec and the model's fleet median"))
     for _f, name, _span, w in card.windows:
-        files[f"minutes/{name}.csv"] = (_history_csv(w), Text(N_("{resolution} data around the episode ({hours} h "
-                                                                       "either side)"), resolution=w.resolution,
-                                                                 hours=EPISODE_MARGIN_S // 3600))
+        about = (N_("hour data around the episode ({hours} h either side)") if w.resolution == "hour" else
+                 N_("minute data around the episode ({hours} h either side)"))
+        files[f"minutes/{name}.csv"] = (_history_csv(w), Text(about, hours=EPISODE_MARGIN_S // 3600))
     for name, data in pngs.items():
         files[f"plots/{name}.png"] = (data, N_("plot (PNG)"))
     if card.intake:

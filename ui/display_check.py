@@ -27,6 +27,8 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from fleetmon.i18n import N_, Text
+
 # The shared libraries Qt's xcb plugin (and Qt's GUI library under it) loads from the system, with the
 # Debian/Ubuntu package of each. The first block is what Qt needs for any window, offscreen too
 # (system-deps.sh's base list); the second is the xcb plugin's own (its `demo` list).
@@ -95,8 +97,8 @@ def window_problem(command: str, environ: Mapping[str, str] | None = None, *,
         return missing_libraries_message(missing)
     error = (connect or x_connection_error)(display)
     if error:
-        return (f"cannot open a window: no X server answers on DISPLAY={display} (or this user may not use it: "
-                f"xauth); {_elsewhere(command)}")
+        return Text(N_("cannot open a window: no X server answers on DISPLAY={display} (or this user may not use it: "
+                       "xauth); {advice}"), display=display, advice=_elsewhere(command))
     return None
 
 
@@ -105,16 +107,22 @@ def qpa_platforms(value: str) -> list[str]:
     return [entry.split(":", 1)[0].strip().lower() for entry in value.split(";") if entry.strip()]
 
 
+# The messages are fleetmon.i18n Text (said in the reader's language where the CLI prints them; English as is).
 def no_display_message(command: str, environ: Mapping[str, str]) -> str:
     qpa = environ.get("QT_QPA_PLATFORM", "")
-    unset = "DISPLAY is not set" if qpa.strip().lower() == "xcb" else "neither DISPLAY nor WAYLAND_DISPLAY is set"
-    return f"no display to open a window on ({unset}); {_elsewhere(command)}"
+    if qpa.strip().lower() == "xcb":
+        return Text(N_("no display to open a window on (DISPLAY is not set); {advice}"), advice=_elsewhere(command))
+    return Text(N_("no display to open a window on (neither DISPLAY nor WAYLAND_DISPLAY is set); {advice}"),
+                advice=_elsewhere(command))
 
 
-def _elsewhere(command: str) -> str:
-    headless = ", or without a window: `fleetmon demo --no-gui`" if command == "demo" else ""
-    return (f"run it under a virtual X server (`xvfb-run fleetmon {command} …`){headless}, or use the "
-            f"command-line reports (`fleetmon report`, `fleetmon preflight`)")
+def _elsewhere(command: str) -> Text:
+    if command == "demo":
+        return Text(N_("run it under a virtual X server (`xvfb-run fleetmon {command} …`), or without a window: "
+                       "`fleetmon demo --no-gui`, or use the command-line reports (`fleetmon report`, "
+                       "`fleetmon preflight`)"), command=command)
+    return Text(N_("run it under a virtual X server (`xvfb-run fleetmon {command} …`), or use the command-line "
+                   "reports (`fleetmon report`, `fleetmon preflight`)"), command=command)
 
 
 def missing_libraries_message(missing: Iterable[str]) -> str:
@@ -122,13 +130,18 @@ def missing_libraries_message(missing: Iterable[str]) -> str:
     sonames = list(dict.fromkeys(missing))
     packages = list(dict.fromkeys(LIBRARY_PACKAGES[s] for s in sonames if s in LIBRARY_PACKAGES))
     unknown = [s for s in sonames if s not in LIBRARY_PACKAGES]
-    text = (f"cannot open a window: Qt's X11 platform plugin (xcb) needs {', '.join(sonames)}, "
-            f"{'which are' if len(sonames) > 1 else 'which is'} not installed")
+    many = len(sonames) > 1
+    text = Text(N_("cannot open a window: Qt's X11 platform plugin (xcb) needs {libraries}, which are not installed")
+                if many else
+                N_("cannot open a window: Qt's X11 platform plugin (xcb) needs {libraries}, which is not installed"),
+                libraries=", ".join(sonames))
     sudo = "" if hasattr(os, "geteuid") and os.geteuid() == 0 else "sudo "
     if packages:
-        text += f"; install {'them' if len(sonames) > 1 else 'it'} with: {sudo}apt-get install {' '.join(packages)}"
+        text = Text(N_("{text}; install them with: {command}") if many else N_("{text}; install it with: {command}"),
+                    text=text, command=f"{sudo}apt-get install {' '.join(packages)}")
     if unknown:
-        text += f"; find the package of {', '.join(unknown)} with `apt-file search`"
+        text = Text(N_("{text}; find the package of {libraries} with `apt-file search`"), text=text,
+                    libraries=", ".join(unknown))
     return text
 
 

@@ -88,11 +88,11 @@ def default_buffer_path() -> Path:
 
 def _check_args(args: argparse.Namespace) -> str | None:
     """Validate options before anything starts; returns the token (or None)."""
-    if args.interval < 0.2 or args.interval > 3600:
+    if not 0.2 <= args.interval <= 3600:  # also refuses nan
         raise KnownError(Text(N_("--interval must be between 0.2 and 3600 seconds")))
-    if args.keep_days < 7:
+    if not args.keep_days >= 7:  # also refuses nan
         raise KnownError(Text(N_("--keep-days must be at least 7")))
-    if args.max_buffer_mb < 16:
+    if not args.max_buffer_mb >= 16:  # also refuses nan
         raise KnownError(Text(N_("--max-buffer-mb must be at least 16")))
     if not 0.5 <= args.http_timeout <= 600:
         raise KnownError(Text(N_("--http-timeout must be between 0.5 and 600 seconds")))

@@ -85,6 +85,9 @@ _ARGPARSE_MESSAGES: tuple[tuple[str, str], ...] = (
      N_("argument {arg}: not allowed with argument {other}")),
     (r"argument (?P<arg>\S+): ignored explicit argument (?P<value>.+)",
      N_("argument {arg}: ignored explicit argument {value}")),
+    (r"argument (?P<arg>\S+): expected at most one argument", N_("argument {arg}: expected at most one argument")),
+    (r"ambiguous option: (?P<option>\S+) could match (?P<matches>.+)",
+     N_("ambiguous option: {option} could match {matches}")),
 )
 _ARGPARSE_ERRORS = tuple((re.compile(pattern), template) for pattern, template in _ARGPARSE_MESSAGES)
 

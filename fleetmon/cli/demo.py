@@ -13,7 +13,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
+from fleetmon.errors import KnownError
 from fleetmon.stopping import stop_on_signals
+from fleetmon.i18n import N_, Text
 from fleetmon.i18n import gettext as _
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ def run(args: argparse.Namespace) -> int:
     from fleetmon.cli.gui import CANNOT_SHOW, cannot_show_window
     from fleetmon.demo import start_demo, text_progress
 
+    check_arguments(args)  # before anything starts: a bad value is one line, not a half-started demo
     if not args.no_gui and cannot_show_window("demo"):
         return CANNOT_SHOW  # before the agents and their temporary folder: nothing to leave behind
     history = args.history_days > 0
@@ -50,6 +53,25 @@ def run(args: argparse.Namespace) -> int:
         if db_path is not None and db_path.exists():
             print("fleetmon demo: " + _("kept the database {path}").format(path=db_path), file=sys.stderr)
         return rc
+
+
+MAX_HISTORY_DAYS = 366
+"""The longest generated history (a year; a month takes about a minute on 2 cores)."""
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Refuse, in one line, a value the demo cannot run with (the agents' own bounds for --interval and
+    --backfill, so no simulated agent exits after the others started)."""
+    if not 1 <= args.nodes <= 64:
+        raise KnownError(Text(N_("--nodes must be between 1 and 64")))
+    if not 0.2 <= args.interval <= 3600:  # also refuses nan
+        raise KnownError(Text(N_("--interval must be between 0.2 and 3600 seconds")))
+    if not 0 <= args.backfill <= 10080:
+        raise KnownError(Text(N_("--backfill must be between 0 and 10080 minutes (7 days)")))
+    if not 0 <= args.history_days <= MAX_HISTORY_DAYS:
+        raise KnownError(Text(N_("--history-days must be between 0 and {days}"), days=MAX_HISTORY_DAYS))
+    if not 0 <= args.duration < float("inf"):
+        raise KnownError(Text(N_("--duration must be 0 (until the window closes) or a number of seconds")))
 
 
 def _history(db_path: Path, args: argparse.Namespace, progress: Callable[[int, int], None],

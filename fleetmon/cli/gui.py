@@ -57,7 +57,7 @@ def cannot_show_window(command: str) -> bool:
     problem = window_problem(command)
     if problem is None:
         return False
-    print(f"fleetmon {command}: {problem}", file=sys.stderr)
+    print(f"fleetmon {command}: {localized(problem)}", file=sys.stderr)
     return True
 
 

@@ -243,8 +243,13 @@ def test_the_summary_page_and_the_plot_titles_in_chinese(history, tmp_path):
                  "文件：", "  placements.csv: 每次安装位置：节点、插槽序号", "  summary.html: 可打印的摘要",
                  "  manifest.json: 本清单，含文件大小，JSON 格式", "  README.txt: 本文件"):
         assert said in readme, said
-    for english in ("RMA / return evidence", "History from", "Files:", "every placement", "this file"):
+    for english in ("RMA / return evidence", "History from", "Files:", "every placement", "this file",
+                    "data around the episode"):
         assert english not in readme, english
+    episodes = [line for line in readme.splitlines() if line.startswith("  minutes/")]
+    assert episodes and all("数据（前后各 " in line for line in episodes), episodes
+    assert all(f["holds"].endswith("data around the episode (2 h either side)")
+               for f in manifest["files"] if f["name"].startswith("minutes/"))
     holds = {f["name"]: f["holds"] for f in manifest["files"]}
     assert holds["placements.csv"].startswith("every placement: node, slot index")
     assert holds["README.txt"] == "what this archive is, in words"
@@ -266,5 +271,6 @@ def test_the_summary_page_and_the_plot_titles_in_chinese(history, tmp_path):
     memory = next(s for s in seen if s.name == "life-memory")
     assert [p.unit for p in memory.panels] == ["次数", "页", "行"]
     episode = next(s for s in seen if s.name not in ("life-telemetry", "life-memory"))
-    assert "UTC（" in episode.title and " 数据）：" in episode.title
+    assert "UTC（" in episode.title and ("（分钟数据）：" in episode.title or "（小时数据）：" in episode.title), episode.title
+    assert "minute" not in episode.title and "hour" not in episode.title
     assert episode.panels[-1].title == "PCIe 链路" and episode.panels[-1].unit == "代数 / 宽度"

@@ -110,3 +110,48 @@ def test_usage_errors_in_chinese_keep_their_exit_status() -> None:
     english = fleetmon("report")
     assert english.returncode == 1 and english.stderr.endswith(
         "fleetmon report: error: the following arguments are required: --db\n")
+
+
+def test_the_demos_bad_values_are_refused_before_anything_starts() -> None:
+    """Each value the demo cannot run with is one line, in the reader's language, before an agent starts (a
+    negative --duration ran forever; a bad --interval let every simulated agent start and one exit)."""
+    for flag, value, english, chinese in (
+            ("--interval", "0", "--interval must be between 0.2 and 3600 seconds", "--interval 必须在 0.2 到 3600 秒之间"),
+            ("--interval", "nan", "--interval must be between 0.2 and 3600 seconds", "--interval 必须在 0.2 到 3600 秒之间"),
+            ("--duration", "-5", "--duration must be 0 (until the window closes) or a number of seconds",
+             "--duration 必须为 0（直到关闭窗口）或秒数"),
+            ("--backfill", "-1", "--backfill must be between 0 and 10080 minutes (7 days)",
+             "--backfill 必须在 0 到 10080 分钟（7 天）之间"),
+            ("--history-days", "-1", "--history-days must be between 0 and 366", "--history-days 必须在 0 到 366 之间"),
+            ("--nodes", "0", "--nodes must be between 1 and 64", "--nodes 必须在 1 到 64 之间")):
+        proc = fleetmon("demo", "--no-gui", flag, value)
+        assert proc.returncode == 1 and proc.stderr == f"fleetmon demo: {english}\n", (flag, value, proc.stderr)
+        proc = fleetmon("--lang", "zh_CN", "demo", "--no-gui", flag, value)
+        assert proc.returncode == 1 and proc.stderr == f"fleetmon demo: {chinese}\n", (flag, value, proc.stderr)
+
+
+def test_the_agent_refuses_nan() -> None:
+    for flag in ("--interval", "--keep-days", "--max-buffer-mb"):
+        proc = fleetmon("agent", flag, "nan")
+        assert proc.returncode == 1 and proc.stderr.count("\n") == 1 and flag in proc.stderr, (flag, proc.stderr)
+
+
+def test_no_display_is_said_in_chinese() -> None:
+    """`fleetmon gui` / `demo` without a display (ui/display_check.py speaks before Qt exists)."""
+    env = {"DISPLAY": "", "WAYLAND_DISPLAY": "", "QT_QPA_PLATFORM": ""}
+    proc = fleetmon("--lang", "zh_CN", "demo", env=env)
+    assert proc.stderr == ("fleetmon demo: 没有可打开窗口的显示器（DISPLAY 和 WAYLAND_DISPLAY 都未设置）；请在虚拟 X 服务器下运行"
+                           "（`xvfb-run fleetmon demo …`），或不开窗口运行：`fleetmon demo --no-gui`，或使用命令行报告"
+                           "（`fleetmon report`、`fleetmon preflight`）\n"), proc.stderr
+    english = fleetmon("gui", env=env)
+    assert english.stderr == ("fleetmon gui: no display to open a window on (neither DISPLAY nor WAYLAND_DISPLAY is "
+                              "set); run it under a virtual X server (`xvfb-run fleetmon gui …`), or use the "
+                              "command-line reports (`fleetmon report`, `fleetmon preflight`)\n")
+    assert proc.returncode == english.returncode != 0
+
+
+def test_more_argparse_errors_in_chinese() -> None:
+    proc = fleetmon("--lang", "zh_CN", "report", "--h")  # --help or --html
+    assert proc.stderr.splitlines()[-1] == "fleetmon report：错误：选项有歧义：--h 可匹配 --help, --html", proc.stderr
+    assert fleetmon("report", "--h").stderr.splitlines()[-1] == (
+        "fleetmon report: error: ambiguous option: --h could match --help, --html")
