@@ -113,11 +113,19 @@ architecture unsupported and keeps the target in ``extra["gfx_target"]``."""
 
 
 def _error(what: str, reason: str) -> SourceError:
-    """``what: reason`` as one line; a fixed reason (an :class:`~fleetmon.i18n.Text`) is said in the reader's
-    language where the CLI prints it."""
-    if isinstance(reason, Text):
+    """``what: reason`` as one line (runs of spaces folded, cut to 200 characters); a reason made as an
+    :class:`~fleetmon.i18n.Text` is said in the reader's language where the CLI prints it."""
+    shown = printable(" ".join(reason.split()), 200)
+    if isinstance(reason, Text) and shown == reason:
         return SourceError(Text(N_("{what}: {error}"), what=what, error=reason))
-    return SourceError(f"{what}: {printable(' '.join(reason.split()), 200)}")
+    # A plain reason, or one whose inserted text had to be folded or cut: the one-line English as before.
+    return SourceError(f"{what}: {shown}")
+
+
+def _quoted(text: str) -> str:
+    """Text from the document to insert as ``{x!r}`` into a reason: runs of spaces folded as :func:`_error` folds
+    the line (``repr`` leaves no other whitespace), so the reason made as a Text is the same English."""
+    return re.sub(" {2,}", " ", text)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -130,16 +138,18 @@ def decode(data: bytes | str, what: str = "AMD tool output") -> str:
     (NUL between the letters) is decoded again. Raises SourceError past :data:`MAX_BYTES`."""
     if isinstance(data, str):
         if len(data) > MAX_BYTES:
-            raise _error(what, f"{len(data)} characters, more than the {MAX_BYTES} a document may have")
+            raise _error(what, Text(N_("{count} characters, more than the {limit} a document may have"),
+                                     count=len(data), limit=MAX_BYTES))
         if "\x00" in data[:64]:
             try:
                 data = data.encode("latin-1")
             except UnicodeEncodeError:
-                raise _error(what, "NUL characters in the text (UTF-16 read as something else?)") from None
+                raise _error(what, Text(N_("NUL characters in the text (UTF-16 read as something else?)"))) from None
         else:
             return data.removeprefix("\ufeff")
     if len(data) > MAX_BYTES:
-        raise _error(what, f"{len(data)} bytes, more than the {MAX_BYTES} a document may have")
+        raise _error(what, Text(N_("{count} bytes, more than the {limit} a document may have"), count=len(data),
+                                 limit=MAX_BYTES))
     try:
         if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
             return data.decode("utf-16")
@@ -148,7 +158,7 @@ def decode(data: bytes | str, what: str = "AMD tool output") -> str:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         if data[:2] in (b"\xff\xfe", b"\xfe\xff") or b"\x00" in data[:64]:
-            raise _error(what, f"not valid UTF-16 ({exc.reason})") from None
+            raise _error(what, Text(N_("not valid UTF-16 ({error})"), error=exc.reason)) from None
         return data.decode("latin-1")
 
 
@@ -182,19 +192,24 @@ def _json(text: str, what: str) -> Any:
         try:
             value = decoder.raw_decode(text, start)[0]
         except RecursionError:
-            raise _error(what, f"nested deeper than {MAX_DEPTH} levels") from None
+            raise _error(what, _too_deep()) from None
         except json.JSONDecodeError as exc:
-            failure = failure or f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; truncated?)"
+            invalid = Text(N_("not valid JSON ({error} at line {line} column {column}; truncated?)"),
+                           error=exc.msg, line=exc.lineno, column=exc.colno)
+            failure = failure or invalid
             line_end = text.find("\n", start)
             if line_end < 0 or exc.pos > line_end:  # past its first line: a JSON document, broken (cut)
-                raise _error(what, f"not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}; "
-                                   "truncated?)") from None
+                raise _error(what, invalid) from None
             continue
         except ValueError as exc:  # an integer of more than 4,300 digits
-            raise _error(what, f"not usable JSON ({exc})") from None
+            raise _error(what, Text(N_("not usable JSON ({error})"), error=str(exc))) from None
         _check_depth(value, what)
         return value
     raise _error(what, failure)
+
+
+def _too_deep() -> Text:
+    return Text(N_("nested deeper than {depth} levels"), depth=MAX_DEPTH)
 
 
 def _check_depth(value: Any, what: str) -> None:
@@ -203,7 +218,7 @@ def _check_depth(value: Any, what: str) -> None:
         level = [c for v in level for c in (v.values() if isinstance(v, dict) else v if isinstance(v, list) else ())]
         if not level:
             return
-    raise _error(what, f"nested deeper than {MAX_DEPTH} levels")
+    raise _error(what, _too_deep())
 
 
 _CUT_NOTE = "the last line has no line end (the output was cut?): it is not used"
@@ -213,10 +228,10 @@ def _lines(text: str, what: str, notes: list[str] | None = None) -> list[str]:
     """The document's lines (longer than :data:`MAX_LINE_CHARS`: skipped). With ``notes``, a last line without a
     line end is dropped (a tool ends its output with one; a cut line could hold a cut number) and noted."""
     if text.count("\n") > MAX_LINES:
-        raise _error(what, f"more than {MAX_LINES} lines")
+        raise _error(what, Text(N_("more than {limit} lines"), limit=MAX_LINES))
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
-        raise _error(what, f"more than {MAX_LINES} lines")
+        raise _error(what, Text(N_("more than {limit} lines"), limit=MAX_LINES))
     if notes is not None and lines and not text.endswith(("\n", "\r")) and lines[-1].strip():
         lines.pop()
         notes.append(_CUT_NOTE)
@@ -225,7 +240,8 @@ def _lines(text: str, what: str, notes: list[str] | None = None) -> list[str]:
 
 def _count_devices(n: int, what: str) -> None:
     if n > MAX_DEVICES:
-        raise _error(what, f"{n} devices in one document, more than the {MAX_DEVICES} one may list")
+        raise _error(what, Text(N_("{count} devices in one document, more than the {limit} one may list"), count=n,
+                                limit=MAX_DEVICES))
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -761,7 +777,7 @@ def _amd_smi_entries(doc: Any, what: str) -> list[Any]:
         return doc
     if isinstance(doc, dict) and "gpu" in doc:
         return [doc]
-    raise _error(what, "neither a list of GPUs nor {\"gpu_data\": [...]}")
+    raise _error(what, Text(N_("neither a list of GPUs nor {layout}"), layout='{"gpu_data": [...]}'))
 
 
 def _is_version(entries: list[Any]) -> bool:
@@ -792,7 +808,8 @@ def parse_amd_smi_json(data: bytes | str) -> Capture:
     devs: list[_Dev] = []
     for pos, entry in enumerate(entries):
         if not isinstance(entry, dict):
-            raise _error(what, f"GPU entry {pos} is a {type(entry).__name__}, not an object")
+            raise _error(what, Text(N_("GPU entry {entry} is a {kind}, not an object"), entry=pos,
+                                        kind=type(entry).__name__))
         devs.append(_amd_smi_device(entry, pos, node))
     return _capture(devs, AMD_SMI_JSON, "amd", node, notes)
 
@@ -861,23 +878,24 @@ def _amd_smi_tree(lines: list[str], what: str) -> list[dict[str, Any]]:
                 if len(last[0][last[1]]) < MAX_LINE_CHARS * 4:  # longer is no value anyway: bounded work
                     last[0][last[1]] += " " + raw.strip()
                 continue
-            raise _error(what, f"line not 'KEY: value': {raw.strip()[:60]!r}")
+            raise _error(what, Text(N_("line not 'KEY: value': {line!r}"), line=_quoted(raw.strip()[:60])))
         indent, key, value = len(m.group(1)), m.group(2).lower(), m.group(3)
         if indent == 0:
             if key != "gpu" or value is None:
-                raise _error(what, f"expected 'GPU: <n>' at the left margin, found {raw.strip()[:60]!r}")
+                raise _error(what, Text(N_("expected 'GPU: <n>' at the left margin, found {line!r}"),
+                                        line=_quoted(raw.strip()[:60])))
             gpus.append({"gpu": value.strip()})
             _count_devices(len(gpus), what)
             stack = [(0, gpus[-1])]
             continue
         if not stack:
-            raise _error(what, "indented line before the first 'GPU: <n>'")
+            raise _error(what, Text(N_("indented line before the first 'GPU: <n>'")))
         while len(stack) > 1 and stack[-1][0] >= indent:
             stack.pop()
         parent = stack[-1][1]
         if value is None or value == "":
             if len(stack) >= MAX_DEPTH:
-                raise _error(what, f"nested deeper than {MAX_DEPTH} levels")
+                raise _error(what, _too_deep())
             child: dict[str, Any] = {}
             parent[key] = child
             stack.append((indent, child))
@@ -951,7 +969,8 @@ def parse_amd_smi_csv(data: bytes | str) -> Capture:
     for pos, row in enumerate(rows[1:]):
         cells = _csv_row(row, len(header))
         if len(cells) != len(header):
-            raise _error(what, f"row {pos + 1} has {len(cells)} fields under a header of {len(header)} (truncated?)")
+            raise _error(what, Text(N_("row {row} has {count} fields under a header of {fields} (truncated?)"),
+                                    row=pos + 1, count=len(cells), fields=len(header)))
         tree: dict[str, Any] = {"gpu": cells[0]}
         unknown: dict[str, str] = {}
         for key, cell in zip(header[1:], cells[1:]):
@@ -1066,15 +1085,15 @@ def _rocm_card(card: dict[str, Any], pos: int, hygon: bool) -> _Dev:
 
 def _cards(doc: Any, what: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     if not isinstance(doc, dict):
-        raise _error(what, "not an object of cardN entries")
+        raise _error(what, Text(N_("not an object of cardN entries")))
     keys = [k for k in doc if re.fullmatch(r"card\d{1,6}", str(k))]
     if not keys:
-        raise _error(what, "no 'cardN' entry")
+        raise _error(what, Text(N_("no 'cardN' entry")))
     _count_devices(len(keys), what)
     cards = []
     for k in sorted(keys, key=lambda k: int(k[4:])):
         if not isinstance(doc[k], dict):
-            raise _error(what, f"{k} is a {type(doc[k]).__name__}, not an object")
+            raise _error(what, Text(N_("{key} is a {kind}, not an object"), key=k, kind=type(doc[k]).__name__))
         cards.append(doc[k])
     system = doc.get("system")
     return cards, system if isinstance(system, dict) else {}
@@ -1153,7 +1172,8 @@ def _concise(lines: list[str], what: str, notes: list[str]) -> Capture:
     head_at = next(i for i, ln in enumerate(lines) if [w.lower() for w in ln.split()[:2]] == ["gpu", "temp"])
     head = [w.lower() for w in lines[head_at].split()]
     if tuple(head) != _CONCISE_HEAD:
-        raise _error(what, f"concise table with columns {' '.join(head)[:80]!r}, not the ROCm 5 layout")
+        raise _error(what, Text(N_("concise table with columns {columns!r}, not the ROCm 5 layout"),
+                                columns=_quoted(" ".join(head)[:80])))
     node = node_readings()
     devs: list[_Dev] = []
     for ln in lines[head_at + 1:]:
@@ -1163,7 +1183,8 @@ def _concise(lines: list[str], what: str, notes: list[str]) -> Capture:
             continue
         cells = ln.split()
         if len(cells) != len(head) or not cells[0].isdigit():
-            raise _error(what, f"table row {ln.strip()[:60]!r} does not fit the header (truncated?)")
+            raise _error(what, Text(N_("table row {row!r} does not fit the header (truncated?)"),
+                                    row=_quoted(ln.strip()[:60])))
         _count_devices(len(devs) + 1, what)
         row = dict(zip(head, cells))
         dev = _Dev(len(devs))
@@ -1183,7 +1204,7 @@ def _concise(lines: list[str], what: str, notes: list[str]) -> Capture:
             dev.inv.put("power_enforced_w", None)
         devs.append(dev)
     if not devs:
-        raise _error(what, "concise table without rows")
+        raise _error(what, Text(N_("concise table without rows")))
     notes.append("rocm-smi concise table: no unique id, serial or bus id; devices are numbered as listed")
     return _capture(devs, ROCM_SMI_CONCISE, "amd", node, notes)
 
@@ -1240,7 +1261,7 @@ def parse_rocminfo(data: bytes | str) -> Capture:
             current["_altered"] = f"{key}: {value}"
     gpus = [a for a in agents if str(a.get("Device Type", "")).upper() in ("GPU", "DCU")]
     if not gpus:
-        raise _error(what, "no GPU or DCU agent (only CPUs)")
+        raise _error(what, Text(N_("no GPU or DCU agent (only CPUs)")))
     devs: list[_Dev] = []
     hygon = False
     for pos, a in enumerate(gpus):
@@ -1290,10 +1311,11 @@ def combine(*captures: Capture) -> Capture:
         SourceError: no capture, or captures of different vendors.
     """
     if not captures:
-        raise SourceError("combine: no capture")
+        raise SourceError(Text(N_("combine: no capture")))
     vendors = {c.vendor for c in captures if c.gpus}
     if len(vendors) > 1:
-        raise SourceError(f"combine: captures of different vendors ({', '.join(sorted(vendors))})")
+        raise SourceError(Text(N_("combine: captures of different vendors ({vendors})"),
+                               vendors=", ".join(sorted(vendors))))
     base = captures[0]
     node_v, node_s = dict(base.info.values), dict(base.info.status)
     devs: list[dict[str, Any]] = []

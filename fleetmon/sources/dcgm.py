@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleetmon.fields import CATALOG
-from fleetmon.i18n import N_, Text
+from fleetmon.i18n import N_, Text, reason_of
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample
 from fleetmon.sources import ReadLimits, SourceError
@@ -154,28 +154,32 @@ class _Bad(Exception):
     """A line that is not Prometheus text format (its reason)."""
 
 
+def _not_a_number(token: str) -> Text:
+    return Text(N_("not a number: {token!r}"), token=token[:40])
+
+
 def _sample(line: str) -> tuple[str, dict[str, str], str]:
     """(metric name, the labels read, value text) of one sample line (stripped, not a comment)."""
     m = _NAME_RE.match(line)
     if m is None:
-        raise _Bad("no metric name")
+        raise _Bad(Text(N_("no metric name")))
     name = m.group()
     pos = m.end()
     labels: dict[str, str] = {}
     if line[pos:pos + 1] in (" ", "\t") and line[pos:].lstrip(" \t").startswith("{") or line[pos:pos + 1] == "{":
         b = _BLOCK_RE.match(line, pos)
         if b is None:
-            raise _Bad("malformed labels")
+            raise _Bad(Text(N_("malformed labels")))
         labels = {k: _unescape(v) for k, v in _LABEL_RE.findall(b.group(1)) if k in _KNOWN_LABELS}
         pos = b.end()
     elif pos < len(line) and line[pos] not in " \t":
-        raise _Bad("malformed metric name")
+        raise _Bad(Text(N_("malformed metric name")))
     rest = line[pos:].split()
     if not 1 <= len(rest) <= 2:
-        raise _Bad("expected a value and an optional timestamp")
+        raise _Bad(Text(N_("expected a value and an optional timestamp")))
     for tok in rest:
         if "_" in tok:  # float() reads "1_000"; the text format does not
-            raise _Bad(f"not a number: {tok[:40]!r}")
+            raise _Bad(_not_a_number(tok))
     return name, labels, rest[0]
 
 
@@ -183,7 +187,7 @@ def _number(text: str) -> float:
     try:
         return float(text)
     except ValueError:
-        raise _Bad(f"not a number: {text[:40]!r}") from None
+        raise _Bad(_not_a_number(text)) from None
 
 
 def parse_dcgm(text: str | bytes, *, max_gpus: int | None = None, max_series: int | None = None) -> Capture:
@@ -224,8 +228,12 @@ def parse_dcgm(text: str | bytes, *, max_gpus: int | None = None, max_series: in
             name, labels, value_text = _sample(line)
             value = _number(value_text)
         except _Bad as exc:
+            reason = reason_of(exc)
+            shown = printable(reason, 80)
+            # The reason (a Text, said in the reader's language) as it is when printable() leaves it whole.
             raise SourceError(Text(N_("{what}: line {line}: not Prometheus text format ({error}): {text}"), what=WHAT,
-                                   line=lineno, error=printable(str(exc), 80), text=printable(line, 60))) from None
+                                   line=lineno, error=reason if shown == reason else shown,
+                                   text=printable(line, 60))) from None
         uuid = _label(labels, "UUID", "uuid")
         gpu_label = _label(labels, "gpu")
         if uuid is None and gpu_label is None:
@@ -351,7 +359,8 @@ def parse_counters_csv(text: str) -> list[DcgmCounter]:
         if not row or not row[0].strip() or row[0].lstrip().startswith("#"):
             continue
         if len(row) < 2:
-            raise SourceError(f"dcgm-exporter counters CSV: {','.join(row)!r}: expected name, type, help")
+            raise SourceError(Text(N_("{what}: {row!r}: expected name, type, help"), what="dcgm-exporter counters CSV",
+                                   row=",".join(row)))
         out.append(DcgmCounter(row[0].strip(), row[1].strip(), ",".join(row[2:]).strip()))
     return out
 

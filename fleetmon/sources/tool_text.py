@@ -22,6 +22,7 @@ import codecs
 import csv
 import re
 
+from fleetmon.i18n import N_, Text
 from fleetmon.sources import SourceError
 from fleetmon.text import printable
 
@@ -50,8 +51,9 @@ def tool_text(data: bytes | str, what: str, max_chars: int = MAX_CHARS,
         SourceError: too large, undecodable, a control character, too many or too long lines.
     """
     if len(data) > max_chars:
-        raise SourceError(f"{what}: {len(data)} {'bytes' if isinstance(data, bytes) else 'characters'}, "
-                          f"more than the {max_chars} an output may have")
+        too_large = (N_("{what}: {count} bytes, more than the {limit} an output may have") if isinstance(data, bytes)
+                     else N_("{what}: {count} characters, more than the {limit} an output may have"))
+        raise SourceError(Text(too_large, what=what, count=len(data), limit=max_chars))
     if isinstance(data, bytes):
         encoding, skip = "utf-8", 0
         for bom, name in _BOMS:
@@ -61,24 +63,26 @@ def tool_text(data: bytes | str, what: str, max_chars: int = MAX_CHARS,
         try:
             text = data[skip:].decode(encoding)
         except UnicodeDecodeError as exc:
-            raise SourceError(f"{what}: not {encoding.upper()} text (byte {exc.start + skip} cannot be read); "
-                              "save the output as UTF-8") from None
+            raise SourceError(Text(N_("{what}: not {encoding} text (byte {byte} cannot be read); save the output "
+                                      "as UTF-8"), what=what, encoding=encoding.upper(),
+                                   byte=exc.start + skip)) from None
     else:
         text = data.removeprefix("\ufeff")
     bad = _CONTROL.search(text)
     if bad is not None:
         line = text.count("\n", 0, bad.start()) + 1
-        raise SourceError(f"{what}: a control character ({printable(bad.group())}) in line {line}: "
-                          "not the tool's output")
+        raise SourceError(Text(N_("{what}: a control character ({character}) in line {line}: not the tool's output"),
+                               what=what, character=printable(bad.group()), line=line))
     if text.count("\n") + text.count("\r") > 2 * MAX_LINES:
-        raise SourceError(f"{what}: more than {MAX_LINES} lines")
+        raise SourceError(Text(N_("{what}: more than {limit} lines"), what=what, limit=MAX_LINES))
     lines = text.splitlines()
     if len(lines) > MAX_LINES:
-        raise SourceError(f"{what}: more than {MAX_LINES} lines")
+        raise SourceError(Text(N_("{what}: more than {limit} lines"), what=what, limit=MAX_LINES))
     for at, row in enumerate(lines, 1):
         if max_line_chars is not None and len(row) > max_line_chars:
-            raise SourceError(f"{what}: line {at} has {len(row)} characters, more than the "
-                              f"{max_line_chars} a line of the tool's output may have")
+            raise SourceError(Text(N_("{what}: line {line} has {count} characters, more than the {limit} a line of "
+                                      "the tool's output may have"), what=what, line=at, count=len(row),
+                                   limit=max_line_chars))
     # Keep the final line break (or its absence): a cut output lacks it (see :func:`last_value_cut`).
     return "\n".join(lines) + ("\n" if text.endswith(("\n", "\r")) else "")
 

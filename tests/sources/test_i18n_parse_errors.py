@@ -65,7 +65,7 @@ CASES: list[tuple[str, Callable[[], object], str, str]] = [
      "the node ran hl-smi, the fleet file names npu-smi", "节点运行的是 hl-smi，fleet 文件指定的是 npu-smi"),
     ("dcgm-syntax", lambda: parse_dcgm("# HELP x\n" + _GPU + "1_000\n"),
      "dcgm-exporter scrape: line 2: not Prometheus text format (not a number: '1_000'): " + _GPU + "1_000",
-     "dcgm-exporter scrape：第 2 行：不是 Prometheus 文本格式（not a number: '1_000'）：" + _GPU + "1_000"),
+     "dcgm-exporter scrape：第 2 行：不是 Prometheus 文本格式（不是数字：'1_000'）：" + _GPU + "1_000"),
     ("dcgm-nan", lambda: parse_dcgm(_GPU + "NaN\n"),
      "dcgm-exporter scrape: DCGM_FI_DEV_GPU_TEMP of GPU GPU-1 is NaN, not a reading",
      "dcgm-exporter scrape：GPU GPU-1 的 DCGM_FI_DEV_GPU_TEMP 为 NaN，不是有效读数"),
