@@ -74,6 +74,9 @@ JSON_SOURCE = "mthreads-gmi-json"
 VENDOR = "mthreads"
 MAX_DEPTH = 8
 """Nesting of the report and the JSON (mthreads-gmi's is 4 levels deep)."""
+# Parse errors said in two places each (the table and the -q report; the -q report and a GPU's JSON mapping).
+_MORE_GPUS = N_("{what}: more than {limit} GPUs, more than one output may describe")
+_TOO_DEEP = N_("{what}: nested more than {levels} levels deep")
 
 
 def _watts(text: str) -> float:
@@ -186,11 +189,12 @@ def parse_mthreads_table(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
             continue
         r2 = _row2(lines[i + 1]) if i + 1 < len(lines) else None
         if r2 is None:
-            raise SourceError(f"{what}: GPU {r1['index']}'s record is cut short or garbled (line {i + 2})")
+            raise SourceError(Text(N_("{what}: GPU {gpu}'s record is cut short or garbled (line {line})"), what=what,
+                                   gpu=r1["index"], line=i + 2))
         ecc = _row3(lines[i + 2]) if i + 2 < len(lines) else None
         records.append((r1, r2, ecc))
         if len(records) > max_gpus:
-            raise SourceError(f"{what}: more than {max_gpus} GPUs, more than one output may describe")
+            raise SourceError(Text(_MORE_GPUS, what=what, limit=max_gpus))
     node.put("gpu_count", len(records))
     gpus: list[GpuInventory] = []
     samples: list[GpuSample] = []
@@ -199,7 +203,7 @@ def parse_mthreads_table(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
     for r1d, r2d, ecc in records:
         index = int(r1d["index"])
         if index in seen:
-            raise SourceError(f"{what}: GPU {index} is listed twice")
+            raise SourceError(Text(N_("{what}: GPU {gpu} is listed twice"), what=what, gpu=index))
         seen.add(index)
         inv, sample = inventory_readings(), sample_readings()
         inv.put("index", index)
@@ -291,7 +295,7 @@ def _flatten(node: dict[str, Any], what: str, path: tuple[str, ...] = ()) -> dic
     """Title path → value of a GPU's mapping (values as given: text, a number, anything else)."""
     out: dict[tuple[str, ...], Any] = {}
     if len(path) >= MAX_DEPTH:
-        raise SourceError(f"{what}: nested more than {MAX_DEPTH} levels deep")
+        raise SourceError(Text(_TOO_DEEP, what=what, levels=MAX_DEPTH))
     for title, value in node.items():
         here = path + (_key(str(title)),)
         if isinstance(value, dict):
@@ -347,9 +351,10 @@ def _document(top: dict[str, Any], gpu_list: Any, source: str, what: str, max_gp
               notes: list[str]) -> Capture:
     """Records from the report's or the JSON's structure: top-level titles and one mapping per GPU."""
     if not isinstance(gpu_list, list):
-        raise SourceError(f"{what}: 'GPU' is no list of devices")
+        raise SourceError(Text(N_("{what}: 'GPU' is no list of devices"), what=what))
     if len(gpu_list) > max_gpus:
-        raise SourceError(f"{what}: {len(gpu_list)} GPUs, more than the {max_gpus} one output may describe")
+        raise SourceError(Text(N_("{what}: {count} GPUs, more than the {limit} one output may describe"), what=what,
+                               count=len(gpu_list), limit=max_gpus))
     flat_top = {_key(str(k)): v for k, v in top.items() if not isinstance(v, (dict, list))}
     node = node_readings()
     node.read("driver_version", _text_value(flat_top.get("driver version")), _ident)
@@ -364,7 +369,8 @@ def _document(top: dict[str, Any], gpu_list: Any, source: str, what: str, max_gp
     seen: set[str] = set()
     for position, entry in enumerate(gpu_list):
         if not isinstance(entry, dict):
-            raise SourceError(f"{what}: GPU entry {position} is no mapping of titles")
+            raise SourceError(Text(N_("{what}: GPU entry {position} is no mapping of titles"), what=what,
+                                   position=position))
         flat = _flatten(entry, what)
         inv, sample = inventory_readings(), sample_readings()
         index = reading(_text_value(flat.get(("index",))), whole)[0]
@@ -393,7 +399,8 @@ def _document(top: dict[str, Any], gpu_list: Any, source: str, what: str, max_gp
                 index, str(inv.values.get("pci_bus_id") or "mthreads-gmi"), False)
             inv.put("uuid", uuid)
         if uuid in seen:
-            raise SourceError(f"{what}: two GPUs name the same device {printable(uuid, 80)!r}")
+            raise SourceError(Text(N_("{what}: two GPUs name the same device {device!r}"), what=what,
+                                   device=printable(uuid, 80)))
         seen.add(uuid)
         _append(gpus, samples, extras, inv, sample, extra, uuid, index, ts)
     return Capture(source=source, info=make_info("", node, source), gpus=gpus, samples=samples, ts=ts,
@@ -423,21 +430,23 @@ def parse_mthreads_json(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
     text = tool_text(data, what, max_line_chars=None)
     m = _JSON_START.search(text)
     if m is None:
-        raise SourceError(f"{what}: no JSON object in the output")
+        raise SourceError(Text(N_("{what}: no JSON object in the output"), what=what))
     notes: list[str] = []
     if text[:m.start()].strip():
         notes.append(f"text before the JSON skipped: {printable(' '.join(text[:m.start()].split()), 120)}")
     try:
         doc = json.loads(text[m.start():])
     except json.JSONDecodeError as exc:
-        raise SourceError(f"{what}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}): "
-                          "a cut or garbled output") from None
+        # The JSON parser's own reason (exc.msg) stays English, as the other parsers' own reasons do.
+        raise SourceError(Text(N_("{what}: not valid JSON ({error} at line {line} column {column}): a cut or garbled "
+                                  "output"), what=what, error=exc.msg, line=exc.lineno, column=exc.colno)) from None
     except RecursionError:
-        raise SourceError(f"{what}: nested too deep") from None
+        raise SourceError(Text(N_("{what}: nested too deep"), what=what)) from None
     except ValueError as exc:  # an integer longer than Python converts (sys.get_int_max_str_digits)
-        raise SourceError(f"{what}: unreadable JSON ({printable(str(exc), 120)})") from None
+        raise SourceError(Text(N_("{what}: unreadable JSON ({error})"), what=what,
+                               error=printable(str(exc), 120))) from None
     if not isinstance(doc, dict) or "GPU" not in doc:
-        raise SourceError(f"{what}: the top level is no object with a 'GPU' list")
+        raise SourceError(Text(N_("{what}: the top level is no object with a 'GPU' list"), what=what))
     return _document(doc, doc["GPU"], JSON_SOURCE, what, max_gpus, notes)
 
 
@@ -479,7 +488,7 @@ def parse_mthreads_query(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
         title, colon, value = body.partition(":")
         if indent == 0 and _GPU_HEAD.fullmatch(body):  # "GPU 00000000:12:00.0" (its colons are no title)
             if len(gpu_list) >= max_gpus:
-                raise SourceError(f"{what}: more than {max_gpus} GPUs, more than one output may describe")
+                raise SourceError(Text(_MORE_GPUS, what=what, limit=max_gpus))
             section: dict[str, Any] = {}
             gpu_list.append(section)
             stack = [(-1, top), (0, section)]
@@ -491,7 +500,7 @@ def parse_mthreads_query(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
             parent[title.strip()] = value.strip()
         else:
             if len(stack) > MAX_DEPTH:
-                raise SourceError(f"{what}: nested more than {MAX_DEPTH} levels deep")
+                raise SourceError(Text(_TOO_DEEP, what=what, levels=MAX_DEPTH))
             child: dict[str, Any] = {}
             parent[title.strip()] = child
             stack.append((indent, child))

@@ -72,6 +72,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from fleetmon.i18n import N_, Text
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample, Status
 from fleetmon.sources import SourceError
@@ -84,6 +85,8 @@ __all__ = ["FORMATS", "MAX_BYTES", "MAX_CHIPS", "NpuSmiError", "SOURCE", "VENDOR
            "parse_npu_smi"]
 
 SOURCE = "npu-smi"
+_WHAT = "npu-smi"
+"""What the parse errors name (the tool, as it is in every language)."""
 VENDOR = "huawei"
 MAX_BYTES = 8 * 1024 * 1024
 """Larger input is refused (an 8-NPU Atlas 800 table with its process table: 7 KB; with every -t output of
@@ -98,7 +101,12 @@ then apply their own per-node limit); past it the input is refused as soon as th
 
 
 class NpuSmiError(SourceError):
-    """npu-smi output that cannot be used (one line: why)."""
+    """npu-smi output that cannot be used (one line: why; an :class:`~fleetmon.i18n.Text`, said in the reader's
+    language by :func:`~fleetmon.i18n.message_of`)."""
+
+
+_MORE_CHIPS = N_("{what}: more than {limit} chips in one input")
+"""Said where the table's chips and where the mapping's pass the limit."""
 
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
@@ -129,19 +137,22 @@ def decode(data: bytes | str) -> str:
     """
     if isinstance(data, str):
         if len(data) > MAX_BYTES:
-            raise NpuSmiError(f"npu-smi: {len(data):,} characters, more than the {MAX_BYTES:,} its output may have")
+            raise NpuSmiError(Text(N_("{what}: {count:,} characters, more than the {limit:,} its output may have"),
+                                   what=_WHAT, count=len(data), limit=MAX_BYTES))
         if _SURROGATE.search(data):
-            raise NpuSmiError("npu-smi: the text holds undecodable bytes (lone surrogates): not npu-smi output")
+            raise NpuSmiError(Text(N_("{what}: the text holds undecodable bytes (lone surrogates): not npu-smi output"),
+                                   what=_WHAT))
         return data.removeprefix("\ufeff")
     if len(data) > MAX_BYTES:
-        raise NpuSmiError(f"npu-smi: {len(data):,} bytes, more than the {MAX_BYTES:,} its output may have")
+        raise NpuSmiError(Text(N_("{what}: {count:,} bytes, more than the {limit:,} its output may have"), what=_WHAT,
+                               count=len(data), limit=MAX_BYTES))
     try:
         if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
             return data.decode("utf-16")
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise NpuSmiError(f"npu-smi: not UTF-8 or UTF-16 with a BOM (bytes {data[exc.start:exc.start + 4].hex()} at "
-                          f"offset {exc.start:,})") from None
+        raise NpuSmiError(Text(N_("{what}: not UTF-8 or UTF-16 with a BOM (bytes {bytes} at offset {offset:,})"),
+                               what=_WHAT, bytes=data[exc.start:exc.start + 4].hex(), offset=exc.start)) from None
 
 
 def detect(text: str) -> bool:
@@ -200,31 +211,41 @@ def _lines(text: str) -> list[str]:
     text = _ANSI.sub("", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     if text.count("\n") > MAX_LINES:
-        raise NpuSmiError(f"npu-smi: more than {MAX_LINES:,} lines")
+        raise NpuSmiError(Text(N_("{what}: more than {limit:,} lines"), what=_WHAT, limit=MAX_LINES))
     bad = _CONTROL.search(text)
     if bad is not None:
         line = text.count("\n", 0, bad.start()) + 1
-        hint = " (UTF-16 without a BOM?)" if bad.group() == "\x00" else ""
-        raise NpuSmiError(f"npu-smi: control character {printable(bad.group())} on line {line}{hint}")
+        if bad.group() == "\x00":
+            raise NpuSmiError(Text(N_("{what}: control character {char} on line {line} (UTF-16 without a BOM?)"),
+                                   what=_WHAT, char=printable(bad.group()), line=line))
+        raise NpuSmiError(Text(N_("{what}: control character {char} on line {line}"), what=_WHAT,
+                               char=printable(bad.group()), line=line))
     lines = text.split("\n")
     for n, ln in enumerate(lines, 1):
         if len(ln) > MAX_LINE_CHARS:
-            raise NpuSmiError(f"npu-smi: line {n} has {len(ln):,} characters, more than npu-smi writes "
-                              f"({MAX_LINE_CHARS:,})")
+            raise NpuSmiError(Text(N_("{what}: line {line} has {count:,} characters, more than npu-smi writes "
+                                      "({limit:,})"), what=_WHAT, line=n, count=len(ln), limit=MAX_LINE_CHARS))
     return lines
 
 
-def _int(text: str, what: str, line: int) -> int:
+def _int(text: str, column: str, line: int, the: bool = True) -> int:
+    """``text`` as a whole number; ``column``: the id's title as npu-smi prints it ("NPU id", "Chip ID", "Phy-ID"),
+    ``the``: the message says "the NPU id" (a table's column) rather than "NPU ID" (a -t output's key)."""
     t = text.strip()
     if not t.isdigit() or len(t) > 9:
-        raise NpuSmiError(f"npu-smi: line {line}: {what} {printable(t, 40)!r} is not a number")
+        if the:
+            raise NpuSmiError(Text(N_("{what}: line {line}: the {column} {text!r} is not a number"), what=_WHAT,
+                                   line=line, column=column, text=printable(t, 40)))
+        raise NpuSmiError(Text(N_("{what}: line {line}: {column} {text!r} is not a number"), what=_WHAT, line=line,
+                               column=column, text=printable(t, 40)))
     return int(t)
 
 
 def _cells(raw: str, line: int) -> list[str]:
     body = raw.strip()
     if not body.endswith("|"):
-        raise NpuSmiError(f"npu-smi: line {line}: the table row is cut short (no closing '|')")
+        raise NpuSmiError(Text(N_("{what}: line {line}: the table row is cut short (no closing '|')"), what=_WHAT,
+                               line=line))
     return body[1:-1].split("|")
 
 
@@ -310,7 +331,8 @@ class _Reader:
             return
         if len(cells) == 3 and not self.in_processes:
             if self.head2 is None:
-                raise NpuSmiError(f"npu-smi: line {n}: a table row before the table's column headers")
+                raise NpuSmiError(Text(N_("{what}: line {line}: a table row before the table's column headers"),
+                                       what=_WHAT, line=n))
             if self.pending is None:
                 self.pending = (n, cells)
             else:
@@ -318,56 +340,65 @@ class _Reader:
                 self.pending = None
                 self._chip(first_line, first, n, cells)
             return
-        raise NpuSmiError(f"npu-smi: line {n}: a table row of {len(cells)} cells fits no npu-smi table")
+        raise NpuSmiError(Text(N_("{what}: line {line}: a table row of {cells} cells fits no npu-smi table"),
+                               what=_WHAT, line=n, cells=len(cells)))
 
     def _close_row(self, n: int, at_end: bool = False) -> None:
         if self.pending is not None:
             line = self.pending[0]
             self.pending = None
-            where = "the input ends" if at_end else f"line {n} ends the record"
-            raise NpuSmiError(f"npu-smi: the chip record on line {line} has one line of two ({where}): "
-                              "the table is cut short")
+            if at_end:
+                raise NpuSmiError(Text(N_("{what}: the chip record on line {line} has one line of two (the input "
+                                          "ends): the table is cut short"), what=_WHAT, line=line))
+            raise NpuSmiError(Text(N_("{what}: the chip record on line {line} has one line of two (line {end} ends "
+                                      "the record): the table is cut short"), what=_WHAT, line=line, end=n))
 
     def _chip(self, n1: int, row1: list[str], n2: int, row2: list[str]) -> None:
         assert self.head1 is not None and self.head2 is not None
         if len(self.out.chips) >= self.max_chips:
-            raise NpuSmiError(f"npu-smi: more than {self.max_chips} chips in one input")
+            raise NpuSmiError(Text(_MORE_CHIPS, what=_WHAT, limit=self.max_chips))
         if _PCI_LIKE.search(row1[1]) or row2[1].strip() in _HEALTH_WORDS:
-            raise NpuSmiError(f"npu-smi: lines {n1}-{n2}: a chip record's lines out of order (a line is missing)")
+            raise NpuSmiError(Text(N_("{what}: lines {first}-{last}: a chip record's lines out of order (a line is "
+                                      "missing)"), what=_WHAT, first=n1, last=n2))
         words1, words2 = row1[0].split(), row2[0].split()
         if not words1 or not words2:
-            raise NpuSmiError(f"npu-smi: line {n1}: a chip record without its NPU or Chip id")
-        npu = _int(words1[0], "the NPU id", n1)
-        chip = _int(words2[0], "the Chip id", n2)
+            raise NpuSmiError(Text(N_("{what}: line {line}: a chip record without its NPU or Chip id"), what=_WHAT,
+                                   line=n1))
+        npu = _int(words1[0], "NPU id", n1)
+        chip = _int(words2[0], "Chip id", n2)
         second: int | None = None
         if len(words2) != len(self.first_cell2):
-            raise NpuSmiError(f"npu-smi: line {n2}: {len(words2)} values under the columns "
-                              f"{' '.join(self.first_cell2)}")
+            raise NpuSmiError(Text(N_("{what}: line {line}: {count} values under the columns {columns}"), what=_WHAT,
+                                   line=n2, count=len(words2), columns=" ".join(self.first_cell2)))
         if len(words2) == 2:
-            second = _int(words2[1], f"the {self.first_cell2[1]}", n2)
+            second = _int(words2[1], self.first_cell2[1], n2)
         c = _Chip(line=n1, npu=npu, chip=chip, name=" ".join(words1[1:]), health=row1[1].strip(),
                   bus=row2[1].strip(), second=second,
                   second_name=self.first_cell2[1] if len(self.first_cell2) > 1 else "")
         for columns, cell, n in ((self.head1, row1[2], n1), (self.head2, row2[2], n2)):
             items = [(m.group(1), m.group(2)) if m.group(3) is None else m.group(3) for m in _ITEM.finditer(cell)]
             if len(items) != len(columns):
-                raise NpuSmiError(f"npu-smi: line {n}: {len(items)} values under {len(columns)} columns "
-                                  f"({' '.join(columns)})")
+                raise NpuSmiError(Text(N_("{what}: line {line}: {count} values under {width} columns ({columns})"),
+                                       what=_WHAT, line=n, count=len(items), width=len(columns),
+                                       columns=" ".join(columns)))
             for col, item in zip(columns, items):
                 if col in _PAIR_COLUMNS and isinstance(item, str):
                     if item.lower() not in _PLACEHOLDERS:
-                        raise NpuSmiError(f"npu-smi: line {n}: {col} is {printable(item, 40)!r}, not used / total")
+                        raise NpuSmiError(Text(N_("{what}: line {line}: {column} is {value!r}, not used / total"),
+                                               what=_WHAT, line=n, column=col, value=printable(item, 40)))
                     item = (item, item)
                 elif col not in _PAIR_COLUMNS and isinstance(item, tuple):
-                    raise NpuSmiError(f"npu-smi: line {n}: {col} holds a pair ({printable('/'.join(item), 40)})")
+                    raise NpuSmiError(Text(N_("{what}: line {line}: {column} holds a pair ({value})"), what=_WHAT,
+                                           line=n, column=col, value=printable("/".join(item), 40)))
                 c.values[col] = item
         self.out.chips.append(c)
 
     def _process(self, n: int, cells: list[str]) -> None:
         ids = cells[0].split()
         if len(ids) != 2:
-            raise NpuSmiError(f"npu-smi: line {n}: a process row without its NPU and Chip ids")
-        key = (_int(ids[0], "the NPU id", n), _int(ids[1], "the Chip id", n))
+            raise NpuSmiError(Text(N_("{what}: line {line}: a process row without its NPU and Chip ids"), what=_WHAT,
+                                   line=n))
+        key = (_int(ids[0], "NPU id", n), _int(ids[1], "Chip id", n))
         pid, st = reading(cells[1].strip(), whole)
         mem = _value(cells[3], whole)[0]
         procs = self.out.processes.setdefault(key, [])
@@ -382,11 +413,12 @@ class _Reader:
             return False
         cols = dict(zip(self.map_columns[:-1], words[:width - 1]))
         logic = cols.get("Chip Logic ID", "-")
-        self.out.mapping.append(_MapRow(npu=_int(words[0], "the NPU ID", n), chip=_int(words[1], "the Chip ID", n),
+        self.out.mapping.append(_MapRow(npu=_int(words[0], "NPU ID", n), chip=_int(words[1], "Chip ID", n),
                                         logic=int(logic) if logic.isdigit() and len(logic) < 9 else None,
                                         name=" ".join(words[width - 1:])))
         if len(self.out.mapping) > 4 * self.max_chips:
-            raise NpuSmiError(f"npu-smi: more than {4 * self.max_chips} rows in the chip mapping")
+            raise NpuSmiError(Text(N_("{what}: more than {limit} rows in the chip mapping"), what=_WHAT,
+                                   limit=4 * self.max_chips))
         return True
 
     # -- key : value blocks -----------------------------------------------------------------------------------
@@ -412,10 +444,10 @@ class _Reader:
     def _facts(self, part: list[tuple[int, str, str]], kind: str, npu: int | None, chip: int | None) -> None:
         keys = {k: v for _, k, v in part}
         if "NPU ID" in keys:
-            npu = _int(keys["NPU ID"], "NPU ID", part[0][0])
+            npu = _int(keys["NPU ID"], "NPU ID", part[0][0], the=False)
             self.command = (kind, npu, self.command[2] if self.command else None)  # later blocks: the same card
         if "Chip ID" in keys:
-            chip = _int(keys["Chip ID"], "Chip ID", part[0][0])
+            chip = _int(keys["Chip ID"], "Chip ID", part[0][0], the=False)
         name = keys.get("Chip Name", "").strip().lower()
         if name == "mcu" or keys.get("Chip Type", "").strip().lower() == "mcu":
             if npu is not None and "Power Dissipation(W)" in keys:
@@ -629,18 +661,19 @@ def parse_npu_smi(data: bytes | str, max_chips: int = MAX_CHIPS) -> Capture:
     if from_mapping:
         chips = _chips_from_mapping(parsed.mapping)
         if len(chips) > max_chips:
-            raise NpuSmiError(f"npu-smi: more than {max_chips} chips in one input")
+            raise NpuSmiError(Text(_MORE_CHIPS, what=_WHAT, limit=max_chips))
         if chips:
             notes.append("npu-smi info -m only: chip names and ids, no readings (import `npu-smi info` with it)")
     if not chips:
         if parsed.chip_facts or parsed.card_facts or parsed.loose:
-            raise NpuSmiError("npu-smi: -t output without the `npu-smi info` table or -m mapping: no chip list "
-                              "to give it to (import them together)")
-        raise NpuSmiError("npu-smi: no npu-smi table, chip mapping or -t output found: not npu-smi output")
+            raise NpuSmiError(Text(N_("{what}: -t output without the `npu-smi info` table or -m mapping: no chip list "
+                                      "to give it to (import them together)"), what=_WHAT))
+        raise NpuSmiError(Text(N_("{what}: no npu-smi table, chip mapping or -t output found: not npu-smi output"),
+                               what=_WHAT))
     mapped = {(r.npu, r.chip): r for r in parsed.mapping}
     keys = {(c.npu, c.chip) for c in chips}
     if len(keys) != len(chips):
-        raise NpuSmiError("npu-smi: the same NPU and Chip id twice in one table")
+        raise NpuSmiError(Text(N_("{what}: the same NPU and Chip id twice in one table"), what=_WHAT))
     unmatched = [r for r in parsed.mapping if r.logic is not None and (r.npu, r.chip) not in keys]
     if unmatched and not from_mapping:
         notes.append(f"{len(unmatched)} chip(s) of npu-smi info -m are not in the table "
@@ -692,7 +725,7 @@ def parse_npu_smi(data: bytes | str, max_chips: int = MAX_CHIPS) -> Capture:
                                  state=lost_state(False)))
         extras.append(cs.extra)
     if len({g.uuid for g in gpus}) != len(gpus):
-        raise NpuSmiError("npu-smi: two chips with the same identity (card serial and chip id)")
+        raise NpuSmiError(Text(N_("{what}: two chips with the same identity (card serial and chip id)"), what=_WHAT))
     node.put("gpu_count", len(gpus))
     return Capture(source=SOURCE, info=make_info("", node, SOURCE), gpus=gpus, samples=samples, ts=None,
                    notes=notes, vendor=VENDOR, extra=extras)
