@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import IO
 
 from fleetmon.xid import parse_kernel_events, to_json
+from fleetmon.i18n import current_language
 from fleetmon.i18n import gettext as _
 
 _PROG = "fleetmon xid parse"
@@ -85,8 +86,15 @@ def main_parse(path: str, gpu_map_file: str | None = None, stdout: IO[str] = sys
 
 
 def _emit(lines: Iterable[str], gpu_map: dict[str, str] | None, stdout: IO[str]) -> None:
+    translated = current_language() != "en"
     for event in parse_kernel_events(lines):
-        stdout.write(json.dumps(to_json(event, gpu_map)) + "\n")
+        d = to_json(event, gpu_map)
+        if translated:
+            # Scripts keep parsing the English ``meaning`` and ``action`` (as report --json's ``summary``); a
+            # translated run adds the same in the reader's language, as report --json adds ``summary_text``.
+            d["meaning_text"] = _(d["meaning"])
+            d["action_text"] = _(d["action"])
+        stdout.write(json.dumps(d, ensure_ascii=not translated) + "\n")  # English: byte for byte as before
     stdout.flush()
 
 

@@ -155,3 +155,23 @@ def test_more_argparse_errors_in_chinese() -> None:
     assert proc.stderr.splitlines()[-1] == "fleetmon report：错误：选项有歧义：--h 可匹配 --help, --html", proc.stderr
     assert fleetmon("report", "--h").stderr.splitlines()[-1] == (
         "fleetmon report: error: ambiguous option: --h could match --help, --html")
+
+
+def test_xid_parse_adds_the_meaning_and_action_in_chinese(tmp_path: Path) -> None:
+    """`xid parse` prints JSON for scripts: every key and value as in English; a translated run adds only
+    meaning_text and action_text (as report --json adds summary_text)."""
+    import json
+
+    log = tmp_path / "kern.log"
+    log.write_text("NVRM: Xid (PCI:0000:3b:00): 79, pid=0, GPU has fallen off the bus.\n"
+                   "NVRM: GPU at PCI:0000:5e:00: GPU has fallen off the bus.\n", encoding="utf-8")
+    english = fleetmon("xid", "parse", str(log))
+    chinese = fleetmon("--lang", "zh_CN", "xid", "parse", str(log))
+    assert english.returncode == chinese.returncode == 0, chinese.stderr
+    en_rows = [json.loads(line) for line in english.stdout.splitlines()]
+    zh_rows = [json.loads(line) for line in chinese.stdout.splitlines()]
+    assert len(en_rows) == len(zh_rows) == 2 and all("meaning_text" not in r for r in en_rows)
+    for en, zh in zip(en_rows, zh_rows):
+        assert {k: v for k, v in zh.items() if not k.endswith("_text")} == en
+    assert zh_rows[0]["meaning_text"] == "GPU 从总线上掉线（掉卡）", zh_rows[0]
+    assert all(r["action_text"] != r["action"] and "节点" in r["action_text"] for r in zh_rows), zh_rows
