@@ -218,3 +218,23 @@ def test_an_amd_ecc_block_action_and_the_xid_escalation_reasons_in_chinese() -> 
     # The Xid escalation reasons are stored in the evidence as English words; where shown they are said again.
     assert [localized(r) for r in ("several GPUs in one burst", "recurs", "with hardware Xids")] == [
         "同一时刻多块 GPU", "反复出现", "伴随硬件类 Xid"]
+
+
+def test_the_ecc_actions_name_each_vendors_diagnostics_in_chinese() -> None:
+    from fleetmon.health.rules import check_ecc_uncorrectable
+    from tests.health.test_health_rules import step
+
+    said = {}
+    for vendor in ("amd", "huawei", "intel", "moorethreads"):
+        gpu = card(minutes(20, ecc_unc_vol=step(10, 0, 1), ecc_unc_agg=step(10, 0, 1)), inventory={"vendor": vendor})
+        (f,) = check_ecc_uncorrectable(fleet(gpu), None)
+        i18n.set_language("en")
+        english = localized(f.action)
+        i18n.set_language("zh_CN")
+        said[vendor] = (english, localized(f.action))
+    assert said["amd"][0] == ("Drain the node and reset the GPU; run AMD's ROCm Validation Suite (`rvs`); if errors "
+                              "recur, RMA the card")
+    assert said["amd"][1] == "节点下线（drain）并重置 GPU；运行 AMD 的 ROCm 验证套件（`rvs`）；如错误再次出现，返修（RMA）该卡"
+    assert "华为的 `ascend-dmi` 诊断" in said["huawei"][1] and "Habana 的 `hl_qual`" in said["intel"][1]
+    assert "厂商的设备诊断工具" in said["moorethreads"][1] and "the vendor's device diagnostics" in said["moorethreads"][0]
+    assert not any(re.search(r"[A-Za-z]+'s\b", zh) for _en, zh in said.values()), said

@@ -16,7 +16,7 @@ from fleetmon.health.findings import Finding, finding_key
 from fleetmon.health.fleet import FleetHistory, GpuHistory
 from fleetmon.health.series import Series
 from fleetmon.health.thresholds import Thresholds
-from fleetmon.i18n import Text
+from fleetmon.i18n import N_, Text
 
 __all__ = [
     "WINDOW_S",
@@ -237,8 +237,8 @@ def node_finding(
     )
 
 
-_DIAGNOSTICS = {"nvidia": "`dcgmi diag -r 3`", "amd": "AMD's ROCm Validation Suite (`rvs`)",
-                "huawei": "Huawei's `ascend-dmi` diagnostics", "intel": "Habana's `hl_qual`"}
+_DIAGNOSTICS = {"nvidia": Text("`dcgmi diag -r 3`"), "amd": Text(N_("AMD's ROCm Validation Suite (`rvs`)")),
+                "huawei": Text(N_("Huawei's `ascend-dmi` diagnostics")), "intel": Text(N_("Habana's `hl_qual`"))}
 """Each vendor's device diagnostics, for the advice of the ECC rules (DCGM, ROCm Validation Suite, Ascend DMI,
 Habana's hl_qual); any other vendor: its vendor's diagnostics, unnamed."""
 
@@ -246,7 +246,7 @@ Habana's hl_qual); any other vendor: its vendor's diagnostics, unnamed."""
 def diagnostics(gpu: GpuHistory) -> str:
     """The diagnostics to run on ``gpu`` in an action's words (a card stored without a vendor is NVIDIA's)."""
     vendor = str(gpu.inv("vendor") or "nvidia")
-    return _DIAGNOSTICS.get(vendor, "the vendor's device diagnostics")
+    return _DIAGNOSTICS.get(vendor, Text(N_("the vendor's device diagnostics")))
 
 
 def gpu_label(gpu: GpuHistory) -> str:
