@@ -27,7 +27,7 @@ from typing import Any
 
 from fleetmon import hostlist
 from fleetmon import i18n
-from fleetmon.i18n import N_, Text, current_language, localized
+from fleetmon.i18n import N_, Text, current_language, listing, localized
 from fleetmon.i18n import gettext as _
 from fleetmon.health.lifecycle import RESOLVE_REASONS
 from fleetmon.health.engine import VERDICTS, NodePreflight, PreflightResult, ReportResult
@@ -73,7 +73,8 @@ def worst_kinds(findings: Iterable[Finding], with_severity: bool = False) -> lis
     """Distinct kinds of ``findings``, worst first (:func:`worst_order`)."""
     seen: dict[str, str] = {}
     for f in sorted(findings, key=lambda f: worst_order(f.severity, f.kind, f.first_seen)):
-        seen.setdefault(f.kind, f"{f.kind} ({W.word(f.severity)})" if with_severity else f.kind)
+        seen.setdefault(f.kind, _("{kind} ({severity})").format(kind=f.kind, severity=W.word(f.severity))
+                        if with_severity else f.kind)
     return list(seen.values())
 
 
@@ -223,12 +224,18 @@ def _where_width(findings: Iterable[Finding]) -> int:
     return max([18, *(len(f.where()) for f in findings)])
 
 
+def _said_list(items: Sequence[str], semicolons: bool = False) -> str:
+    """``items`` joined as the reader's language joins a list ("a, b" / "a; b"; "a，b" / "a；b")."""
+    return localized(listing(items, semicolons))
+
+
 def models_line(models: Mapping[str, int]) -> str:
-    return ", ".join(f"{n}x {m}" for m, n in models.items()) or _("none")
+    return _said_list([f"{n}x {m}" for m, n in models.items()]) or _("none")
 
 
 def drivers_line(drivers: Mapping[str, int]) -> str:
-    return ", ".join(f"{v} ({W.nodes(n)})" for v, n in drivers.items()) or _("none")
+    return _said_list([_("{version} ({nodes})").format(version=v, nodes=W.nodes(n))
+                       for v, n in drivers.items()]) or _("none")
 
 
 def slurm_state_text(slurm: Mapping[str, Any], node: str) -> str:
@@ -293,10 +300,10 @@ def vendors_line(s: Mapping[str, Any]) -> str:
                     for v, n in ((s.get("drivers_by_vendor") or {}).get(vendor) or {}).items()]
         versions += [f"{runtime_name(vendor)} {v} ×{n}"
                      for v, n in ((s.get("runtimes_by_vendor") or {}).get(vendor) or {}).items()]
-        parts.append(_("{vendor} {gpus} on {nodes}").format(vendor=vendor_name(vendor), gpus=W.gpus(gpus),
-                                                            nodes=W.nodes(nodes))
-                     + (f" ({', '.join(versions)})" if versions else ""))
-    return "; ".join(parts) or _("none")
+        part = _("{vendor} {gpus} on {nodes}").format(vendor=vendor_name(vendor), gpus=W.gpus(gpus),
+                                                      nodes=W.nodes(nodes))
+        parts.append(_("{text} ({versions})").format(text=part, versions=_said_list(versions)) if versions else part)
+    return _said_list(parts, semicolons=True) or _("none")
 
 
 def report_text(result: ReportResult) -> str:
@@ -357,9 +364,10 @@ def report_text(result: ReportResult) -> str:
             kinds = [_("not answering now"), *kinds]
         elif verdict == "stale" or name in (s.get("stale") or {}):
             kinds = [no_data_for(float((s.get("stale") or {}).get(name, 0.0))), *kinds]
-        out.append(f"  {W.ljust(W.upper(verdict), verdict_w)}  {name:<{name_w}} {', '.join(kinds)}".rstrip())
+        out.append(f"  {W.ljust(W.upper(verdict), verdict_w)}  {name:<{name_w}} {_said_list(kinds)}".rstrip())
     if passing:
-        out.append(f"  {W.ljust(W.upper('pass'), verdict_w)}  {W.nodes(len(passing))}: {hosts(passing)}")
+        out.append(f"  {W.ljust(W.upper('pass'), verdict_w)}  " + _("{nodes}: {hosts}").format(nodes=W.nodes(len(passing)),
+                                                                                      hosts=hosts(passing)))
     elif not result.verdicts:
         out.append("  " + _("(no nodes)"))
     out.append("")
@@ -485,10 +493,10 @@ def preflight_vendors_line(result: PreflightResult) -> str:
     """"By vendor: NVIDIA 2 GO, 0 NO-GO (16 GPUs); AMD 1 GO, 1 NO-GO (8 GPUs)"."""
     from fleetmon.vendors import vendor_name
 
-    return _("By vendor: {vendors}").format(vendors="; ".join(
+    return _("By vendor: {vendors}").format(vendors=_said_list([
         _("{vendor} {go} GO, {no_go} NO-GO ({gpus})").format(
             vendor=vendor_name(v), go=len(d["go"]), no_go=len(d["no_go"]), gpus=W.gpus(d["gpus"]))
-        for v, d in preflight_by_vendor(result).items()))
+        for v, d in preflight_by_vendor(result).items()], semicolons=True))
 
 
 def preflight_text(result: PreflightResult) -> str:
@@ -509,8 +517,8 @@ def preflight_text(result: PreflightResult) -> str:
         if mixed:  # a mixed pool says whose devices each node holds
             from fleetmon.vendors import vendor_name
 
-            gpus += f", {vendor_name(result.vendors.get(n.name))}"
-        out.append(f"{W.ljust(W.upper(n.verdict), 6)} {n.name}  ({gpus})")
+            gpus = _("{gpus}, {vendor}").format(gpus=gpus, vendor=vendor_name(result.vendors.get(n.name)))
+        out.append(f"{W.ljust(W.upper(n.verdict), 6)} {n.name}  " + _("({what})").format(what=gpus))
         out += [f"    - {localized(r)}" for r in n.reasons]
         out += [f"    ~ {localized(w)}" for w in n.warnings]
         out.append(f"    {ecc_line(n.ecc)}")

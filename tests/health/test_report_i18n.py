@@ -134,3 +134,27 @@ def test_dates_and_figures_follow_the_locale(faulty: Path, tmp_path: Path) -> No
     pre = fleetmon("--lang", "zh_CN", "preflight", "--db", _copy(faulty, tmp_path, "dp.db"), "--nodes", "n[1-3]",
                    "--now", str(NOW))
     assert chinese(NOW) in pre.stdout
+
+
+def test_lists_in_the_report_use_chinese_punctuation() -> None:
+    """The fleet lines and a node's kinds are joined as Chinese joins a list (、 and ；, full-width brackets);
+    English byte for byte as before."""
+    from fleetmon import i18n
+    from fleetmon.health import render
+
+    s = {"nodes_by_vendor": {"nvidia": 2, "amd": 1}, "gpus_by_vendor": {"nvidia": 8, "amd": 4},
+         "drivers_by_vendor": {"nvidia": {"550.54.15": 2}, "amd": {"6.3.6": 1}},
+         "runtimes_by_vendor": {"nvidia": {"12.4": 2}}}
+    english = (render.models_line({"NVIDIA A100": 8, "MI100": 4}), render.drivers_line({"550.54.15": 2, "6.3.6": 1}),
+               render.vendors_line(s))
+    assert english == ("8x NVIDIA A100, 4x MI100", "550.54.15 (2 nodes), 6.3.6 (1 node)",
+                       "NVIDIA 8 GPUs on 2 nodes (driver 550.54.15 ×2, CUDA 12.4 ×2); AMD 4 GPUs on 1 node "
+                       "(driver 6.3.6 ×1)")
+    i18n.set_language("zh_CN")
+    try:
+        chinese = (render.models_line({"NVIDIA A100": 8, "MI100": 4}),
+                   render.drivers_line({"550.54.15": 2, "6.3.6": 1}), render.vendors_line(s))
+    finally:
+        i18n.set_language("en")
+    assert chinese == ("8x NVIDIA A100、4x MI100", "550.54.15（2 个节点）、6.3.6（1 个节点）",
+                       "NVIDIA 8 块 GPU，2 个节点（驱动 550.54.15 ×2、CUDA 12.4 ×2）；AMD 4 块 GPU，1 个节点（驱动 6.3.6 ×1）")
