@@ -74,7 +74,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
-from fleetmon.i18n import N_, Text
+from fleetmon.i18n import N_, Joined, Text
 from fleetmon.pci import normalize_bus_id
 from fleetmon.records import GpuInventory, GpuSample, Status
 from fleetmon.sources import SourceError
@@ -221,7 +221,7 @@ def _check_depth(value: Any, what: str) -> None:
     raise _error(what, _too_deep())
 
 
-_CUT_NOTE = "the last line has no line end (the output was cut?): it is not used"
+_CUT_NOTE = N_("the last line has no line end (the output was cut?): it is not used")
 
 
 def _lines(text: str, what: str, notes: list[str] | None = None) -> list[str]:
@@ -234,7 +234,7 @@ def _lines(text: str, what: str, notes: list[str] | None = None) -> list[str]:
         raise _error(what, Text(N_("more than {limit} lines"), limit=MAX_LINES))
     if notes is not None and lines and not text.endswith(("\n", "\r")) and lines[-1].strip():
         lines.pop()
-        notes.append(_CUT_NOTE)
+        notes.append(Text(_CUT_NOTE))
     return [ln for ln in lines if len(ln) <= MAX_LINE_CHARS]
 
 
@@ -555,7 +555,8 @@ def _capture(devs: list[_Dev], source: str, vendor: str, node: Readings, notes: 
         uuid = dev.inv.values.get("uuid")
         if not isinstance(uuid, str) or uuid in seen:
             if isinstance(uuid, str):
-                notes.append(f"device {pos}: unique id {uuid} repeats an earlier device's; not used")
+                notes.append(Text(N_("device {pos}: unique id {uuid} repeats an earlier device's; not used"), pos=pos,
+                                  uuid=uuid))
             uuid = placeholder_uuid(pos, str(dev.inv.values.get("pci_bus_id") or "capture"), lost)
             dev.inv.put("uuid", uuid)
         seen.add(uuid)
@@ -818,12 +819,19 @@ def _version(entry: dict[str, Any], node: Readings, notes: list[str]) -> Capture
     """``amd-smi version --json``: no device; the amdgpu driver version (older tools: ``kernel_version``)."""
     _put(node, "driver_version", _first(entry, ("amdgpu_version",), ("kernel_version",)), _str)
     _put(node, "runtime_version", entry.get("rocm_version"), _str)
-    facts = [f"{label} {v}" for label, key in (("ROCm", "rocm_version"), ("amd-smi", "version"),
-                                               ("amdsmi library", "amdsmi_library_version"))
-             if (v := _val(entry.get(key), _str))]
-    notes.append("amd-smi version: not a device listing" + (f"; {', '.join(facts)}" if facts else ""))
+    facts: list[str] = []  # the tool names stay as they are; "library" is said in the reader's language
+    for label, key in (("ROCm {version}", "rocm_version"), ("amd-smi {version}", "version"),
+                       (N_("amdsmi library {version}"), "amdsmi_library_version")):
+        version = _val(entry.get(key), _str)
+        if version:
+            facts.append(Text(label, version=version))
+    if facts:
+        notes.append(Text(N_("amd-smi version: not a device listing; {facts}"), facts=Joined(facts)))
+    else:
+        notes.append(Text(N_("amd-smi version: not a device listing")))
     if node.status.get("driver_version") == Status.FAILED.value:
-        notes.append(f"amdgpu version unreadable: {printable(str(entry.get('amdgpu_version')), 120)}")
+        notes.append(Text(N_("amdgpu version unreadable: {value}"),
+                          value=printable(str(entry.get("amdgpu_version")), 120)))
     return _capture([], AMD_SMI_JSON, "amd", node, notes)
 
 
@@ -855,7 +863,8 @@ def _xgmi(entries: list[Any], node: Readings, notes: list[str]) -> Capture:
             ("max_bandwidth_gbps", _val(lm.get("max_bandwidth"), lambda t: number(t, "gb/s"))),
             ("link_type", _val(lm.get("link_type"), _str)), ("links", links or None)) if v is not None})
         devs.append(dev)
-    notes.append(f"amd-smi xgmi: link matrix of {len(devs)} GPUs (in each device's extra['xgmi']); no readings")
+    notes.append(Text(N_("amd-smi xgmi: link matrix of {count} GPUs (in each device's extra['xgmi']); no readings"),
+                      count=len(devs)))
     return _capture(devs, AMD_SMI_JSON, "amd", node, notes)
 
 
@@ -1117,7 +1126,7 @@ def parse_rocm_smi_json(data: bytes | str) -> Capture:
     notes: list[str] = []
     procs = [k for k in system if k.startswith("pid")]
     if procs:
-        notes.append(f"rocm-smi lists {len(procs)} process(es); not stored")
+        notes.append(Text(N_("rocm-smi lists {count} process(es); not stored"), count=len(procs)))
     devs = [_rocm_card(c, pos, hygon) for pos, c in enumerate(cards)]
     return _capture(devs, HY_SMI_JSON if hygon else ROCM_SMI_JSON, "hygon" if hygon else "amd", node, notes)
 
@@ -1205,7 +1214,7 @@ def _concise(lines: list[str], what: str, notes: list[str]) -> Capture:
         devs.append(dev)
     if not devs:
         raise _error(what, Text(N_("concise table without rows")))
-    notes.append("rocm-smi concise table: no unique id, serial or bus id; devices are numbered as listed")
+    notes.append(Text(N_("rocm-smi concise table: no unique id, serial or bus id; devices are numbered as listed")))
     return _capture(devs, ROCM_SMI_CONCISE, "amd", node, notes)
 
 
@@ -1278,8 +1287,8 @@ def parse_rocminfo(data: bytes | str) -> Capture:
             _pci_device_id(dev, f"0x{int(chip.group(1)):04x}", _AMD_VENDOR_ID if vendor == "AMD" else None)
         altered = a.get("_altered")
         if altered:
-            notes.append(f"agent {pos}: a number disagrees with its hex form ({printable(altered, 80)}): "
-                         "the text was altered; its plain numbers are not used")
+            notes.append(Text(N_("agent {pos}: a number disagrees with its hex form ({value}): the text was altered; "
+                                 "its plain numbers are not used"), pos=pos, value=printable(altered, 80)))
             dev.inv.put("max_sm_clock_mhz", None, Status.FAILED)
         else:
             _put(dev.inv, "max_sm_clock_mhz", a.get("Max Clock Freq. (MHz)"), _mhz)
@@ -1293,7 +1302,7 @@ def parse_rocminfo(data: bytes | str) -> Capture:
             else:
                 dev.inv.put("memory_total_mib", None, Status.FAILED)
         devs.append(dev)
-    notes.append("rocminfo: identity only (no temperature, power, use or error counts)")
+    notes.append(Text(N_("rocminfo: identity only (no temperature, power, use or error counts)")))
     return _capture(devs, ROCMINFO, "hygon" if hygon else "amd", node, notes)
 
 

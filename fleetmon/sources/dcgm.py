@@ -273,11 +273,15 @@ def parse_dcgm(text: str | bytes, *, max_gpus: int | None = None, max_series: in
         raise SourceError(Text(N_("{what}: no series names a GPU (no 'gpu' or 'UUID' label)"), what=WHAT))
     notes: list[str] = []
     if orphans:
-        notes.append(f"{orphans} series without gpu/UUID labels belong to no GPU and were left out")
+        notes.append(Text(N_("{count} series without gpu/UUID labels belong to no GPU and were left out"),
+                          count=orphans))
     if len(hosts) > 1:
         names = sorted(hosts)
-        listed = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
-        notes.append(f"series from {len(hosts)} host names: {listed}")
+        if len(names) > 5:
+            notes.append(Text(N_("series from {count} host names: {names} and {more} more"), count=len(hosts),
+                              names=", ".join(names[:5]), more=len(names) - 5))
+        else:
+            notes.append(Text(N_("series from {count} host names: {names}"), count=len(hosts), names=", ".join(names)))
     node = node_readings()
     inventories: list[GpuInventory] = []
     samples: list[GpuSample] = []
@@ -291,7 +295,8 @@ def parse_dcgm(text: str | bytes, *, max_gpus: int | None = None, max_series: in
         wanted = _small_int(g.labels.get("gpu"))
         index = wanted if wanted is not None and wanted not in used else max(used, default=-1) + 1
         if wanted is not None and index != wanted:
-            notes.append(f"GPU {g.key}: index {wanted} given twice, stored as {index}")
+            notes.append(Text(N_("GPU {gpu}: index {wanted} given twice, stored as {index}"), gpu=g.key, wanted=wanted,
+                              index=index))
         used.add(index)
         values = {**g.mig_first, **g.device}
         inv, sample = _gpu_records(g, index, values)

@@ -268,7 +268,7 @@ def parse_hl_smi(data: bytes | str, fields: tuple[str, ...] | list[str] | None =
                                       "pass the -Q field list (or run hl-smi with -f csv, with the header)"),
                                    what=WHAT, columns=len(rows[0][1])))
         names = layout
-        notes.append(f"no header: the columns read as {','.join(layout)}")
+        notes.append(Text(N_("no header: the columns read as {columns}"), columns=",".join(layout)))
     if len(set(names)) != len(names):
         raise SourceError(Text(N_("{what}: a field is named twice in the field list"), what=WHAT))
     if len(rows) > max_gpus:
@@ -277,7 +277,7 @@ def parse_hl_smi(data: bytes | str, fields: tuple[str, ...] | list[str] | None =
     unknown = [n for n in names if n not in _SAMPLE and n not in _INVENTORY and n not in EXTRA_FIELDS
                and n not in ("index", "driver_version", "timestamp")]
     if unknown:
-        notes.append(f"fields not mapped (kept in extra): {printable(', '.join(unknown), 200)}")
+        notes.append(Text(N_("fields not mapped (kept in extra): {fields}"), fields=printable(", ".join(unknown), 200)))
     for number_, values in rows:
         if len(values) != len(names):
             raise SourceError(Text(N_("{what}: line {line} has {values} values where the field list has {fields}: "
@@ -293,7 +293,8 @@ def parse_hl_smi(data: bytes | str, fields: tuple[str, ...] | list[str] | None =
     if len(drivers) == 1:
         node.put("driver_version", printable(drivers.pop(), 100))
     elif drivers:
-        notes.append(f"the devices report different driver versions: {printable(', '.join(sorted(drivers)), 200)}")
+        notes.append(Text(N_("the devices report different driver versions: {versions}"),
+                          versions=printable(", ".join(sorted(drivers)), 200)))
     node.put("gpu_count", len(rows))
     gpus: list[GpuInventory] = []
     samples: list[GpuSample] = []
@@ -333,7 +334,7 @@ def parse_hl_smi(data: bytes | str, fields: tuple[str, ...] | list[str] | None =
                                  state=state))
         extras.append(extra)
     if "uuid" not in names:
-        notes.append("no uuid field: the devices are named by their serial, else by a placeholder")
+        notes.append(Text(N_("no uuid field: the devices are named by their serial, else by a placeholder")))
     return Capture(source=SOURCE, info=make_info("", node, SOURCE), gpus=gpus, samples=samples, ts=None,
                    notes=notes, vendor=VENDOR, extra=extras)
 

@@ -226,10 +226,10 @@ def parse_mthreads_table(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
         uuid = placeholder_uuid(index, str(where), False)
         inv.put("uuid", uuid)
         _append(gpus, samples, extras, inv, sample, extra, uuid, index, ts)
-    notes = [f"mthreads-gmi {tool}",
-             "mthreads-gmi's table gives no UUID or serial: the GPUs have placeholder UUIDs"]
+    notes: list[str] = [f"mthreads-gmi {tool}",  # the tool's version: nothing to translate
+                        Text(N_("mthreads-gmi's table gives no UUID or serial: the GPUs have placeholder UUIDs"))]
     if not records:
-        notes.append("the table lists no GPU")
+        notes.append(Text(N_("the table lists no GPU")))
     return Capture(source=SOURCE, info=make_info("", node, SOURCE), gpus=gpus, samples=samples, ts=ts,
                    notes=notes, vendor=VENDOR, extra=extras)
 
@@ -362,7 +362,8 @@ def _document(top: dict[str, Any], gpu_list: Any, source: str, what: str, max_gp
     attached = reading(_text_value(flat_top.get("attached gpus")), whole)[0]
     node.put("gpu_count", attached if attached is not None else len(gpu_list))
     if attached is not None and attached != len(gpu_list):
-        notes.append(f"the output says {attached} GPUs are attached but describes {len(gpu_list)}")
+        notes.append(Text(N_("the output says {attached} GPUs are attached but describes {count}"), attached=attached,
+                          count=len(gpu_list)))
     gpus: list[GpuInventory] = []
     samples: list[GpuSample] = []
     extras: list[dict[str, Any]] = []
@@ -433,7 +434,8 @@ def parse_mthreads_json(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
         raise SourceError(Text(N_("{what}: no JSON object in the output"), what=what))
     notes: list[str] = []
     if text[:m.start()].strip():
-        notes.append(f"text before the JSON skipped: {printable(' '.join(text[:m.start()].split()), 120)}")
+        notes.append(Text(N_("text before the JSON skipped: {text}"),
+                          text=printable(" ".join(text[:m.start()].split()), 120)))
     try:
         doc = json.loads(text[m.start():])
     except json.JSONDecodeError as exc:
@@ -478,7 +480,8 @@ def parse_mthreads_query(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
     notes: list[str] = []
     if not text.endswith("\n") and ":" in lines[-1]:
         # The tool ends its report with a line break: without one the last value may be cut ("212.50W" as "21").
-        notes.append(f"the report ends without a line break: its last line is not read ({printable(lines[-1], 80)})")
+        notes.append(Text(N_("the report ends without a line break: its last line is not read ({line})"),
+                          line=printable(lines[-1], 80)))
         lines = lines[:-1]
     for raw in lines:
         body = raw.strip()
@@ -505,7 +508,7 @@ def parse_mthreads_query(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture
             parent[title.strip()] = child
             stack.append((indent, child))
     if not gpu_list:
-        notes.append("the report lists no GPU")
+        notes.append(Text(N_("the report lists no GPU")))
     return _document(top, gpu_list, QUERY_SOURCE, what, max_gpus, notes)
 
 

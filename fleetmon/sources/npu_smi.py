@@ -626,14 +626,17 @@ def _apply(facts: list[tuple[str, str]], c: _Chipset, card: bool) -> None:
         _ecc(facts, c)
 
 
-def _index(chips: list[_Chip], logic: list[int | None]) -> tuple[list[int], str]:
-    """Each chip's device index: -m's logic id, else the table's Phy-ID / Device, else the order (all unique)."""
+def _index(chips: list[_Chip], logic: list[int | None]) -> tuple[list[int], Text]:
+    """Each chip's device index: -m's logic id, else the table's Phy-ID / Device, else the order (all unique);
+    and the note that says which."""
     if chips and all(x is not None for x in logic) and len(set(logic)) == len(logic):
-        return [int(x) for x in logic if x is not None], "the chip logic ids of npu-smi info -m"
+        return [int(x) for x in logic if x is not None], Text(N_("device index from the chip logic ids of npu-smi "
+                                                                 "info -m"))
     seconds = [c.second for c in chips]
     if chips and all(x is not None for x in seconds) and len(set(seconds)) == len(seconds):
-        return [int(x) for x in seconds if x is not None], f"the table's {chips[0].second_name} column"
-    return list(range(len(chips))), "the table's order"
+        return [int(x) for x in seconds if x is not None], Text(N_("device index from the table's {column} column"),
+                                                                column=chips[0].second_name)
+    return list(range(len(chips))), Text(N_("device index from the table's order"))
 
 
 def _chips_from_mapping(rows: list[_MapRow]) -> list[_Chip]:
@@ -663,7 +666,8 @@ def parse_npu_smi(data: bytes | str, max_chips: int = MAX_CHIPS) -> Capture:
         if len(chips) > max_chips:
             raise NpuSmiError(Text(_MORE_CHIPS, what=_WHAT, limit=max_chips))
         if chips:
-            notes.append("npu-smi info -m only: chip names and ids, no readings (import `npu-smi info` with it)")
+            notes.append(Text(N_("npu-smi info -m only: chip names and ids, no readings (import `npu-smi info` with "
+                                 "it)")))
     if not chips:
         if parsed.chip_facts or parsed.card_facts or parsed.loose:
             raise NpuSmiError(Text(N_("{what}: -t output without the `npu-smi info` table or -m mapping: no chip list "
@@ -676,29 +680,30 @@ def parse_npu_smi(data: bytes | str, max_chips: int = MAX_CHIPS) -> Capture:
         raise NpuSmiError(Text(N_("{what}: the same NPU and Chip id twice in one table"), what=_WHAT))
     unmatched = [r for r in parsed.mapping if r.logic is not None and (r.npu, r.chip) not in keys]
     if unmatched and not from_mapping:
-        notes.append(f"{len(unmatched)} chip(s) of npu-smi info -m are not in the table "
-                     f"(NPU/chip {', '.join(f'{r.npu}/{r.chip}' for r in unmatched[:8])})")
+        notes.append(Text(N_("{count} chip(s) of npu-smi info -m are not in the table (NPU/chip {chips})"),
+                          count=len(unmatched), chips=", ".join(f"{r.npu}/{r.chip}" for r in unmatched[:8])))
     logic = [mapped[(c.npu, c.chip)].logic if (c.npu, c.chip) in mapped else None for c in chips]
-    indexes, index_from = _index(chips, logic)
-    notes.append(f"device index from {index_from}")
+    indexes, index_note = _index(chips, logic)
+    notes.append(index_note)
     if parsed.tool:
-        notes.append(f"npu-smi {parsed.tool}")
+        notes.append(f"npu-smi {parsed.tool}")  # the tool's version: nothing to translate
     else:
-        notes.append("no npu-smi version line: driver version unknown")
+        notes.append(Text(N_("no npu-smi version line: driver version unknown")))
     per_card: dict[int, int] = {}
     for c in chips:
         per_card[c.npu] = per_card.get(c.npu, 0) + 1
     for line, facts in parsed.loose:
-        notes.append(f"line {line}: npu-smi -t output that names no NPU: not used")
+        notes.append(Text(N_("line {line}: npu-smi -t output that names no NPU: not used"), line=line))
     for (npu, chip) in parsed.chip_facts:
         if (npu, chip) not in keys:
-            notes.append(f"npu-smi -t output for NPU {npu} chip {chip}, which the table does not list: not used")
+            notes.append(Text(N_("npu-smi -t output for NPU {npu} chip {chip}, which the table does not list: not "
+                                 "used"), npu=npu, chip=chip))
     odd = sorted({c.health for c in chips if c.health and c.health not in _HEALTH_WORDS})
     if odd and not from_mapping:
-        notes.append(f"health state(s) {', '.join(printable(h, 40) for h in odd)} are none of "
-                     f"{', '.join(_HEALTH_WORDS)}: kept as printed")
+        notes.append(Text(N_("health state(s) {states} are none of {words}: kept as printed"),
+                          states=", ".join(printable(h, 40) for h in odd), words=", ".join(_HEALTH_WORDS)))
     if parsed.skipped:
-        notes.append(f"{parsed.skipped} line(s) that are no npu-smi output skipped")
+        notes.append(Text(N_("{count} line(s) that are no npu-smi output skipped"), count=parsed.skipped))
 
     node = node_readings()
     node.read("driver_version", parsed.driver, str)

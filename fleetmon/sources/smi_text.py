@@ -237,7 +237,7 @@ def parse_smi_text(text: str, max_gpus: int = MAX_GPUS) -> Capture:
             SubElement(rp, "pending_retirement").text = rp.findtext("pending_blacklist")
     capture = parse_element(root, SOURCE, max_gpus)
     if not parts[1:]:
-        capture.notes.append("the report lists no GPU")
+        capture.notes.append(Text(N_("the report lists no GPU")))
     return capture
 
 
@@ -297,9 +297,9 @@ def parse_smi_table(text: str, max_gpus: int = MAX_GPUS) -> Capture:
         for path, value in values.items():
             _ensure(gpu, path).text = value
     capture = parse_element(root, TABLE_SOURCE, max_gpus)
-    capture.notes.append("the nvidia-smi table gives no UUID: the GPUs have placeholder UUIDs")
+    capture.notes.append(Text(N_("the nvidia-smi table gives no UUID: the GPUs have placeholder UUIDs")))
     if truncated:
-        capture.notes.append(f"{truncated} GPU name(s) cut short by the table ('...')")
+        capture.notes.append(Text(N_("{count} GPU name(s) cut short by the table ('...')"), count=truncated))
     return capture
 
 

@@ -379,7 +379,8 @@ def parse_element(root: Element, source: str, max_gpus: int = MAX_GPUS) -> Captu
     attached = reading(find_text(root, "attached_gpus"), whole)[0]
     node.put("gpu_count", attached if attached is not None else len(gpus_el))
     if attached is not None and attached != len(gpus_el):
-        notes.append(f"the document says {attached} GPUs are attached but describes {len(gpus_el)}")
+        notes.append(Text(N_("the document says {attached} GPUs are attached but describes {count}"),
+                          attached=attached, count=len(gpus_el)))
     gpus: list[GpuInventory] = []
     samples: list[GpuSample] = []
     for index, el in enumerate(gpus_el):

@@ -193,19 +193,22 @@ def parse_xpu_smi(data: bytes | str, max_gpus: int = MAX_GPUS) -> Capture:
         first_stamp = first_stamp or stamp
         last_stamp = stamp
     if not last:
-        raise SourceError(f"{WHAT}: the dump has a header but no rows")
+        raise SourceError(Text(N_("{what}: the dump has a header but no rows"), what=WHAT))
     if last_value_cut(text, rows[1:]):
-        raise SourceError(f"{WHAT}: the last line is cut short (no line break after it, and its last value "
-                          f"{printable(rows[-1][1][-1], 40)!r} is shaped unlike the line before's)")
-    notes = [f"{len(rows) - 1} rows for {len(last)} device(s) from {first_stamp} to {last_stamp}; "
-             "each device's sample is its last row"]
+        raise SourceError(Text(N_("{what}: the last line is cut short (no line break after it, and its last value "
+                                  "{value!r} is shaped unlike the line before's)"), what=WHAT,
+                               value=printable(rows[-1][1][-1], 40)))
+    notes: list[str] = [Text(N_("{rows} rows for {devices} device(s) from {first} to {last}; each device's sample is "
+                                "its last row"), rows=len(rows) - 1, devices=len(last), first=first_stamp,
+                             last=last_stamp)]
     ts = _timestamp(last_stamp)
     if ts is None:
-        notes.append("the dump gives the time of day only (no --date): the capture time is unknown")
+        notes.append(Text(N_("the dump gives the time of day only (no --date): the capture time is unknown")))
     unmapped = [s for s, t in zip(shown[2:], titles[2:]) if t not in SAMPLE_COLUMNS and t not in EXTRA_COLUMNS]
     if unmapped:
-        notes.append(f"columns kept in extra under their titles: {printable(', '.join(unmapped), 200)}")
-    notes.append("xpu-smi dump names no model, serial, UUID or bus id: the devices have placeholder UUIDs")
+        notes.append(Text(N_("columns kept in extra under their titles: {columns}"),
+                          columns=printable(", ".join(unmapped), 200)))
+    notes.append(Text(N_("xpu-smi dump names no model, serial, UUID or bus id: the devices have placeholder UUIDs")))
     node = node_readings()
     node.put("gpu_count", len(last))
     gpus: list[GpuInventory] = []
