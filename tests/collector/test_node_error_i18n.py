@@ -262,8 +262,11 @@ def chinese(qapp: Any) -> Iterator[None]:
 
 
 def test_the_fleet_tables_status_cell_reads_chinese(agent: SimNode, tmp_path: Path, chinese: None) -> None:
+    from PySide6.QtCore import Qt
+
     from ui.fleet_reader import read_snapshot
     from ui.models.fleet_table import COLUMNS, FleetTableModel
+    from ui.models.fleet_tree import COL_STATUS as TREE_STATUS, FleetTreeModel
 
     _, english = _down_after_up(agent, tmp_path / "f.db")
     db = open_database(tmp_path / "f.db", readonly=True)
@@ -277,6 +280,13 @@ def test_the_fleet_tables_status_cell_reads_chinese(agent: SimNode, tmp_path: Pa
     assert "无法连接：连接被拒绝（127.0.0.1:" in cell and CJK.search(cell.split("：")[0]), cell
     assert "cannot connect" not in cell
     assert dataclasses.is_dataclass(snap.rows[0]) and snap.rows[0].last_error == english
+    tree = FleetTreeModel()  # the grouped view: the GPU's Status cell and the node's tooltip
+    tree.set_snapshot(snap)
+    n1 = tree.index_of_node("n1")
+    tip = tree.data(tree.index(n1.row(), 0, n1.parent()), Qt.ItemDataRole.ToolTipRole)
+    assert "无法连接：连接被拒绝（127.0.0.1:" in tip and "cannot connect" not in tip, tip
+    gpu = tree.index(0, TREE_STATUS, tree.index(n1.row(), 0, n1.parent()))
+    assert "无法连接：连接被拒绝" in tree.data(gpu), tree.data(gpu)
 
 
 def test_an_ssh_nodes_failure_is_said_in_chinese(tmp_path: Path, shared_fixtures: Path) -> None:
