@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["printable"]
+from fleetmon.i18n import Text
+
+__all__ = ["one_line", "printable"]
 
 # C0 and C1 controls (ESC, BEL, NUL, CSI …), DEL, and the bidirectional overrides and isolates that can
 # reorder what a terminal or the window shows. Tab and newline are controls too: a one-line text has none.
@@ -23,3 +25,38 @@ def printable(text: str, limit: int | None = None) -> str:
     if limit is not None and len(out) > limit:
         out = out[: max(0, limit - 1)] + "…"
     return out
+
+
+def one_line(text: str, limit: int | None = None) -> str:
+    """``text`` as one printable line (runs of whitespace, newlines included, made one space; controls escaped; cut
+    to ``limit``): a node's reason for a failed poll, stored and shown.
+
+    An :class:`fleetmon.i18n.Text` stays one, so that it is said in the reader's language where it is shown: its
+    values (the foreign text inside: a node's stderr, an HTTP body) are made one printable line each, and the
+    result is kept when its English is then exactly the line made of the whole text; else that line, a plain
+    string. The English is the same either way.
+    """
+    flat = printable(" ".join(text.split()), limit)
+    if isinstance(text, Text):
+        made = _clean_text(text)
+        if made is not None and str.__str__(made) == flat:
+            return made
+    return flat
+
+
+def _clean_text(text: Text) -> Text | None:
+    """``text`` made again with each text value one printable line (a nested Text likewise); None when it cannot
+    be (a template that does not fit its values)."""
+    values: dict[str, object] = {}
+    for name, value in text.args.items():
+        if isinstance(value, Text):
+            value = _clean_text(value)
+            if value is None:
+                return None
+        elif isinstance(value, str):
+            value = printable(" ".join(value.split()))  # a Joined or Moment: plain text from here on
+        values[name] = value
+    try:
+        return Text(text.template, **values)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+        return None

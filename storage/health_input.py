@@ -181,16 +181,17 @@ def nodes_as_of(db: Database, node_rows: Iterable[NodeRow], now: float) -> tuple
         if (n.last_ok is None or n.last_ok <= now) and (n.last_attempt is None or n.last_attempt <= now):
             out.append(n)
             continue
-        last = rows(db, "SELECT ts, ok, error FROM poll_log WHERE node = ? AND ts <= ? ORDER BY ts DESC LIMIT 1",
-                    [n.name, now])
+        last = rows(db, "SELECT ts, ok, error, error_texts FROM poll_log WHERE node = ? AND ts <= ? "
+                        "ORDER BY ts DESC LIMIT 1", [n.name, now])
         good = rows(db, "SELECT ts FROM poll_log WHERE node = ? AND ts <= ? AND ok = 1 ORDER BY ts DESC LIMIT 1",
                     [n.name, now])
         last_ok = float(good[0][0]) if good else _newest_data(db, n.name, now)
         status: str | None
         if last:
-            ts, ok, error = last[0]
+            ts, ok, error, error_texts = last[0]
             attempt: float | None = float(ts)
-            status, last_error = ("ok", None) if ok else ("unreachable", error)
+            status = "ok" if ok else "unreachable"
+            last_error = None if ok else queries.stored_text(error, error_texts, "error")
         else:
             attempt, status, last_error = last_ok, ("ok" if last_ok is not None else None), None
         out.append(replace(n, last_ok=last_ok, last_attempt=attempt, status=status, last_error=last_error))

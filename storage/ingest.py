@@ -35,6 +35,7 @@ from typing import Any, Iterable, Mapping
 from sqlite_utils import Database
 
 from fleetmon.fields import DEFAULT_VENDOR
+from fleetmon.i18n import N_, Text, dumps
 from fleetmon.records import GpuInventory, NodePoll
 from fleetmon.signals import BASELINE_KIND, EVENT_KINDS as SIGNAL_EVENT_KINDS, fold, merge, signal_events
 from fleetmon.vocab import GpuState
@@ -48,8 +49,10 @@ _SAMPLE_SQL = LAYOUT.insert_sql()
 _EVENT_SQL = """INSERT OR IGNORE INTO events (node, seq, ts, kind, gpu_uuid, pci_bus_id, code, message, data)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"""
 _LATEST_SQL = "INSERT OR REPLACE INTO gpu_latest (gpu_id, ts, seen, latest) VALUES (?, ?, ?, ?)"
-_POLL_LOG_SQL = ("INSERT OR IGNORE INTO poll_log (ts, node, ok, error, duration_ms, minutes, events) "
-                 "VALUES (?, ?, ?, ?, ?, ?, ?)")
+_POLL_LOG_SQL = ("INSERT OR IGNORE INTO poll_log (ts, node, ok, error, duration_ms, minutes, events, "
+                 "error_texts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+_UNREACHABLE_SQL = """INSERT OR IGNORE INTO events (node, seq, ts, kind, message, message_texts)
+                      VALUES (?, NULL, ?, 'node_unreachable', ?, ?)"""
 _CHANGE_SQL = "INSERT INTO inventory_changes (ts, gpu_uuid, node, kind, old, new) VALUES (?, ?, ?, ?, ?, ?)"
 _DIRTY_SQL = """INSERT INTO meta (key, value) VALUES ('rollup_dirty_from', ?)
                 ON CONFLICT (key) DO UPDATE SET value = min(coalesce(value, excluded.value), excluded.value)"""
@@ -329,7 +332,7 @@ def refusal_reason(exc: BaseException) -> str:
     else:
         lines = str(exc).strip().splitlines()
         what = f"{type(exc).__name__}: {lines[0] if lines else 'no detail'}"
-    return "storage refused the answer: " + ascii(what)[1:-1][:300]
+    return Text(N_("storage refused the answer: {reason}"), reason=ascii(what)[1:-1][:300])
 
 
 def _ingest_isolated(batch: _Batch, poll: NodePoll, layout: Layout, refused: dict[str, str], *,
@@ -381,18 +384,23 @@ def _ingest_one(batch: _Batch, poll: NodePoll, layout: Layout = LAYOUT) -> int:
     conn = batch.conn
     node = poll.node
     old_status, old_driver, last_ok, old_buffer, old_notice = _node_row(conn, node)
+    # How the reason was made (m018): an i18n.Text is said again in the reader's language where it is shown.
+    error_texts = dumps({"error": poll.error}) if not poll.ok else None
     batch.poll_log_rows.append(
-        (poll.ts, node, int(poll.ok), poll.error, round(poll.duration_ms, 3), len(poll.minutes), len(poll.events)))
+        (poll.ts, node, int(poll.ok), poll.error, round(poll.duration_ms, 3), len(poll.minutes), len(poll.events),
+         error_texts))
     if not poll.ok:
-        conn.execute("UPDATE nodes SET url = ?, grp = ?, last_attempt = ?, status = 'unreachable', last_error = ? "
-                     "WHERE name = ?", (poll.url, poll.group, poll.ts, poll.error, node))
+        conn.execute("UPDATE nodes SET url = ?, grp = ?, last_attempt = ?, status = 'unreachable', last_error = ?, "
+                     "last_error_texts = ? WHERE name = ?", (poll.url, poll.group, poll.ts, poll.error, error_texts,
+                                                             node))
         if old_status == "ok":
-            conn.execute(_EVENT_SQL, (node, None, poll.ts, "node_unreachable", None, None, None,
-                                      poll.error or "the agent did not answer", None))
+            message = poll.error or "the agent did not answer"
+            conn.execute(_UNREACHABLE_SQL, (node, poll.ts, message, dumps({"message": message})))
         return 0
     if old_status == "unreachable" and last_ok is not None:  # back after a node_unreachable
         conn.execute(_EVENT_SQL, (node, None, poll.ts, "node_back", None, None, None, "the agent answers again", None))
-    sets = "url = ?, grp = ?, last_attempt = ?, status = 'ok', last_ok = ?, last_error = NULL, skew_s = ?"
+    sets = ("url = ?, grp = ?, last_attempt = ?, status = 'ok', last_ok = ?, last_error = NULL, "
+            "last_error_texts = NULL, skew_s = ?")
     params: list[Any] = [poll.url, poll.group, poll.ts, poll.ts, poll.skew_s]
     info = poll.info
     if info is not None:

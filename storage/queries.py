@@ -12,6 +12,7 @@ from typing import Any, Iterable
 
 from sqlite_utils import Database
 
+from fleetmon.i18n import from_data, loads
 from storage.db import get_meta, query, rows
 from storage.rollup import DAY, HOUR
 from storage.rows import (EventRow, FleetRow, GpuRow, HistoryWindow, InventoryChangeRow, NodeRow, PlacementRow,
@@ -28,6 +29,16 @@ def data_version(db: Database) -> int:
     return int(rows(db, "PRAGMA data_version")[0][0])
 
 
+def stored_text(english: str | None, stored: object, key: str) -> str | None:
+    """A stored English text (a node's reason for a failed poll, m018) as an ``i18n.Text`` again when the column
+    beside it (``stored``: :func:`fleetmon.i18n.dumps` JSON) says how it was made, so that it is said in the
+    reader's language; else ``english`` as stored (a row from before m018: NULL; data that does not give the
+    English stored again). Never raises."""
+    if english is None:
+        return None
+    return from_data(loads(stored).get(key), english)
+
+
 def fleet_latest(db: Database) -> list[FleetRow]:
     """One row per known GPU with its node and latest reading, ordered by node and index.
 
@@ -35,7 +46,7 @@ def fleet_latest(db: Database) -> list[FleetRow]:
     """
     out = []
     for r in query(db, """
-        SELECT n.name AS node, n.status AS node_status, n.last_ok, n.last_error, n.driver_version,
+        SELECT n.name AS node, n.status AS node_status, n.last_ok, n.last_error, n.last_error_texts, n.driver_version,
                g.uuid, g.idx, g.name, g.state, l.ts AS latest_ts, l.latest, g.power_default_w, g.power_enforced_w,
                coalesce(g.vendor, n.vendor) AS vendor
         FROM gpus g JOIN nodes n ON n.name = g.node LEFT JOIN gpu_latest l ON l.gpu_id = g.id
@@ -43,7 +54,8 @@ def fleet_latest(db: Database) -> list[FleetRow]:
         latest = json.loads(r["latest"] or "{}")
         out.append(FleetRow(
             node=r["node"], uuid=r["uuid"], node_status=r["node_status"], last_ok=r["last_ok"],
-            last_error=r["last_error"], driver_version=r["driver_version"], index=r["idx"], model=r["name"],
+            last_error=stored_text(r["last_error"], r["last_error_texts"], "error"), driver_version=r["driver_version"],
+            index=r["idx"], model=r["name"],
             state=r["state"], latest_ts=r["latest_ts"], power_default_w=r["power_default_w"],
             power_enforced_w=r["power_enforced_w"], values=latest.get("values", {}),
             status=latest.get("status", {}), vendor=r["vendor"]))
@@ -65,7 +77,8 @@ def _node(r: dict[str, Any]) -> NodeRow:
         cuda_driver_version=r["cuda_driver_version"], nvml_version=r["nvml_version"], kernel=r["kernel"],
         os_release=r["os_release"], agent_version=r["agent_version"], xid_source=r["xid_source"],
         gpu_count=r["gpu_count"], status=r["status"], last_ok=r["last_ok"], last_attempt=r["last_attempt"],
-        last_error=r["last_error"], skew_s=r["skew_s"], agent_started_at=r["agent_started_at"],
+        last_error=stored_text(r["last_error"], r.get("last_error_texts"), "error"), skew_s=r["skew_s"],
+        agent_started_at=r["agent_started_at"],
         minutes_cursor=int(r["minutes_cursor"] or 0), events_cursor=int(r["events_cursor"] or 0),
         buffer_id=r.get("buffer_id"), notice=r.get("notice"), refused_uuids=int(r.get("refused_uuids") or 0),
         vendor=r.get("vendor"), runtime_version=r.get("runtime_version"), firmware_version=r.get("firmware_version"))
@@ -268,7 +281,8 @@ def events(db: Database, since: float | None = None, until: float | None = None,
     extra = [f"kind IN ({', '.join('?' for _ in wanted)})"] if wanted else []
     where, params = _where(since, until, node, extra)
     return [EventRow(id=r["id"], node=r["node"], ts=r["ts"], kind=r["kind"], seq=r["seq"], gpu_uuid=r["gpu_uuid"],
-                     pci_bus_id=r["pci_bus_id"], code=r["code"], message=r["message"],
+                     pci_bus_id=r["pci_bus_id"], code=r["code"],
+                     message=stored_text(r["message"], r.get("message_texts"), "message"),
                      data=json.loads(r["data"]) if r["data"] else {})
             for r in query(db, f"SELECT * FROM events {where} ORDER BY ts, id", params + (wanted or []))]
 
@@ -277,6 +291,7 @@ def poll_log(db: Database, node: str | None = None, since: float | None = None,
              until: float | None = None) -> list[PollRow]:
     """Poll attempts, oldest first."""
     where, params = _where(since, until, node)
-    return [PollRow(id=r["id"], ts=r["ts"], node=r["node"], ok=bool(r["ok"]), error=r["error"],
+    return [PollRow(id=r["id"], ts=r["ts"], node=r["node"], ok=bool(r["ok"]),
+                    error=stored_text(r["error"], r.get("error_texts"), "error"),
                     duration_ms=r["duration_ms"], minutes=r["minutes"], events=r["events"])
             for r in query(db, f"SELECT * FROM poll_log {where} ORDER BY ts, id", params)]

@@ -37,8 +37,8 @@ from fleetmon.fields import CATALOG, FIRST_SCHEMA_STEP, HW_THROTTLE_REASONS, THR
 from fleetmon.records import Status
 from fleetmon.vocab import GpuState
 from storage import (
-    schema_acks, schema_claims, schema_intake, schema_notify, schema_resolutions, schema_signals, schema_signoff,
-    schema_slurm, schema_texts, schema_vendor,
+    schema_acks, schema_claims, schema_error_texts, schema_intake, schema_notify, schema_resolutions, schema_signals,
+    schema_signoff, schema_slurm, schema_texts, schema_vendor,
 )
 
 MIGRATION_SET = "fleetmon"
@@ -673,6 +673,7 @@ _step("m014_slurm_actions")(schema_slurm.m014_slurm_actions)
 _step("m015_notify_outbox")(schema_notify.m015_notify_outbox)
 _step("m016_gpu_signals")(schema_signals.m016_gpu_signals)
 _step("m017_finding_texts")(schema_texts.m017_finding_texts)
+_step("m018_node_error_texts")(schema_error_texts.m018_node_error_texts)
 
 
 # -- the default layout -----------------------------------------------------------------

@@ -16,7 +16,7 @@ from PySide6.QtCore import QCoreApplication
 
 from fleetmon.health.findings import worst_order
 from fleetmon.health.verdict import SILENT, combine
-from fleetmon.i18n import localized
+from fleetmon.i18n import Text, localized
 from fleetmon.vocab import GpuState, Severity
 from fleetmon.vocab import severity_rank as vocab_severity_rank
 from ui.i18n import QT_TRANSLATE_NOOP, verdict_word
@@ -112,8 +112,14 @@ def status_word(status: str) -> str:
 def status_text(status: str, error: str | None = None) -> str:
     """The Status cell: the word, with an unreachable node's error ("unreachable: connection refused")."""
     if status == "unreachable" and error:
-        return QCoreApplication.translate("Status", "unreachable: {error}").format(error=error)
+        return QCoreApplication.translate("Status", "unreachable: {error}").format(error=node_error(error))
     return status_word(status)
+
+
+def node_error(error: str) -> str:
+    """A node's reason for a failed poll as the reader reads it: said in the app's language when it was stored
+    with how it was made (an ``i18n.Text``, m018), else as stored (English)."""
+    return localized(error) if isinstance(error, Text) else error
 
 
 STATUS_COLORS = {

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import errno
 import json
 import logging
 import os
@@ -65,13 +66,14 @@ from fleetmon.collector.validate import (
     record_where, spec,
 )
 from fleetmon.collector.sources import FetchFailed, parse_body, run_ssh, source_poll
+from fleetmon.i18n import N_, Text, reason_of
 from fleetmon.records import (
     WIRE_SCHEMAS_READ, Event, GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll, vendor_defaults,
 )
 from fleetmon.sources import SourceError, SourceKind, SourceSpec, Transport, answer_name, source_of, source_type
 from fleetmon.sources.ssh_tools import AUTO, remote_command
 from fleetmon.sources.capture import Capture
-from fleetmon.text import printable
+from fleetmon.text import one_line, printable
 
 __all__ = ["BadAnswer", "CYCLE_RECORD_BUDGET", "MAX_BODY_BYTES", "Target", "make_ssl_context", "poll_all",
            "poll_node"]
@@ -241,17 +243,18 @@ class _Fetcher:
         async with self.session.get(url, headers=headers, ssl=self.ssl, allow_redirects=False,
                                     timeout=self.client_timeout) as resp:
             if resp.status == 401:
-                raise BadAnswer(f"{path}: 401 unauthorized: wrong or missing token")
+                raise BadAnswer(Text(N_("{path}: 401 unauthorized: wrong or missing token"), path=path))
             if resp.status != 200:
                 text = (await resp.content.read(200)).decode("utf-8", "replace")
                 text = " ".join(text.split())[:120]
-                msg = f"{path}: HTTP {resp.status}" + (f": {text}" if text else "")
+                msg = (Text(N_("{path}: HTTP {status}: {text}"), path=path, status=resp.status, text=text) if text
+                       else Text(N_("{path}: HTTP {status}"), path=path, status=resp.status))
                 if resp.status in RETRY_STATUS:
                     raise _Transient(msg)
                 raise BadAnswer(msg)
             if resp.content_length is not None and resp.content_length > MAX_BODY_BYTES:
-                raise BadAnswer(f"{path}: answer of {resp.content_length} bytes is larger than "
-                                f"{MAX_BODY_BYTES}")
+                raise BadAnswer(Text(N_("{path}: answer of {size} bytes is larger than {limit}"), path=path,
+                                     size=resp.content_length, limit=MAX_BODY_BYTES))
             return await _read_body(resp, self.path)
 
 
@@ -264,7 +267,8 @@ def _inflater(resp: aiohttp.ClientResponse, path: str) -> Any:
         return zlib.decompressobj(16 + zlib.MAX_WBITS)
     if encoding == "deflate":
         return zlib.decompressobj(zlib.MAX_WBITS)
-    raise BadAnswer(f"{path}: unsupported Content-Encoding {encoding[:20]!r}")
+    raise BadAnswer(Text(N_("{path}: unsupported Content-Encoding {encoding}"), path=path,
+                         encoding=repr(encoding[:20])))
 
 
 async def _read_body(resp: aiohttp.ClientResponse, path: str) -> bytes:
@@ -277,8 +281,9 @@ async def _read_body(resp: aiohttp.ClientResponse, path: str) -> bytes:
     inflater = _inflater(resp, path)
     chunks: list[bytes] = []
     size = 0
-    too_large = f"{path}: answer larger than {MAX_BODY_BYTES:,} bytes" + (
-        " after decompression" if inflater is not None else "")
+    too_large = (Text(N_("{path}: answer larger than {limit} bytes after decompression"), path=path,
+                      limit=f"{MAX_BODY_BYTES:,}") if inflater is not None
+                 else Text(N_("{path}: answer larger than {limit} bytes"), path=path, limit=f"{MAX_BODY_BYTES:,}"))
     try:
         while chunk := await resp.content.read(MAX_COMPRESSED_CHUNK):
             if inflater is not None:
@@ -292,11 +297,11 @@ async def _read_body(resp: aiohttp.ClientResponse, path: str) -> bytes:
             chunks.append(chunk)
         if inflater is not None:
             if not inflater.eof:
-                raise BadAnswer(f"{path}: truncated compressed answer")
+                raise BadAnswer(Text(N_("{path}: truncated compressed answer"), path=path))
             chunks.append(inflater.flush())
     except zlib.error as exc:
-        raise BadAnswer(f"{path}: not valid {resp.headers.get('Content-Encoding', '')[:20]} data "
-                        f"({_first_line(exc)})") from None
+        raise BadAnswer(Text(N_("{path}: not valid {encoding} data ({reason})"), path=path,
+                             encoding=resp.headers.get("Content-Encoding", "")[:20], reason=_first_line(exc))) from None
     return b"".join(chunks)
 
 
@@ -308,16 +313,19 @@ def _decode(body: bytes, path: str) -> dict[str, Any]:
     try:
         doc = _DECODER.decode(body.decode("utf-8"))
     except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        reason = "empty answer" if not body.strip() else f"{exc.__class__.__name__}: {str(exc)[:80]}"
-        raise BadAnswer(f"{path}: not valid JSON ({reason})") from exc
+        if not body.strip():
+            raise BadAnswer(Text(N_("{path}: not valid JSON (empty answer)"), path=path)) from exc
+        raise BadAnswer(Text(N_("{path}: not valid JSON ({error}: {reason})"), path=path,
+                             error=exc.__class__.__name__, reason=str(exc)[:80])) from exc
     except RecursionError:
-        raise BadAnswer(f"{path}: not valid JSON (nested too deeply)") from None
+        raise BadAnswer(Text(N_("{path}: not valid JSON (nested too deeply)"), path=path)) from None
     if not isinstance(doc, dict):
-        raise BadAnswer(f"{path}: expected a JSON object, got {type(doc).__name__}")
+        raise BadAnswer(Text(N_("{path}: expected a JSON object, got {type}"), path=path, type=type(doc).__name__))
     schema = doc.get("schema")
     if schema not in WIRE_SCHEMAS_READ or isinstance(schema, bool):
-        raise BadAnswer(f"{path}: unsupported schema version {repr(schema)[:20]} "
-                        f"(this collector reads {', '.join(map(str, sorted(WIRE_SCHEMAS_READ)))})")
+        raise BadAnswer(Text(N_("{path}: unsupported schema version {schema} (this collector reads {versions})"),
+                             path=path, schema=repr(schema)[:20],
+                             versions=", ".join(map(str, sorted(WIRE_SCHEMAS_READ)))))
     check_text(doc, body, path)
     return doc
 
@@ -333,7 +341,7 @@ def _is_int(v: Any) -> bool:
 def _need(doc: dict[str, Any], key: str, typ: type, where: str) -> Any:
     value = doc.get(key)
     if not isinstance(value, typ):
-        raise BadAnswer(f"{where}: field {key!r} missing or of the wrong type")
+        raise BadAnswer(Text(N_("{where}: field {key} missing or of the wrong type"), where=where, key=repr(key)))
     return value
 
 
@@ -408,11 +416,12 @@ class _Stream:
 def _page_header(doc: dict[str, Any], path: str) -> tuple[int | None, int | None, str | None]:
     first, last, bid = doc.get("first_seq"), doc.get("last_seq"), doc.get("buffer_id")
     if first is not None and not _is_int(first) or last is not None and not _is_int(last):
-        raise BadAnswer(f"{path}: first_seq/last_seq of the wrong type")
+        raise BadAnswer(Text(N_("{path}: first_seq/last_seq of the wrong type"), path=path))
     if first is not None and not 0 <= first <= MAX_SEQ or last is not None and not 0 <= last <= MAX_SEQ:
-        raise BadAnswer(f"{path}: first_seq/last_seq out of range (allowed 0..{MAX_SEQ})")
+        raise BadAnswer(Text(N_("{path}: first_seq/last_seq out of range (allowed 0..{limit})"), path=path,
+                             limit=MAX_SEQ))
     if bid is not None and not isinstance(bid, str):
-        raise BadAnswer(f"{path}: buffer_id of the wrong type")
+        raise BadAnswer(Text(N_("{path}: buffer_id of the wrong type"), path=path))
     return first, last, bid
 
 
@@ -434,7 +443,7 @@ async def _stream(fetch: _Fetcher, path: str, after: int, known_buffer: str | No
         if buffer_id is None:
             buffer_id = bid
         elif bid != buffer_id:
-            raise BadAnswer(f"{path}: the agent's buffer changed during the poll")
+            raise BadAnswer(Text(N_("{path}: the agent's buffer changed during the poll"), path=path))
         if not out and not restarted and cursor > 0 and (
                 known_buffer is not None and bid is not None and bid != known_buffer
                 or last_seq is not None and last_seq < cursor):
@@ -451,7 +460,7 @@ async def _stream(fetch: _Fetcher, path: str, after: int, known_buffer: str | No
         for r in records:
             check_record(r, record_where(path, r), fields, ts_max, numeric, keys=path != "/v1/minutes")
             if r["seq"] <= prev:
-                raise BadAnswer(f"{path}: sequence numbers out of order")
+                raise BadAnswer(Text(N_("{path}: sequence numbers out of order"), path=path))
             prev = r["seq"]
         out.extend(records)
         cursor = prev
@@ -484,7 +493,7 @@ async def poll_node(session: aiohttp.ClientSession, target: Target, *,
     try:
         source = source_of(target.url)
     except SourceError as exc:
-        return _failed(target, now, t0, str(exc))
+        return _failed(target, now, t0, reason_of(exc))
     fetch = _Fetcher(session, target, ssl_ctx, timeout_s)
     try:
         if source_type(source.kind).transport is not Transport.AGENT:
@@ -512,19 +521,19 @@ async def _poll_source(fetch: _Fetcher, target: Target, source: SourceSpec, now:
             fetch.path = "ssh"
             body = await run_ssh(source, timeout_s, deadline_s, target.ssh_config, command)
         else:
-            return _failed(target, now, t0, kind.not_polled or f"{source.kind.value}: not polled")
+            return _failed(target, now, t0, kind.not_polled or Text(N_("{kind}: not polled"), kind=source.kind.value))
         where = answer_name(source.kind, target.tool, body[:256])
         fetch.path = where
         capture = await asyncio.get_running_loop().run_in_executor(_READERS, _read_capture, source.kind, body,
                                                                    where, target.tool)
     except FetchFailed as exc:
-        return _failed(target, now, t0, str(exc))
+        return _failed(target, now, t0, reason_of(exc))
     except SourceError as exc:
-        return _failed(target, now, t0, str(exc))
+        return _failed(target, now, t0, reason_of(exc))
     except _HTTP_FAILURES as exc:
         return _failed(target, now, t0, _failure_text(exc, fetch, t0, timeout_s))
     if not capture.gpus:
-        return _failed(target, now, t0, f"{source.kind.value}: the answer describes no GPU")
+        return _failed(target, now, t0, Text(N_("{kind}: the answer describes no GPU"), kind=source.kind.value))
     return source_poll(capture, target.name, target.url, target.group, now, (time.monotonic() - t0) * 1000)
 
 
@@ -549,10 +558,10 @@ def _check_capture(capture: Capture, where: str) -> None:
         # MIG instances (the parsers' only nested value): a short list of flat records, checked one by one.
         migs = (rec.get("values") or {}).pop("mig_devices", None) or []
         if not isinstance(migs, list) or len(migs) > MAX_GPUS_PER_NODE:
-            raise BadAnswer(f"{where}: mig_devices of the wrong type or too many")
+            raise BadAnswer(Text(N_("{where}: mig_devices of the wrong type or too many"), where=where))
         for m in migs:
             if not isinstance(m, dict):
-                raise BadAnswer(f"{where}: mig_devices entry of the wrong type")
+                raise BadAnswer(Text(N_("{where}: mig_devices entry of the wrong type"), where=where))
             check_values(m, where, "mig_devices")
         check_record(rec, where, _INVENTORY_SPEC, ts_max, INVENTORY_NUMERIC, INVENTORY_TEXT)
     for s in capture.samples:
@@ -579,10 +588,10 @@ async def _poll(fetch: _Fetcher, target: Target, now: float, t0: float, timeout_
         check_poll_uuids({r["uuid"] for r in minutes.records} | {r["uuid"] for r in events.records if r.get("uuid")},
                          "/v1/minutes and /v1/events")
     except BadAnswer as exc:
-        return _failed(target, now, t0, str(exc))
+        return _failed(target, now, t0, reason_of(exc))
     ids = {b for b in (minutes.buffer_id, events.buffer_id) if b is not None}
     if len(ids) > 1:
-        return _failed(target, now, t0, "the agent's buffer changed during the poll")
+        return _failed(target, now, t0, Text(N_("the agent's buffer changed during the poll")))
     if backlog is not None and (minutes.more or events.more):
         backlog.add(target.name)
     return NodePoll(
@@ -601,35 +610,56 @@ _HTTP_FAILURES = (BadAnswer, _Transient, aiohttp.ClientError, OSError, ValueErro
 
 
 def _failure_text(exc: BaseException, fetch: _Fetcher, t0: float, timeout_s: float) -> str:
-    """The node's one-line reason for a failed HTTP poll."""
+    """The node's one-line reason for a failed HTTP poll (an :class:`~fleetmon.i18n.Text`: said in the reader's
+    language where it is shown; the English is stored as before)."""
+    path = fetch.path
     if isinstance(exc, (BadAnswer, _Transient)):
-        return str(exc)
+        return reason_of(exc)
     if isinstance(exc, TimeoutError):
-        return f"{fetch.path}: {_timeout_text(t0, timeout_s)}"
+        return Text(N_("{path}: {reason}"), path=path, reason=_timeout_text(t0, timeout_s))
     if isinstance(exc, aiohttp.ClientConnectorCertificateError):
-        return f"TLS: the agent's certificate is not trusted: {_first_line(exc.certificate_error)}"
+        return Text(N_("TLS: the agent's certificate is not trusted: {reason}"),
+                    reason=_first_line(exc.certificate_error))
     if isinstance(exc, aiohttp.ClientConnectorError):
-        return f"cannot connect: {_os_reason(exc)}"
+        return Text(N_("cannot connect: {reason}"), reason=_os_reason(exc))
     if isinstance(exc, aiohttp.ServerDisconnectedError):
-        return f"{fetch.path}: the agent closed the connection without an answer"
+        return Text(N_("{path}: the agent closed the connection without an answer"), path=path)
     if isinstance(exc, aiohttp.ClientPayloadError):
-        return f"{fetch.path}: truncated answer ({_first_line(exc)})"
+        return Text(N_("{path}: truncated answer ({reason})"), path=path, reason=_first_line(exc))
     if isinstance(exc, aiohttp.ClientResponseError):  # not HTTP at all (another service on the port)
-        return f"{fetch.path}: not an HTTP answer (is another service on this port?)"
+        return Text(N_("{path}: not an HTTP answer (is another service on this port?)"), path=path)
     if isinstance(exc, aiohttp.ClientError):
-        return f"{fetch.path}: {exc.__class__.__name__}: {_first_line(exc)}"
-    return f"{exc.__class__.__name__}: {_first_line(exc)}"
+        return Text(N_("{path}: {error}: {reason}"), path=path, error=exc.__class__.__name__,
+                    reason=_first_line(exc))
+    return Text(N_("{error}: {reason}"), error=exc.__class__.__name__, reason=_first_line(exc))
 
 
-def _timeout_text(t0: float, timeout_s: float) -> str:
-    return f"timed out after {time.monotonic() - t0:.1f} s (timeout_s = {timeout_s:g})"
+def _timeout_text(t0: float, timeout_s: float) -> Text:
+    return Text(N_("timed out after {seconds} s (timeout_s = {timeout})"), seconds=f"{time.monotonic() - t0:.1f}",
+                timeout=f"{timeout_s:g}")
 
 
 def _os_reason(exc: aiohttp.ClientConnectorError) -> str:
+    """Why a connection failed: the OS's words for its error number (the C library's English; said in the reader's
+    language for the usual ones, :data:`_OS_REASONS`), with the address; else the error's first line."""
     os_error = exc.os_error
     if os_error.errno:
-        return f"{os.strerror(os_error.errno)} ({exc.host}:{exc.port})"
+        return Text(N_("{reason} ({host}:{port})"), reason=_OS_REASONS.get(os_error.errno, os.strerror(os_error.errno)),
+                    host=exc.host, port=exc.port)
     return _first_line(os_error)
+
+
+_OS_REASONS: dict[int, str] = {
+    errno.ECONNREFUSED: Text(N_("Connection refused")),
+    errno.ETIMEDOUT: Text(N_("Connection timed out")),
+    errno.EHOSTUNREACH: Text(N_("No route to host")),
+    errno.ENETUNREACH: Text(N_("Network is unreachable")),
+    errno.ECONNRESET: Text(N_("Connection reset by peer")),
+}
+"""The connection failures a fleet sees every day, as ``os.strerror`` says them on Linux (glibc), marked so that
+they are said in the reader's language; the others stay in the C library's words. Only where the C library says
+exactly that (English byte for byte as before)."""
+_OS_REASONS = {k: v for k, v in _OS_REASONS.items() if os.strerror(k) == v}
 
 
 def _first_line(exc: BaseException) -> str:
@@ -639,15 +669,15 @@ def _first_line(exc: BaseException) -> str:
 
 def _failed(target: Target, now: float, t0: float, error: str) -> NodePoll:
     return NodePoll(node=target.name, url=target.url, group=target.group, ts=now, ok=False,
-                    error=printable(" ".join(error.split()), 500), duration_ms=(time.monotonic() - t0) * 1000)
+                    error=one_line(error, 500), duration_ms=(time.monotonic() - t0) * 1000)
 
 
 def _unexpected(target: Target, now: float, t0: float, exc: Exception, where: str) -> NodePoll:
     """The failed poll of a node whose answer raised what no check expected (a parser's bug, a value no
     check foresaw): its one-line reason; the traceback only in the debug log."""
     log.debug("node %s: unexpected error", printable(target.name, 100), exc_info=exc)
-    return _failed(target, now, t0, f"{where}: the answer could not be read "
-                                    f"({exc.__class__.__name__}: {_first_line(exc)})")
+    return _failed(target, now, t0, Text(N_("{where}: the answer could not be read ({error}: {reason})"),
+                                         where=where, error=exc.__class__.__name__, reason=_first_line(exc)))
 
 
 # ---------------------------------------------------------------------------

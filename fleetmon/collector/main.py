@@ -21,7 +21,7 @@ import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 from fleetmon.errors import KnownError
-from fleetmon.i18n import N_, Text
+from fleetmon.i18n import N_, Text, localized
 from fleetmon.stopping import stop_on_signals
 
 if TYPE_CHECKING:
@@ -66,8 +66,8 @@ def run_collect(args: argparse.Namespace) -> int:
             note = f", {len(refused)} refused by the store" if refused else ""
             print(f"polled {len(polls)} nodes: {len(polls) - len(bad)} ok, {len(bad) - len(refused)} unreachable"
                   f"{note}")
-            for p in bad:
-                print(f"  {p.node}: {p.error}", file=sys.stderr)
+            for p in bad:  # the reason in the reader's language (an i18n.Text; the store keeps its English)
+                print(f"  {p.node}: {localized(p.error)}", file=sys.stderr)
             if collector.notifier is not None:
                 collector.notifier.stop(wait_s=2.0)
                 _leave_if_notify_hangs(collector, lock)

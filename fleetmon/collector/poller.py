@@ -75,6 +75,7 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from fleetmon.collector.client import CYCLE_RECORD_BUDGET, Target, make_ssl_context, poll_all
 from fleetmon.collector.limits import GPUS_SEEN_SPAN_S, MAX_GPUS_SEEN_PER_NODE
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_, Text, reason_of
 from fleetmon.records import NodePoll
 from fleetmon.sources import SourceError, Token, source_of, source_type
 from fleetmon.sources.ssh_tools import AUTO
@@ -142,7 +143,7 @@ def _read_token(path: str) -> tuple[str | None, str | None]:
     try:
         return read_token_file(path), None
     except TokenFileError as exc:
-        return None, str(exc)
+        return None, reason_of(exc)
 
 
 class Collector:
@@ -281,7 +282,8 @@ class Collector:
             self._ssl = make_ssl_context(ca, bool(getattr(self.fleet, "tls_verify", True)))
         except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
             self._ssl = None
-            return f"TLS CA file {ca}: cannot load it ({getattr(exc, 'strerror', None) or exc})"
+            return Text(N_("TLS CA file {path}: cannot load it ({reason})"), path=str(ca),
+                        reason=getattr(exc, "strerror", None) or str(exc))
         return None
 
     def run_cycle(self, *, force: bool = False, only: set[str] | None = None) -> list[NodePoll]:

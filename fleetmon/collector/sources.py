@@ -45,6 +45,7 @@ import subprocess
 from dataclasses import replace
 
 from fleetmon.collector.limits import MAX_BODY_BYTES, MAX_DCGM_SERIES, MAX_GPUS_PER_NODE
+from fleetmon.i18n import N_, Text
 from fleetmon.records import NodePoll
 from fleetmon.sources import ReadLimits, SourceKind, SourceSpec, Transport, read_answer, source_type
 from fleetmon.sources.capture import Capture, capture_poll
@@ -188,19 +189,19 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
                 transport.close()
         raise
     except FileNotFoundError:
-        raise FetchFailed("ssh: the OpenSSH client (ssh) is not installed on this workstation") from None
+        raise FetchFailed(Text(N_("ssh: the OpenSSH client (ssh) is not installed on this workstation"))) from None
     except OSError as exc:
-        raise FetchFailed(f"ssh: cannot start it ({exc.strerror or exc})") from None
+        raise FetchFailed(Text(N_("ssh: cannot start it ({reason})"), reason=exc.strerror or str(exc))) from None
     pid = transport.get_pid()
     try:
         try:
             async with asyncio.timeout(deadline_s):
                 await asyncio.wait([out.exited, out.overflow], return_when=asyncio.FIRST_COMPLETED)
                 if out.overflow.done():  # stop it now, not at the deadline
-                    raise FetchFailed(f"ssh: {tool_label(command.tool, bytes(out.out[:256]))}'s output is larger "
-                                      f"than {MAX_SSH_OUTPUT:,} bytes")
+                    raise FetchFailed(_too_large(command, bytes(out.out[:256])))
         except TimeoutError:
-            raise FetchFailed(f"ssh: no answer within {deadline_s:g} s (the ssh command was killed)") from None
+            raise FetchFailed(Text(N_("ssh: no answer within {seconds} s (the ssh command was killed)"),
+                                   seconds=f"{deadline_s:g}")) from None
         # ssh exited: anything still running in its session (a background child, a ProxyCommand) goes,
         # and with it the last writers of the pipes. One that left the session is out of reach: its
         # pipes are closed on this side after a short grace, and the poll fails.
@@ -209,11 +210,10 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
             async with asyncio.timeout(PIPE_GRACE_S):
                 await out.closed
         except TimeoutError:
-            raise FetchFailed("ssh: exited, but a process it started kept its output open "
-                              f"(not read past {PIPE_GRACE_S:g} s)") from None
+            raise FetchFailed(Text(N_("ssh: exited, but a process it started kept its output open "
+                                      "(not read past {seconds} s)"), seconds=f"{PIPE_GRACE_S:g}")) from None
         if out.overflow.done():
-            raise FetchFailed(f"ssh: {tool_label(command.tool, bytes(out.out[:256]))}'s output is larger than "
-                              f"{MAX_SSH_OUTPUT:,} bytes")
+            raise FetchFailed(_too_large(command, bytes(out.out[:256])))
     finally:
         try:
             if not out.exited.done():
@@ -235,15 +235,21 @@ async def run_ssh(spec: SourceSpec, timeout_s: float, deadline_s: float, config:
 def _failure(command: RemoteCommand, rc: int | None, data: bytes, err: bytes) -> str:
     """The one-line reason of a non-zero exit: ssh's own (255), no tool on the node (auto's 127), a tool that
     is not on the node's PATH (127), or the tool's status and the first line it wrote."""
-    reason = _first_line(err) or _first_line(strip_markers(data)) or "no message"
+    reason = _first_line(err) or _first_line(strip_markers(data)) or Text(N_("no message"))
     if rc == 255:
-        return f"ssh: {reason}"
+        return Text(N_("ssh: {reason}"), reason=reason)
     label = tool_label(command.tool, data[:256])
     if command.tool == AUTO and data.startswith(f"{MARKER} none".encode()):
-        return f"no vendor tool on the node: {reason}"
+        return Text(N_("no vendor tool on the node: {reason}"), reason=reason)
     if rc == 127:
-        return f"{label} is not on the node's login PATH (status 127): {reason}"
-    return f"{label} exited with status {rc}: {reason}"
+        return Text(N_("{tool} is not on the node's login PATH (status 127): {reason}"), tool=label, reason=reason)
+    return Text(N_("{tool} exited with status {status}: {reason}"), tool=label, status=rc, reason=reason)
+
+
+def _too_large(command: RemoteCommand, head: bytes) -> Text:
+    """The reason for a tool whose output passed :data:`MAX_SSH_OUTPUT`."""
+    return Text(N_("ssh: {tool}'s output is larger than {limit} bytes"), tool=tool_label(command.tool, head),
+                limit=f"{MAX_SSH_OUTPUT:,}")
 
 
 def _kill(pid: int | None) -> None:

@@ -40,6 +40,7 @@ from fleetmon.fields import (
     COUNTER_NAMES, EXPORT_ONLY, GAUGE_NAMES, INVENTORY_NUMBERS, INVENTORY_TEXTS, NODE_NUMBERS, NODE_TEXTS, STATE_NAMES,
     THROTTLE_NAMES,
 )
+from fleetmon.i18n import N_, Text
 from fleetmon.records import minute_key, throttle_key
 
 
@@ -88,7 +89,8 @@ def check_body(body: bytes, path: str) -> None:
     """Before decoding: the parsed document stays bounded (see MAX_JSON_ITEMS)."""
     items = body.count(b",") + body.count(b":")
     if items > MAX_JSON_ITEMS:
-        raise BadAnswer(f"{path}: answer of more than {MAX_JSON_ITEMS:,} JSON items ({items:,})")
+        raise BadAnswer(Text(N_("{path}: answer of more than {limit} JSON items ({count})"), path=path,
+                             limit=f"{MAX_JSON_ITEMS:,}", count=f"{items:,}"))
 
 
 def check_text(doc: Any, body: bytes, path: str) -> None:
@@ -103,8 +105,8 @@ def check_text(doc: Any, body: bytes, path: str) -> None:
     try:
         json.dumps(doc, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
-        raise BadAnswer(f"{path}: text that is not valid Unicode (a lone surrogate) at {_find_surrogate(doc)}"
-                        ) from None
+        raise BadAnswer(Text(N_("{path}: text that is not valid Unicode (a lone surrogate) at {where}"), path=path,
+                             where=_find_surrogate(doc))) from None
 
 
 def _find_surrogate(doc: Any) -> str:
@@ -158,8 +160,10 @@ def spec(**fields: str) -> Spec:
 
 
 def _wrong(where: str, key: str, rec: dict[str, Any], v: Any) -> BadAnswer:
-    what = "missing" if key not in rec else f"of the wrong type ({type(v).__name__})"
-    return BadAnswer(f"{where}: field {key!r} {what}")
+    if key not in rec:
+        return BadAnswer(Text(N_("{where}: field {key} missing"), where=where, key=repr(key)))
+    return BadAnswer(Text(N_("{where}: field {key} of the wrong type ({type})"), where=where, key=repr(key),
+                          type=type(v).__name__))
 
 
 def check_fields(rec: Any, where: str, fields: Spec, ts_max: float) -> None:
@@ -168,7 +172,7 @@ def check_fields(rec: Any, where: str, fields: Spec, ts_max: float) -> None:
     ``type(v) is int`` rather than isinstance: a JSON true is never an int here.
     """
     if type(rec) is not dict:
-        raise BadAnswer(f"{where}: a record is not an object")
+        raise BadAnswer(Text(N_("{where}: a record is not an object"), where=where))
     for key, kind, optional in fields:
         v: Any = rec.get(key)  # a JSON value: the type(v) tests below narrow it (mypy cannot see through t)
         if v is None and optional:
@@ -179,20 +183,24 @@ def check_fields(rec: Any, where: str, fields: Spec, ts_max: float) -> None:
                 raise _wrong(where, key, rec, v)
             lo, hi = _INT_BOUNDS[kind]
             if not lo <= v <= hi:
-                raise BadAnswer(f"{where}: field {key!r} out of range ({_show(v)}; allowed {lo}..{hi})")
+                raise BadAnswer(Text(N_("{where}: field {key} out of range ({value}; allowed {low}..{high})"),
+                                     where=where, key=repr(key), value=_show(v), low=lo, high=hi))
         elif kind == "ts" or kind == "tsint":
             if t is not int and (t is not float or kind == "tsint"):
                 raise _wrong(where, key, rec, v)
             if not 0 <= v <= ts_max:
                 if v != v or v in (math.inf, -math.inf):
-                    raise BadAnswer(f"{where}: field {key!r} is not a finite number")
+                    raise BadAnswer(Text(N_("{where}: field {key} is not a finite number"), where=where, key=repr(key)))
                 if v < 0:
-                    raise BadAnswer(f"{where}: field {key!r} is negative ({_show(v)})")
+                    raise BadAnswer(Text(N_("{where}: field {key} is negative ({value})"), where=where, key=repr(key),
+                                         value=_show(v)))
                 if v > MAX_ABS_VALUE:  # an integer too large for float arithmetic (OverflowError)
-                    raise BadAnswer(f"{where}: field {key!r} out of range ({_show(v)}; limit {MAX_ABS_VALUE:g})")
+                    raise BadAnswer(Text(N_("{where}: field {key} out of range ({value}; limit {limit})"), where=where,
+                                         key=repr(key), value=_show(v), limit=f"{MAX_ABS_VALUE:g}"))
                 ahead = v - (ts_max - MAX_FUTURE_S)
-                raise BadAnswer(f"{where}: field {key!r} {_show(v)} is {ahead:,.0f} s ahead of the collector's "
-                                f"clock (limit {MAX_FUTURE_S:g} s)")
+                raise BadAnswer(Text(N_("{where}: field {key} {value} is {ahead} s ahead of the collector's clock "
+                                        "(limit {limit} s)"), where=where, key=repr(key), value=_show(v),
+                                     ahead=f"{ahead:,.0f}", limit=f"{MAX_FUTURE_S:g}"))
         elif kind == "dict":
             if t is not dict:
                 raise _wrong(where, key, rec, v)
@@ -201,24 +209,29 @@ def check_fields(rec: Any, where: str, fields: Spec, ts_max: float) -> None:
                 raise _wrong(where, key, rec, v)
             if kind == "uuid":
                 if len(v) > MAX_UUID_CHARS:
-                    raise BadAnswer(f"{where}: field {key!r} longer than {MAX_UUID_CHARS} characters ({len(v):,})")
+                    raise BadAnswer(Text(N_("{where}: field {key} longer than {limit} characters ({count})"),
+                                         where=where, key=repr(key), limit=MAX_UUID_CHARS, count=f"{len(v):,}"))
                 if not UUID_RE.match(v):
-                    raise BadAnswer(f"{where}: field {key!r} is not a GPU UUID ({_show(v)})")
+                    raise BadAnswer(Text(N_("{where}: field {key} is not a GPU UUID ({value})"), where=where,
+                                         key=repr(key), value=_show(v)))
             elif kind == "str":
-                _check_short(v, where, f"field {key!r}")
+                _check_short(v, where, Text(N_("field {key}"), key=repr(key)))
 
 
 def _check_short(v: str, where: str, what: str) -> None:
     if len(v) > MAX_NAME_CHARS:
-        raise BadAnswer(f"{where}: {what} longer than {MAX_NAME_CHARS} characters ({len(v):,})")
+        raise BadAnswer(Text(N_("{where}: {what} longer than {limit} characters ({count})"), where=where, what=what,
+                             limit=MAX_NAME_CHARS, count=f"{len(v):,}"))
     if _CONTROL.search(v):
-        raise BadAnswer(f"{where}: {what} holds control characters ({_show(v)})")
+        raise BadAnswer(Text(N_("{where}: {what} holds control characters ({value})"), where=where, what=what,
+                             value=_show(v)))
 
 
 def _bad_number(where: str, what: str, v: float) -> BadAnswer:
     if v != v or v in (math.inf, -math.inf):
-        return BadAnswer(f"{where}: {what} is not a finite number")
-    return BadAnswer(f"{where}: {what} out of range ({_show(v)}; limit ±{MAX_ABS_VALUE:g})")
+        return BadAnswer(Text(N_("{where}: {what} is not a finite number"), where=where, what=what))
+    return BadAnswer(Text(N_("{where}: {what} out of range ({value}; limit ±{limit})"), where=where, what=what,
+                          value=_show(v), limit=f"{MAX_ABS_VALUE:g}"))
 
 
 def check_values(d: dict[str, Any], where: str, key: str, numeric: frozenset[str] = _NONE,
@@ -229,9 +242,11 @@ def check_values(d: dict[str, Any], where: str, key: str, numeric: frozenset[str
     catalog's keys of a minute, and the check is a tenth of a minute's cost).
     """
     if len(d) > MAX_VALUES_KEYS:
-        raise BadAnswer(f"{where}: {key} with more than {MAX_VALUES_KEYS} keys ({len(d):,})")
+        raise BadAnswer(Text(N_("{where}: {key} with more than {limit} keys ({count})"), where=where, key=key,
+                             limit=MAX_VALUES_KEYS, count=f"{len(d):,}"))
     if keys and d and max(map(len, d)) > MAX_NAME_CHARS:
-        raise BadAnswer(f"{where}: {key} key longer than {MAX_NAME_CHARS} characters")
+        raise BadAnswer(Text(N_("{where}: {key} key longer than {limit} characters"), where=where, key=key,
+                             limit=MAX_NAME_CHARS))
     lim = MAX_ABS_VALUE
     vals = d.values()
     if not texts and _NUMBER_TYPES.issuperset(map(type, vals)):
@@ -245,16 +260,16 @@ def check_values(d: dict[str, Any], where: str, key: str, numeric: frozenset[str
             if not -lim < v < lim:
                 raise _bad_number(where, f"{key}[{k!r}]", v)
             if k in texts:
-                raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type ({t.__name__})")
+                raise _wrong_type(where, f"{key}[{k!r}]", t.__name__)
         elif v is None:
             continue
         elif t is str:
             if k in numeric:
-                raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type (str)")
+                raise _wrong_type(where, f"{key}[{k!r}]", "str")
             _check_short(v, where, f"{key}[{k!r}]")
         elif t is bool:
             if k in numeric or k in texts:
-                raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type (bool)")
+                raise _wrong_type(where, f"{key}[{k!r}]", "bool")
         elif t is list and k not in numeric and k not in texts and len(v) <= MAX_VALUES_KEYS:
             for x in v:
                 tx = type(x)
@@ -264,23 +279,31 @@ def check_values(d: dict[str, Any], where: str, key: str, numeric: frozenset[str
                 elif tx is str:
                     _check_short(x, where, f"{key}[{k!r}]")
                 elif x is not None and tx is not bool:
-                    raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type (list of {tx.__name__})")
+                    raise BadAnswer(Text(N_("{where}: {what} of the wrong type (list of {type})"), where=where,
+                                         what=f"{key}[{k!r}]", type=tx.__name__))
         else:
-            raise BadAnswer(f"{where}: {key}[{k!r}] of the wrong type ({t.__name__})")
+            raise _wrong_type(where, f"{key}[{k!r}]", t.__name__)
+
+
+def _wrong_type(where: str, what: str, type_name: str) -> BadAnswer:
+    return BadAnswer(Text(N_("{where}: {what} of the wrong type ({type})"), where=where, what=what, type=type_name))
 
 
 def check_status(d: dict[str, Any], where: str) -> None:
     """``status``: field name -> short status string (or null)."""
     if len(d) > MAX_VALUES_KEYS:
-        raise BadAnswer(f"{where}: status with more than {MAX_VALUES_KEYS} keys ({len(d):,})")
+        raise BadAnswer(Text(N_("{where}: {key} with more than {limit} keys ({count})"), where=where, key="status",
+                             limit=MAX_VALUES_KEYS, count=f"{len(d):,}"))
     if d and max(map(len, d)) > MAX_NAME_CHARS:
-        raise BadAnswer(f"{where}: status key longer than {MAX_NAME_CHARS} characters")
+        raise BadAnswer(Text(N_("{where}: {key} key longer than {limit} characters"), where=where, key="status",
+                             limit=MAX_NAME_CHARS))
     for k, v in d.items():
         if type(v) is str:
             if len(v) > MAX_NAME_CHARS:
-                raise BadAnswer(f"{where}: status[{k!r}] longer than {MAX_NAME_CHARS} characters")
+                raise BadAnswer(Text(N_("{where}: {what} longer than {limit} characters"), where=where,
+                                     what=f"status[{k!r}]", limit=MAX_NAME_CHARS))
         elif v is not None:
-            raise BadAnswer(f"{where}: status[{k!r}] of the wrong type ({type(v).__name__})")
+            raise _wrong_type(where, f"status[{k!r}]", type(v).__name__)
 
 
 def check_event_data(d: dict[str, Any], where: str) -> None:
@@ -290,9 +313,10 @@ def check_event_data(d: dict[str, Any], where: str) -> None:
     try:
         size = len(json.dumps(d, separators=(",", ":"), allow_nan=False))
     except ValueError:
-        raise BadAnswer(f"{where}: field 'data' holds a number that is not finite") from None
+        raise BadAnswer(Text(N_("{where}: field 'data' holds a number that is not finite"), where=where)) from None
     if size > MAX_EVENT_DATA_CHARS:
-        raise BadAnswer(f"{where}: field 'data' larger than {MAX_EVENT_DATA_CHARS:,} characters ({size:,})")
+        raise BadAnswer(Text(N_("{where}: field 'data' larger than {limit} characters ({size})"), where=where,
+                             limit=f"{MAX_EVENT_DATA_CHARS:,}", size=f"{size:,}"))
 
 
 def check_record(rec: Any, where: str, fields: Spec, ts_max: float, numeric: frozenset[str] = _NONE,
@@ -313,7 +337,8 @@ def check_record(rec: Any, where: str, fields: Spec, ts_max: float, numeric: fro
 def check_gpu_count(count: int, path: str) -> None:
     """One answer's GPUs: at most MAX_GPUS_PER_NODE (checked before the records themselves)."""
     if count > MAX_GPUS_PER_NODE:
-        raise BadAnswer(f"{path}: {count:,} GPUs, more than {MAX_GPUS_PER_NODE} per node")
+        raise BadAnswer(Text(N_("{path}: {count} GPUs, more than {limit} per node"), path=path, count=f"{count:,}",
+                             limit=MAX_GPUS_PER_NODE))
 
 
 def check_unique_uuids(uuids: list[str], path: str) -> None:
@@ -322,14 +347,15 @@ def check_unique_uuids(uuids: list[str], path: str) -> None:
         seen: set[str] = set()
         for u in uuids:
             if u in seen:
-                raise BadAnswer(f"{path}: 2 records for GPU UUID {u!r}")
+                raise BadAnswer(Text(N_("{path}: 2 records for GPU UUID {uuid}"), path=path, uuid=repr(u)))
             seen.add(u)
 
 
 def check_poll_uuids(uuids: set[str], path: str) -> None:
     """Distinct GPU UUIDs among one poll's buffered records (MAX_UUIDS_PER_POLL)."""
     if len(uuids) > MAX_UUIDS_PER_POLL:
-        raise BadAnswer(f"{path}: records for {len(uuids):,} GPUs, more than {MAX_UUIDS_PER_POLL} in one poll")
+        raise BadAnswer(Text(N_("{path}: records for {count} GPUs, more than {limit} in one poll"), path=path,
+                             count=f"{len(uuids):,}", limit=MAX_UUIDS_PER_POLL))
 
 
 def record_where(path: str, rec: Any) -> str:

@@ -54,7 +54,8 @@ def outages_from_events(events: Iterable[EventRecord | Mapping[str, Any]]) -> tu
         if kind not in ("node_unreachable", "node_back"):
             continue
         ts = e.ts if isinstance(e, EventRecord) else float(e["ts"])
-        message = e.message if isinstance(e, EventRecord) else str(e.get("message") or "")
+        raw = e.message if isinstance(e, EventRecord) else e.get("message")
+        message = raw if isinstance(raw, str) else str(raw or "")  # an i18n.Text stays one (said where shown)
         items.append((ts, kind, message or None))
     items.sort(key=lambda x: x[0])
     out: list[Outage] = []

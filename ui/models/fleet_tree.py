@@ -398,7 +398,8 @@ class FleetTreeModel(QAbstractItemModel, CellValues):
                 QCoreApplication.translate("FleetTree", "last poll {age}").format(
                     age=fmt.age(n.last_attempt, self._now)),
                 node_source(n.url).note,  # what a dcgm-exporter, ssh or imported node cannot tell ("" for agents)
-                QCoreApplication.translate("FleetTree", "last error: {error}").format(error=n.last_error)
+                QCoreApplication.translate("FleetTree", "last error: {error}").format(
+                    error=fmt.node_error(n.last_error))
                 if n.last_error and n.status == "unreachable" else "") if x)
         nodes, gpus = len(it.children), len(it.gpus)
         return QCoreApplication.translate("FleetTree", "group {name}: {nodes}, {gpus}").format(
