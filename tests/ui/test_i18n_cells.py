@@ -102,16 +102,28 @@ def tree_cells(snap) -> dict[str, str]:
 def test_fleet_tree_cells_in_chinese_then_english_again(chinese, snap):
     cells = tree_cells(snap)
     assert cells["group_model"].startswith("3 个节点 · 6× "), cells
-    assert cells["group_health"] == "警告 · 3/6 张 GPU", cells
+    assert cells["group_health"] == "警告 · 3/6 块 GPU", cells
     assert cells["node_temp"] == "最高 88 °C" and cells["node_seen"].endswith("秒前"), cells
     assert cells["m2_status"] == "不可达" and cells["gpu_status"] == "正常", cells
-    assert cells["group_tip"] == "分组 a：3 个节点，6 张 GPU", cells
+    assert cells["group_tip"] == "分组 a：3 个节点，6 块 GPU", cells
     ui_i18n.install("en")
     cells = tree_cells(snap)
     assert cells["group_model"].startswith("3 nodes · 6× ") and cells["group_health"] == "warn · 3/6 GPUs", cells
     assert cells["node_temp"] == "max 88 °C" and cells["node_seen"].endswith(" s ago"), cells
     assert cells["m2_status"] == "unreachable" and cells["gpu_status"] == "ok", cells
     assert cells["group_tip"] == "group a: 3 nodes, 6 GPUs", cells
+
+
+def test_summary_bar_in_chinese_punctuation_then_english_again(chinese, snap):
+    from ui.models.fleet_build import summary_text
+
+    plain = re.compile(r"<[^>]+>")
+    text = plain.sub("", summary_text(snap))
+    assert re.search(r"^5 个节点（[^)]*）", text) and "，" in text.split(" · ")[0] and ", " not in text, text
+    assert re.search(r"驱动：[^ ]+（\d+）", text), text
+    ui_i18n.install("en")
+    text = plain.sub("", summary_text(snap))
+    assert re.search(r"^5 nodes \(\d+ \w+, ", text) and re.search(r"drivers: \S+ \(\d+\)", text), text
 
 
 def detail_texts(qtbot, path) -> dict[str, str]:
@@ -191,7 +203,7 @@ def test_derating_view_in_chinese_then_english_again(chinese, qtbot, history_db)
     assert t["headers"].startswith("型号 | 卡数") or "型号" in t["headers"], t
     assert "负载频率 / 加速频率\n最小 · 中位 · 最大" in t["headers"], t
     assert "同型号集群中位数" in t["legend"] and "点击一个点" in t["card_title"], t
-    assert t["reason"] == "请选择一张 GPU" and "每卡频率" in t["strip"], t
+    assert t["reason"] == "请选择一块 GPU" and "每卡频率" in t["strip"], t
     assert "张卡：负载频率 / 加速频率" in t["tip"] and "点击打开此卡" in t["dot"], t
     ui_i18n.install("en")
     t = derating_texts(qtbot, history_db)

@@ -98,7 +98,7 @@ def test_export_save_dialog_progress_error_and_status(lang, qtbot, window, tmp_p
         assert dlg is not None and dlg.windowTitle() == pick(lang, "导出资产清单", "Export inventory")
         assert dlg.labelText() == pick(lang, "正在将资产清单导出到 x.xlsx…", "Exporting inventory to x.xlsx…")
         assert dlg.findChild(QPushButton).text() == pick(lang, "取消", "Cancel")
-    assert window.statusBar().currentMessage() == pick(lang, "已将 8 张 GPU 导出到 {path}",
+    assert window.statusBar().currentMessage() == pick(lang, "已将 8 块 GPU 导出到 {path}",
                                                        "exported 8 GPUs to {path}").format(path=tmp_path / "x.xlsx")
 
 

@@ -342,7 +342,9 @@ def summary_text(snap: Any) -> str:
             drivers[v] = drivers.get(v, 0) + 1
     acked = len(snap.findings) - len(live)
     # Every verdict a node has, worst first; "unreachable" always (it was the bar's first alarm).
-    verdicts = ", ".join(f"<b style='color:{fmt.VERDICT_COLORS[v] if counts[v] and v != 'pass' else 'inherit'}'>"
+    # A list's separator is the language's ("，" in Chinese), translated as such, as fleetmon.i18n.LIST_SEPARATOR is.
+    sep = QCoreApplication.translate("FleetSummary", ", ")
+    verdicts = sep.join(f"<b style='color:{fmt.VERDICT_COLORS[v] if counts[v] and v != 'pass' else 'inherit'}'>"
                          f"{counts[v]}</b> {verdict_word(v)}" for v in VERDICTS if counts[v] or v == "unreachable")
     parts = [(QCoreApplication.translate("FleetSummary", "<b>1</b> node ({verdicts})") if len(nodes) == 1
               else QCoreApplication.translate("FleetSummary", "<b>{count}</b> nodes ({verdicts})"))
@@ -357,5 +359,6 @@ def summary_text(snap: Any) -> str:
     if acked:
         parts.append(QCoreApplication.translate("FleetSummary", "{count} acknowledged").format(count=acked))
     parts.append(QCoreApplication.translate("FleetSummary", "drivers: {drivers}").format(
-        drivers=", ".join(f"{v} ({k})" for v, k in sorted(drivers.items(), key=lambda kv: -kv[1])) or fmt.DASH))
+        drivers=sep.join(QCoreApplication.translate("FleetSummary", "{version} ({count})").format(version=v, count=k)
+                         for v, k in sorted(drivers.items(), key=lambda kv: -kv[1])) or fmt.DASH))
     return " · ".join(parts)

@@ -401,7 +401,7 @@
     </message>
     <message>
         <source>select a GPU</source>
-        <translation>请选择一张 GPU</translation>
+        <translation>请选择一块 GPU</translation>
     </message>
     <message>
         <source>reading…</source>
@@ -826,6 +826,10 @@ min · median · max</source>
 <context>
     <name>FleetSummary</name>
     <message>
+        <source>, </source>
+        <translation>，</translation>
+    </message>
+    <message>
         <source>&lt;b&gt;1&lt;/b&gt; node ({verdicts})</source>
         <translation>&lt;b&gt;1&lt;/b&gt; 个节点（{verdicts}）</translation>
     </message>
@@ -835,11 +839,11 @@ min · median · max</source>
     </message>
     <message>
         <source>&lt;b&gt;1&lt;/b&gt; GPU</source>
-        <translation>&lt;b&gt;1&lt;/b&gt; 张 GPU</translation>
+        <translation>&lt;b&gt;1&lt;/b&gt; 块 GPU</translation>
     </message>
     <message>
         <source>&lt;b&gt;{count}&lt;/b&gt; GPUs</source>
-        <translation>&lt;b&gt;{count}&lt;/b&gt; 张 GPU</translation>
+        <translation>&lt;b&gt;{count}&lt;/b&gt; 块 GPU</translation>
     </message>
     <message>
         <source>open findings: {critical} critical, {warning} warning</source>
@@ -852,6 +856,10 @@ min · median · max</source>
     <message>
         <source>drivers: {drivers}</source>
         <translation>驱动：{drivers}</translation>
+    </message>
+    <message>
+        <source>{version} ({count})</source>
+        <translation>{version}（{count}）</translation>
     </message>
 </context>
 <context>
@@ -885,11 +893,11 @@ min · median · max</source>
     </message>
     <message>
         <source>{verdict} · {same}/1 GPU</source>
-        <translation>{verdict} · {same}/1 张 GPU</translation>
+        <translation>{verdict} · {same}/1 块 GPU</translation>
     </message>
     <message>
         <source>{verdict} · {same}/{total} GPUs</source>
-        <translation>{verdict} · {same}/{total} 张 GPU</translation>
+        <translation>{verdict} · {same}/{total} 块 GPU</translation>
     </message>
     <message>
         <source>slowdown temperature {value} °C</source>
@@ -933,11 +941,11 @@ min · median · max</source>
     </message>
     <message>
         <source>1 GPU</source>
-        <translation>1 张 GPU</translation>
+        <translation>1 块 GPU</translation>
     </message>
     <message>
         <source>{count} GPUs</source>
-        <translation>{count} 张 GPU</translation>
+        <translation>{count} 块 GPU</translation>
     </message>
 </context>
 <context>
@@ -1078,7 +1086,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     <name>GpuDetailView</name>
     <message>
         <source>Select a GPU in the fleet table to see its inventory and history.</source>
-        <translation>在集群表中选择一张 GPU，查看其资产清单和历史。</translation>
+        <translation>在集群表中选择一块 GPU，查看其资产清单和历史。</translation>
     </message>
     <message>
         <source>Intake…</source>
@@ -1094,7 +1102,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>select a GPU to see its inventory</source>
-        <translation>选择一张 GPU 查看其资产清单</translation>
+        <translation>选择一块 GPU 查看其资产清单</translation>
     </message>
     <message>
         <source>Inventory</source>
@@ -1106,7 +1114,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>Select a GPU in the fleet table to see its history.</source>
-        <translation>在集群表中选择一张 GPU 查看其历史。</translation>
+        <translation>在集群表中选择一块 GPU 查看其历史。</translation>
     </message>
     <message>
         <source>reading the history…</source>
@@ -1600,7 +1608,7 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>exported {count} GPUs to {path}</source>
-        <translation>已将 {count} 张 GPU 导出到 {path}</translation>
+        <translation>已将 {count} 块 GPU 导出到 {path}</translation>
     </message>
 </context>
 <context>
@@ -1619,11 +1627,11 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>1 GPU</source>
-        <translation>1 张 GPU</translation>
+        <translation>1 块 GPU</translation>
     </message>
     <message>
         <source>{count} GPUs</source>
-        <translation>{count} 张 GPU</translation>
+        <translation>{count} 块 GPU</translation>
     </message>
     <message>
         <source>GPU inventory — {fleet}</source>
@@ -1786,11 +1794,11 @@ Open findings are counted one by one: a node with three warnings is one warn nod
     </message>
     <message>
         <source>1 GPU</source>
-        <translation>1 张 GPU</translation>
+        <translation>1 块 GPU</translation>
     </message>
     <message>
         <source>{count} GPUs</source>
-        <translation>{count} 张 GPU</translation>
+        <translation>{count} 块 GPU</translation>
     </message>
     <message>
         <source>1 node</source>
