@@ -71,8 +71,8 @@ def test_strip_plot_axis_labels_are_short_model_names():
     from ui.views.derating import short_model
 
     assert [short_model(m) for m in ("NVIDIA A100-SXM4-80GB", "Tesla V100-SXM2-32GB", "NVIDIA GeForce RTX 3090",
-                                      "Tesla T4", "NVIDIA H100 80GB HBM3")] == ["A100", "V100", "RTX 3090", "T4",
-                                                                                "H100 80GB HBM3"]
+                                      "Tesla T4", "NVIDIA H100 80GB HBM3", "AMD Instinct MI100")] == [
+        "A100", "V100", "RTX 3090", "T4", "H100 80GB HBM3", "MI100"]
 
 
 def test_memory_is_shown_against_the_models_usual_not_the_marketing_size(qtmodeltester):
@@ -152,4 +152,35 @@ def test_hovering_a_dot_names_the_card_and_clicking_opens_it(qtbot, derating_db)
     with qtbot.waitSignal(view.gpu_requested, timeout=3000) as blocker:
         qtbot.mouseClick(port, Qt.MouseButton.LeftButton, pos=pos)
     assert blocker.args == [slow]
+    service.stop()
+
+
+def test_crowded_model_labels_take_two_lines_and_none_overlaps(qtbot, derating_db):
+    """Nine models at the default window size: the strip plot's labels ran into each other (in English and in
+    Chinese); every other one now goes a line lower, only when they would overlap."""
+    from ui.history_reader import HistoryService
+    from ui.views.derating import DeratingView
+
+    service = HistoryService(str(derating_db))
+    view = DeratingView(service, now=lambda: NOW)
+    qtbot.addWidget(view)
+    view.resize(1240, 700)
+    view.show()
+    qtbot.waitExposed(view)
+    qtbot.waitUntil(lambda: view.data is not None, timeout=10000)
+    labels = ["V100", "P100", "RTX 3090", "T4", "A100", "RTX 4090", "AMD Instinct MI100", "K100_AI", "Ascend 910B4"]
+
+    def shown() -> list[str]:
+        view._strip_labels = list(labels)
+        view._fit_strip_labels()
+        return [text for _, text in view.strip.getAxis("bottom")._tickLevels[0]]
+
+    view.strip.resize(380, 300)
+    qtbot.waitUntil(lambda: view.strip.getViewBox().width() < 400, timeout=5000)
+    crowded = shown()
+    assert [t.strip() for t in crowded] == labels
+    assert all(t.startswith("\n") == bool(i % 2) for i, t in enumerate(crowded)), crowded
+    view.strip.resize(1800, 300)
+    qtbot.waitUntil(lambda: view.strip.getViewBox().width() > 1500, timeout=5000)
+    assert shown() == labels  # room for each: one line
     service.stop()

@@ -142,7 +142,7 @@ def fleet_median_by_day(days: Sequence[DeratingDay], models: Mapping[str, str], 
 def short_model(model: str) -> str:
     """A model name short enough for the strip plot's axis: "NVIDIA A100-SXM4-80GB" → "A100", "Tesla T4" → "T4"."""
     name = model
-    for prefix in ("NVIDIA ", "GeForce ", "Tesla ", "Quadro "):
+    for prefix in ("NVIDIA ", "GeForce ", "Tesla ", "Quadro ", "AMD Instinct ", "AMD Radeon ", "Intel "):
         name = name.replace(prefix, "")
     return name.split("-")[0].strip() or model
 
@@ -288,6 +288,7 @@ class DeratingView(QWidget):
         self.card_lookup: Callable[[str], GpuRow | None] = lambda uuid: None
         self.summary: list[ModelSummary] = []
         self.dots: list[pg.ScatterPlotItem] = []
+        self._strip_labels: list[str] = []  # the models under the strip plot (_fit_strip_labels)
         self._card_ratios: dict[str, dict[str, float]] = {}  # uuid → ratio key → the card's median
         self._card_node: dict[str, str] = {}
         self.window_box = QComboBox()
@@ -356,6 +357,7 @@ class DeratingView(QWidget):
         if self._plots is None:
             plots = self._plots = _Plots.build()
             self._lower.insertWidget(0, plots.strip)
+            plots.strip.getViewBox().sigResized.connect(self._fit_strip_labels)
             self._card_layout.addWidget(plots.card, 1)
             plots.card.show()  # a widget added to a shown one stays hidden until shown (the splitter shows the strip)
             self._lower.setSizes([380, 720])
@@ -483,12 +485,24 @@ class DeratingView(QWidget):
             med = float(np.median(ys))
             self.strip.plot([i - 0.35, i + 0.35], [med, med], pen=pg.mkPen("#c62828", width=3))
         self.strip.addItem(pg.InfiniteLine(angle=0, pos=1.0, pen=pg.mkPen("#888888", style=Qt.PenStyle.DashLine)))
-        axis = self.strip.getAxis("bottom")
-        axis.setTicks([ticks])
+        self._strip_labels = [label for _, label in ticks]
+        self._fit_strip_labels()
         self.strip.setXRange(-0.6, max(len(summary), 1) - 0.4, padding=0)
         self.strip.setYRange(0.0, 1.2)
         if not summary:
             self.strip.setTitle(self.tr("no derating days in this window"), size="9pt")
+
+    def _fit_strip_labels(self, *_args: object) -> None:
+        """The models under the strip plot, every other one a line lower when side by side they would overlap
+        (nine models at the default window size): each model stays named, none is drawn over another."""
+        from PySide6.QtGui import QFontMetrics
+
+        labels = self._strip_labels
+        axis = self.strip.getAxis("bottom")
+        slot = self.strip.getViewBox().width() / max(len(labels), 1)
+        metrics = QFontMetrics(axis.style.get("tickFont") or self.strip.font())
+        crowded = any(metrics.horizontalAdvance(label) + 6 > slot for label in labels)
+        axis.setTicks([[(i, f"\n{label}" if crowded and i % 2 else label) for i, label in enumerate(labels)]])
 
     def _say(self, reason: str | None) -> None:
         self.reason = reason
