@@ -98,6 +98,9 @@ def gpu_status(node_status: str | None, gpu_state: str | None, latest_ts: Any, n
     return "ok"
 
 
+_BASIS_WORDS = (QT_TRANSLATE_NOOP("Evidence", "majority"), QT_TRANSLATE_NOOP("Evidence", "expected"))
+"""A version finding's basis (fleetmon/health/rules/versions.py): the group's majority, or the version declared."""
+
 _STATUS_WORDS = {w: w for w in (QT_TRANSLATE_NOOP("Status", "ok"), QT_TRANSLATE_NOOP("Status", "lost"),
                                  QT_TRANSLATE_NOOP("Status", "unreachable"), QT_TRANSLATE_NOOP("Status", "stale"),
                                  QT_TRANSLATE_NOOP("Status", "unknown"))}
@@ -374,7 +377,9 @@ def evidence_text(kind: str | None, evidence: Any) -> str:
             text = QCoreApplication.translate("Evidence", "CUDA driver {version}, expected {expected} ({basis})")
         else:
             text = QCoreApplication.translate("Evidence", "driver {version}, expected {expected} ({basis})")
-        text = text.format(version=g("version"), expected=expected, basis=g("basis"))
+        basis = g("basis")  # the core's word for where the expected version comes from, said in the language
+        text = text.format(version=g("version"), expected=expected,
+                           basis=QCoreApplication.translate("Evidence", basis) if basis in _BASIS_WORDS else basis)
     elif kind == "vbios-mismatch":
         text = QCoreApplication.translate("Evidence", "VBIOS {vbios}, expected {expected}").format(
             vbios=g("vbios"), expected=g("expected") or QCoreApplication.translate("Evidence", "(no majority)"))

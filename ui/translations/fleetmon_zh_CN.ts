@@ -536,6 +536,14 @@ min · median · max</source>
 <context>
     <name>Evidence</name>
     <message>
+        <source>majority</source>
+        <translation>多数版本</translation>
+    </message>
+    <message>
+        <source>expected</source>
+        <translation>指定版本</translation>
+    </message>
+    <message>
         <source>{temp}, limit {limit} (critical {critical}) for {minutes} min</source>
         <translation>{temp}，上限 {limit}（严重 {critical}），持续 {minutes} 分钟</translation>
     </message>
