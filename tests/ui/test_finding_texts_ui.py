@@ -60,6 +60,7 @@ def test_the_findings_view_says_a_stored_summary_and_action_in_chinese(tmp_path:
     assert CJK.search(action) and "driver" in action, action  # made again from its values
     # the evidence line falls back to the summary for a finding without figures: in Chinese too
     assert "掉卡" in model.data(model.index(row["driver-mismatch"], 7))
+    assert model.data(model.index(row["driver-mismatch"], 3)) == "节点"  # a finding of the whole node
 
 
 def test_an_old_row_shows_its_english_summary(tmp_path: Path, chinese: None) -> None:
@@ -74,6 +75,7 @@ def test_an_old_row_shows_its_english_summary(tmp_path: Path, chinese: None) -> 
     tip = model.data(model.index(row["thermal-throttle"], 1), TIP)
     assert "n2 gpu1: thermal slowdown for" in tip and "过热降频" not in tip
     assert model.data(model.index(row["driver-mismatch"], 6)) == "Pick one driver version for n1"
+    assert model.data(model.index(row["driver-mismatch"], 3)) == "node"
 
 
 def test_english_is_as_stored(tmp_path: Path, qapp) -> None:  # type: ignore[no-untyped-def]

@@ -127,7 +127,7 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
             if col == 3:
                 if r.gpu_index is not None:
                     return str(r.gpu_index)
-                return (r.gpu_uuid or "node")[:16]
+                return r.gpu_uuid[:16] if r.gpu_uuid else QCoreApplication.translate("FindingsTable", "node")
             if col == 4:
                 return fmt.age(r.first_seen, self._now)
             if col == 5:

@@ -744,6 +744,10 @@ min · median · max</source>
 <context>
     <name>FindingsTable</name>
     <message>
+        <source>node</source>
+        <translation>节点</translation>
+    </message>
+    <message>
         <source>snoozed until {time}</source>
         <translation>暂缓至 {time}</translation>
     </message>
