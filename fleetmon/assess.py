@@ -44,7 +44,7 @@ from fleetmon.health.fleet import FleetHistory, GpuHistory, NodeHistory, Outage,
 from fleetmon.health.rules.derating import daily_ratios
 from fleetmon.health.series import DAY_S, HOUR_S, MINUTE_S, Series, day_of, day_start
 from fleetmon.health.thresholds import Thresholds
-from fleetmon.i18n import N_, Text
+from fleetmon.i18n import N_, Text, reason_of
 from fleetmon.specbook import book_of
 from storage import findings as stored
 from storage import health_input, queries
@@ -96,8 +96,10 @@ def _thresholds(fleet: Any) -> Thresholds:
     try:
         return Thresholds.from_overrides(overrides)
     except ValueError as exc:
-        where = getattr(fleet, "path", None) or "the fleet file"
-        raise KnownError(f"{where}: [thresholds]: {exc}") from exc
+        where = getattr(fleet, "path", None)
+        if not where:
+            raise KnownError(Text(N_("the fleet file: [thresholds]: {error}"), error=reason_of(exc))) from exc
+        raise KnownError(Text(N_("{file}: [thresholds]: {error}"), file=str(where), error=reason_of(exc))) from exc
 
 
 def _day_start(day: str) -> int:
@@ -516,7 +518,7 @@ def run_report(db: Any, now: float, since_s: float, group: str | None, fleet: An
         findings = ledger.judge(db, history, engine.evaluate(history))
     kind = report_scope(group)
     if baseline not in ("report", "signoff"):
-        raise ValueError(f"baseline {baseline!r}: expected 'report' or 'signoff'")
+        raise ValueError(Text(N_("baseline {baseline!r}: expected 'report' or 'signoff'"), baseline=baseline))
     signoff = last_signoff(db, kind, before=now + 1e-6) if baseline == "signoff" else None
     previous = stored.last_report(db, kind, before=now + 1e-6) if baseline == "report" else signoff
     previous_open: list[Finding] = []
@@ -600,7 +602,7 @@ def run_preflight(db: Any, now: float, nodes_expr: str | Sequence[str], days: fl
         try:
             names = hostlist.expand(nodes_expr)
         except ValueError as exc:
-            raise KnownError(f"--nodes: {exc}") from exc
+            raise KnownError(Text(N_("--nodes: {error}"), error=reason_of(exc))) from exc
     else:
         names = list(nodes_expr)
     names = list(dict.fromkeys(names))

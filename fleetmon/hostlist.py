@@ -24,6 +24,7 @@ import json
 import re
 from collections.abc import Iterable
 
+from fleetmon.i18n import N_, Text
 from fleetmon.text import printable
 
 __all__ = ["MAX_HOSTS", "compress", "compress_lenient", "expand", "natural_key", "sort_key", "split_writable",
@@ -63,9 +64,7 @@ def expand(expr: str) -> list[str]:
         for choices in parts:
             count *= len(choices)
         if len(hosts) + count > MAX_HOSTS:
-            raise ValueError(
-                f"hostlist {expr!r} expands to more than {MAX_HOSTS} hosts"
-            )
+            raise ValueError(_too_many(expr))
         hosts.extend("".join(combo) for combo in itertools.product(*parts))
     return hosts
 
@@ -95,7 +94,7 @@ def compress(hosts: Iterable[str]) -> str:
     plain: set[str] = set()
     for host in hosts:
         if not host or _FORBIDDEN.search(host):
-            raise ValueError(f"cannot put host name {host!r} in a hostlist")
+            raise ValueError(Text(N_("cannot put host name {host!r} in a hostlist"), host=host))
         match = _LAST_NUMBER.match(host)
         if match is None:
             plain.add(host)
@@ -202,15 +201,13 @@ def _split_items(expr: str) -> list[str]:
     for position, char in enumerate(expr):
         if char == "[":
             if depth:
-                raise ValueError(
-                    f"hostlist {expr!r}: nested '[' at position {position}"
-                )
+                raise ValueError(Text(N_("hostlist {expr!r}: nested '[' at position {position}"), expr=expr,
+                                      position=position))
             depth = 1
         elif char == "]":
             if not depth:
-                raise ValueError(
-                    f"hostlist {expr!r}: unbalanced ']' at position {position}"
-                )
+                raise ValueError(Text(N_("hostlist {expr!r}: unbalanced ']' at position {position}"), expr=expr,
+                                      position=position))
             depth = 0
         elif char in _SEPARATORS and not depth:
             if current:
@@ -219,7 +216,7 @@ def _split_items(expr: str) -> list[str]:
             continue
         current.append(char)
     if depth:
-        raise ValueError(f"hostlist {expr!r}: unbalanced '[' (missing ']')")
+        raise ValueError(Text(N_("hostlist {expr!r}: unbalanced '[' (missing ']')"), expr=expr))
     if current:
         items.append("".join(current))
     return items
@@ -237,27 +234,28 @@ def _parse_item(item: str, expr: str) -> list[list[str]]:
     return parts
 
 
+def _too_many(expr: str) -> Text:
+    return Text(N_("hostlist {expr!r} expands to more than {limit} hosts"), expr=expr, limit=MAX_HOSTS)
+
+
 def _parse_brackets(body: str, expr: str) -> list[str]:
     values: list[str] = []
     for element in body.split(","):
         element = "".join(element.split())
         if not element:
-            raise ValueError(f"hostlist {expr!r}: empty element in [{body}]")
+            raise ValueError(Text(N_("hostlist {expr!r}: empty element in [{body}]"), expr=expr, body=body))
         low, dash, high = element.partition("-")
         if not _NUMBER.fullmatch(low) or (dash and not _NUMBER.fullmatch(high)):
-            raise ValueError(
-                f"hostlist {expr!r}: {element!r} is not a number or a lo-hi range"
-            )
+            raise ValueError(Text(N_("hostlist {expr!r}: {element!r} is not a number or a lo-hi range"), expr=expr,
+                                  element=element))
         if not dash:
             values.append(low)
             continue
         start, stop = int(low), int(high)
         if stop < start:
-            raise ValueError(f"hostlist {expr!r}: reversed range {element!r}")
+            raise ValueError(Text(N_("hostlist {expr!r}: reversed range {element!r}"), expr=expr, element=element))
         if stop - start + 1 + len(values) > MAX_HOSTS:
-            raise ValueError(
-                f"hostlist {expr!r} expands to more than {MAX_HOSTS} hosts"
-            )
+            raise ValueError(_too_many(expr))
         width = len(low)
         values.extend(str(number).zfill(width) for number in range(start, stop + 1))
     return values

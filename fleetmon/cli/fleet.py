@@ -95,7 +95,7 @@ def main_import(args: argparse.Namespace) -> int:
             print(_("error: unknown format {format}").format(format=repr(fmt)), file=sys.stderr)
             return 1
     except ValueError as err:
-        print(_("error: {file}: {error}").format(file=source, error=err), file=sys.stderr)
+        print(_("error: {file}: {error}").format(file=source, error=i18n.message_of(err)), file=sys.stderr)
         return 1
     if not nodes:
         print(_("error: {file}: no hosts found ({format} format)").format(file=source, format=fmt), file=sys.stderr)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from fleetmon import hostlist
+from fleetmon.i18n import N_, Text, listing, reason_of
 
 __all__ = [
     "IMPORTERS",
@@ -45,6 +46,11 @@ def _node_dict(
     }
 
 
+def _at_line(number: int, err: ValueError) -> Text:
+    """``line N: <the error>``, the error said in the reader's language where it was raised so."""
+    return Text(N_("line {line}: {error}"), line=number, error=reason_of(err))
+
+
 def import_hostlist(text: str) -> list[dict[str, Any]]:
     """Read a host list: one host, ``host:port`` or Slurm hostlist per line.
 
@@ -66,11 +72,11 @@ def import_hostlist(text: str) -> list[dict[str, Any]]:
             port = int(match.group(1))
             line = line[: match.start()].strip()
         if port is not None and not 0 < port < 65536:
-            raise ValueError(f"line {number}: port {port} is out of range")
+            raise ValueError(Text(N_("line {line}: port {port} is out of range"), line=number, port=port))
         try:
             hosts = hostlist.expand(line)
         except ValueError as err:
-            raise ValueError(f"line {number}: {err}") from None
+            raise ValueError(_at_line(number, err)) from None
         for host in hosts:
             if host.lower() not in seen:
                 seen.add(host.lower())
@@ -86,11 +92,11 @@ def _expand_ansible_pattern(pattern: str) -> list[str]:
     head, tail = pattern[: match.start()], pattern[match.end() :]
     fields = match.group(1).split(":")
     if len(fields) not in (2, 3):
-        raise ValueError(f"host range {pattern!r}: expected [start:end] or [start:end:step]")
+        raise ValueError(Text(N_("host range {pattern!r}: expected [start:end] or [start:end:step]"), pattern=pattern))
     start, end = fields[0].strip(), fields[1].strip()
     step = int(fields[2]) if len(fields) == 3 and fields[2].strip() else 1
     if step < 1:
-        raise ValueError(f"host range {pattern!r}: step must be positive")
+        raise ValueError(Text(N_("host range {pattern!r}: step must be positive"), pattern=pattern))
     if start.isdigit() and end.isdigit():
         low, high = int(start), int(end)
         width = len(start) if start.startswith("0") else 0
@@ -100,11 +106,12 @@ def _expand_ansible_pattern(pattern: str) -> list[str]:
         low, high = letters.index(start), letters.index(end)
         values = list(letters[low : high + 1 : step])
     else:
-        raise ValueError(f"host range {pattern!r}: bad range [{match.group(1)}]")
+        raise ValueError(Text(N_("host range {pattern!r}: bad range [{range}]"), pattern=pattern, range=match.group(1)))
     if not values:
-        raise ValueError(f"host range {pattern!r}: empty (start after end?)")
+        raise ValueError(Text(N_("host range {pattern!r}: empty (start after end?)"), pattern=pattern))
     if len(values) > hostlist.MAX_HOSTS:
-        raise ValueError(f"host range {pattern!r} expands to more than {hostlist.MAX_HOSTS} hosts")
+        raise ValueError(Text(N_("host range {pattern!r} expands to more than {limit} hosts"), pattern=pattern,
+                              limit=hostlist.MAX_HOSTS))
     out: list[str] = []
     for value in values:
         out.extend(_expand_ansible_pattern(head + value + tail))
@@ -150,7 +157,7 @@ def import_ansible_ini(text: str, group_filter: str | None = None) -> list[dict[
         try:
             words = shlex.split(line, comments=True)
         except ValueError as err:
-            raise ValueError(f"line {number}: {err}") from None
+            raise ValueError(_at_line(number, err)) from None
         if not words:
             continue
         if kind == "vars":
@@ -169,7 +176,7 @@ def import_ansible_ini(text: str, group_filter: str | None = None) -> list[dict[
         try:
             hosts = _expand_ansible_pattern(pattern)
         except ValueError as err:
-            raise ValueError(f"line {number}: {err}") from None
+            raise ValueError(_at_line(number, err)) from None
         for host in hosts:
             if host not in host_vars:
                 host_order.append(host)
@@ -189,7 +196,8 @@ def import_ansible_ini(text: str, group_filter: str | None = None) -> list[dict[
     if group_filter is not None:
         if group_filter not in members and group_filter not in children and group_filter != "all":
             known = sorted(set(members) | set(children))
-            raise ValueError(f"no group {group_filter!r} in the inventory (groups: {', '.join(known)})")
+            raise ValueError(Text(N_("no group {group!r} in the inventory (groups: {known})"), group=group_filter,
+                                  known=listing(known)))
         if group_filter != "all":
             selected = set()
             pending, visited = [group_filter], set()
@@ -217,7 +225,8 @@ def import_ansible_ini(text: str, group_filter: str | None = None) -> list[dict[
         if value is None:
             return None
         if not value.isdigit() or not 0 < int(value) < 65536:
-            raise ValueError(f"host {host}: fleetmon_port {value!r} is not a port number")
+            raise ValueError(Text(N_("host {host}: fleetmon_port {value!r} is not a port number"), host=host,
+                                  value=value))
         return int(value)
 
     nodes: list[dict[str, Any]] = []
@@ -315,7 +324,7 @@ def import_scontrol(text: str) -> list[dict[str, Any]]:
             )
         )
     if not nodes:
-        raise ValueError("no NodeName= records found (is this `scontrol show nodes` output?)")
+        raise ValueError(Text(N_("no NodeName= records found (is this `scontrol show nodes` output?)")))
     return nodes
 
 

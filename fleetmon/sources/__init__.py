@@ -240,7 +240,7 @@ class _Reader(Protocol):
 def _reader(kind: SourceKind) -> _Reader:
     name = SOURCES[kind].reader
     if not name:
-        raise SourceError(f"{kind.value}: not a polled source")
+        raise SourceError(Text(N_("{kind}: not a polled source"), kind=kind.value))
     return cast(_Reader, importlib.import_module(f"fleetmon.sources.{name}"))
 
 

@@ -120,17 +120,19 @@ would take quadratic time on kilobytes of blanks)."""
 _LINE_BREAKS = re.compile("[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")  # what str.splitlines() splits at
 
 
-def _checked(text: str, what: str) -> str:
-    """The report with tabs expanded, or SourceError when it is larger than a report can be."""
+def _checked(text: str, what: Text) -> str:
+    """The report with tabs expanded, or SourceError when it is larger than a report can be (``what``: the
+    report's name, said in the reader's language in the error)."""
     if len(text) > MAX_TEXT_BYTES:
-        raise SourceError(f"{what}: {len(text)} characters, more than the {MAX_TEXT_BYTES} a report may have")
+        raise SourceError(Text(N_("{what}: {count} characters, more than the {limit} a report may have"), what=what,
+                               count=len(text), limit=MAX_TEXT_BYTES))
     breaks = 0
     for _ in _LINE_BREAKS.finditer(text):
         breaks += 1
         if breaks > 2 * MAX_LINES:  # \r\n counts twice
             break
     if breaks > 2 * MAX_LINES or len(text.splitlines()) > MAX_LINES:
-        raise SourceError(f"{what}: more than {MAX_LINES} lines")
+        raise SourceError(Text(N_("{what}: more than {limit} lines"), what=what, limit=MAX_LINES))
     # Line by line, so a line of tabs never grows fourfold before it is skipped.
     return "\n".join(line for line in (raw.expandtabs(4) for raw in text.splitlines() if len(raw) <= MAX_LINE_CHARS)
                      if len(line) <= MAX_LINE_CHARS)
@@ -218,7 +220,7 @@ def parse_smi_text(text: str, max_gpus: int = MAX_GPUS) -> Capture:
         SourceError: not such a report, or larger than one can be (:data:`MAX_TEXT_BYTES`,
             :data:`MAX_LINES`; lines over :data:`MAX_LINE_CHARS` are skipped); one line.
     """
-    text = _checked(text, "nvidia-smi text")
+    text = _checked(text, Text(N_("nvidia-smi text")))
     if "NVSMI LOG" not in text and not re.search(r"^Driver Version\s*:", text, re.M):
         raise SourceError(Text(N_("nvidia-smi text: no '==NVSMI LOG==' banner or 'Driver Version' line")))
     parts = _gpu_lines(text)
@@ -257,10 +259,10 @@ def _unit(text: str, unit: str) -> str:
 
 def parse_smi_table(text: str, max_gpus: int = MAX_GPUS) -> Capture:
     """Parse the default ``nvidia-smi`` table (a few values per GPU; see the module docstring)."""
-    text = _checked(text, "nvidia-smi table")
+    text = _checked(text, Text(N_("nvidia-smi table")))
     head = _TABLE_HEAD.search(text)
     if head is None:
-        raise SourceError("nvidia-smi table: no 'NVIDIA-SMI … Driver Version: … CUDA Version: …' header")
+        raise SourceError(Text(N_("nvidia-smi table: no 'NVIDIA-SMI … Driver Version: … CUDA Version: …' header")))
     root = Element("nvidia_smi_log")
     first = text.lstrip().splitlines()[0].strip()[:MAX_LINE_CHARS]
     if not first.startswith(("+", "|")):

@@ -278,3 +278,25 @@ def test_the_go_no_go_table_and_cards_follow_the_language(qtbot, fleet_db: Path,
     assert quiet and all(q.startswith("可用" if zh else "go") for q in quiet)
     no_go_tip = next(t for c, t in zip(cells, tips) if c[1] in ("不可用", "NO-GO"))
     assert no_go_tip.startswith("不可用：" if zh else "no-go: ")
+
+
+@pytest.mark.parametrize("lang", ["zh_CN", "en"])
+def test_hostlist_errors_in_the_reader_s_language(qtbot, fleet_db: Path, lang: str) -> None:
+    """Issue 25: the hostlist's own error after the view's frame, in Chinese too; English as before."""
+    from ui import i18n as ui_i18n
+
+    assert ui_i18n.install(lang) == lang
+    try:
+        view = _view(qtbot, fleet_db)
+        view.nodes.setText("n[3-1]")
+        failed: list[str] = []
+        view.failed.connect(failed.append)
+        view.run_review()
+    finally:
+        ui_i18n.install("en")
+    if lang == "zh_CN":
+        assert view.parsed.text() == "不是主机列表：hostlist 'n[3-1]'：范围 '3-1' 起止颠倒"
+        assert failed == ["不是主机列表：hostlist 'n[3-1]'：范围 '3-1' 起止颠倒"]
+    else:
+        assert view.parsed.text() == "Not a hostlist: hostlist 'n[3-1]': reversed range '3-1'"
+        assert failed == ["not a hostlist: hostlist 'n[3-1]': reversed range '3-1'"]

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QGroupBox, QHB
 from fleetmon import hostlist
 from fleetmon.health import wording as W
 from fleetmon.health.findings import Finding
-from fleetmon.i18n import Text, localized
+from fleetmon.i18n import Text, localized, message_of
 from ui import format as fmt
 from ui.i18n import QT_TRANSLATE_NOOP
 from ui.inspection_worker import Jobs, Review, review
@@ -447,7 +447,7 @@ class PrerunView(QWidget):
         try:
             names = parse_nodes(text)
         except ValueError as exc:
-            self.parsed.setText(self.tr("Not a hostlist: {error}").format(error=exc))
+            self.parsed.setText(self.tr("Not a hostlist: {error}").format(error=message_of(exc)))
             self.parsed.setStyleSheet("color: #c62828")
             self.run_button.setEnabled(False)
             return
@@ -474,7 +474,7 @@ class PrerunView(QWidget):
         try:
             names = parse_nodes(text)
         except ValueError as exc:
-            self._on_failed(self.tr("not a hostlist: {error}").format(error=exc))
+            self._on_failed(self.tr("not a hostlist: {error}").format(error=message_of(exc)))
             return
         if not names:
             self._on_failed(self.tr("no nodes: type a hostlist or use the fleet selection"))
