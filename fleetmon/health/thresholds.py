@@ -24,7 +24,36 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from fleetmon.i18n import N_, Text, listing
+
 __all__ = ["ALIASES", "Thresholds", "describe"]
+
+
+_NOT_ABOVE = N_("{low} must not exceed {high} ({low_value} > {high_value})")
+
+# A threshold's range with its unit, one whole template per unit (a unit word alone would meet other senses
+# in the catalog: "min" is also "minimum"); docs/thresholds.md and `rows()` keep the units as written.
+_RANGES = {
+    "%": N_("{low:g}..{high:g} %"),
+    "GPUs": N_("{low:g}..{high:g} GPUs"),
+    "bursts": N_("{low:g}..{high:g} bursts"),
+    "days": N_("{low:g}..{high:g} days"),
+    "errors": N_("{low:g}..{high:g} errors"),
+    "errors/min": N_("{low:g}..{high:g} errors/min"),
+    "fraction": N_("{low:g}..{high:g} fraction"),
+    "h": N_("{low:g}..{high:g} h"),
+    "min": N_("{low:g}..{high:g} min"),
+    "nodes": N_("{low:g}..{high:g} nodes"),
+    "outages": N_("{low:g}..{high:g} outages"),
+    "pages": N_("{low:g}..{high:g} pages"),
+    "ratio/week": N_("{low:g}..{high:g} ratio/week"),
+    "replays": N_("{low:g}..{high:g} replays"),
+    "replays/min": N_("{low:g}..{high:g} replays/min"),
+    "resets": N_("{low:g}..{high:g} resets"),
+    "rows": N_("{low:g}..{high:g} rows"),
+    "s": N_("{low:g}..{high:g} s"),
+    "°C": N_("{low:g}..{high:g} °C"),
+}
 
 
 def _t(default: float, unit: str, lo: float, hi: float, help: str, source: str) -> Any:
@@ -333,40 +362,41 @@ class Thresholds:
             spec = specs.get(name)
             if spec is None:
                 close = difflib.get_close_matches(raw_name, list(specs) + list(ALIASES), n=3, cutoff=0.6)
-                hint = f"; did you mean {', '.join(close)}?" if close else ""
-                problems.append(f"unknown threshold {raw_name!r}{hint}")
+                problems.append(Text(N_("unknown threshold {name!r}; did you mean {close}?"), name=raw_name,
+                                     close=", ".join(close)) if close else
+                                Text(N_("unknown threshold {name!r}"), name=raw_name))
                 continue
             meta = spec.metadata
             if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-                problems.append(f"{raw_name}: expected a number, got {value!r}")
+                problems.append(Text(N_("{name}: expected a number, got {value!r}"), name=raw_name, value=value))
                 continue
             if meta["integer"]:
                 if float(value) != int(value):
-                    problems.append(f"{raw_name}: expected a whole number, got {value!r}")
+                    problems.append(Text(N_("{name}: expected a whole number, got {value!r}"), name=raw_name,
+                                         value=value))
                     continue
                 value = int(value)
             else:
                 value = float(value)
             if not meta["min"] <= value <= meta["max"]:
-                problems.append(
-                    f"{raw_name}: {value!r} is out of range {meta['min']:g}..{meta['max']:g} "
-                    f"{meta['unit']}")
+                template = _RANGES.get(meta["unit"], "{low:g}..{high:g} " + meta["unit"])
+                problems.append(Text(N_("{name}: {value!r} is out of range {range}"), name=raw_name, value=value,
+                                     range=Text(template, low=meta["min"], high=meta["max"])))
                 continue
             changes[name] = value
         if problems:
-            raise ValueError("; ".join(problems))
+            raise ValueError(listing(problems, semicolons=True))
         result = replace(cls(), **changes)
         if result.retired_pages_warning > result.retired_pages_critical:
-            raise ValueError(
-                "retired_pages_warning must not exceed retired_pages_critical "
-                f"({result.retired_pages_warning} > {result.retired_pages_critical})")
+            raise ValueError(Text(_NOT_ABOVE, low="retired_pages_warning", high="retired_pages_critical",
+                                  low_value=result.retired_pages_warning, high_value=result.retired_pages_critical))
         for low, high in (("arrival_retired_pages_warning", "arrival_retired_pages_critical"),
                           ("intake_memory_reject_frac", "intake_memory_low_frac"),
                           ("intake_power_default_reject_frac", "intake_power_default_frac"),
                           ("intake_clock_conditional_frac", "intake_clock_reject_frac")):
             if getattr(result, low) > getattr(result, high):
-                raise ValueError(f"{low} must not exceed {high} "
-                                 f"({getattr(result, low)} > {getattr(result, high)})")
+                raise ValueError(Text(_NOT_ABOVE, low=low, high=high, low_value=getattr(result, low),
+                                      high_value=getattr(result, high)))
         return result
 
     def to_dict(self) -> dict[str, float]:

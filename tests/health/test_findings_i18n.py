@@ -238,3 +238,28 @@ def test_the_ecc_actions_name_each_vendors_diagnostics_in_chinese() -> None:
     assert "华为的 `ascend-dmi` 诊断" in said["huawei"][1] and "Habana 的 `hl_qual`" in said["intel"][1]
     assert "厂商的设备诊断工具" in said["moorethreads"][1] and "the vendor's device diagnostics" in said["moorethreads"][0]
     assert not any(re.search(r"[A-Za-z]+'s\b", zh) for _en, zh in said.values()), said
+
+
+def test_threshold_errors_in_chinese_english_as_before() -> None:
+    """The fleet file's [thresholds] errors (all problems together) and the range of each unit in Chinese."""
+    from fleetmon.health import thresholds as th
+    from fleetmon.health.thresholds import Thresholds
+
+    with pytest.raises(ValueError) as caught:
+        Thresholds.from_overrides({"pcie_replay_per_mn": 1, "flap_count": 2.5, "hw_slowdown_fraction": 2,
+                                   "quiet_hours": True})
+    assert str(caught.value) == ("unknown threshold 'pcie_replay_per_mn'; did you mean pcie_replay_per_min, pcie_replay_info_count?; "
+                                 "flap_count: expected a whole number, got 2.5; hw_slowdown_fraction: 2.0 is out of "
+                                 "range 0.01..1 fraction; quiet_hours: expected a number, got True")
+    with pytest.raises(ValueError) as order:
+        Thresholds.from_overrides({"retired_pages_warning": 62})
+    i18n.set_language("zh_CN")
+    assert i18n.message_of(caught.value) == (
+        "未知阈值 'pcie_replay_per_mn'；是否想写 pcie_replay_per_min, pcie_replay_info_count？；flap_count：应为整数，实际为 2.5；"
+        "hw_slowdown_fraction：2.0 超出范围 0.01..1（比例）；quiet_hours：应为数字，实际为 True")
+    assert i18n.message_of(order.value).startswith("retired_pages_warning 不得大于 retired_pages_critical（62 > ")
+    # every unit a threshold has is said as a whole range in Chinese
+    units = {r["unit"] for r in th.rows()}
+    assert units and units <= set(th._RANGES), units - set(th._RANGES)
+    assert all(re.search(r"[\u4e00-\u9fff]", i18n.localized(i18n.Text(th._RANGES[u], low=0, high=1)))
+               for u in units if u not in ("%", "°C")), units
