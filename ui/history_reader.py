@@ -161,9 +161,12 @@ class HistoryReader(QObject):
         except Exception as exc:  # shown by the view; the next request retries
             self._db = None
             if not self._cancelled:
-                # One line whatever failed (a bug too): the view shows it in its status line.
-                text = str(exc).replace("\n", " ").strip() or type(exc).__name__
+                # One line whatever failed (a bug too): the view shows it in its status line; the core's errors
+                # (Prometheus's, storage's: an i18n.Text) in the reader's language.
                 from fleetmon.errors import KnownError
+                from fleetmon.i18n import message_of
+
+                text = message_of(exc).replace("\n", " ").strip() or type(exc).__name__
 
                 self.failed.emit(text if isinstance(exc, KnownError) else f"{type(exc).__name__}: {text}")
             return
@@ -183,7 +186,9 @@ class HistoryReader(QObject):
             days, models = fleet_derating(self._open(), since, until)
         except Exception as exc:
             self._db = None
-            self.failed.emit(str(exc))
+            from fleetmon.i18n import message_of
+
+            self.failed.emit(message_of(exc))  # storage's errors in the reader's language
             return
         self.derating_loaded.emit(DeratingData(since=since, until=until, days=tuple(days), models=models,
                                                read_ms=(time.perf_counter() - t0) * 1000))

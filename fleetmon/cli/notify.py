@@ -51,6 +51,7 @@ def sample_message(lang: str | None = None) -> tuple[str, str]:
 
 
 def run_test(args: argparse.Namespace) -> int:
+    from fleetmon import i18n
     from fleetmon.notify.send import DeliveryError, Destination
 
     fleet = _fleet(args.fleet)
@@ -71,8 +72,7 @@ def run_test(args: argparse.Namespace) -> int:
             Destination(spec).send(title, body)
         except DeliveryError as exc:
             failed += 1
-            print(_("{name}: FAILED: {error}").format(name=spec.name,
-                                                      error=str(exc).removeprefix(f"notify {spec.name}: ")),
+            print(_("{name}: FAILED: {error}").format(name=spec.name, error=i18n.localized(exc.reason)),
                   file=sys.stderr)
             continue
         print(_("{name}: sent").format(name=spec.name))

@@ -14,6 +14,7 @@ from typing import Any
 
 from fleetmon.errors import KnownError
 from fleetmon.fleet.notify import SECRET, NotifySpec
+from fleetmon.i18n import N_, Text, reason_of
 from fleetmon.text import printable
 from fleetmon.tokens import TokenFileError, read_secret_file
 
@@ -21,7 +22,20 @@ __all__ = ["DeliveryError", "Destination", "resolve_url"]
 
 
 class DeliveryError(KnownError):
-    """A destination that cannot be set up (its files, its URL) or a message it did not take."""
+    """A destination that cannot be set up (its files, its URL) or a message it did not take.
+
+    Its message is "notify NAME: REASON" (an :class:`i18n.Text`, said in the reader's language by
+    ``i18n.message_of``); ``reason`` is the part after the destination's name (``notify test`` prints it
+    beside the name).
+    """
+
+    def __init__(self, name: str, reason: str) -> None:
+        super().__init__(Text(N_("notify {name}: {reason}"), name=name, reason=reason))
+        self.name = name
+        self.reason = reason
+
+    def __reduce__(self) -> tuple[object, ...]:  # copy and pickle: made again from name and reason
+        return (DeliveryError, (self.name, self.reason))
 
 
 def resolve_url(spec: NotifySpec) -> str:
@@ -39,7 +53,7 @@ def resolve_url(spec: NotifySpec) -> str:
             url = url.replace(SECRET, read_secret_file(spec.secret_file))
         return url
     except TokenFileError as exc:
-        raise DeliveryError(f"notify {spec.name}: {exc}") from exc
+        raise DeliveryError(spec.name, reason_of(exc)) from exc
 
 
 class _ThreadLog(logging.Handler):
@@ -78,10 +92,14 @@ class Destination:
             log.removeHandler(handler)
         if not added:
             scheme = url.partition("://")[0] if "://" in url else url[:20]
-            why = f": {handler.messages[-1]}" if handler.messages else ""
-            # The URL holds the secret: only its scheme is named.
-            raise DeliveryError(f"notify {spec.name}: Apprise does not accept the {scheme}:// URL"
-                                f"{_strip(why, url)}; see https://appriseit.com/")
+            # The URL holds the secret: only its scheme is named. Apprise's own words stay as it logs them.
+            if handler.messages:
+                reason = Text(N_("Apprise does not accept the {scheme}:// URL: {why}; see https://appriseit.com/"),
+                              scheme=scheme, why=_strip(f": {handler.messages[-1]}", url)[2:])  # cut as before
+            else:
+                reason = Text(N_("Apprise does not accept the {scheme}:// URL; see https://appriseit.com/"),
+                              scheme=scheme)
+            raise DeliveryError(spec.name, reason)
         self._url = url
         self._text = apprise.NotifyFormat.TEXT  # plain lines: a service that wants HTML or Markdown gets them converted
 
@@ -94,15 +112,15 @@ class Destination:
         try:
             result = self._apprise.notify(title=title, body=body, body_format=self._text)
         except Exception as exc:  # Apprise catches its plugins' errors; anything else is one line too
-            raise DeliveryError(f"notify {self.name}: {type(exc).__name__}: {_strip(str(exc), self._url)}") from exc
+            raise DeliveryError(self.name, f"{type(exc).__name__}: {_strip(str(exc), self._url)}") from exc
         if not result:
             # The result's log (Apprise 2) says why; its plugins run on a pool thread of Apprise's.
             logs = getattr(result, "logs", None)
             entries = list(logs()) if callable(logs) else []
             lines = [str(getattr(e, "message", e)) for e in entries
                      if str(getattr(e, "level", "WARNING")) in ("WARNING", "ERROR", "CRITICAL")]
-            why = "; ".join(dict.fromkeys(lines)) or "not delivered"
-            raise DeliveryError(f"notify {self.name}: {_strip(why, self._url)}")
+            why = "; ".join(dict.fromkeys(lines))  # Apprise's own words, as it logs them
+            raise DeliveryError(self.name, _strip(why, self._url) if why else Text(N_("not delivered")))
 
 
 def _strip(text: str, url: str) -> str:
@@ -113,12 +131,13 @@ def _strip(text: str, url: str) -> str:
 
 
 def destinations(specs: Any) -> tuple[list[Destination], list[str]]:
-    """The destinations of ``specs`` that can send, and a one-line error for each that cannot."""
+    """The destinations of ``specs`` that can send, and a one-line error for each that cannot (an
+    :class:`i18n.Text`: the collector logs its English)."""
     ok: list[Destination] = []
     errors: list[str] = []
     for spec in specs:
         try:
             ok.append(Destination(spec))
         except DeliveryError as exc:
-            errors.append(str(exc))
+            errors.append(exc.args[0])
     return ok, errors

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_, Text
 from fleetmon.text import printable
 
 __all__ = ["Budget", "Drops", "MAX_ABS_VALUE", "MAX_LABEL_CHARS", "MAX_SERIES", "MAX_VALUES", "PrometheusError",
@@ -153,6 +154,11 @@ _PAIR = re.compile(rb'\[[ \t\n\r]*(-?[0-9]{1,20}(?:\.[0-9]{1,20})?(?:[eE][-+]?[0
                    rb'[ \t\n\r]*"([^"\\]{0,40})"[ \t\n\r]*\]')
 _CHECK_EVERY = 1 << 15
 
+# What a malformed answer's line names (a JSON key of the answer, "status", "result", stays as it is).
+_TRUNCATED = Text(N_("truncated"))
+_UNREAD = Text(N_("a part fleetmon does not read"))
+_A_POINT = Text(N_("a point"))
+
 
 class _Walker:
     """A cursor over one answer's bytes; every failure is :meth:`fail`."""
@@ -165,16 +171,17 @@ class _Walker:
         self.steps = 0
 
     def fail(self, why: str) -> NoReturn:
-        raise PrometheusError(f"{self.where}: malformed answer: {why}")
+        raise PrometheusError(Text(N_("{where}: malformed answer: {why}"), where=self.where, why=why))
 
     def tick(self, n: int = 1) -> None:
         self.steps += n
         if self.steps >= _CHECK_EVERY:
             self.steps = 0
             if time.monotonic() > self.deadline:
-                raise PrometheusError(f"{self.where}: the answer could not be read before the deadline")
+                raise PrometheusError(Text(N_("{where}: the answer could not be read before the deadline"),
+                                           where=self.where))
             if self.cancelled is not None and self.cancelled():
-                raise PrometheusError(f"{self.where}: cancelled")
+                raise PrometheusError(Text(N_("{where}: cancelled"), where=self.where))
 
     def ws(self, pos: int) -> int:
         m = _WS.match(self.buf, pos)
@@ -187,10 +194,11 @@ class _Walker:
     def expect(self, pos: int, char: bytes, what: str) -> int:
         pos = self.ws(pos)
         if self.buf[pos:pos + 1] != char:
-            self.fail(f"expected {what} at byte {pos}" if pos < len(self.buf) else "truncated")
+            self.fail(Text(N_("expected {what} at byte {pos}"), what=what, pos=pos) if pos < len(self.buf)
+                      else _TRUNCATED)
         return pos + 1
 
-    def skip(self, pos: int, limit: int = MAX_SKIPPED, what: str = "a part fleetmon does not read") -> int:
+    def skip(self, pos: int, limit: int = MAX_SKIPPED, what: str = _UNREAD) -> int:
         """The end of the value at ``pos``, without building it (depth counted, no recursion).
 
         A value longer than ``limit`` bytes is an error: nothing a Prometheus answer holds beside its
@@ -210,15 +218,17 @@ class _Walker:
                     if depth == 0:
                         return m.end()
             if pos + limit < len(self.buf):
-                self.fail(f"{what} longer than {limit} bytes")
-            self.fail("truncated")
+                self.fail(Text(N_("{what} longer than {limit} bytes"), what=what, limit=limit))
+            self.fail(_TRUNCATED)
         for pattern in (_STRING, _NUMBER, _LITERAL):
             scalar = pattern.match(self.buf, pos)
             if scalar:
                 if scalar.end() - pos > limit:
-                    self.fail(f"{what} longer than {limit} bytes")
+                    self.fail(Text(N_("{what} longer than {limit} bytes"), what=what, limit=limit))
                 return scalar.end()
-        self.fail(f"unexpected {'end' if c < 0 else repr(chr(c))} at byte {pos}")
+        if c < 0:
+            self.fail(Text(N_("unexpected end at byte {pos}"), pos=pos))
+        self.fail(Text(N_("unexpected {char} at byte {pos}"), char=repr(chr(c)), pos=pos))
 
     def small(self, pos: int, limit: int, what: str) -> tuple[Any, int]:
         """The value at ``pos`` as Python (at most ``limit`` bytes of text)."""
@@ -227,46 +237,47 @@ class _Walker:
         try:
             return json.loads(bytes(self.buf[pos:end])), end
         except (ValueError, RecursionError):
-            self.fail(f"{what} is not JSON")
+            self.fail(Text(N_("{what} is not JSON"), what=what))
 
     def key(self, pos: int) -> tuple[str, int]:
         pos = self.ws(pos)
         m = _STRING.match(self.buf, pos)
         if not m:
-            self.fail(f"expected a key at byte {pos}" if pos < len(self.buf) else "truncated")
+            self.fail(Text(N_("expected a key at byte {pos}"), pos=pos) if pos < len(self.buf) else _TRUNCATED)
         raw = bytes(m.group())
         if len(raw) > 256:
             return "", m.end()  # no key fleetmon reads is that long
         try:
             text = json.loads(raw) if b"\\" in raw else raw[1:-1].decode("utf-8")
         except ValueError:
-            self.fail("a key is not text")
+            self.fail(Text(N_("a key is not text")))
         return str(text), m.end()
 
     def members(self, pos: int, on: Callable[[str, int], int], what: str) -> int:
         """Walk the object at ``pos``: ``on(key, position of its value)`` returns the value's end."""
         pos = self.ws(pos)
         if self.at(pos) != ord("{"):
-            self.fail(f"{what} is not an object")
+            self.fail(Text(N_("{what} is not an object"), what=what))
         pos = self.ws(pos + 1)
         if self.at(pos) == ord("}"):
             return pos + 1
         while True:
             name, pos = self.key(pos)
-            pos = self.expect(pos, b":", "':'")
+            pos = self.expect(pos, b":", "':'")  # a character, as it is: no word to translate
             pos = self.ws(on(name, self.ws(pos)))
             c = self.at(pos)
             if c == ord("}"):
                 return pos + 1
             if c != ord(","):
-                self.fail(f"expected ',' or '}}' in {what} at byte {pos}" if c >= 0 else "truncated")
+                self.fail(Text(N_("expected ',' or '}}' in {what} at byte {pos}"), what=what, pos=pos) if c >= 0
+                          else _TRUNCATED)
             pos += 1
 
     def items(self, pos: int, on: Callable[[int], int], what: str) -> int:
         """Walk the array at ``pos``: ``on(position of an item)`` returns the item's end."""
         pos = self.ws(pos)
         if self.at(pos) != ord("["):
-            self.fail(f"{what} is not an array")
+            self.fail(Text(N_("{what} is not an array"), what=what))
         pos = self.ws(pos + 1)
         if self.at(pos) == ord("]"):
             return pos + 1
@@ -276,13 +287,14 @@ class _Walker:
             if c == ord("]"):
                 return pos + 1
             if c != ord(","):
-                self.fail(f"expected ',' or ']' in {what} at byte {pos}" if c >= 0 else "truncated")
+                self.fail(Text(N_("expected ',' or ']' in {what} at byte {pos}"), what=what, pos=pos) if c >= 0
+                          else _TRUNCATED)
             pos += 1
 
 
 def _labels(value: Any, walker: _Walker) -> dict[str, str]:
     if not isinstance(value, dict):
-        walker.fail("a series' metric is not an object")
+        walker.fail(Text(N_("a series' metric is not an object")))
     out: dict[str, str] = {}
     for k, v in value.items():
         if isinstance(v, str) and len(v) <= MAX_LABEL_CHARS and len(k) <= MAX_LABEL_CHARS:
@@ -337,12 +349,12 @@ def parse_answer(raw: bytes | bytearray, *, where: str, kind: str, grid: Grid | 
             v_raw: Any = m.group(2)
             end = m.end()
         else:
-            pair, end = w.small(pos, _SMALL, "a point")
+            pair, end = w.small(pos, _SMALL, _A_POINT)
             if not isinstance(pair, list) or len(pair) != 2:
-                w.fail("a point is not [time, value]")
+                w.fail(Text(N_("a point is not [time, value]")))
             t_raw, v_raw = pair
             if isinstance(t_raw, (bool, str)) or not isinstance(t_raw, (int, float)):
-                w.fail("a point's time is not a number")
+                w.fail(Text(N_("a point's time is not a number")))
         t = _float(t_raw)
         if t is None or not math.isfinite(t):
             mine.outside += 1
@@ -363,7 +375,7 @@ def parse_answer(raw: bytes | bytearray, *, where: str, kind: str, grid: Grid | 
     def series(pos: int) -> int:
         seen_series[0] += 1
         if seen_series[0] > MAX_SERIES:
-            w.fail(f"more than {MAX_SERIES} series; choose fewer nodes or a shorter window")
+            w.fail(Text(N_("more than {limit} series; choose fewer nodes or a shorter window"), limit=MAX_SERIES))
         labels: dict[str, str] = {}
         ts: array[float] = array("d")
         vs: array[float] = array("d")
@@ -372,7 +384,7 @@ def parse_answer(raw: bytes | bytearray, *, where: str, kind: str, grid: Grid | 
         def member(name: str, at: int) -> int:
             nonlocal labels
             if name == "metric":
-                value, end = w.small(at, MAX_LABELS_BYTES, "a series' labels")
+                value, end = w.small(at, MAX_LABELS_BYTES, Text(N_("a series' labels")))
                 labels = _labels(value, w)
                 return end
             if name == "values" and kind == "matrix":
@@ -382,24 +394,25 @@ def parse_answer(raw: bytes | bytearray, *, where: str, kind: str, grid: Grid | 
                 def counted(p: int) -> int:
                     count[0] += 1
                     if count[0] > most:
-                        w.fail(f"a series with more than {most} points for {most - MAX_POINTS_SLACK} steps")
+                        w.fail(Text(N_("a series with more than {most} points for {steps} steps"), most=most,
+                                    steps=most - MAX_POINTS_SLACK))
                     return point(p, ts, vs)
-                return w.items(at, counted, "a series' values")
+                return w.items(at, counted, Text(N_("a series' values")))
             if name == "value" and kind == "vector":
                 shape[0] = True
                 return point(at, ts, vs)
             return w.skip(at)
 
-        end = w.members(pos, member, "a series")
-        if not shape[0]:
-            w.fail(f"a series without {'values' if kind == 'matrix' else 'value'}")
+        end = w.members(pos, member, Text(N_("a series")))
+        if not shape[0]:  # values, value: the answer's keys, as they are
+            w.fail(Text(N_("a series without {key}"), key="values" if kind == "matrix" else "value"))
         uuid = labels.get("UUID", "")
         if not uuid or (want is not None and not want(labels)):
             mine.series += 1
             return end
         if budget is not None and not budget.take(len(ts)):
-            raise PrometheusError(f"{where}: more than {budget.limit:,} points for this window; "
-                                  "choose a shorter window or fewer nodes")
+            raise PrometheusError(Text(N_("{where}: more than {limit:,} points for this window; "
+                                          "choose a shorter window or fewer nodes"), where=where, limit=budget.limit))
         found.append(Series(labels, ts, vs))
         return end
 
@@ -434,16 +447,16 @@ def parse_answer(raw: bytes | bytearray, *, where: str, kind: str, grid: Grid | 
         return w.skip(at)
 
     try:
-        end = w.ws(w.members(0, top, "the answer"))
+        end = w.ws(w.members(0, top, Text(N_("the answer"))))
     except RecursionError:  # not reached by the walker itself; json.loads of a small part guards its own
-        w.fail("nested too deeply")
+        w.fail(Text(N_("nested too deeply")))
     if end != len(raw):
-        w.fail(f"text after the answer at byte {end}")
+        w.fail(Text(N_("text after the answer at byte {pos}"), pos=end))
     if status[0] != "success":
         detail = printable(" ".join(error).replace("\n", " "), 300) or printable(f"status {status[0]!r}", 80)
-        raise PrometheusError(f"{where}: query failed: {detail}")
-    if result_type[0] != kind:
-        raise PrometheusError(f"{where}: expected a {kind} answer")
+        raise PrometheusError(Text(N_("{where}: query failed: {detail}"), where=where, detail=detail))
+    if result_type[0] != kind:  # matrix, vector: Prometheus's resultType, as it is
+        raise PrometheusError(Text(N_("{where}: expected a {kind} answer"), where=where, kind=kind))
     if drops is not None:
         drops.add(mine)
     return found

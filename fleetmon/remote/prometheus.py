@@ -41,8 +41,10 @@ that was not kept is counted and logged as a warning; every failure is a
 
 from __future__ import annotations
 
+import errno
 import http.client
 import logging
+import os
 import math
 import re
 import socket
@@ -58,6 +60,7 @@ from typing import Any
 from fleetmon.agent.prom import NEUTRAL_METRICS, Neutral
 from fleetmon.fields import DEFAULT_VENDOR, FIELDS
 from fleetmon.fleet.validate import is_node_name
+from fleetmon.i18n import N_, Text
 from fleetmon.remote.answer import (MAX_SERIES, MAX_VALUES, Budget, Drops, Grid, PrometheusError, Series, error_text,
                                     parse_answer)
 from fleetmon.text import printable
@@ -229,13 +232,14 @@ class PromClient:
         """The answer's body, read before the deadline and up to ``max_bytes``."""
         where = self.where
         if self._cancelled.is_set():
-            raise PrometheusError(f"{where}: cancelled")
+            raise PrometheusError(Text(N_("{where}: cancelled"), where=where))
         until = time.monotonic() + self.timeout_s
         if deadline is not None:
             until = min(until, deadline)
         remaining = until - time.monotonic()
         if remaining <= 0:
-            raise PrometheusError(f"{where}: no answer within {self.timeout_s:g} s")
+            raise PrometheusError(Text(N_("{where}: no answer within {seconds:g} s"), where=where,
+                                       seconds=self.timeout_s))
         watch = _Sockets()
         with self._lock:
             self._closed.append(watch)
@@ -263,22 +267,25 @@ class PromClient:
         except (OSError, http.client.HTTPException, ValueError) as exc:
             if watch.expired or isinstance(exc, TimeoutError) or isinstance(getattr(exc, "reason", None),
                                                                               TimeoutError):
-                raise PrometheusError(f"{where}: {self._late()}") from None
+                raise self._late() from None
             why = getattr(exc, "reason", None) or exc
-            raise PrometheusError(f"{where}: unreachable: {printable(str(why), 200)}") from None
+            raise PrometheusError(Text(N_("{where}: unreachable: {reason}"), where=where,
+                                       reason=_os_reason(why))) from None
         finally:
             timer.cancel()
             with self._lock:
                 self._closed.remove(watch)
         if watch.expired:
-            raise PrometheusError(f"{where}: {self._late()}")
+            raise self._late()
         if status is not None:
-            detail = printable(error_text(bytes(raw)) or reason, 300)
-            raise PrometheusError(f"{where}: HTTP {status}: {detail}")
+            detail = printable(error_text(bytes(raw)) or reason, 300)  # the server's own words, as sent
+            raise PrometheusError(Text(N_("{where}: HTTP {status}: {detail}"), where=where, status=status,
+                                       detail=detail))
         if len(raw) > self.max_bytes:
-            raise PrometheusError(f"{where}: answer larger than {self.max_bytes >> 20} MiB; choose a shorter window")
+            raise PrometheusError(Text(N_("{where}: answer larger than {mib} MiB; choose a shorter window"),
+                                       where=where, mib=self.max_bytes >> 20))
         if not raw[:64].lstrip()[:1] == b"{":
-            raise PrometheusError(f"{where}: the answer is not JSON (is this a Prometheus API?)")
+            raise PrometheusError(Text(N_("{where}: the answer is not JSON (is this a Prometheus API?)"), where=where))
         return raw  # walked in place: no copy (a copy doubled the peak of eight 64 MiB answers in flight)
 
     def query_range(self, expr: str, start: float, end: float, step: int, *,
@@ -301,12 +308,40 @@ class PromClient:
                              deadline=self._parse_deadline(deadline), cancelled=self._cancelled.is_set)
         return [(s.labels, s.vs[0]) for s in found if len(s.vs)]
 
-    def _late(self) -> str:
-        return "cancelled" if self._cancelled.is_set() else f"no complete answer within {self.timeout_s:g} s"
+    def _late(self) -> PrometheusError:
+        """The error of a request whose deadline passed, or that was cancelled."""
+        if self._cancelled.is_set():
+            return PrometheusError(Text(N_("{where}: cancelled"), where=self.where))
+        return PrometheusError(Text(N_("{where}: no complete answer within {seconds:g} s"), where=self.where,
+                                    seconds=self.timeout_s))
 
     def _parse_deadline(self, deadline: float | None) -> float:
         own = time.monotonic() + self.timeout_s
         return own if deadline is None else min(own, deadline + 1.0)
+
+
+_OS_REASONS: dict[int, str] = {
+    errno.ECONNREFUSED: Text(N_("Connection refused")),
+    errno.ETIMEDOUT: Text(N_("Connection timed out")),
+    errno.EHOSTUNREACH: Text(N_("No route to host")),
+    errno.ENETUNREACH: Text(N_("Network is unreachable")),
+    errno.ECONNRESET: Text(N_("Connection reset by peer")),
+}
+"""The connection failures seen every day, marked as the collector's client marks them (the same catalog
+entries; not imported from it: the collector's client needs aiohttp), kept only where the C library says
+exactly that, so the English stays byte for byte."""
+_OS_REASONS = {k: v for k, v in _OS_REASONS.items() if os.strerror(k) == v}
+
+
+def _os_reason(why: object) -> str:
+    """Why a connection failed, one printable line: ``[Errno 111] Connection refused`` with the OS's usual
+    words said in the reader's language; other reasons (a name that does not resolve, TLS) as they are."""
+    text = printable(str(why), 200)
+    if isinstance(why, OSError) and why.errno in _OS_REASONS and text == f"[Errno {why.errno}] {why.strerror}" \
+            and why.strerror == _OS_REASONS[why.errno]:
+        # no words of its own (not in the catalog): the frame of the OS's reason, which is said in the language
+        return Text("[Errno {number}] {reason}", number=why.errno, reason=_OS_REASONS[why.errno])
+    return text
 
 
 # -- which query gives which key ---------------------------------------------------------------
@@ -402,8 +437,9 @@ def _run(client: PromClient, keys: Sequence[_Key], selector: str, grid: Grid,
                     return
                 except Exception as exc:  # noqa: BLE001 - a bug must not hang the read: say it, one line
                     with lock:
-                        failures.append(PrometheusError(f"{client.where}: cannot read the answer "
-                                                        f"({type(exc).__name__}: {printable(str(exc), 200)})"))
+                        failures.append(PrometheusError(Text(N_("{where}: cannot read the answer ({error}: {reason})"),
+                                                             where=client.where, error=type(exc).__name__,
+                                                             reason=printable(str(exc), 200))))
                     client.cancel()
                     return
                 with lock:
@@ -420,7 +456,8 @@ def _run(client: PromClient, keys: Sequence[_Key], selector: str, grid: Grid,
         threading.Thread(target=worker, name=f"prometheus-{i}", daemon=True).start()
     if not done.wait(max(0.0, deadline - time.monotonic()) + 2.0):
         client.cancel()
-        raise PrometheusError(f"{client.where}: no complete answer within {WINDOW_TIMEOUT_S:g} s")
+        raise PrometheusError(Text(N_("{where}: no complete answer within {seconds:g} s"), where=client.where,
+                                   seconds=WINDOW_TIMEOUT_S))
     if failures:
         raise failures[0]
 
