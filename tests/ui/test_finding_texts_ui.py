@@ -140,3 +140,39 @@ def test_the_prerun_history_says_a_kept_finding_in_chinese(tmp_path: Path, chine
     model.set_rows(history_rows(node, rev.result.findings))
     values = [model.data(model.index(i, 2)) for i in range(model.rowCount())]
     assert any("过热降频" in str(v) for v in values), values
+
+
+def test_an_unreachable_nodes_error_in_the_evidence_cell_and_tooltip(tmp_path: Path, qapp) -> None:  # type: ignore[no-untyped-def]
+    """The last failed poll's reason is stored in the evidence as English; the Findings view says it in the
+    reader's language from the summary the rule made with it (m017/m018), the tooltip's frame too."""
+    from fleetmon import i18n
+    from ui import i18n as ui_i18n
+    from ui.models.findings_table import COL_EVIDENCE, FindingsTableModel
+
+    error = Text(N_("cannot connect: {reason}"), reason=Text(N_("{reason} ({host}:{port})"), host="127.0.0.1",
+                                                              port=9, reason=Text(N_("Connection refused"))))
+    summary = Text(N_("{node}: unreachable for {minutes} min ({error})"), node="n3", minutes=12, error=error)
+    path = tmp_path / "f.db"
+    db = open_database(path)
+    try:
+        ledger.store(db, [Finding(kind="node-unreachable", severity="critical", node="n3", gpu_uuid=None,
+                                  first_seen=T0, last_seen=T0 + 720, summary=summary, key="node-unreachable:n3",
+                                  evidence={"minutes": 12, "failed_polls": 4, "error": str(error)},
+                                  action=N_("Check the node's power, network and agent"))], T0 + 720)
+        rows = stored.open_findings(db)
+    finally:
+        db.close()
+    model = FindingsTableModel()
+    model.set_rows(rows, now=T0 + 800)
+    english = model.data(model.index(0, COL_EVIDENCE))
+    assert english == "unreachable 12 min, 4 failed polls: cannot connect: Connection refused (127.0.0.1:9)"
+    i18n.set_language("zh_CN")
+    ui_i18n.install("zh_CN")
+    try:
+        chinese = model.data(model.index(0, COL_EVIDENCE))
+        tip = model.data(model.index(0, 1), TIP)
+    finally:
+        i18n.set_language("en")
+        ui_i18n.install("en")
+    assert "无法连接：连接被拒绝（127.0.0.1:9）" in chinese and "cannot connect" not in chinese, chinese
+    assert tip.startswith("node-unreachable：n3") and "处理建议：" in tip and " on " not in tip, tip

@@ -9,7 +9,7 @@ from typing import Any
 from PySide6.QtCore import QCoreApplication, QModelIndex, Qt
 from PySide6.QtGui import QBrush, QColor
 
-from fleetmon.i18n import localized
+from fleetmon.i18n import Text, localized
 from storage.acks import AckRow
 from storage.rows import StoredFinding
 from ui import format as fmt
@@ -136,7 +136,7 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
                 # the core's catalog (fleetmon.i18n): a fixed sentence, or one made again from its values (m017)
                 return localized(r.action) if r.action else ""
             if col == COL_EVIDENCE:
-                return fmt.evidence_text(r.kind, r.evidence)
+                return fmt.evidence_text(r.kind, _said_error(r))
             if col == COL_ACK:
                 a = self.ack(r)
                 if a is None:
@@ -150,9 +150,36 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
             if col == 0:
                 return QBrush(QColor(fmt.SEVERITY_COLORS.get(str(r.severity or ""), "#000000")))
         if role == Qt.ItemDataRole.ToolTipRole:
-            evidence = r.evidence or {}
+            evidence = _said_error(r) or {}  # the evidence's keys (identifiers) as stored, its texts said again
             lines = [f"{k}: {localized(v) if k == 'summary' else v}" for k, v in list(evidence.items())[:12]] \
                 if isinstance(evidence, Mapping) else []
-            action = [f"action: {localized(r.action)}"] if r.action else []  # its column elides
-            return "\n".join([f"{r.kind} on {r.node} {r.gpu_uuid or ''}".strip(), *lines, *action])
+            action = [QCoreApplication.translate("FindingsTable", "action: {action}").format(
+                action=localized(r.action))] if r.action else []  # its column elides
+            head = QCoreApplication.translate("FindingsTable", "{kind} on {node} {gpu}").format(
+                kind=r.kind, node=r.node, gpu=r.gpu_uuid or "").strip()
+            return "\n".join([head, *lines, *action])
         return None
+
+
+def _said_error(r: Any) -> Any:
+    """A finding's evidence with its ``error`` (an unreachable node's last failed poll, stored as English) in the
+    reader's language, when the stored summary was made with the same error (m017 and m018 keep how)."""
+    evidence = r.evidence
+    if not isinstance(evidence, dict) or not isinstance(evidence.get("error"), str):
+        return evidence
+    error = _error_in(evidence.get("summary"), evidence["error"], 4)
+    return evidence if error is None else {**evidence, "error": localized(error)}
+
+
+def _error_in(text: Any, english: str, depth: int) -> Text | None:
+    """The :class:`Text` whose English is ``english`` among ``text``'s ``error`` values (nested a few deep)."""
+    if not isinstance(text, Text) or depth <= 0:
+        return None
+    error = text.args.get("error")
+    if isinstance(error, Text) and str(error) == english:
+        return error
+    for value in text.args.values():
+        found = _error_in(value, english, depth - 1)
+        if found is not None:
+            return found
+    return None

@@ -755,6 +755,14 @@ min · median · max</source>
         <source>acknowledged</source>
         <translation>已确认</translation>
     </message>
+    <message>
+        <source>action: {action}</source>
+        <translation>处理建议：{action}</translation>
+    </message>
+    <message>
+        <source>{kind} on {node} {gpu}</source>
+        <translation>{kind}：{node} {gpu}</translation>
+    </message>
 </context>
 <context>
     <name>FindingsView</name>
