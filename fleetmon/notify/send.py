@@ -14,6 +14,7 @@ from typing import Any
 
 from fleetmon.errors import KnownError
 from fleetmon.fleet.notify import SECRET, NotifySpec
+from fleetmon.i18n import N_
 from fleetmon.text import printable
 from fleetmon.tokens import TokenFileError, read_secret_file
 
@@ -33,7 +34,7 @@ def resolve_url(spec: NotifySpec) -> str:
     """
     try:
         if spec.url_file is not None:
-            return read_secret_file(spec.url_file, "url file")
+            return read_secret_file(spec.url_file, N_("url file"))
         url = spec.url or ""
         if spec.secret_file is not None:
             url = url.replace(SECRET, read_secret_file(spec.secret_file))
