@@ -24,11 +24,12 @@ import pytest
 
 from fleetmon import i18n
 from fleetmon.agent.polled import ReadError
-from fleetmon.agent.tools import run_tool
+from fleetmon.agent.tools import TOOLS, ToolReader, _amd_smi_sample, run_tool
 from fleetmon.collector.client import Target, poll_all
 from fleetmon.collector.lock import WriterLock
 from fleetmon.i18n import Text
 from fleetmon.records import NodePoll
+from fleetmon.sim import tools as twins
 from fleetmon.sim.fleet import SimNode, make_node
 from fleetmon.tokens import TokenFileError, read_secret_file, read_token_file
 from helpers import dead_url
@@ -230,6 +231,26 @@ def test_a_tools_read_errors_in_both_languages() -> None:
         run_tool([sys.executable, "-c", code], 0.5)
     assert _said(info.value) == (f"{command} did not end within 0.5 s (stopped)",
                                  f"{command} 在 0.5 秒内没有结束（已停止）")
+
+
+def test_amd_smi_list_and_metric_that_disagree_and_a_read_out_of_time(tmp_path: Path) -> None:
+    """The amd-smi twin (real processes printing amd-smi's layout): list names two GPUs, metric one."""
+    for name, count in (("two", 2), ("one", 1)):
+        twins.write_state(tmp_path / f"{name}.json", {"backend": "amd-smi", "model": "mi100", "count": count,
+                                                     "seed": 7, "faults": []}, time.time(), "n1")
+        twins.install(tmp_path / name, tmp_path / f"{name}.json")
+
+    def run(args: list[str]) -> bytes:
+        return run_tool([str(tmp_path / ("two" if args[0] == "list" else "one") / "amd-smi"), *args], 60.0)
+
+    with pytest.raises(ReadError) as info:
+        _amd_smi_sample(run)
+    assert _said(info.value) == ("amd-smi list names 2 GPUs, metric 1: not used",
+                                 "amd-smi list 列出 2 块 GPU，metric 列出 1 块：不采用")
+    with pytest.raises(ReadError) as info:
+        ToolReader(TOOLS["amd-smi"], str(tmp_path / "two" / "amd-smi")).sample(0.0)
+    assert _said(info.value) == ("amd-smi list --json: no time left in this read",
+                                 "amd-smi list --json：本次读取已没有剩余时间")
 
 
 # -- the store's refusal of a node's answer (storage.boundary), kept through nodes.last_error_texts ----------------
