@@ -28,6 +28,7 @@ from typing import Any
 
 import fleetmon.fields as fields
 from fleetmon.fields import COUNTER_NAMES, GAUGE_NAMES, STATE_NAMES
+from fleetmon.i18n import N_, Text
 from fleetmon.records import NodePoll
 
 __all__ = ["INVENTORY_NUMBERS", "INVENTORY_TEXTS", "NODE_TEXTS", "RefusedPoll", "check_poll"]
@@ -46,7 +47,8 @@ SAMPLE_NUMBERS: frozenset[str] = frozenset(GAUGE_NAMES + COUNTER_NAMES + STATE_N
 
 
 class RefusedPoll(ValueError):
-    """A node's answer holds a value the store will not keep; the message is the one-line reason."""
+    """A node's answer holds a value the store will not keep; the message is the one-line reason (an
+    :class:`fleetmon.i18n.Text`: the record, field and value stay as they are, the words in the reader's language)."""
 
 
 def _show(v: Any) -> str:
@@ -58,26 +60,31 @@ def _number(where: str, key: str, v: Any) -> None:
     if v is None:
         return
     if isinstance(v, bool):
-        raise RefusedPoll(f"{where}: {key} {_show(v)} is not a number (bool)")
+        raise RefusedPoll(Text(N_("{where}: {key} {value} is not a number (bool)"), where=where, key=key,
+                                value=_show(v)))
     if isinstance(v, int):
         if -INT64_MAX <= v <= INT64_MAX:
             return
-        raise RefusedPoll(f"{where}: {key} {_show(v)} is outside the 64-bit integer range")
+        raise RefusedPoll(Text(N_("{where}: {key} {value} is outside the 64-bit integer range"), where=where, key=key,
+                                value=_show(v)))
     if isinstance(v, float):
         if math.isfinite(v):
             return
-        raise RefusedPoll(f"{where}: {key} {_show(v)} is not a finite number")
-    raise RefusedPoll(f"{where}: {key} {_show(v)} is not a number ({type(v).__name__})")
+        raise RefusedPoll(Text(N_("{where}: {key} {value} is not a finite number"), where=where, key=key,
+                                value=_show(v)))
+    raise RefusedPoll(Text(N_("{where}: {key} {value} is not a number ({type})"), where=where, key=key, value=_show(v),
+                            type=type(v).__name__))
 
 
 def _text(where: str, key: str, v: Any) -> None:
     if v is not None and not isinstance(v, str):
-        raise RefusedPoll(f"{where}: {key} {_show(v)} is not text ({type(v).__name__})")
+        raise RefusedPoll(Text(N_("{where}: {key} {value} is not text ({type})"), where=where, key=key, value=_show(v),
+                                type=type(v).__name__))
 
 
 def _values(where: str, values: Any, numbers: Iterable[str], texts: Iterable[str] = ()) -> None:
     if not isinstance(values, Mapping):
-        raise RefusedPoll(f"{where}: values {_show(values)} is not an object")
+        raise RefusedPoll(Text(N_("{where}: values {value} is not an object"), where=where, value=_show(values)))
     for key in numbers:
         _number(where, key, values.get(key))
     for key in texts:
@@ -102,10 +109,10 @@ def check_poll(poll: NodePoll) -> None:
         _values("node", info.values, tuple(fields.NODE_NUMBERS), NODE_TEXTS)
     for g in poll.gpus:
         if not isinstance(g.uuid, str) or not g.uuid:
-            raise RefusedPoll(f"gpus: uuid {_show(g.uuid)} is not a GPU UUID")
+            raise RefusedPoll(Text(N_("gpus: uuid {value} is not a GPU UUID"), value=_show(g.uuid)))
         where = f"gpu {_show(g.uuid)}"
         if not isinstance(g.index, int) or isinstance(g.index, bool):
-            raise RefusedPoll(f"{where}: index {_show(g.index)} is not an integer")
+            raise RefusedPoll(Text(N_("{where}: index {value} is not an integer"), where=where, value=_show(g.index)))
         _number(where, "index", g.index)
         _text(where, "name", g.name)
         _text(where, "state", g.state)

@@ -143,7 +143,8 @@ class AmdSmiReader:
         try:
             return list(calls("amdsmi_get_processor_handles"))
         except _NoValue as nv:
-            raise ReadError(f"amdsmi_get_processor_handles failed ({nv.status.value})") from None
+            raise ReadError(Text(N_("amdsmi_get_processor_handles failed ({status})"),
+                                 status=nv.status.value)) from None
 
     def inventory(self, timeout_s: float) -> Capture:
         amd = self.amd

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from fleetmon.errors import KnownError
+from fleetmon.i18n import N_, Text
 from fleetmon.records import Event, GpuMinute
 
 log = logging.getLogger("fleetmon.buffer")
@@ -96,8 +97,8 @@ def _lock_file(path: str) -> int:
         except OSError:
             holder = "unknown"
         os.close(fd)
-        raise BufferLocked(f"the buffer {path} is in use by another agent (PID {holder}); stop that one, "
-                           "or give this one its own --buffer") from None
+        raise BufferLocked(Text(N_("the buffer {path} is in use by another agent (PID {pid}); stop that one, "
+                                   "or give this one its own --buffer"), path=path, pid=holder)) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd

@@ -104,14 +104,16 @@ def run_tool(argv: list[str], timeout_s: float, *, max_bytes: int = MAX_OUTPUT,
                     out += chunk
                     if len(out) > max_bytes:
                         _kill(proc)
-                        raise ReadError(f"{shown} wrote more than {max_bytes} bytes (stopped)")
+                        raise ReadError(Text(N_("{command} wrote more than {limit} bytes (stopped)"), command=shown,
+                                             limit=max_bytes))
                 elif len(err) < _STDERR_KEEP:
                     err += chunk
     try:
         rc = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         _kill(proc)
-        raise ReadError(f"{shown} did not end within {timeout_s:.1f} s (stopped)") from None
+        raise ReadError(Text(N_("{command} did not end within {seconds} s (stopped)"), command=shown,
+                             seconds=f"{timeout_s:.1f}")) from None
     finally:
         proc.stdout.close()
         proc.stderr.close()
@@ -171,7 +173,8 @@ def _amd_smi_sample(run: Run) -> Capture:
     listed = _parsed("amd-smi list --json", _amd_json, run(["list", "--json"]))
     metric = _parsed("amd-smi metric --json", _amd_json, run(["metric", "--json"]))
     if len(listed.gpus) != len(metric.gpus):
-        raise ReadError(f"amd-smi list names {len(listed.gpus)} GPUs, metric {len(metric.gpus)}: not used")
+        raise ReadError(Text(N_("amd-smi list names {listed} GPUs, metric {metric}: not used"), listed=len(listed.gpus),
+                             metric=len(metric.gpus)))
     return combine(listed, metric)  # one tool, one order: the list's bus ids name the metric's devices
 
 
@@ -310,7 +313,8 @@ class ToolReader:
         def run(args: list[str]) -> bytes:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise ReadError(f"{self.name} {' '.join(args[:2])}: no time left in this read")
+                raise ReadError(Text(N_("{command}: no time left in this read"),
+                                     command=f"{self.name} {' '.join(args[:2])}"))
             env = self.env
             if env is not None and self.clock is not None:
                 env = {**env, "FLEETMON_SIM_NOW": repr(self.clock())}

@@ -12,6 +12,8 @@ import socket
 import sys
 from pathlib import Path
 
+from fleetmon.i18n import N_, Text
+
 
 class WriterLock:
     """An exclusive, non-blocking flock on ``<db>.lock``; released on close or process exit."""
@@ -37,9 +39,9 @@ class WriterLock:
     def holder(self) -> str:
         """Who holds the lock, as written in the lock file."""
         try:
-            return self.path.read_text(encoding="utf-8", errors="replace").strip() or "another process"
+            return self.path.read_text(encoding="utf-8", errors="replace").strip() or Text(N_("another process"))
         except OSError:
-            return "another process"
+            return Text(N_("another process"))
 
     def release(self) -> None:
         if self._fh is not None:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from fleetmon.errors import KnownError
 from fleetmon.i18n import N_, Text, localized
+from fleetmon.i18n import gettext as _
 from fleetmon.stopping import stop_on_signals
 
 if TYPE_CHECKING:
@@ -38,7 +39,7 @@ def run_collect(args: argparse.Namespace) -> int:
     from storage.db import open_database
 
     if args.interval is not None and not 0.5 <= args.interval <= 86400:
-        raise KnownError("--interval must be between 0.5 and 86400 seconds")
+        raise KnownError(Text(N_("--interval must be between 0.5 and 86400 seconds")))
     fleet = load_fleet(args.fleet)
     # Handlers go in before the lock is taken: a SIGTERM at any moment after that is a clean stop.
     stop = threading.Event()
@@ -46,7 +47,8 @@ def run_collect(args: argparse.Namespace) -> int:
     stop_on_signals(stop)
     lock = WriterLock(args.db)
     if not lock.acquire():
-        raise KnownError(f"another collector writes {args.db} ({lock.holder()}); stop it first")
+        raise KnownError(Text(N_("another collector writes {db} ({holder}); stop it first"), db=str(args.db),
+                              holder=lock.holder()))
     try:
         db = open_database(args.db)
         collector = Collector(fleet, db, interval_s=args.interval)
@@ -56,16 +58,20 @@ def run_collect(args: argparse.Namespace) -> int:
             try:
                 polls = collector.collect_once()
             except CycleStopped:
-                print("fleetmon collect: stopped by a signal; this cycle was not stored", file=sys.stderr)
+                print("fleetmon collect: " + _("stopped by a signal; this cycle was not stored"), file=sys.stderr)
                 return 1
             # Exit 0 when the cycle was stored, even if some nodes failed (unreachable, or their
             # answer refused by the client's checks or the store): those are recorded per node
             # (nodes.last_error, poll_log) and named below; 1 only when storing failed altogether.
             bad = [p for p in polls if not p.ok]
             refused = [p for p in bad if p.node in collector.refused]
-            note = f", {len(refused)} refused by the store" if refused else ""
-            print(f"polled {len(polls)} nodes: {len(polls) - len(bad)} ok, {len(bad) - len(refused)} unreachable"
-                  f"{note}")
+            counts = {"polled": len(polls), "ok": len(polls) - len(bad), "unreachable": len(bad) - len(refused),
+                      "refused": len(refused)}
+            if refused:
+                print(_("polled {polled} nodes: {ok} ok, {unreachable} unreachable, {refused} refused by the store")
+                      .format(**counts))
+            else:
+                print(_("polled {polled} nodes: {ok} ok, {unreachable} unreachable").format(**counts))
             for p in bad:  # the reason in the reader's language (an i18n.Text; the store keeps its English)
                 print(f"  {p.node}: {localized(p.error)}", file=sys.stderr)
             if collector.notifier is not None:
@@ -75,14 +81,14 @@ def run_collect(args: argparse.Namespace) -> int:
         if getattr(args, "control", None) == "stdio":
             serve_control(collector, stop, sys.stdin, sys.stdout)
         collector.start()
-        print(f"fleetmon collect: polling {len(fleet.nodes)} nodes every {collector.interval_s:g} s into {args.db}",
-              file=sys.stderr, flush=True)
+        print("fleetmon collect: " + _("polling {count} nodes every {seconds} s into {db}").format(
+            count=len(fleet.nodes), seconds=f"{collector.interval_s:g}", db=args.db), file=sys.stderr, flush=True)
         stop.wait()
         if not collector.stop():
             # A cycle past its polls did not end within the stop's bound (a store or a health pass
             # that does not return): leave without it. Its thread would hold the interpreter's exit,
             # so the process ends here; the database keeps what was committed, the agents the rest.
-            print("fleetmon collect: a poll cycle did not stop in time; exiting without it", file=sys.stderr,
+            print("fleetmon collect: " + _("a poll cycle did not stop in time; exiting without it"), file=sys.stderr,
                   flush=True)
             lock.release()
             logging.shutdown()
@@ -101,7 +107,7 @@ def _leave_if_notify_hangs(collector: Collector, lock: WriterLock) -> None:
     was sending stays pending in the outbox; the next run sends it."""
     if collector.notifier is None or not collector.notifier.busy():
         return
-    print("fleetmon collect: a notification destination did not answer in time; exiting without it",
+    print("fleetmon collect: " + _("a notification destination did not answer in time; exiting without it"),
           file=sys.stderr, flush=True)
     lock.release()
     logging.shutdown()
@@ -117,7 +123,7 @@ def _stop_once(stop: threading.Event, collector: Collector) -> None:
     stop.wait()
     collector.stop(wait_s=0)
     time.sleep(STOP_WAIT_S)
-    print("fleetmon collect: the cycle did not stop in time; exiting without it", file=sys.stderr, flush=True)
+    print("fleetmon collect: " + _("the cycle did not stop in time; exiting without it"), file=sys.stderr, flush=True)
     os._exit(1)
 
 

@@ -47,7 +47,7 @@ def resolve_url(spec: NotifySpec) -> str:
     """
     try:
         if spec.url_file is not None:
-            return read_secret_file(spec.url_file, "url file")
+            return read_secret_file(spec.url_file, N_("url file"))
         url = spec.url or ""
         if spec.secret_file is not None:
             url = url.replace(SECRET, read_secret_file(spec.secret_file))
