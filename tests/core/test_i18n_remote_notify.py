@@ -241,9 +241,9 @@ def test_a_destination_that_cannot_be_set_up_in_both_languages(tmp_path: Path) -
     empty.chmod(0o600)
     with pytest.raises(DeliveryError) as caught:
         Destination(NotifySpec("pager", "slack://{secret}/#ops", secret_file=str(empty)))
-    # the frame is translated; the token file's own line stays as it is said
+    # the frame is translated, and the token file's own line (fleetmon/tokens.py) inside it
     assert _both(caught.value) == (f"notify pager: secret file {empty} is empty",
-                                   f"通知 pager：secret file {empty} is empty")
+                                   f"通知 pager：密钥文件 {empty} 为空")
 
     ready, errors = destinations([NotifySpec("ops", "plain://nothing"), NotifySpec("pager", "")])
     assert ready == [] and errors == [
