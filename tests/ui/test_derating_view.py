@@ -155,9 +155,23 @@ def test_hovering_a_dot_names_the_card_and_clicking_opens_it(qtbot, derating_db)
     service.stop()
 
 
+def drawn(axis) -> list[str]:  # type: ignore[no-untyped-def]
+    """The tick labels pyqtgraph would draw now (it leaves out one that reaches past the axis)."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        return [text for _rect, _flags, text in axis.generateDrawSpecs(painter)[2]]
+    finally:
+        painter.end()
+
+
 def test_crowded_model_labels_take_two_lines_and_none_overlaps(qtbot, derating_db):
     """Nine models at the default window size: the strip plot's labels ran into each other (in English and in
     Chinese); every other one now goes a line lower, only when they would overlap."""
+    from PySide6.QtGui import QFontMetrics
+
     from ui.history_reader import HistoryService
     from ui.views.derating import DeratingView
 
@@ -180,7 +194,12 @@ def test_crowded_model_labels_take_two_lines_and_none_overlaps(qtbot, derating_d
     crowded = shown()
     assert [t.strip() for t in crowded] == labels
     assert all(t.startswith("\n") == bool(i % 2) for i, t in enumerate(crowded)), crowded
+    axis = view.strip.getAxis("bottom")
+    qtbot.waitUntil(lambda: drawn(axis) == crowded, timeout=5000)  # none left out at an edge
+    lines = QFontMetrics(axis.style.get("tickFont") or view.strip.font()).height()
+    assert axis.height() >= 2 * lines + 10, (axis.height(), lines)  # room for the lower line
     view.strip.resize(1800, 300)
     qtbot.waitUntil(lambda: view.strip.getViewBox().width() > 1500, timeout=5000)
     assert shown() == labels  # room for each: one line
+    qtbot.waitUntil(lambda: drawn(axis) == labels, timeout=5000)
     service.stop()

@@ -486,23 +486,33 @@ class DeratingView(QWidget):
             self.strip.plot([i - 0.35, i + 0.35], [med, med], pen=pg.mkPen("#c62828", width=3))
         self.strip.addItem(pg.InfiniteLine(angle=0, pos=1.0, pen=pg.mkPen("#888888", style=Qt.PenStyle.DashLine)))
         self._strip_labels = [label for _, label in ticks]
-        self._fit_strip_labels()
-        self.strip.setXRange(-0.6, max(len(summary), 1) - 0.4, padding=0)
+        self._fit_strip_labels()  # the ticks and the x range
         self.strip.setYRange(0.0, 1.2)
         if not summary:
             self.strip.setTitle(self.tr("no derating days in this window"), size="9pt")
 
     def _fit_strip_labels(self, *_args: object) -> None:
         """The models under the strip plot, every other one a line lower when side by side they would overlap
-        (nine models at the default window size): each model stays named, none is drawn over another."""
+        (nine models at the default window size), with room for the second line and for the outer names: each
+        model stays named, none is drawn over another or left out at an edge (pyqtgraph drops a label that
+        would reach past the axis)."""
         from PySide6.QtGui import QFontMetrics
 
         labels = self._strip_labels
         axis = self.strip.getAxis("bottom")
-        slot = self.strip.getViewBox().width() / max(len(labels), 1)
+        n = max(len(labels), 1)
+        width = max(self.strip.getViewBox().width(), 1.0)
         metrics = QFontMetrics(axis.style.get("tickFont") or self.strip.font())
-        crowded = any(metrics.horizontalAdvance(label) + 6 > slot for label in labels)
+        widths = [metrics.horizontalAdvance(label) + 6 for label in labels]
+        crowded = any(w > width / (n + 0.2) for w in widths)
         axis.setTicks([[(i, f"\n{label}" if crowded and i % 2 else label) for i, label in enumerate(labels)]])
+        axis.setHeight(int(metrics.height() * 2.2 + 14) if crowded else None)
+        # Half the widest outer name beyond the first and last model (0.6 of a slot at least), in slots.
+        outer = max([widths[0], widths[-1]] if widths else [0]) / 2
+        margin = 0.6
+        for _ in range(3):  # the slot's width depends on the margin: settle it in a few steps
+            margin = min(max(0.6, outer / (width / (n - 1 + 2 * margin))), 2.0)
+        self.strip.setXRange(-margin, n - 1 + margin, padding=0)
 
     def _say(self, reason: str | None) -> None:
         self.reason = reason
