@@ -176,30 +176,32 @@ def test_crowded_model_labels_take_two_lines_and_none_overlaps(qtbot, derating_d
     from ui.views.derating import DeratingView
 
     service = HistoryService(str(derating_db))
-    view = DeratingView(service, now=lambda: NOW)
-    qtbot.addWidget(view)
-    view.resize(1240, 700)
-    view.show()
-    qtbot.waitExposed(view)
-    qtbot.waitUntil(lambda: view.data is not None, timeout=10000)
-    labels = ["V100", "P100", "RTX 3090", "T4", "A100", "RTX 4090", "AMD Instinct MI100", "K100_AI", "Ascend 910B4"]
+    try:
+        view = DeratingView(service, now=lambda: NOW)
+        qtbot.addWidget(view)
+        view.resize(1240, 700)
+        view.show()
+        qtbot.waitExposed(view)
+        qtbot.waitUntil(lambda: view.data is not None, timeout=10000)
+        labels = ["V100", "P100", "RTX 3090", "T4", "A100", "RTX 4090", "AMD Instinct MI100", "K100_AI", "Ascend 910B4"]
 
-    def shown() -> list[str]:
-        view._strip_labels = list(labels)
-        view._fit_strip_labels()
-        return [text for _, text in view.strip.getAxis("bottom")._tickLevels[0]]
+        def shown() -> list[str]:
+            view._strip_labels = list(labels)
+            view._fit_strip_labels()
+            return [text for _, text in view.strip.getAxis("bottom")._tickLevels[0]]
 
-    view.strip.resize(380, 300)
-    qtbot.waitUntil(lambda: view.strip.getViewBox().width() < 400, timeout=5000)
-    crowded = shown()
-    assert [t.strip() for t in crowded] == labels
-    assert all(t.startswith("\n") == bool(i % 2) for i, t in enumerate(crowded)), crowded
-    axis = view.strip.getAxis("bottom")
-    qtbot.waitUntil(lambda: drawn(axis) == crowded, timeout=5000)  # none left out at an edge
-    lines = QFontMetrics(axis.style.get("tickFont") or view.strip.font()).height()
-    assert axis.height() >= 2 * lines + 10, (axis.height(), lines)  # room for the lower line
-    view.strip.resize(1800, 300)
-    qtbot.waitUntil(lambda: view.strip.getViewBox().width() > 1500, timeout=5000)
-    assert shown() == labels  # room for each: one line
-    qtbot.waitUntil(lambda: drawn(axis) == labels, timeout=5000)
-    service.stop()
+        view.strip.resize(380, 300)
+        qtbot.waitUntil(lambda: view.strip.getViewBox().width() < 400, timeout=5000)
+        crowded = shown()
+        assert [t.strip() for t in crowded] == labels
+        assert all(t.startswith("\n") == bool(i % 2) for i, t in enumerate(crowded)), crowded
+        axis = view.strip.getAxis("bottom")
+        qtbot.waitUntil(lambda: drawn(axis) == crowded, timeout=5000)  # none left out at an edge
+        lines = QFontMetrics(axis.style.get("tickFont") or view.strip.font()).height()
+        assert axis.height() >= 2 * lines + 10, (axis.height(), lines)  # room for the lower line
+        view.strip.resize(1800, 300)
+        qtbot.waitUntil(lambda: view.strip.getViewBox().width() > 1500, timeout=5000)
+        assert shown() == labels  # room for each: one line
+        qtbot.waitUntil(lambda: drawn(axis) == labels, timeout=5000)
+    finally:
+        service.stop()
