@@ -87,7 +87,7 @@ def counts_line(counts: Mapping[str, int]) -> str:
     """"1 fail, 0 warn, 2 pass" and, where there are any, "1 unreachable", "1 unknown"."""
     parts = [_("{count} {verdict}").format(count=counts.get(v, 0), verdict=W.word(v))
              for v in VERDICTS if v in ("fail", "warn", "pass") or counts.get(v)]
-    return ", ".join(parts)
+    return said_list(parts)
 
 
 def exit_status(result: ReportResult | PreflightResult | Iterable[Finding]) -> int:
@@ -104,7 +104,7 @@ def exit_status(result: ReportResult | PreflightResult | Iterable[Finding]) -> i
 
 
 def stale_line(stale: Mapping[str, float]) -> str:
-    return ", ".join(f"{n} ({W.age(float(a))})" for n, a in stale.items()) or _("none")
+    return said_list([_("{node} ({age})").format(node=n, age=W.age(float(a))) for n, a in stale.items()]) or _("none")
 
 
 def resolution_text(f: Finding) -> str:
@@ -224,17 +224,17 @@ def _where_width(findings: Iterable[Finding]) -> int:
     return max([18, *(len(f.where()) for f in findings)])
 
 
-def _said_list(items: Sequence[str], semicolons: bool = False) -> str:
+def said_list(items: Sequence[str], semicolons: bool = False) -> str:
     """``items`` joined as the reader's language joins a list ("a, b" / "a; b"; "a，b" / "a；b")."""
     return localized(listing(items, semicolons))
 
 
 def models_line(models: Mapping[str, int]) -> str:
-    return _said_list([f"{n}x {m}" for m, n in models.items()]) or _("none")
+    return said_list([f"{n}x {m}" for m, n in models.items()]) or _("none")
 
 
 def drivers_line(drivers: Mapping[str, int]) -> str:
-    return _said_list([_("{version} ({nodes})").format(version=v, nodes=W.nodes(n))
+    return said_list([_("{version} ({nodes})").format(version=v, nodes=W.nodes(n))
                        for v, n in drivers.items()]) or _("none")
 
 
@@ -302,8 +302,8 @@ def vendors_line(s: Mapping[str, Any]) -> str:
                      for v, n in ((s.get("runtimes_by_vendor") or {}).get(vendor) or {}).items()]
         part = _("{vendor} {gpus} on {nodes}").format(vendor=vendor_name(vendor), gpus=W.gpus(gpus),
                                                       nodes=W.nodes(nodes))
-        parts.append(_("{text} ({versions})").format(text=part, versions=_said_list(versions)) if versions else part)
-    return _said_list(parts, semicolons=True) or _("none")
+        parts.append(_("{text} ({versions})").format(text=part, versions=said_list(versions)) if versions else part)
+    return said_list(parts, semicolons=True) or _("none")
 
 
 def report_text(result: ReportResult) -> str:
@@ -364,7 +364,7 @@ def report_text(result: ReportResult) -> str:
             kinds = [_("not answering now"), *kinds]
         elif verdict == "stale" or name in (s.get("stale") or {}):
             kinds = [no_data_for(float((s.get("stale") or {}).get(name, 0.0))), *kinds]
-        out.append(f"  {W.ljust(W.upper(verdict), verdict_w)}  {name:<{name_w}} {_said_list(kinds)}".rstrip())
+        out.append(f"  {W.ljust(W.upper(verdict), verdict_w)}  {name:<{name_w}} {said_list(kinds)}".rstrip())
     if passing:
         out.append(f"  {W.ljust(W.upper('pass'), verdict_w)}  " + _("{nodes}: {hosts}").format(nodes=W.nodes(len(passing)),
                                                                                       hosts=hosts(passing)))
@@ -493,7 +493,7 @@ def preflight_vendors_line(result: PreflightResult) -> str:
     """"By vendor: NVIDIA 2 GO, 0 NO-GO (16 GPUs); AMD 1 GO, 1 NO-GO (8 GPUs)"."""
     from fleetmon.vendors import vendor_name
 
-    return _("By vendor: {vendors}").format(vendors=_said_list([
+    return _("By vendor: {vendors}").format(vendors=said_list([
         _("{vendor} {go} GO, {no_go} NO-GO ({gpus})").format(
             vendor=vendor_name(v), go=len(d["go"]), no_go=len(d["no_go"]), gpus=W.gpus(d["gpus"]))
         for v, d in preflight_by_vendor(result).items()], semicolons=True))

@@ -15,7 +15,7 @@ from fleetmon.health.engine import PreflightResult, ReportResult
 from fleetmon.health.findings import Finding
 from fleetmon.health.render import (CSS, ack_text, badge, counts_line, drivers_line, esc, ecc_line, hosts,
                                     mixed_vendors, models_line, no_data_for, power_line, preflight_vendors_line,
-                                    report_title, short_time, stale_line, vendors_line, verdict_counts,
+                                    report_title, said_list, short_time, stale_line, vendors_line, verdict_counts,
                                     worst_kinds, exit_status, resolution_text, slurm_action_text,
                                     slurm_state_text)
 from fleetmon.i18n import N_, current_language, localized
@@ -130,14 +130,14 @@ def report_html(result: ReportResult) -> str:
         if f.is_open and f.severity != "info":
             by_node.setdefault(f.node, []).append(f)
     for name, verdict in result.verdicts.items():
-        kinds = ", ".join(worst_kinds(by_node.get(name, ())))
+        kinds = said_list(worst_kinds(by_node.get(name, ())))
         if verdict == "unknown":
             kinds = _("never reached: no evidence")
         elif verdict == "unreachable" and "node-unreachable" not in kinds:
-            kinds = ", ".join(k for k in (_("not answering now"), kinds) if k)
+            kinds = said_list([k for k in (_("not answering now"), kinds) if k])
         elif verdict == "stale" or name in (s.get("stale") or {}):
             age = no_data_for(float((s.get("stale") or {}).get(name, 0.0)))
-            kinds = ", ".join(k for k in (age, kinds) if k)
+            kinds = said_list([k for k in (age, kinds) if k])
         cell = f"<td>{esc(localized(slurm_state_text(slurm, name)))}</td>" if slurm and slurm_col else ""
         body.append(f"<tr><td>{esc(name)}</td><td>{badge(verdict)}</td>{cell}<td>{esc(kinds)}</td></tr>")
     body.append("</table>")

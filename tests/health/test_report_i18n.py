@@ -51,7 +51,7 @@ def test_report_text_and_html_in_chinese(faulty: Path, tmp_path: Path) -> None:
     assert out.startswith("fleetmon 巡检报告\n时间窗口：")
     for heading in ("集群", "节点", "未关闭的问题", "时间窗口内已恢复", "退出码：2（有严重问题）"):
         assert heading in out, heading
-    assert "状态：不通过 — 不通过 1, 警告 1, 通过 1（3 个节点，6 块 GPU）" in out
+    assert "状态：不通过 — 不通过 1、警告 1、通过 1（3 个节点，6 块 GPU）" in out
     assert "个不可纠正 ECC 错误" in out and "处理建议：节点下线（drain）并重置 GPU" in out  # summary, action
     assert "ecc-uncorrectable" in out and "n3 gpu0" in out  # identifiers and names stay as they are
     html = page.read_text(encoding="utf-8")
