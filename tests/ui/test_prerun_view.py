@@ -3,6 +3,8 @@ history side by side, the exclude list on the clipboard, the review as HTML. Rea
 
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import pytest
 
 from fleetmon import hostlist
 from ui.inspection_worker import review
+from fleetmon.i18n import N_, Text
 from ui.views.prerun import (DEFAULT_DAYS, GoNoGoModel, NodeHistoryModel, PrerunView, exclude_list,
                              fleet_selection, history_rows, nodes_of, parse_nodes)
 
@@ -268,14 +271,21 @@ def test_the_go_no_go_table_and_cards_follow_the_language(qtbot, fleet_db: Path,
         card = NodeCard(go.row(0), rev.result.findings)
         qtbot.addWidget(card)
         title = card.title()
+        first = go.row(0).name
+        two = dataclasses.replace(rev.result.nodes[0], reasons=[
+            Text(N_("stale: no good poll for {age} [node-unreachable]"), age="42 min"),
+            Text(N_("{gpu}: GPU lost (fell off the bus)"), gpu="n1 gpu0")])
+        go.set_rows([two])
+        joined = go.data(go.index(0, 3))
     finally:
         ui_i18n.install("en")
     zh = lang == "zh_CN"
     verdicts = {c[1] for c in cells}
     assert verdicts <= ({"可用", "不可用"} if zh else {"GO", "NO-GO"}) and len(verdicts) == 2
-    assert title == f"{go.row(0).name} — " + ("不可用" if zh else "NO-GO")
+    assert title == f"{first} — " + ("不可用" if zh else "NO-GO")
     quiet = [c[3] for c in cells if c[1] in ("可用", "GO")]
     assert quiet and all(q.startswith("可用" if zh else "go") for q in quiet)
+    assert ("；" in joined and "; " not in joined) if zh else joined.count("; ") == 1, joined  # a list of reasons
     no_go_tip = next(t for c, t in zip(cells, tips) if c[1] in ("不可用", "NO-GO"))
     assert no_go_tip.startswith("不可用：" if zh else "no-go: ")
 
