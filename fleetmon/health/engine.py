@@ -631,7 +631,7 @@ def preflight(
     for name in names:
         node = history.node(name)
         if node is None:
-            result.append(NodePreflight(name, False, ("no data: the node is not in the database",)))
+            result.append(NodePreflight(name, False, (Text(N_("no data: the node is not in the database")),)))
             continue
         # Text: the English string the JSON carries, said in the reader's language by the text and HTML
         reasons: list[str] = []

@@ -103,6 +103,13 @@ def test_preflight_exclude_is_a_hostlist(scenario) -> None:
     assert hostlist.expand(result.exclude) == result.no_go
     no_data = next(n for n in result.nodes if n.name == "gpu99")
     assert no_data.reasons == ("no data: the node is not in the database",)
+    from fleetmon import i18n
+
+    i18n.set_language("zh_CN")
+    try:
+        assert [i18n.localized(r) for r in no_data.reasons] == ["无数据：数据库中没有该节点"]
+    finally:
+        i18n.set_language("en")
     vbios = next(n for n in result.nodes if n.name == "gpu02")
     assert vbios.go and any("vbios-mismatch" in w for w in vbios.warnings)
     ecc = next(n for n in result.nodes if n.name == "gpu03").ecc
