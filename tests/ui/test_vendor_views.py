@@ -217,7 +217,7 @@ def test_the_prerun_views_verdict_line_counts_per_vendor(qapp):
 
     assert ui_i18n.install("zh_CN") == "zh_CN"
     try:
-        assert _vendors_text(r) == "NVIDIA 可用 1，不可用 0; AMD 可用 1，不可用 1"
+        assert _vendors_text(r) == "NVIDIA 可用 1，不可用 0；AMD 可用 1，不可用 1"  # the language's semicolon
     finally:
         ui_i18n.install("en")
     assert _vendors_text(r) == "NVIDIA 1 GO, 0 NO-GO; AMD 1 GO, 1 NO-GO"
