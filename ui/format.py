@@ -16,13 +16,19 @@ from PySide6.QtCore import QCoreApplication
 
 from fleetmon.health.findings import worst_order
 from fleetmon.health.verdict import SILENT, combine
-from fleetmon.i18n import Text, localized
+from fleetmon.i18n import Text, listing, localized
 from fleetmon.vocab import GpuState, Severity
 from fleetmon.vocab import severity_rank as vocab_severity_rank
 from ui.i18n import QT_TRANSLATE_NOOP, verdict_word
 from ui.verdicts import STALE_AFTER_S
 
 DASH = "—"
+
+
+def joined(items: Sequence[str], semicolons: bool = False) -> str:
+    """``items`` as the reader's language joins a list: "a, b" / "a; b" in English, "a、b" / "a；b" in Chinese
+    (the core's :func:`fleetmon.i18n.listing`, so app and report join alike)."""
+    return localized(listing(list(items), semicolons))
 
 
 def noun(count: int, word: str, words: str | None = None) -> str:

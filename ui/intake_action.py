@@ -103,8 +103,8 @@ class IntakeDialog(QDialog):
             return run.note or self.tr("No card was checked.")
         from fleetmon import intake
 
-        counts = ", ".join(f"{sum(1 for r in self.results if r.verdict == v)} {fmt.intake_word(v)}"
-                           for v in intake.VERDICTS if any(r.verdict == v for r in self.results))
+        counts = fmt.joined([f"{sum(1 for r in self.results if r.verdict == v)} {fmt.intake_word(v)}"
+                             for v in intake.VERDICTS if any(r.verdict == v for r in self.results)])
         stored = (self.tr("stored with the card") if self.outcome.stored else
                   self.tr("not stored: {error}").format(error=run.save_error) if run.save_error else
                   self.tr("not stored (the database is read-only)"))

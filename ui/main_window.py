@@ -490,8 +490,8 @@ class MainWindow(QMainWindow):
         head = worst.upper() if verdict_word(worst) == worst else verdict_word(worst)
         self.tray.update(worst, {f.key for f in live if f.severity == Severity.CRITICAL},
                          lambda k: _describe(by_key[k]),
-                         status=(f"{head}: " + ", ".join(f"{counts[x]} {verdict_word(x)}" for x in VERDICTS
-                                                         if counts[x])) if worst else "")
+                         status=(f"{head}: " + fmt.joined([f"{counts[x]} {verdict_word(x)}" for x in VERDICTS
+                                                           if counts[x]])) if worst else "")
 
     def _applied(self, snap: FleetSnapshot) -> None:
         self._applying = None

@@ -24,6 +24,7 @@ from PySide6.QtWidgets import QMenu, QMessageBox, QWidget
 from fleetmon.i18n import message_of
 from fleetmon.slurm import SlurmError, SlurmView, slurm_name_of
 from fleetmon.text import printable
+from ui import format as fmt
 
 Confirm = Callable[[QWidget, str, str], bool]
 ShowError = Callable[[QWidget, str], None]
@@ -266,7 +267,7 @@ class SlurmAction(QObject):
     def _on_done(self, action: str, outcomes: list[Any]) -> None:
         failed = [o for o in outcomes if not o.ok]
         status = getattr(self.window, "statusBar", None)
-        text = "; ".join(outcome_line(action, o) for o in outcomes)
+        text = fmt.joined([outcome_line(action, o) for o in outcomes], semicolons=True)
         if callable(status):
             status().showMessage(text, 15000)
         if failed:

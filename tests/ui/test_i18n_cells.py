@@ -59,6 +59,8 @@ def format_cells() -> dict[str, str]:
         "gpu_lost": fmt.evidence_text("gpu-lost", {"lost_minutes": 3, "lost_events": 1, "back_events": 0}),
         "driver": fmt.evidence_text("driver-mismatch", {"field": "driver", "version": "535.161.08",
                                                         "expected": "550.54.15", "basis": "majority"}),
+        "joined": fmt.joined(["3 " + fmt.verdict_word("fail"), "2 " + fmt.verdict_word("warn"), "xid"]),
+        "semicolons": fmt.joined(["a", "b"], semicolons=True),
     }
 
 
@@ -66,7 +68,8 @@ ENGLISH_CELLS = {"age_s": "3 s ago", "age_h": "2 h ago", "span": "6.0 h", "fail"
                  "stale": "stale 6.0 h (+1)", "pass": "pass", "ok": "ok", "lost": "lost", "unreachable": "unreachable",
                  "unknown": "unknown", "refused": "unreachable: connect: refused",
                  "evidence": "88 °C, limit 85 °C (critical 95 °C) for 4 min", "gpu_lost": "lost 3 min (1 lost, 0 back)",
-                 "driver": "driver 535.161.08, expected 550.54.15 (majority)"}
+                 "driver": "driver 535.161.08, expected 550.54.15 (majority)", "joined": "3 fail, 2 warn, xid",
+                 "semicolons": "a; b"}
 
 
 def test_format_cells_in_chinese_then_english_again(chinese):
@@ -76,7 +79,8 @@ def test_format_cells_in_chinese_then_english_again(chinese):
                      "unreachable": "不可达", "unknown": "未知", "refused": "不可达：connect: refused",
                      "evidence": "88 °C，上限 85 °C（严重 95 °C），持续 4 分钟",
                      "gpu_lost": "掉卡 3 分钟（掉卡 1 次，恢复 0 次）",
-                     "driver": "驱动 535.161.08，应为 550.54.15（多数版本）"}
+                     "driver": "驱动 535.161.08，应为 550.54.15（多数版本）", "joined": "3 不通过、2 警告、xid",
+                     "semicolons": "a；b"}
     # lost, unreachable and unknown stay distinct words, and none reads as a number
     markers = [cells[k] for k in ("ok", "lost", "unreachable", "unknown")]
     assert len(set(markers)) == 4 and not any(re.search(r"\d", m) for m in markers)

@@ -99,12 +99,12 @@ class CellValues:
             vendors = sorted({r.vendor or "" for r in rows}, key=vendor_order)
             if not rows and it.kind == "node" and it.name in self._snap.nodes:
                 vendors = [self._snap.nodes[it.name].vendor or ""]
-            return ", ".join(dict.fromkeys(vendor_name(x) for x in vendors)) if vendors else fmt.DASH
+            return fmt.joined(list(dict.fromkeys(vendor_name(x) for x in vendors))) if vendors else fmt.DASH
         if col == COL_MODEL:
             models: dict[str, int] = {}
             for r in rows:
                 models[r.model or "?"] = models.get(r.model or "?", 0) + 1
-            gpus = ", ".join(f"{n}× {m}" for m, n in sorted(models.items(), key=lambda kv: -kv[1]))
+            gpus = fmt.joined([f"{n}× {m}" for m, n in sorted(models.items(), key=lambda kv: -kv[1])])
             if it.kind == "group":
                 nodes = len(it.children)
                 return (QCoreApplication.translate("FleetTree", "1 node · {gpus}") if nodes == 1 else
@@ -113,7 +113,7 @@ class CellValues:
             return gpus
         if col == COL_DRIVER:
             drivers = sorted({r.driver_version for r in rows if r.driver_version})
-            return ", ".join(drivers) if drivers else fmt.DASH
+            return fmt.joined(drivers) if drivers else fmt.DASH
         if _F0 <= col < _LAST:
             f = FIELD_COLUMNS[col - _F0]
             vals = [float(v) for r in rows if isinstance(v := r.values.get(f.name), (int, float))]

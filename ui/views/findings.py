@@ -223,7 +223,7 @@ class FindingsView(QWidget):
         # Nodes nobody hears from have no finding that says so (a stale node's findings are old news):
         # the count line names them, by the snapshot's verdicts, as every other surface does.
         counts = snap.verdicts.counts()
-        self._silent = ", ".join(f"{counts[v]} {verdict_word(v)}" for v in SILENT_ORDER if counts[v])
+        self._silent = fmt.joined([f"{counts[v]} {verdict_word(v)}" for v in SILENT_ORDER if counts[v]])
         self._update_count()
         self._update_buttons()
 

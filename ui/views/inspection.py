@@ -191,7 +191,7 @@ class ChecklistModel(QAbstractItemModel):
                 acked = sum(1 for c in it.children if c.ack)
                 return (it.node, verdict_word(it.verdict).upper(),
                         self.tr("{count} open").format(count=len(it.children)) if it.children else fmt.DASH,
-                        ", ".join(dict.fromkeys(c.finding.kind for c in it.children if c.finding)) or fmt.DASH,
+                        fmt.joined(list(dict.fromkeys(c.finding.kind for c in it.children if c.finding))) or fmt.DASH,
                         self.tr("{acked} of {count}").format(acked=acked, count=len(it.children)) if acked
                         else "")[col]
             where = f.where()
