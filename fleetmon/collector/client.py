@@ -44,10 +44,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import errno
 import json
 import logging
-import os
 import ssl
 import time
 import zlib
@@ -67,6 +65,7 @@ from fleetmon.collector.validate import (
 )
 from fleetmon.collector.sources import FetchFailed, parse_body, run_ssh, source_poll
 from fleetmon.i18n import N_, Text, reason_of
+from fleetmon.os_reasons import os_reason
 from fleetmon.records import (
     WIRE_SCHEMAS_READ, Event, GpuInventory, GpuMinute, GpuSample, NodeInfo, NodePoll, vendor_defaults,
 )
@@ -641,25 +640,12 @@ def _timeout_text(t0: float, timeout_s: float) -> Text:
 
 def _os_reason(exc: aiohttp.ClientConnectorError) -> str:
     """Why a connection failed: the OS's words for its error number (the C library's English; said in the reader's
-    language for the usual ones, :data:`_OS_REASONS`), with the address; else the error's first line."""
+    language for the usual ones, :data:`fleetmon.os_reasons.OS_REASONS`), with the address; else the error's first line."""
     os_error = exc.os_error
     if os_error.errno:
-        return Text(N_("{reason} ({host}:{port})"), reason=_OS_REASONS.get(os_error.errno, os.strerror(os_error.errno)),
+        return Text(N_("{reason} ({host}:{port})"), reason=os_reason(os_error.errno),
                     host=exc.host, port=exc.port)
     return _first_line(os_error)
-
-
-_OS_REASONS: dict[int, str] = {
-    errno.ECONNREFUSED: Text(N_("Connection refused")),
-    errno.ETIMEDOUT: Text(N_("Connection timed out")),
-    errno.EHOSTUNREACH: Text(N_("No route to host")),
-    errno.ENETUNREACH: Text(N_("Network is unreachable")),
-    errno.ECONNRESET: Text(N_("Connection reset by peer")),
-}
-"""The connection failures a fleet sees every day, as ``os.strerror`` says them on Linux (glibc), marked so that
-they are said in the reader's language; the others stay in the C library's words. Only where the C library says
-exactly that (English byte for byte as before)."""
-_OS_REASONS = {k: v for k, v in _OS_REASONS.items() if os.strerror(k) == v}
 
 
 def _first_line(exc: BaseException) -> str:

@@ -41,10 +41,8 @@ that was not kept is counted and logged as a warning; every failure is a
 
 from __future__ import annotations
 
-import errno
 import http.client
 import logging
-import os
 import math
 import re
 import socket
@@ -60,6 +58,7 @@ from typing import Any
 from fleetmon.agent.prom import NEUTRAL_METRICS, Neutral
 from fleetmon.fields import DEFAULT_VENDOR, FIELDS
 from fleetmon.fleet.validate import is_node_name
+from fleetmon.os_reasons import OS_REASONS
 from fleetmon.i18n import N_, Text
 from fleetmon.remote.answer import (MAX_SERIES, MAX_VALUES, Budget, Drops, Grid, PrometheusError, Series, error_text,
                                     parse_answer)
@@ -320,27 +319,14 @@ class PromClient:
         return own if deadline is None else min(own, deadline + 1.0)
 
 
-_OS_REASONS: dict[int, str] = {
-    errno.ECONNREFUSED: Text(N_("Connection refused")),
-    errno.ETIMEDOUT: Text(N_("Connection timed out")),
-    errno.EHOSTUNREACH: Text(N_("No route to host")),
-    errno.ENETUNREACH: Text(N_("Network is unreachable")),
-    errno.ECONNRESET: Text(N_("Connection reset by peer")),
-}
-"""The connection failures seen every day, marked as the collector's client marks them (the same catalog
-entries; not imported from it: the collector's client needs aiohttp), kept only where the C library says
-exactly that, so the English stays byte for byte."""
-_OS_REASONS = {k: v for k, v in _OS_REASONS.items() if os.strerror(k) == v}
-
-
 def _os_reason(why: object) -> str:
     """Why a connection failed, one printable line: ``[Errno 111] Connection refused`` with the OS's usual
     words said in the reader's language; other reasons (a name that does not resolve, TLS) as they are."""
     text = printable(str(why), 200)
-    if isinstance(why, OSError) and why.errno in _OS_REASONS and text == f"[Errno {why.errno}] {why.strerror}" \
-            and why.strerror == _OS_REASONS[why.errno]:
+    if isinstance(why, OSError) and why.errno in OS_REASONS and text == f"[Errno {why.errno}] {why.strerror}" \
+            and why.strerror == OS_REASONS[why.errno]:
         # no words of its own (not in the catalog): the frame of the OS's reason, which is said in the language
-        return Text("[Errno {number}] {reason}", number=why.errno, reason=_OS_REASONS[why.errno])
+        return Text("[Errno {number}] {reason}", number=why.errno, reason=OS_REASONS[why.errno])
     return text
 
 

@@ -20,6 +20,7 @@ from fleetmon.sources.dcgm import parse_counters_csv, parse_dcgm
 from fleetmon.sources.hl_smi import parse_hl_smi
 
 from helpers.cli import fleetmon
+from helpers.refusals import assert_refused
 
 
 @pytest.fixture
@@ -123,10 +124,7 @@ CASES: list[tuple[str, Callable[[], object], str, str]] = [
 @pytest.mark.parametrize(("parse", "english", "said"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_a_bad_document_is_refused_in_the_readers_language(chinese: None, parse: Callable[[], object], english: str,
                                                            said: str) -> None:
-    with pytest.raises(SourceError) as caught:
-        parse()
-    assert str(caught.value) == english  # the English, byte for byte
-    assert i18n.message_of(caught.value) == said
+    assert_refused(parse, english, said)
 
 
 def test_a_reason_cut_to_one_line_stays_english(chinese: None) -> None:

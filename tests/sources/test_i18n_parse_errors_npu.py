@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 
 from fleetmon import i18n
-from fleetmon.sources import SourceError
 from fleetmon.sources.mthreads import parse_mthreads, parse_mthreads_json, parse_mthreads_query, parse_mthreads_table
 from fleetmon.sources.npu_smi import MAX_BYTES, parse_npu_smi
 from fleetmon.text import printable
 
 from helpers.cli import fleetmon
+from helpers.refusals import assert_refused
 
 ASCEND = "F_other_vendors/huawei_ascend"
 NPU_TABLE = f"{ASCEND}/issue_vllm-ascend-5588_npu-smi-25.3.rc1_a3_excerpt.txt"  # 2 chips on NPU 0 (Phy-ID 0, 1)
@@ -138,10 +138,7 @@ CASES: list[Case] = [
 @pytest.mark.parametrize(("parse", "english", "said"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_a_bad_document_is_refused_in_the_readers_language(chinese: None, parse: Parse, english: str,
                                                            said: str) -> None:
-    with pytest.raises(SourceError) as caught:
-        parse()
-    assert str(caught.value) == english  # the English, byte for byte
-    assert i18n.message_of(caught.value) == said
+    assert_refused(parse, english, said)
 
 
 # -- real captures, damaged -------------------------------------------------------------------------------------
@@ -228,10 +225,7 @@ CAPTURE_CASES: list[CaptureCase] = [
 def test_a_damaged_capture_is_refused_in_the_readers_language(chinese: None, shared_fixtures: Path,
                                                               parse: Callable[[Path], object], english: str,
                                                               said: str) -> None:
-    with pytest.raises(SourceError) as caught:
-        parse(shared_fixtures)
-    assert str(caught.value) == english
-    assert i18n.message_of(caught.value) == said
+    assert_refused(lambda: parse(shared_fixtures), english, said)
 
 
 def test_import_smi_says_a_cut_npu_smi_table_in_chinese(shared_fixtures: Path, tmp_path: Path) -> None:
