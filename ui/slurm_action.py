@@ -25,6 +25,7 @@ from fleetmon.i18n import message_of
 from fleetmon.slurm import SlurmError, SlurmView, slurm_name_of
 from fleetmon.text import printable
 from ui import format as fmt
+from ui.i18n import QT_TRANSLATE_NOOP
 
 Confirm = Callable[[QWidget, str, str], bool]
 ShowError = Callable[[QWidget, str], None]
@@ -83,23 +84,22 @@ def outcome_line(action: str, o: Any) -> str:
     node = printable(o.node, 80)
     target = (QCoreApplication.translate("SlurmAction", "{node} (Slurm {slurm_name})").format(
         node=node, slurm_name=o.slurm_name) if o.slurm_name and o.slurm_name != o.node else node)
-    if action == "drain":
-        if not o.ok:
-            return QCoreApplication.translate("SlurmAction", "drain {target} failed: {error}").format(
-                target=target, error=o.error)
-        if o.sent_reason:
-            return QCoreApplication.translate("SlurmAction", "drain {target}: done — reason: {reason}").format(
-                target=target, reason=o.sent_reason)
-        return QCoreApplication.translate("SlurmAction", "drain {target}: done").format(target=target)
-    if action == "resume":
-        if not o.ok:
-            return QCoreApplication.translate("SlurmAction", "resume {target} failed: {error}").format(
-                target=target, error=o.error)
-        if o.sent_reason:
-            return QCoreApplication.translate("SlurmAction", "resume {target}: done — reason: {reason}").format(
-                target=target, reason=o.sent_reason)
-        return QCoreApplication.translate("SlurmAction", "resume {target}: done").format(target=target)
-    return str(o.line(action))
+    if action not in ("drain", "resume"):
+        return str(o.line(action))
+    state = "failed" if not o.ok else "reason" if o.sent_reason else "done"
+    return QCoreApplication.translate("SlurmAction", _OUTCOMES[(action, state)]).format(
+        target=target, error=o.error, reason=o.sent_reason)
+
+
+# Whole sentences per action and result (a translation may reorder each; the action word is not translated alone).
+_OUTCOMES = {
+    ("drain", "failed"): QT_TRANSLATE_NOOP("SlurmAction", "drain {target} failed: {error}"),
+    ("drain", "reason"): QT_TRANSLATE_NOOP("SlurmAction", "drain {target}: done — reason: {reason}"),
+    ("drain", "done"): QT_TRANSLATE_NOOP("SlurmAction", "drain {target}: done"),
+    ("resume", "failed"): QT_TRANSLATE_NOOP("SlurmAction", "resume {target} failed: {error}"),
+    ("resume", "reason"): QT_TRANSLATE_NOOP("SlurmAction", "resume {target}: done — reason: {reason}"),
+    ("resume", "done"): QT_TRANSLATE_NOOP("SlurmAction", "resume {target}: done"),
+}
 
 
 class _Signals(QObject):
