@@ -27,7 +27,7 @@ import io
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from gettext import GNUTranslations, NullTranslations
 from pathlib import Path
@@ -270,6 +270,35 @@ def loads(stored: object) -> dict[str, object]:
     except (ValueError, RecursionError):
         return {}
     return dict(data) if isinstance(data, dict) else {}
+
+
+def kept_as_text(text: str, line: str, clean: Callable[[str], str]) -> str:
+    """``line`` (``text`` made safe as a whole: folded, escaped, cut) as a :class:`Text` when ``text``
+    is one whose values, each passed through ``clean`` (a nested Text's likewise), make exactly that English: so
+    it is still said in the reader's language where it is shown; else ``line`` itself, a plain string."""
+    if isinstance(text, Text):
+        made = _cleaned(text, clean)
+        if made is not None and str.__str__(made) == line:
+            return made
+    return line
+
+
+def _cleaned(text: Text, clean: Callable[[str], str]) -> Text | None:
+    """``text`` made again with each text value passed through ``clean`` (a nested Text likewise); None when it
+    cannot be (a template that does not fit its values)."""
+    values: dict[str, object] = {}
+    for name, value in text.args.items():
+        if isinstance(value, Text):
+            value = _cleaned(value, clean)
+            if value is None:
+                return None
+        elif isinstance(value, str):
+            value = clean(value)  # a Joined or Moment: plain text from here on
+        values[name] = value
+    try:
+        return Text(text.template, **values)
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError):
+        return None
 
 
 def reason_of(exc: BaseException) -> str:

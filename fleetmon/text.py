@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from fleetmon.i18n import Text
+from fleetmon.i18n import kept_as_text
 
 __all__ = ["one_line", "printable"]
 
@@ -36,27 +36,4 @@ def one_line(text: str, limit: int | None = None) -> str:
     result is kept when its English is then exactly the line made of the whole text; else that line, a plain
     string. The English is the same either way.
     """
-    flat = printable(" ".join(text.split()), limit)
-    if isinstance(text, Text):
-        made = _clean_text(text)
-        if made is not None and str.__str__(made) == flat:
-            return made
-    return flat
-
-
-def _clean_text(text: Text) -> Text | None:
-    """``text`` made again with each text value one printable line (a nested Text likewise); None when it cannot
-    be (a template that does not fit its values)."""
-    values: dict[str, object] = {}
-    for name, value in text.args.items():
-        if isinstance(value, Text):
-            value = _clean_text(value)
-            if value is None:
-                return None
-        elif isinstance(value, str):
-            value = printable(" ".join(value.split()))  # a Joined or Moment: plain text from here on
-        values[name] = value
-    try:
-        return Text(text.template, **values)
-    except (KeyError, IndexError, ValueError, AttributeError, TypeError):
-        return None
+    return kept_as_text(text, printable(" ".join(text.split()), limit), lambda v: printable(" ".join(v.split())))

@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping
 from sqlite_utils import Database
 
 from fleetmon.fields import DEFAULT_VENDOR
-from fleetmon.i18n import N_, Text, dumps, reason_of
+from fleetmon.i18n import N_, Text, dumps, kept_as_text, reason_of
 from fleetmon.records import GpuInventory, NodePoll
 from fleetmon.signals import BASELINE_KIND, EVENT_KINDS as SIGNAL_EVENT_KINDS, fold, merge, signal_events
 from fleetmon.vocab import GpuState
@@ -332,23 +332,9 @@ def refusal_reason(exc: BaseException) -> str:
     else:
         lines = str(exc).strip().splitlines()
         what = f"{type(exc).__name__}: {lines[0] if lines else 'no detail'}"
-    return Text(N_("storage refused the answer: {reason}"), reason=_ascii_line(what, 300))
-
-
-def _ascii_line(text: str, limit: int) -> str:
-    """``text`` as ASCII (escapes for the rest) cut to ``limit``. A :class:`Text` (a RefusedPoll's reason) stays
-    one, so it is said in the reader's language: made again with each text value so escaped, and kept when its
-    English is then exactly the escaped line of the whole; else that line, a plain string (same English)."""
-    flat = ascii(text)[1:-1][:limit]
-    if isinstance(text, Text):
-        try:
-            made = Text(text.template, **{k: ascii(v)[1:-1] if isinstance(v, str) else v
-                                          for k, v in text.args.items()})
-        except (KeyError, IndexError, ValueError, AttributeError, TypeError):
-            return flat
-        if str.__str__(made) == flat:
-            return made
-    return flat
+    # As ASCII (escapes for the rest) cut to 300; a RefusedPoll's Text stays one where its English allows.
+    return Text(N_("storage refused the answer: {reason}"),
+                reason=kept_as_text(what, ascii(what)[1:-1][:300], lambda v: ascii(v)[1:-1]))
 
 
 def _ingest_isolated(batch: _Batch, poll: NodePoll, layout: Layout, refused: dict[str, str], *,

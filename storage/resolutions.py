@@ -17,8 +17,8 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from fleetmon.i18n import from_data, loads
 from storage.db import query, transaction
+from storage.queries import stored_text
 
 __all__ = ["ResolutionRow", "card_resolutions", "latest_resolutions", "resolve"]
 
@@ -44,7 +44,7 @@ class ResolutionRow:
 
 def _row(r: dict[str, Any]) -> ResolutionRow:
     # m017: the summary as made (an i18n.Text equal to the English stored), when the row keeps it
-    summary = from_data(loads(r.get("texts")).get("summary"), str(r["summary"] or ""))
+    summary = stored_text(str(r["summary"] or ""), r.get("texts"), "summary") or ""
     return ResolutionRow(id=int(r["id"]), key=str(r["key"]), kind=str(r["kind"]), at=float(r["at"]),
                          reason=str(r["reason"]), note=str(r["note"] or ""), by=r["by"], node=r["node"],
                          gpu_uuid=r["gpu_uuid"], severity=r["severity"], first_seen=r["first_seen"],
@@ -87,7 +87,7 @@ def resolve(db: Database, key: str, reason: str, note: str, at: float, by: str |
     return ResolutionRow(id=rid, key=key, kind=str(kind), at=at, reason=reason, note=note, by=by, node=node,
                          gpu_uuid=gpu_uuid, severity=None if severity is None else str(severity),
                          first_seen=first_seen, last_seen=last_seen,
-                         summary=from_data(loads(texts).get("summary"), summary))
+                         summary=stored_text(summary, texts, "summary") or "")
 
 
 def latest_resolutions(db: Database, keys: Iterable[str] | None = None,

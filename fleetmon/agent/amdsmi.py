@@ -45,7 +45,7 @@ from fleetmon.records import GpuInventory, GpuSample, Status
 from fleetmon.sources.capture import (
     SAMPLE_FIELDS, Capture, Readings, inventory_readings, make_info, node_readings, sample_readings,
 )
-from fleetmon.text import printable
+from fleetmon.text import one_line, printable
 
 __all__ = ["AmdSmiReader", "open_amdsmi"]
 
@@ -389,7 +389,7 @@ def open_amdsmi(*, known_inventory: list[dict[str, Any]] | None = None, inventor
         if not type(exc).__name__.startswith("AmdSmi"):
             raise
         why = Text(N_("amdsmi_init failed: {error} (a binding not matching ROCm?)"),
-                   error=printable(' '.join(str(exc).split()), 160))
+                   error=one_line(str(exc), 160))
     if why is None:
         try:
             return PolledBackend(AmdSmiReader(amd), inventory_wait_s=max(inventory_wait_s, 10.0))

@@ -270,6 +270,12 @@ def _inflater(resp: aiohttp.ClientResponse, path: str) -> Any:
                          encoding=repr(encoding[:20])))
 
 
+def _too_large(path: str, inflated: bool) -> Text:
+    return (Text(N_("{path}: answer larger than {limit} bytes after decompression"), path=path,
+                 limit=f"{MAX_BODY_BYTES:,}") if inflated
+            else Text(N_("{path}: answer larger than {limit} bytes"), path=path, limit=f"{MAX_BODY_BYTES:,}"))
+
+
 async def _read_body(resp: aiohttp.ClientResponse, path: str) -> bytes:
     """The whole answer, inflated here a bounded chunk at a time, never past MAX_BODY_BYTES.
 
@@ -280,19 +286,16 @@ async def _read_body(resp: aiohttp.ClientResponse, path: str) -> bytes:
     inflater = _inflater(resp, path)
     chunks: list[bytes] = []
     size = 0
-    too_large = (Text(N_("{path}: answer larger than {limit} bytes after decompression"), path=path,
-                      limit=f"{MAX_BODY_BYTES:,}") if inflater is not None
-                 else Text(N_("{path}: answer larger than {limit} bytes"), path=path, limit=f"{MAX_BODY_BYTES:,}"))
     try:
         while chunk := await resp.content.read(MAX_COMPRESSED_CHUNK):
             if inflater is not None:
                 # max_length: never more than one byte past the cap, whatever the ratio
                 chunk = inflater.decompress(chunk, MAX_BODY_BYTES - size + 1)
                 if inflater.unconsumed_tail:
-                    raise BadAnswer(too_large)
+                    raise BadAnswer(_too_large(path, inflated=True))
             size += len(chunk)
             if size > MAX_BODY_BYTES:
-                raise BadAnswer(too_large)
+                raise BadAnswer(_too_large(path, inflated=inflater is not None))
             chunks.append(chunk)
         if inflater is not None:
             if not inflater.eof:

@@ -215,7 +215,8 @@ def check_fields(rec: Any, where: str, fields: Spec, ts_max: float) -> None:
                     raise BadAnswer(Text(N_("{where}: field {key} is not a GPU UUID ({value})"), where=where,
                                          key=repr(key), value=_show(v)))
             elif kind == "str":
-                _check_short(v, where, Text(N_("field {key}"), key=repr(key)))
+                if len(v) > MAX_NAME_CHARS or _CONTROL.search(v):  # the label is made only for a failure
+                    _check_short(v, where, Text(N_("field {key}"), key=repr(key)))
 
 
 def _check_short(v: str, where: str, what: str) -> None:

@@ -82,7 +82,7 @@ from fleetmon.sources.capture import (
     SAMPLE_FIELDS, Capture, Readings, inventory_readings, lost_state, make_info, mib, node_readings, number,
     placeholder_uuid, sample_readings, text_status, watts, whole,
 )
-from fleetmon.text import printable
+from fleetmon.text import one_line, printable
 
 __all__ = ["FORMATS", "MAX_BYTES", "MAX_DEVICES", "combine", "decode", "parse_amd_smi_csv", "parse_amd_smi_json",
            "parse_amd_smi_text", "parse_rocm_smi_json", "parse_rocm_smi_text", "parse_rocminfo"]
@@ -114,18 +114,11 @@ architecture unsupported and keeps the target in ``extra["gfx_target"]``."""
 
 def _error(what: str, reason: str) -> SourceError:
     """``what: reason`` as one line (runs of spaces folded, cut to 200 characters); a reason made as an
-    :class:`~fleetmon.i18n.Text` is said in the reader's language where the CLI prints it."""
-    shown = printable(" ".join(reason.split()), 200)
-    if isinstance(reason, Text) and shown == reason:
-        return SourceError(Text(N_("{what}: {error}"), what=what, error=reason))
-    # A plain reason, or one whose inserted text had to be folded or cut: the one-line English as before.
-    return SourceError(f"{what}: {shown}")
-
-
-def _quoted(text: str) -> str:
-    """Text from the document to insert as ``{x!r}`` into a reason: runs of spaces folded as :func:`_error` folds
-    the line (``repr`` leaves no other whitespace), so the reason made as a Text is the same English."""
-    return re.sub(" {2,}", " ", text)
+    :class:`~fleetmon.i18n.Text` is said in the reader's language where the CLI prints it (:func:`one_line`
+    keeps it one unless its inserted text had to be cut: then the one-line English as before)."""
+    shown = one_line(reason, 200)
+    return SourceError(Text(N_("{what}: {error}"), what=what, error=shown) if isinstance(shown, Text)
+                       else f"{what}: {shown}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -887,12 +880,12 @@ def _amd_smi_tree(lines: list[str], what: str) -> list[dict[str, Any]]:
                 if len(last[0][last[1]]) < MAX_LINE_CHARS * 4:  # longer is no value anyway: bounded work
                     last[0][last[1]] += " " + raw.strip()
                 continue
-            raise _error(what, Text(N_("line not 'KEY: value': {line!r}"), line=_quoted(raw.strip()[:60])))
+            raise _error(what, Text(N_("line not 'KEY: value': {line!r}"), line=raw.strip()[:60]))
         indent, key, value = len(m.group(1)), m.group(2).lower(), m.group(3)
         if indent == 0:
             if key != "gpu" or value is None:
                 raise _error(what, Text(N_("expected 'GPU: <n>' at the left margin, found {line!r}"),
-                                        line=_quoted(raw.strip()[:60])))
+                                        line=raw.strip()[:60]))
             gpus.append({"gpu": value.strip()})
             _count_devices(len(gpus), what)
             stack = [(0, gpus[-1])]
@@ -1182,7 +1175,7 @@ def _concise(lines: list[str], what: str, notes: list[str]) -> Capture:
     head = [w.lower() for w in lines[head_at].split()]
     if tuple(head) != _CONCISE_HEAD:
         raise _error(what, Text(N_("concise table with columns {columns!r}, not the ROCm 5 layout"),
-                                columns=_quoted(" ".join(head)[:80])))
+                                columns=" ".join(head)[:80]))
     node = node_readings()
     devs: list[_Dev] = []
     for ln in lines[head_at + 1:]:
@@ -1193,7 +1186,7 @@ def _concise(lines: list[str], what: str, notes: list[str]) -> Capture:
         cells = ln.split()
         if len(cells) != len(head) or not cells[0].isdigit():
             raise _error(what, Text(N_("table row {row!r} does not fit the header (truncated?)"),
-                                    row=_quoted(ln.strip()[:60])))
+                                    row=ln.strip()[:60]))
         _count_devices(len(devs) + 1, what)
         row = dict(zip(head, cells))
         dev = _Dev(len(devs))

@@ -59,7 +59,7 @@ from fleetmon.sources import ReadLimits, SourceError
 from fleetmon.sources.capture import (
     Capture, Readings, inventory_readings, lost_state, make_info, node_readings, placeholder_uuid, sample_readings,
 )
-from fleetmon.text import printable
+from fleetmon.text import one_line, printable
 
 __all__ = ["parse_dcgm", "parse_counters_csv", "DcgmCounter", "SOURCE", "METRIC_FIELDS", "MAX_LINE_CHARS", "answer_name",
            "read_answer"]
@@ -228,11 +228,9 @@ def parse_dcgm(text: str | bytes, *, max_gpus: int | None = None, max_series: in
             name, labels, value_text = _sample(line)
             value = _number(value_text)
         except _Bad as exc:
-            reason = reason_of(exc)
-            shown = printable(reason, 80)
-            # The reason (a Text, said in the reader's language) as it is when printable() leaves it whole.
+            # The reason (a Text, said in the reader's language) as it is when one_line() leaves it whole.
             raise SourceError(Text(N_("{what}: line {line}: not Prometheus text format ({error}): {text}"), what=WHAT,
-                                   line=lineno, error=reason if shown == reason else shown,
+                                   line=lineno, error=one_line(reason_of(exc), 80),
                                    text=printable(line, 60))) from None
         uuid = _label(labels, "UUID", "uuid")
         gpu_label = _label(labels, "gpu")

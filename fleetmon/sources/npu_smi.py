@@ -85,7 +85,7 @@ __all__ = ["FORMATS", "MAX_BYTES", "MAX_CHIPS", "NpuSmiError", "SOURCE", "VENDOR
            "parse_npu_smi"]
 
 SOURCE = "npu-smi"
-_WHAT = "npu-smi"
+_WHAT = SOURCE
 """What the parse errors name (the tool, as it is in every language)."""
 VENDOR = "huawei"
 MAX_BYTES = 8 * 1024 * 1024
