@@ -34,7 +34,7 @@ from pathlib import Path
 
 __all__ = ["SUPPORTED", "LOCALE_DIR", "DOMAIN", "N_", "Text", "_", "gettext", "localized", "ngettext", "set_language",
            "listing", "current_language", "language_from_environment", "normalize_language", "number", "when", "day",
-           "speaking", "Joined", "Moment", "Lines", "message_of", "reason_of", "to_data", "from_data", "remake",
+           "speaking", "Joined", "Listing", "Moment", "Lines", "message_of", "reason_of", "to_data", "from_data", "remake",
            "dumps", "loads"]
 
 SUPPORTED: tuple[str, ...] = ("en", "zh_CN")
@@ -97,14 +97,11 @@ def _remake(template: str, args: dict[str, object]) -> Text:
 
 def listing(items: Sequence[str], semicolons: bool = False) -> str:
     """``items`` as a list in words: "a, b, c" (``semicolons``: "a; b; c") in English, each item localized
-    where shown, with the list separator of the reader's language ("a、b、c"; "a；b；c"). One item is itself;
-    none is ""."""
+    where shown (a :class:`Text`), with the list separator of the reader's language ("a、b、c"; "a；b；c"). One
+    item is itself; none is "". A :class:`Listing`: flat, however long the list."""
     if len(items) < 2:
         return items[0] if items else ""
-    rest = listing(items[1:], semicolons)
-    if semicolons:
-        return Text(N_("{first}; {rest}"), first=items[0], rest=rest)
-    return Text(N_("{first}, {rest}"), first=items[0], rest=rest)
+    return Listing(items, semicolons)
 
 
 LIST_SEPARATOR = N_(", ")
@@ -124,6 +121,26 @@ class Joined(str):
 
     def __reduce__(self) -> tuple[object, ...]:
         return (Joined, (self.parts,))
+
+
+class Listing(Joined):
+    """A list in words (:func:`listing`): IS "a, b, c" ("a; b; c") in English; :func:`localized` joins the items
+    with the separator the language's "{first}, {rest}" ("{first}; {rest}") template puts between them."""
+
+    semicolons: bool
+
+    def __new__(cls, parts: Sequence[str], semicolons: bool = False) -> Listing:
+        self = str.__new__(cls, ("; " if semicolons else ", ").join(parts))
+        self.parts = tuple(parts)
+        self.semicolons = semicolons
+        return self
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Listing, (self.parts, self.semicolons))
+
+    def separator(self) -> str:
+        """The separator in the current language ("、" / "；" in Chinese)."""
+        return _(N_("{first}; {rest}") if self.semicolons else N_("{first}, {rest}")).format(first="", rest="")
 
 
 class Lines(Joined):
@@ -166,6 +183,9 @@ def localized(text: object) -> str:
             return f"{when(text.ts)} UTC"
         if isinstance(text, Lines):
             return "\n".join(localized(p) for p in text.parts)
+        if isinstance(text, Listing):  # a plain item stays as it is (a name, a count)
+            return text.separator().join(localized(p) if isinstance(p, (Text, Joined, Moment)) else p
+                                         for p in text.parts)
         return _(LIST_SEPARATOR).join(localized(p) for p in text.parts)
     if isinstance(text, Text):
         if language == "en":
@@ -183,7 +203,8 @@ def localized(text: object) -> str:
 # of their own for the database; this is small and exact, and a stored form from an older build must never break
 # a view (from_data falls back to the English string instead of raising).
 _MAX_DEPTH = 200
-"""Nesting :func:`from_data` follows (a :func:`listing` nests one level per item); deeper data is refused."""
+"""Nesting :func:`from_data` follows (a listing stored by an older build nests one level per item); deeper data
+is refused."""
 
 
 def to_data(text: object) -> object:
@@ -192,6 +213,8 @@ def to_data(text: object) -> object:
     ``{"m": ts}``; a number, bool or None as itself; anything else as its string."""
     if isinstance(text, Moment):
         return {"m": text.ts}
+    if isinstance(text, Listing):
+        return {"j": [to_data(p) for p in text.parts], "l": ";" if text.semicolons else ","}
     if isinstance(text, Joined):
         return {"j": [to_data(p) for p in text.parts]}
     if isinstance(text, Text):
@@ -216,7 +239,10 @@ def _value(data: object, depth: int) -> object:
             parts = data["j"]
             if not isinstance(parts, list):
                 raise ValueError("stored list without parts")
-            return Joined([_as_str(p, depth) for p in parts])
+            said = [_as_str(p, depth) for p in parts]
+            if "l" in data:
+                return Listing(said, semicolons=data["l"] == ";")
+            return Joined(said)
         template, args = data.get("t"), data.get("a", {})
         if isinstance(template, str) and isinstance(args, Mapping):
             return Text(template, **{str(k): _value(v, depth + 1) for k, v in args.items()})

@@ -200,12 +200,31 @@ def test_to_data_and_back_gives_the_same_text(text: str) -> None:
 
 
 def test_a_long_list_survives() -> None:
-    """``i18n.listing`` nests one Text per item: a card with many faults is said again all the same."""
+    """A card with many faults is said again all the same (``i18n.listing`` is flat: a list of thousands of items,
+    a fleet's stale nodes, once nested a Text per item and ran out of recursion)."""
     text = i18n.listing([Text(N_("{gpu}: GPU lost (fell off the bus)"), gpu=f"n{i} gpu0") for i in range(60)])
     back = i18n.from_data(json.loads(json.dumps(i18n.to_data(text))), str(text))
-    assert isinstance(back, Text) and back == text
+    assert isinstance(back, i18n.Listing) and back == text
     with i18n.speaking("zh_CN"):
         assert i18n.localized(back).count("掉卡") == 60
+    names = [f"gpu{i:05d}" for i in range(5000)]
+    many = i18n.listing(names, semicolons=True)
+    assert many == "; ".join(names)
+    back = i18n.from_data(json.loads(json.dumps(i18n.to_data(many))), str(many))
+    assert isinstance(back, i18n.Listing) and back == many
+    with i18n.speaking("zh_CN"):
+        assert i18n.localized(back) == "；".join(names)
+        assert i18n.localized(i18n.listing(["a", "b", "c"])) == "a、b、c"
+
+
+def test_a_listing_stored_by_an_older_build_still_reads_back() -> None:
+    """The form an older build stored (one "{first}, {rest}" Text per item) is said again as before."""
+    lost = Text(N_("{gpu}: GPU lost (fell off the bus)"), gpu="n1 gpu0")
+    nested = Text(N_("{first}, {rest}"), first=lost, rest=Text(N_("{first}, {rest}"), first="b", rest="c"))
+    back = i18n.from_data(json.loads(json.dumps(i18n.to_data(nested))), str(nested))
+    assert back == "n1 gpu0: GPU lost (fell off the bus), b, c"
+    with i18n.speaking("zh_CN"):
+        assert i18n.localized(back).endswith("、b、c") and "掉卡" in i18n.localized(back)
 
 
 def test_why_the_data_closed_a_finding_reads_back_in_chinese_with_its_figures(tmp_path: Path) -> None:
