@@ -21,7 +21,7 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu, QMessageBox, QWidget
 
-from fleetmon.i18n import message_of
+from fleetmon.i18n import Text, localized, message_of
 from fleetmon.slurm import SlurmError, SlurmView, slurm_name_of
 from fleetmon.text import printable
 from ui import format as fmt
@@ -88,7 +88,7 @@ def outcome_line(action: str, o: Any) -> str:
         return str(o.line(action))
     state = "failed" if not o.ok else "reason" if o.sent_reason else "done"
     return QCoreApplication.translate("SlurmAction", _OUTCOMES[(action, state)]).format(
-        target=target, error=o.error, reason=o.sent_reason)
+        target=target, error=localized(o.error) if isinstance(o.error, Text) else o.error, reason=o.sent_reason)
 
 
 # Whole sentences per action and result (a translation may reorder each; the action word is not translated alone).
@@ -162,7 +162,7 @@ class SlurmStates(QObject):
     def tooltip(self) -> str:
         if self.view is None:
             return self.tr("Slurm: not read yet")
-        return (self.tr("Slurm: {error}").format(error=self.view.error) if not self.view.ok
+        return (self.tr("Slurm: {error}").format(error=localized(self.view.error)) if not self.view.ok
                 else self.tr("Slurm: as sinfo reported it"))
 
 

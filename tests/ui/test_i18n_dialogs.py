@@ -276,6 +276,12 @@ def test_slurm_confirmation_outcomes_and_states(lang, qtbot, tmp_path):
         assert lines[:3] == ["下线 (drain) gpu01（Slurm 名 node-a）：完成 — 原因：fleetmon: gpu lost",
                              "下线 (drain) gpu02：完成", "下线 (drain) gpu01 失败：scontrol: error"]
         assert lines[4] == "恢复 (resume) gpu02：完成"
+    from fleetmon.i18n import N_, Text
+
+    failed = Outcome(0, "gpu01", None, False, Text(N_("Slurm is not installed here: no {program!r} on PATH"),
+                                                   program="scontrol"))
+    assert outcome_line("drain", failed) == pick(lang, "下线 (drain) gpu01 失败：本机未安装 Slurm：PATH 中没有 'scontrol'",
+                                                 "drain gpu01 failed: Slurm is not installed here: no 'scontrol' on PATH")
 
     from fleetmon.slurm import SlurmClient
 
@@ -284,7 +290,8 @@ def test_slurm_confirmation_outcomes_and_states(lang, qtbot, tmp_path):
     with qtbot.waitSignal(states.changed, timeout=10000):
         states.refresh()
     assert states.text("gpu01") == pick(lang, "Slurm 不可用", "Slurm unavailable")
-    assert states.tooltip().startswith(pick(lang, "Slurm：", "Slurm: ")) and "not installed" in states.tooltip()
+    assert states.tooltip().startswith(pick(lang, "Slurm：", "Slurm: "))
+    assert pick(lang, "本机未安装 Slurm", "not installed") in states.tooltip(), states.tooltip()  # Slurm's error too
 
 
 def test_core_errors_in_the_app_s_dialogs_follow_the_language(lang, qtbot, tmp_path):
