@@ -60,7 +60,7 @@ def _summary(f: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from fleetmon.health.lifecycle import RESOLVE_REASONS
+    from fleetmon.health.lifecycle import RESOLVE_REASONS, reason_words
     from fleetmon.cli.reporting import open_for_report
     from storage import resolutions
 
@@ -74,10 +74,11 @@ def run(args: argparse.Namespace) -> int:
         if not rows:
             print(_("no resolutions recorded for {what}").format(what=args.history))
         for r in rows:
-            who = f" by {r.by}" if r.by else ""
             note = f" — {r.note}" if r.note else ""
-            when = i18n.when(r.at)
-            print(f"{when} UTC{who}: {RESOLVE_REASONS.get(r.reason, r.reason)}{note}\n    {i18n.localized(r.summary or r.kind)}  [{r.key}]")
+            reason = i18n.localized(reason_words(r.reason))
+            head = (_("{when} UTC by {who}: {reason}") if r.by else _("{when} UTC: {reason}")).format(
+                when=i18n.when(r.at), who=r.by, reason=reason)
+            print(f"{head}{note}\n    {i18n.localized(r.summary or r.kind)}  [{r.key}]")
         return 0
     filtering = bool(args.keys or args.node or args.kind or args.gpu is not None)
     if args.list or not filtering:
@@ -111,8 +112,9 @@ def run(args: argparse.Namespace) -> int:
         by = _by(args)
         for f in chosen:
             resolutions.resolve(db, f.key, args.reason, args.note or "", at, by)
-            print(f"resolved: {_where(f)} {_summary(f)} [{RESOLVE_REASONS[args.reason]}"
-                  f"{', by ' + by if by else ''}]")
+            print((_("resolved: {where} {summary} [{reason}, by {who}]") if by else
+                   _("resolved: {where} {summary} [{reason}]")).format(
+                where=_where(f), summary=_summary(f), reason=i18n.localized(reason_words(args.reason)), who=by))
     finally:
         db.close()
     return 0

@@ -111,8 +111,10 @@ def test_resolve_list_and_history_say_the_summary_in_chinese(tmp_path: Path,
         i18n.set_language("en")
     out = capsys.readouterr().out
     assert SUMMARY_ZH in out, out
+    assert " UTC，ann 处理完成：" in out and " by ann" not in out, out  # the reason's frame and words too
     assert main(["resolve", "--db", str(path), "--history", uuid]) == 0
-    assert "thermal slowdown for" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "thermal slowdown for" in out and " UTC by ann: other (see the note) — fan swapped" in out, out
 
 
 def test_an_action_with_values_and_nested_text_survive_the_database(tmp_path: Path) -> None:
