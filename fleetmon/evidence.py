@@ -41,7 +41,7 @@ from fleetmon.errors import KnownError
 from fleetmon.export import _new_part_file, neutralise
 from fleetmon.fields import HW_THROTTLE_REASONS
 from fleetmon.health import render, render_html
-from fleetmon.i18n import N_, Text, current_language, gettext, localized, when
+from fleetmon.i18n import N_, Text, gettext, localized, when
 from fleetmon.records import throttle_key
 from fleetmon.text import printable
 
@@ -666,10 +666,7 @@ def _summary_html(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note
     body += [_h2(t(N_("Files in this archive"))), '<p class="small">' + t(N_(
         "{files}. manifest.json says what each holds.")).format(files=", ".join(f"<code>{_e(n)}</code>" for n in files))
         + "</p>"]
-    lang = current_language().replace("_", "-")  # "zh-CN": the browser picks a Chinese face (as the report)
-    css = _CSS + (render_html.CSS_ZH if lang == "zh-CN" else "")
-    return (f"<!DOCTYPE html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e(title)}</title><style>{css}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    return render_html.page(title, body, _CSS)
 
 
 def _files(card: _Card, now: float, pngs: Mapping[str, bytes], plots_note: str | None, focus: str | None

@@ -982,8 +982,6 @@ def certificate_html(r: IntakeResult) -> str:
     body.append('<p class="small">' + _e(_("fleetmon {version} · override thresholds in the fleet file's "
                                             "[thresholds] (docs/findings.md) · signature: ____________________").format(
         version=__version__)) + "</p>")
-    lang = "zh-CN" if i18n.current_language() == "zh_CN" else "en"
-    page_title = _("Intake certificate {card} {uuid}").format(card=_where(r), uuid=r.uuid)
-    return (f"<!DOCTYPE html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">"
-            f"<title>{_e(page_title)}</title><style>{_CSS}</style>"
-            "</head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+    from fleetmon.health.render_html import page
+
+    return page(_("Intake certificate {card} {uuid}").format(card=_where(r), uuid=r.uuid), body, _CSS)

@@ -28,14 +28,14 @@ __all__ = ["preflight_html", "report_html"]
 # Dates in table cells keep to one line ("2026年12月3日 15:30" breaks at any character in a narrow column).
 _CSS_ZH = ('body{font-family:"Noto Sans CJK SC","Source Han Sans SC","PingFang SC","Microsoft YaHei",'
            'system-ui,sans-serif}td.nw,th{white-space:nowrap}\n')
-CSS_ZH = _CSS_ZH
-"""The Chinese pages' font faces, for the other HTML pages in the report's style (the evidence summary)."""
 
 
-def _page(title: str, body: Sequence[str]) -> str:
+def page(title: str, body: Sequence[str], css: str = CSS) -> str:
+    """An HTML page of ``body`` in the reader's language (``lang``, and the Chinese font faces in Chinese): the
+    report, the preflight, the evidence summary and the intake certificate."""
     lang = current_language().replace("_", "-")  # "en", "zh-CN": the browser picks a CJK font for zh-CN
     return (f"<!DOCTYPE html>\n<html lang=\"{lang}\"><head><meta charset=\"utf-8\">"
-            f"<title>{esc(title)}</title><style>{CSS}{_CSS_ZH if lang == 'zh-CN' else ''}</style></head><body>\n"
+            f"<title>{esc(title)}</title><style>{css}{_CSS_ZH if lang == 'zh-CN' else ''}</style></head><body>\n"
             + "\n".join(body) + "\n</body></html>\n")
 
 
@@ -157,7 +157,7 @@ def report_html(result: ReportResult) -> str:
     body.append(_findings_table([f for f in result.findings if f.is_open], acked=s.get("acknowledged")))
     body.append(_tag("h2", _("Resolved in the window")))
     body.append(_findings_table([f for f in result.findings if not f.is_open], resolved=True))
-    return _page(title, body)
+    return page(title, body)
 
 
 def preflight_html(result: PreflightResult) -> str:
@@ -185,4 +185,4 @@ def preflight_html(result: PreflightResult) -> str:
     body.append("</table>")
     body.append(_tag("h2", _("Findings in the window")))
     body.append(_findings_table(list(result.findings)))
-    return _page(title, body)
+    return page(title, body)

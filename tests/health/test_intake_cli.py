@@ -175,6 +175,7 @@ def test_intake_and_its_certificate_in_chinese(db_copy: Path, tmp_path: Path,
         assert "拒收" in out and "显存容量" in out and "负载下的 PCIe 链路" in out
         html = page.read_text(encoding="utf-8")
         assert '<html lang="zh-CN">' in html and "<h1>验收证书 — n2 gpu2</h1>" in html
+        assert "Noto Sans CJK SC" in html  # the Chinese faces, as the report's page
         for said in ("<h2>检查项</h2>", "<th class=\"nw\">板卡料号</th>", "结论：", ">拒收</span>", "报告为 40960 MiB", "签字确认：",
                      "年", "UTC"):
             assert said in html, said
