@@ -18,7 +18,7 @@ from typing import Any
 
 from sqlite_utils import Database
 
-from fleetmon.i18n import from_data, loads
+from fleetmon.i18n import Text, from_data, loads
 from fleetmon.vocab import Severity
 from storage.db import query, transaction
 from storage.rows import DERATING_RATIOS, DeratingDay, FindingChanges, NewFinding, ReportRow, StoredFinding
@@ -47,6 +47,8 @@ def _finding(r: dict[str, Any]) -> StoredFinding:
         lc = evidence.get("lifecycle") if isinstance(evidence, dict) else None
         if isinstance(lc, dict) and isinstance(lc.get("base_summary"), str):  # the rule's own summary, kept by
             lc["base_summary"] = from_data(texts.get("base_summary"), lc["base_summary"])  # the lifecycle
+        if isinstance(evidence, dict) and isinstance(evidence.get("error"), str):  # an unreachable node's reason
+            evidence["error"] = _error_in(evidence.get("summary"), evidence["error"], 4) or evidence["error"]
         resolved = lc.get("resolved") if isinstance(lc, dict) else None
         if isinstance(resolved, dict) and isinstance(resolved.get("why"), str):  # why the data closed it, with figures
             resolved["why"] = from_data(texts.get("why"), resolved["why"])
@@ -54,6 +56,21 @@ def _finding(r: dict[str, Any]) -> StoredFinding:
         id=int(r["id"]), key=r["key"], kind=r["kind"], severity=r["severity"], first_seen=r["first_seen"],
         last_seen=r["last_seen"], updated_at=r["updated_at"], node=r["node"], gpu_uuid=r["gpu_uuid"],
         resolved_at=r["resolved_at"], evidence=evidence, action=action)
+
+
+def _error_in(text: Any, english: str, depth: int) -> Text | None:
+    """The :class:`Text` whose English is ``english`` among ``text``'s ``error`` values (nested a few deep): the
+    evidence keeps the error as English, the summary made with it keeps how (m017, m018)."""
+    if not isinstance(text, Text) or depth <= 0:
+        return None
+    error = text.args.get("error")
+    if isinstance(error, Text) and str(error) == english:
+        return error
+    for value in text.args.values():
+        found = _error_in(value, english, depth - 1)
+        if found is not None:
+            return found
+    return None
 
 
 def save_findings(db: Database, findings: Sequence[NewFinding], now: float) -> FindingChanges:

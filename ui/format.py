@@ -371,7 +371,7 @@ def evidence_text(kind: str | None, evidence: Any) -> str:
         text = QCoreApplication.translate("Evidence", "lost {minutes} min ({lost} lost, {back} back)").format(
             minutes=g("lost_minutes"), lost=g("lost_events"), back=g("back_events"))
     elif kind == "node-unreachable":
-        values = {"minutes": g("minutes"), "polls": g("failed_polls"), "error": g("error")}
+        values = {"minutes": g("minutes"), "polls": g("failed_polls"), "error": localized(g("error"))}
         if g("error"):
             text = QCoreApplication.translate("Evidence", "unreachable {minutes} min, {polls} failed polls: {error}")
         else:

@@ -136,7 +136,7 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
                 # the core's catalog (fleetmon.i18n): a fixed sentence, or one made again from its values (m017)
                 return localized(r.action) if r.action else ""
             if col == COL_EVIDENCE:
-                return fmt.evidence_text(r.kind, _said_error(r))
+                return fmt.evidence_text(r.kind, r.evidence)
             if col == COL_ACK:
                 a = self.ack(r)
                 if a is None:
@@ -150,8 +150,9 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
             if col == 0:
                 return QBrush(QColor(fmt.SEVERITY_COLORS.get(str(r.severity or ""), "#000000")))
         if role == Qt.ItemDataRole.ToolTipRole:
-            evidence = _said_error(r) or {}  # the evidence's keys (identifiers) as stored, its texts said again
-            lines = [f"{k}: {localized(v) if k == 'summary' else v}" for k, v in list(evidence.items())[:12]] \
+            evidence = r.evidence or {}  # the keys (identifiers) as stored, a text value said again
+            lines = [f"{k}: {localized(v) if k == 'summary' or isinstance(v, Text) else v}"
+                     for k, v in list(evidence.items())[:12]] \
                 if isinstance(evidence, Mapping) else []
             action = [QCoreApplication.translate("FindingsTable", "action: {action}").format(
                 action=localized(r.action))] if r.action else []  # its column elides
@@ -159,27 +160,3 @@ class FindingsTableModel(RowsTableModel[StoredFinding]):
                 kind=r.kind, node=r.node, gpu=r.gpu_uuid or "").strip()
             return "\n".join([head, *lines, *action])
         return None
-
-
-def _said_error(r: Any) -> Any:
-    """A finding's evidence with its ``error`` (an unreachable node's last failed poll, stored as English) in the
-    reader's language, when the stored summary was made with the same error (m017 and m018 keep how)."""
-    evidence = r.evidence
-    if not isinstance(evidence, dict) or not isinstance(evidence.get("error"), str):
-        return evidence
-    error = _error_in(evidence.get("summary"), evidence["error"], 4)
-    return evidence if error is None else {**evidence, "error": localized(error)}
-
-
-def _error_in(text: Any, english: str, depth: int) -> Text | None:
-    """The :class:`Text` whose English is ``english`` among ``text``'s ``error`` values (nested a few deep)."""
-    if not isinstance(text, Text) or depth <= 0:
-        return None
-    error = text.args.get("error")
-    if isinstance(error, Text) and str(error) == english:
-        return error
-    for value in text.args.values():
-        found = _error_in(value, english, depth - 1)
-        if found is not None:
-            return found
-    return None
