@@ -487,7 +487,7 @@ class MainWindow(QMainWindow):
         counts = v.counts()
         by_key = {f.key: f for f in live}
         # The worst verdict as the report says it (FAIL; translated: 不通过), then each verdict's count.
-        head = worst.upper() if verdict_word(worst) == worst else verdict_word(worst)
+        head = verdict_word(worst).upper()  # upper() leaves Chinese as it is
         self.tray.update(worst, {f.key for f in live if f.severity == Severity.CRITICAL},
                          lambda k: _describe(by_key[k]),
                          status=(f"{head}: " + fmt.joined([f"{counts[x]} {verdict_word(x)}" for x in VERDICTS

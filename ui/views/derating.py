@@ -61,12 +61,12 @@ WINDOWS: tuple[tuple[str, int], ...] = ((QT_TRANSLATE_NOOP("Derating", "30 days"
                                         (QT_TRANSLATE_NOOP("Derating", "1 year"), 365 * DAY))
 MIN_SPAN_S = 4 * DAY
 PEER_RATIOS = ("memory_ratio",)
+"""Ratios shown against the model's usual (its cards' median) rather than the nominal spec."""
 UNKNOWN_MODEL = QT_TRANSLATE_NOOP("Derating", "unknown model")
 SELECT_GPU = QT_TRANSLATE_NOOP("Derating", "select a GPU")
 READING = QT_TRANSLATE_NOOP("Derating", "reading…")
 NO_DAYS_FOR_GPU = QT_TRANSLATE_NOOP("Derating", "no derating days for this GPU in this window")
 """The card plot's reasons: :attr:`DeratingView.reason` keeps them English (tests), the plot shows them translated."""
-"""Ratios shown against the model's usual (its cards' median) rather than the nominal spec."""
 DERATED_BELOW = 0.9
 """A model median this far below 1.0 (its usual for memory) is tinted as derating (< 0.75: red)."""
 
@@ -507,11 +507,10 @@ class DeratingView(QWidget):
         crowded = any(w > width / (n + 0.2) for w in widths)
         axis.setTicks([[(i, f"\n{label}" if crowded and i % 2 else label) for i, label in enumerate(labels)]])
         axis.setHeight(int(metrics.height() * 2.2 + 14) if crowded else None)
-        # Half the widest outer name beyond the first and last model (0.6 of a slot at least), in slots.
+        # Half the widest outer name beyond the first and last model, in slots (0.6 to 2): the margin m with
+        # m slots = outer px, a slot being width / (n - 1 + 2m) px.
         outer = max([widths[0], widths[-1]] if widths else [0]) / 2
-        margin = 0.6
-        for _ in range(3):  # the slot's width depends on the margin: settle it in a few steps
-            margin = min(max(0.6, outer / (width / (n - 1 + 2 * margin))), 2.0)
+        margin = 2.0 if width <= 2 * outer else min(max(0.6, outer * (n - 1) / (width - 2 * outer)), 2.0)
         self.strip.setXRange(-margin, n - 1 + margin, padding=0)
 
     def _say(self, reason: str | None) -> None:

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QDoubleSpinBox, QGroupBox, QHB
 from fleetmon import hostlist
 from fleetmon.health import wording as W
 from fleetmon.health.findings import Finding
-from fleetmon.i18n import Text, listing, localized, message_of
+from fleetmon.i18n import Text, localized, message_of
 from ui import format as fmt
 from ui.i18n import QT_TRANSLATE_NOOP
 from ui.inspection_worker import Jobs, Review, review
@@ -91,9 +91,9 @@ def _vendors_text(r: Any) -> str:
     from fleetmon.health.render import preflight_by_vendor
     from fleetmon.vendors import vendor_name
 
-    return localized(listing([QCoreApplication.translate("PrerunView", "{vendor} {go} GO, {no_go} NO-GO").format(
+    return fmt.joined([QCoreApplication.translate("PrerunView", "{vendor} {go} GO, {no_go} NO-GO").format(
         vendor=vendor_name(v), go=len(d["go"]), no_go=len(d["no_go"])) for v, d in preflight_by_vendor(r).items()],
-        semicolons=True))
+        semicolons=True)
 
 
 class GoNoGoModel(RowsTableModel["NodePreflight"]):
@@ -130,9 +130,9 @@ class GoNoGoModel(RowsTableModel["NodePreflight"]):
                 return QCoreApplication.translate("GoNoGoModel", "{gpus} of {expected}").format(
                     gpus=n.gpus, expected=n.expected) if n.expected is not None else f"{n.gpus}"
             if n.reasons:
-                return localized(listing(list(n.reasons), semicolons=True))  # "；" in Chinese
+                return fmt.joined(n.reasons, semicolons=True)  # "；" in Chinese
             return (QCoreApplication.translate("GoNoGoModel", "go; {warnings}").format(
-                warnings=localized(listing(list(n.warnings), semicolons=True))) if n.warnings else
+                warnings=fmt.joined(n.warnings, semicolons=True)) if n.warnings else
                 QCoreApplication.translate("GoNoGoModel", "go: nothing in the window"))
         if role == Qt.ItemDataRole.ForegroundRole and col == 1 and not self.stale:
             return QBrush(QColor(GO_COLORS[n.verdict]))
@@ -263,12 +263,12 @@ class NodeHistoryModel(RowsTableModel[HistoryRow]):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return None
         r = self._rows[index.row()]
-        section, what, value = shown_row(r)  # a finding's summary (stored too) and the fixed words translated
-        if role == Qt.ItemDataRole.DisplayRole:
-            return (section, what, value)[index.column()]
+        if role == Qt.ItemDataRole.DisplayRole:  # a finding's summary (stored too) and the fixed words translated
+            return shown_row(r)[index.column()]
         if role == Qt.ItemDataRole.ForegroundRole and r.severity and index.column() == 2:
             return QBrush(QColor(fmt.SEVERITY_COLORS.get(r.severity, "#757575")))
         if role == Qt.ItemDataRole.ToolTipRole:
+            _section, what, value = shown_row(r)
             return QCoreApplication.translate("PrerunHistory", "{what}: {value}").format(what=what, value=value)
         return None
 
