@@ -539,11 +539,11 @@ def write_xlsx(path: str | os.PathLike[str], sheet: Sheet, progress: Progress | 
             # "&P" and "&N" are Excel's page codes; "&" in a sheet name would start one, so it is doubled
             ws.set_footer(f"&L{title.replace('&', '&&')}&R" + _("Page {page} of {pages}").format(page="&P", pages="&N"))
             ws.autofilter(0, 0, max(len(rows), 1), len(columns) - 1)
-            wrapped = [col for col in columns if col.kind == "wrap"]
             for r, row in enumerate(rows, start=1):
+                shown = [shown_value(col.key, row.get(col.key)) for col in columns]  # once per cell
                 for c, col in enumerate(columns):
-                    _write_cell(ws, r, c, shown_value(col.key, row.get(col.key)), col.kind, fmts, quoted)
-                lines = max((wrapped_lines(shown_value(col.key, row.get(col.key)), col.width) for col in wrapped),
+                    _write_cell(ws, r, c, shown[c], col.kind, fmts, quoted)
+                lines = max((wrapped_lines(shown[c], col.width) for c, col in enumerate(columns) if col.kind == "wrap"),
                             default=1)
                 if lines > 1:
                     # Spreadsheets do not all grow a row for wrapped text on opening (LibreOffice's

@@ -51,19 +51,17 @@ done
 [ -z "$missing$lean_missing" ] && exit 0
 
 if [ "$(id -u)" = 0 ]; then
-  echo "fleetmon: installing system packages:$missing$lean_missing" >&2
-  apt-get update -qq >/dev/null
-  [ -z "$missing" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
-  [ -z "$lean_missing" ] || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    $lean_missing >/dev/null
+  as_root=""
 elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
-  echo "fleetmon: installing system packages with sudo:$missing$lean_missing" >&2
-  sudo apt-get update -qq >/dev/null
-  [ -z "$missing" ] || sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
-  [ -z "$lean_missing" ] || sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    $lean_missing >/dev/null
+  as_root="sudo"
 else
   echo "fleetmon: missing system packages:$missing$lean_missing" >&2
-  echo "fleetmon: install them with: sudo apt-get install$missing$lean_missing" >&2
+  [ -z "$missing" ] || echo "fleetmon: install them with: sudo apt-get install$missing" >&2
+  [ -z "$lean_missing" ] || echo "fleetmon: and, without their recommends: sudo apt-get install --no-install-recommends$lean_missing" >&2
   exit 1
 fi
+echo "fleetmon: installing system packages${as_root:+ with sudo}:$missing$lean_missing" >&2
+$as_root apt-get update -qq >/dev/null
+[ -z "$missing" ] || $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $missing >/dev/null
+[ -z "$lean_missing" ] || $as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+  $lean_missing >/dev/null
